@@ -1,0 +1,198 @@
+"""FastSample (Balcer-Vadhan Algorithm 4.11, Theorem 4.10, Lemma 4.12), tight t* rule.
+
+FastSample mixes a *truncated* geometric with the uniform distribution on
+[0, n]: with probability 1 - gamma it releases clamp_[0,n](c + Z_t), where Z_t is
+Geo(eps~) with all mass beyond +-t moved to 0, and with probability gamma = 1/g a
+uniform count. With e^{eps~} = p/q, d' = (p+q) p^t and d = (n+1) g d':
+
+    F'(z) = 0                                       z < c - t
+    F'(z) = q^(c-z) p^(t+1-c+z) - q^(t+1)           c - t <= z < c
+    F'(z) = d' - q^(z-c+1) p^(t-z+c) + q^(t+1)      c <= z < min(c + t, n)
+    F'(z) = d'                                      otherwise
+    F(z)  = (z+1) d' + (g-1)(n+1) F'(z)  (z < n),   F(n) = d.
+
+Tight truncation (spec section 3.3, errata 2):
+t* = min{t >= 0 : 2 q^(t+1) (g-1)(n+1) <= (p-q) p^t}. This is exactly the
+condition of Lemma 3.2' with eps = eps' = eps~, P = Unif([0,n]) and
+SD = tau(t) = Pr[|Geo(eps~)| > t], because tanh(eps~/2) = (p-q)/(p+q).
+t is never capped at n (the reference implementation's bug: capped t is not
+DP, loss 1.22 at n=5, eps=1/2, gamma=1/5); when t* >= n GeoSample is used
+instead, which is exact, cheaper and more accurate.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import gmpy2
+
+from dpspark.counting.base import CountingMechanism, require_n
+from dpspark.counting.exp_eps import check_exp_eps, choose_exp_eps
+from dpspark.counting.geosample import GeoSample
+from dpspark.exact import RationalLike, parse_rational
+
+#: Above this many bytes the CDF table is not precomputed (entries are computed on demand).
+TABLE_LIMIT_BYTES = 256 << 20
+
+
+def parse_gamma(gamma: object) -> int:
+    """Return g for gamma = 1/g; g must be an integer >= 2 (spec errata 1)."""
+    value = parse_rational(gamma, "gamma")
+    if value.numerator != 1 or value.denominator < 2:
+        raise ValueError(f"gamma must be 1/g with g an integer >= 2 (e.g. \"1/1000\" or \"2^-70\"), got {value}")
+    return value.denominator
+
+
+def truncation_condition(t: int, p: int, q: int, g: int, n: int) -> bool:
+    """True iff 2 q^(t+1) (g-1)(n+1) <= (p-q) p^t, FastSample's exact privacy condition at t."""
+    return 2 * q ** (t + 1) * (g - 1) * (n + 1) <= (p - q) * p**t
+
+
+def tight_t(p: int, q: int, g: int, n: int) -> int:
+    """t* = min{t >= 0 : truncation_condition(t)}, by doubling then bisection (public-bounded loops)."""
+    if truncation_condition(0, p, q, g, n):
+        return 0
+    hi = 1
+    while not truncation_condition(hi, p, q, g, n):  # at most log2(t*)+1 rounds, public inputs only
+        hi *= 2
+    lo = hi // 2  # condition false at lo, true at hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if truncation_condition(mid, p, q, g, n):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+class FastSample(CountingMechanism):
+    """FastSample_{n, eps, gamma} with the tight truncation t*.
+
+    Privacy (Theorem 4.10(i), sharpened by Lemma 3.2' as in spec section 3.3):
+    for |c - c'| = 1 and every z, Pr[M(c,U)=z] <= e^{eps~} Pr[M(c',U)=z] with
+    e^{eps~} = ``exp_eps`` = p/q exactly, whenever ``truncation_condition(t)``
+    holds, which the default t = t* guarantees. (The test hook ``t=`` can force
+    a t that violates it; ``t_is_private`` then reports False.)
+    Accuracy: see :meth:`accuracy` (exact, includes the gamma uniform mixture).
+    Time: exactly ceil(log2(n+1)) CDF evaluations, each O(1) big-int operations
+    on O(t log p + log(n g))-bit ints thanks to a precomputed table.
+    """
+
+    name = "FastSample"
+
+    def __init__(
+        self,
+        *,
+        n: int,
+        gamma: RationalLike,
+        epsilon: RationalLike | None = None,
+        exp_eps: Fraction | None = None,
+        rule: str = "pq",
+        t: int | None = None,
+    ) -> None:
+        self.n = require_n(n)
+        self.g = parse_gamma(gamma)
+        self.gamma = Fraction(1, self.g)
+        if (epsilon is None) == (exp_eps is None):
+            raise ValueError("give exactly one of epsilon (paper convention, eps~ <= eps/2) or exp_eps = p/q")
+        if epsilon is not None:
+            self.epsilon: Fraction | None = parse_rational(epsilon, "epsilon")
+            if self.epsilon <= 0:
+                raise ValueError(f"epsilon must be > 0, got {self.epsilon}")
+            self.exp_eps = choose_exp_eps(self.epsilon, rule)
+            self.rule = rule
+        else:
+            self.epsilon = None
+            self.exp_eps = check_exp_eps(exp_eps)  # type: ignore[arg-type]
+            self.rule = "exp_eps"
+        p, q = self.p, self.q = self.exp_eps.numerator, self.exp_eps.denominator
+        self.t_star = tight_t(p, q, self.g, self.n)
+        self.forced_t = t is not None
+        if t is not None:
+            if isinstance(t, bool) or not isinstance(t, int) or t < 0:
+                raise ValueError(f"t (test hook) must be an int >= 0, got {t!r}")
+            self.t = t
+        else:
+            self.t = self.t_star
+        self.t_is_private = truncation_condition(self.t, p, q, self.g, self.n)
+        self.fallback: GeoSample | None = None
+        if not self.forced_t and self.t >= self.n:
+            self.fallback = GeoSample(n=self.n, exp_eps=self.exp_eps)
+            self.d = self.fallback.d
+            return
+        t = self.t
+        P, Q = gmpy2.mpz(p), gmpy2.mpz(q)
+        self._dprime = (P + Q) * P**t
+        self._mult = gmpy2.mpz((self.g - 1) * (self.n + 1))
+        self._qt1 = Q ** (t + 1)
+        self.d = int((self.n + 1) * self.g * self._dprime)
+        self._P, self._Q = P, Q
+        self._full = self._mult * self._dprime
+        est_bytes = 2 * t * (self.d.bit_length() // 8 + 32)
+        self._table: list[Any] | None = None
+        if est_bytes <= TABLE_LIMIT_BYTES:
+            self._table = [self._mult * self._fprime_offset(j) for j in range(-t, t)]
+
+    def _fprime_offset(self, j: int) -> Any:
+        """F'(c + j) for -t <= j < t (unclamped; callers handle z >= n)."""
+        t, P, Q = self.t, self._P, self._Q
+        if j < 0:
+            return Q ** (-j) * P ** (t + 1 + j) - self._qt1
+        return self._dprime - Q ** (j + 1) * P ** (t - j) + self._qt1
+
+    def _cdf(self, c: int, z: int) -> Any:
+        if self.fallback is not None:
+            return self.fallback._cdf(c, z)
+        j = z - c
+        t = self.t
+        if j < -t:
+            scaled = 0
+        elif j >= t:
+            scaled = self._full
+        elif self._table is not None:
+            scaled = self._table[j + t]
+        else:
+            scaled = self._mult * self._fprime_offset(j)
+        return (z + 1) * self._dprime + scaled
+
+    def _search(self, c: int, u: Any) -> int:
+        """Same fixed-round descent as the base class, inlined over the table (hot path)."""
+        if self.fallback is not None:
+            return self.fallback._search(c, u)
+        if self._table is None:
+            return super()._search(c, u)
+        u = gmpy2.mpz(u)
+        table, dprime, full, t, last = self._table, self._dprime, self._full, self.t, self.n - 1
+        pos = -1
+        step = 1 << (self.rounds - 1)
+        while step:
+            probe = pos + step
+            z = probe if probe <= last else last
+            j = z - c
+            if j < -t:
+                value = (z + 1) * dprime
+            elif j >= t:
+                value = (z + 1) * dprime + full
+            else:
+                value = (z + 1) * dprime + table[j + t]
+            if probe <= last and value < u:
+                pos = probe
+            step >>= 1
+        return pos + 1
+
+    def describe(self) -> dict[str, Any]:
+        """Exact parameters for a manifest."""
+        out: dict[str, Any] = {
+            "mechanism": self.name,
+            "n": self.n,
+            "epsilon": None if self.epsilon is None else str(self.epsilon),
+            "rule": self.rule,
+            "exp_eps": {"num": self.p, "den": self.q},
+            "gamma": str(self.gamma),
+            "t_star": self.t_star,
+            "t": self.t,
+            "fallback": None if self.fallback is None else "GeoSample",
+            "d_bits": self.d.bit_length(),
+        }
+        return out

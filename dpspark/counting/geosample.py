@@ -1,0 +1,89 @@
+"""GeoSample (Balcer-Vadhan Algorithm 4.8, Theorem 4.7, Lemma 4.9).
+
+With e^{eps~} = p/q (p > q >= 1), d = (p+q) * p^(n-1) and the integer scaled CDF
+
+    F(z) = q^(c-z) * p^(n-c+z)               for z < c,
+    F(z) = d - q^(z-c+1) * p^(n-1-z+c)       for c <= z < n,
+    F(n) = d,
+
+GeoSample(c, U) = min{z : F(z) >= U} is distributed exactly as the two-sided
+geometric mechanism at eps~ clamped to [0, n] (Theorem 4.7(i); the paper's
+(x, y, 2x+1) is (q, p, p+q), spec section 3.2, checked exactly in the tests).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import gmpy2
+
+from dpspark.counting.base import CountingMechanism, require_n
+from dpspark.counting.exp_eps import check_exp_eps, choose_exp_eps
+from dpspark.exact import RationalLike, parse_rational
+
+
+class GeoSample(CountingMechanism):
+    """GeoSample_{n, eps}: the clamped geometric mechanism on a finite computer.
+
+    Privacy (Theorem 4.7(i)): for counts c, c' with |c - c'| = 1 and every z,
+    Pr[M(c,U) = z] <= e^{eps~} Pr[M(c',U) = z] with e^{eps~} = ``exp_eps`` = p/q
+    exactly, i.e. eps~-DP for counting queries. With ``epsilon`` given (paper
+    convention) eps~ <= epsilon/2; with ``exp_eps`` given, eps~ = ln(exp_eps).
+    Randomness: one U uniform on [1, d] (``draw`` adds the rng's multiplicative
+    bias bound, see :func:`dpspark.rng.bias_epsilon`).
+    Time: exactly ceil(log2(n+1)) scaled-CDF evaluations on O(n log p)-bit ints.
+    """
+
+    name = "GeoSample"
+
+    def __init__(
+        self,
+        *,
+        n: int,
+        epsilon: RationalLike | None = None,
+        exp_eps: Fraction | None = None,
+        rule: str = "pq",
+    ) -> None:
+        self.n = require_n(n)
+        if (epsilon is None) == (exp_eps is None):
+            raise ValueError("give exactly one of epsilon (paper convention, eps~ <= eps/2) or exp_eps = p/q")
+        if epsilon is not None:
+            self.epsilon: Fraction | None = parse_rational(epsilon, "epsilon")
+            if self.epsilon <= 0:
+                raise ValueError(f"epsilon must be > 0, got {self.epsilon}")
+            self.exp_eps = choose_exp_eps(self.epsilon, rule)
+            self.rule = rule
+        else:
+            self.epsilon = None
+            self.exp_eps = check_exp_eps(exp_eps)  # type: ignore[arg-type]
+            self.rule = "exp_eps"
+        self.p = self.exp_eps.numerator
+        self.q = self.exp_eps.denominator
+        self._p = gmpy2.mpz(self.p)
+        self._q = gmpy2.mpz(self.q)
+        # q is a power of two under both built-in rules: multiply by q^k with a shift.
+        self._qshift = self.q.bit_length() - 1 if self.q & (self.q - 1) == 0 else None
+        self._d = (self._p + self._q) * self._p ** (self.n - 1)
+        self.d = int(self._d)
+
+    def _qpow_times(self, k: int, v: Any) -> Any:
+        if self._qshift is not None:
+            return v << (k * self._qshift)
+        return v * self._q**k
+
+    def _cdf(self, c: int, z: int) -> Any:
+        if z < c:
+            return self._qpow_times(c - z, self._p ** (self.n - c + z))
+        return self._d - self._qpow_times(z - c + 1, self._p ** (self.n - 1 - z + c))
+
+    def describe(self) -> dict[str, Any]:
+        """Exact parameters for a manifest."""
+        return {
+            "mechanism": self.name,
+            "n": self.n,
+            "epsilon": None if self.epsilon is None else str(self.epsilon),
+            "rule": self.rule,
+            "exp_eps": {"num": self.p, "den": self.q},
+            "d_bits": self.d.bit_length(),
+        }
