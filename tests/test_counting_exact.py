@@ -315,3 +315,26 @@ def test_describe_is_exact_and_json_ready() -> None:
     desc = json.loads(json.dumps(mech.describe()))
     assert desc["exp_eps"] == {"num": mech.p, "den": mech.q}
     assert desc["gamma"] == "1/1000" and desc["epsilon"] == "1/2" and desc["t"] == mech.t_star
+
+
+def test_plain_int_backend_gives_identical_results() -> None:
+    from dpspark.counting import bigint
+    from dpspark.rng import SeededRandom
+
+    def run() -> list[int]:
+        out = []
+        for mech in (FastSample(n=10**6, epsilon="1/10", gamma="2^-40"), GeoSample(n=300, epsilon="1/2")):
+            rng = SeededRandom(b"backend")
+            out += [mech.draw(c, rng) for c in (0, 1, mech.n // 3, mech.n)]
+            out += [mech.scaled_cdf(mech.n // 2, z) for z in (0, mech.n // 2 - 5, mech.n // 2 + 5, mech.n - 1)]
+        return out
+
+    with_gmp = run()
+    bigint.set_backend("int")
+    try:
+        with_int = run()
+    finally:
+        bigint.set_backend("gmpy2")
+    assert with_gmp == with_int
+    with pytest.raises(ValueError, match="backend"):
+        bigint.set_backend("float")

@@ -16,6 +16,7 @@ from abc import ABC, abstractmethod
 from fractions import Fraction
 from typing import Any
 
+from dpspark.counting import bigint
 from dpspark.exact import RationalLike, parse_rational
 from dpspark.rng import RandomSource
 
@@ -84,7 +85,7 @@ class CountingMechanism(ABC):
     def draw(self, c: int, rng: RandomSource) -> int:
         """Sample M(c, U) with U drawn from ``rng`` (uniform on [1, d])."""
         self._check_c(c)
-        fast = getattr(rng, "uniform_mpz", None)
+        fast = getattr(rng, "uniform_mpz", None) if bigint.active() == "gmpy2" else None
         return self._search(c, fast(self.d) if fast is not None else rng.uniform(self.d))
 
     def pmf(self, c: int) -> list[Fraction]:

@@ -25,8 +25,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-import gmpy2
-
+from dpspark.counting import bigint
 from dpspark.counting.base import CountingMechanism, require_n
 from dpspark.counting.exp_eps import check_exp_eps, choose_exp_eps
 from dpspark.counting.geosample import GeoSample
@@ -122,9 +121,9 @@ class FastSample(CountingMechanism):
             self.d = self.fallback.d
             return
         t = self.t
-        P, Q = gmpy2.mpz(p), gmpy2.mpz(q)
+        P, Q = bigint.big(p), bigint.big(q)
         self._dprime = (P + Q) * P**t
-        self._mult = gmpy2.mpz((self.g - 1) * (self.n + 1))
+        self._mult = bigint.big((self.g - 1) * (self.n + 1))
         self._qt1 = Q ** (t + 1)
         self.d = int((self.n + 1) * self.g * self._dprime)
         self._P, self._Q = P, Q
@@ -162,7 +161,7 @@ class FastSample(CountingMechanism):
             return self.fallback._search(c, u)
         if self._table is None:
             return super()._search(c, u)
-        u = gmpy2.mpz(u)
+        u = bigint.big(u)
         table, dprime, full, t, last = self._table, self._dprime, self._full, self.t, self.n - 1
         pos = -1
         step = 1 << (self.rounds - 1)

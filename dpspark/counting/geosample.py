@@ -16,8 +16,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-import gmpy2
-
+from dpspark.counting import bigint
 from dpspark.counting.base import CountingMechanism, require_n
 from dpspark.counting.exp_eps import check_exp_eps, choose_exp_eps
 from dpspark.exact import RationalLike, parse_rational
@@ -60,8 +59,8 @@ class GeoSample(CountingMechanism):
             self.rule = "exp_eps"
         self.p = self.exp_eps.numerator
         self.q = self.exp_eps.denominator
-        self._p = gmpy2.mpz(self.p)
-        self._q = gmpy2.mpz(self.q)
+        self._p = bigint.big(self.p)
+        self._q = bigint.big(self.q)
         # q is a power of two under both built-in rules: multiply by q^k with a shift.
         self._qshift = self.q.bit_length() - 1 if self.q & (self.q - 1) == 0 else None
         self._d = (self._p + self._q) * self._p ** (self.n - 1)
