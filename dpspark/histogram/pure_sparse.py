@@ -1,0 +1,149 @@
+"""PureSparseHistogram_{M, gamma} (Balcer-Vadhan Algorithm 6.9, Theorems 6.10/6.11), pure DP.
+
+With probability 1 - gamma release SparseHistogram_{M, delta_s}(D); otherwise a
+sample of P: draw x_1..x_n uniformly from X^n, give each distinct x_i a count
+uniform on **{0, ..., n}** (spec section 5.9 fix: {1..n} gives the empty
+histogram probability 0 and breaks full support), release the nonzero ones.
+
+Privacy under add/remove, re-derived (Lemma 3.2' with eps = eps' = eps~):
+* KeepHeavy is eps~-DP (post-processing of BasicHistogram; one count moves by one).
+* SparseHistogram is within SD delta_SD = n|X|(n+2)/2^S of KeepHeavy pointwise.
+* Output range R: partial vectors with at most n nonzero bins, counts in [1, n].
+  P has full support on R and min_r P(r) >= (3|X|)^-n (spec 5.9; exact tests).
+* For each r: (1-g) a_D(r) + g P(r) <= e^eps~ [(1-g) a_D'(r) + g P(r)]
+  + (1-g)(1 + e^eps~) delta_SD - (e^eps~ - 1) g P(r), and the last two terms are
+  <= 0 as soon as delta_SD <= tanh(eps~/2) (g/(1-g)) min_r P(r). With
+  e^eps~ = p/q exactly, tanh(eps~/2) = (p-q)/(p+q), so we take
+      delta_s = ((p-q)/(p+q)) * (gamma/(1-gamma)) * (3|X|)^-n      (exact Fraction)
+  and S = the smallest s_bits with n|X|(n+2)/2^S <= delta_s.
+Result: **pure eps~-DP** (no doubling), eps = ln(p/q) + bias_epsilon(k) with k
+the public worst-case count of mod-N draws on one path (spec errata 12).
+Replacement neighbours: 2 eps~.
+
+Accuracy (Thm 6.10(ii)-(iii)): Thm 6.2's bounds with extra failure mass
+gamma + delta_SD. Strict time: both branches are always computed and the coin
+only selects, so neither time nor ``progress`` reveals the branch; progress
+messages are coarse level fractions, never per-level results.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any
+
+from dpspark.counting import CountingMechanism
+from dpspark.exact import parse_rational
+from dpspark.histogram.inputs import CountsLike, check_beta, check_counts, check_mechanism, check_universe, is_power_of_two
+from dpspark.histogram.keepheavy import keepheavy_accuracy
+from dpspark.histogram.ordstat import BinSampler
+from dpspark.histogram.timing import pad_until
+from dpspark.histogram.result import HistogramRelease, PrivacyStatement, biased_draw_factor
+from dpspark.histogram.sparse import approx_order_statistics, sd_bound, s_bits_for, sparse_bias_draws, sparse_core
+from dpspark.rng import RandomSource
+
+
+def check_gamma(gamma: Any) -> Fraction:
+    """The mixing probability gamma, an exact rational in (0, 1)."""
+    value = parse_rational(gamma, "gamma")
+    if not 0 < value < 1:
+        raise ValueError("gamma must lie in (0, 1)")
+    return value
+
+
+def mixing_min_probability_bound(universe_size: int, n: int) -> Fraction:
+    """(3|X|)^-n, a lower bound on min_r P(r) over the output range (spec 5.9)."""
+    return Fraction(1, (3 * universe_size) ** n)
+
+
+def mixing_delta(exp_eps: Fraction, gamma: Fraction, universe_size: int, n: int) -> Fraction:
+    """delta_s = ((p-q)/(p+q)) (gamma/(1-gamma)) (3|X|)^-n: Lemma 3.2' condition with eps = eps' = eps~."""
+    p, q = exp_eps.numerator, exp_eps.denominator
+    return Fraction(p - q, p + q) * gamma / (1 - gamma) * mixing_min_probability_bound(universe_size, n)
+
+
+def random_histogram(universe_size: int, n: int, rng: RandomSource) -> tuple[list[int], list[int]]:
+    """A sample of P (Alg 6.9 step 2): n uniform positions, counts uniform on {0..n}, nonzero kept, ascending.
+
+    Always exactly 2n draws: position i's count is used if i is the first occurrence of its position.
+    """
+    positions = [rng.uniform(universe_size) - 1 for _ in range(n)]
+    draws = [rng.uniform(n + 1) - 1 for _ in range(n)]
+    chosen: dict[int, int] = {}
+    for x, c in zip(positions, draws):
+        chosen.setdefault(x, c)
+    kept = sorted((x, c) for x, c in chosen.items() if c > 0)
+    return [x for x, _ in kept], [c for _, c in kept]
+
+
+def pure_sparse_bias_draws(n: int, universe_size: int, mechanism: CountingMechanism, gamma: Fraction) -> int:
+    """Public worst-case number of mod-N (biased) uniform draws on one path."""
+    return (
+        sparse_bias_draws(n, mechanism)
+        + (0 if is_power_of_two(gamma.denominator) else 1)
+        + (0 if is_power_of_two(universe_size) else n)
+        + (0 if is_power_of_two(n + 1) else n)
+    )
+
+
+def pure_sparse_histogram(
+    counts: CountsLike,
+    universe_size: int,
+    n: int,
+    mechanism: CountingMechanism,
+    gamma: Any,
+    rng: RandomSource,
+    *,
+    beta: Any = "1/20",
+    mode: str = "adaptive",
+    progress: Callable[[str], None] | None = None,
+    bin_sampler: BinSampler | None = None,
+    min_seconds: float | None = None,
+    stats: dict[str, int] | None = None,
+) -> HistogramRelease:
+    """Alg 6.9 with the {0..n} mixing fix: a pure eps~-DP sparse histogram, ascending by index.
+
+    ``mode`` ("adaptive" or "exact") changes speed only, never outputs. ``bin_sampler``
+    and ``stats`` are test/benchmark hooks. ``min_seconds`` pads the wall-clock time
+    (see :mod:`dpspark.histogram.timing`).
+    """
+    start = time.monotonic()
+    check_mechanism(mechanism, n)
+    size = check_universe(universe_size, n, sparse=True)
+    b = check_beta(beta)
+    g = check_gamma(gamma)
+    keys, values = check_counts(counts, size, n)
+    delta_s = mixing_delta(mechanism.exp_eps, g, size, n)
+    s_bits = s_bits_for(n, size, delta_s)
+    sd = sd_bound(n, size, s_bits)
+    if progress is not None:
+        progress(f"pure-sparse: n = {n}, s = 2^{s_bits}")
+    sampler = approx_order_statistics(
+        mechanism, s_bits, mode=mode, bin_sampler=bin_sampler, progress=progress, stats=stats
+    )
+    sparse_out = sparse_core(keys, values, size, n, mechanism, rng, sampler)
+    random_out = random_histogram(size, n, rng)
+    coin = rng.uniform(g.denominator)  # <= numerator with probability gamma
+    xs, ys = random_out if coin <= g.numerator else sparse_out
+    pad_until(start, min_seconds)
+    if progress is not None:
+        progress("pure-sparse: done")
+    extra, _ = biased_draw_factor(pure_sparse_bias_draws(n, size, mechanism, g), rng.lam)
+    privacy = PrivacyStatement(
+        exp_eps=mechanism.exp_eps,
+        bias_epsilon=extra,
+        delta=Fraction(0),
+        theorem="BV Thm 6.10(i) via Lemma 3.2' (eps = eps' = eps~) under add/remove",
+        notes="delta_SD = n|X|(n+2)/2^s_bits <= ((p-q)/(p+q)) (gamma/(1-gamma)) (3|X|)^-n",
+    )
+    return HistogramRelease(
+        algorithm="PureSparseHistogram",
+        indices=tuple(xs),
+        counts=tuple(ys),
+        universe_size=size,
+        n=n,
+        privacy=privacy,
+        accuracy=keepheavy_accuracy(mechanism, size, b, g + sd, "extra = gamma + delta_SD"),
+        parameters={"mechanism": mechanism.describe(), "gamma": str(g), "s_bits": s_bits, "beta": str(b), "mode": mode},
+    )
