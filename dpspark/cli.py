@@ -44,6 +44,34 @@ def _cmd_mechanism(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_release(args: argparse.Namespace) -> int:
+    """Validate a config, then run the release job on Spark (embedded local, or the active spark-submit session)."""
+    from dpspark.config import load_config
+    from dpspark.job import describe_plan, run_release, stderr_progress
+
+    cfg = load_config(args.config, output=args.output)  # every config error surfaces before Spark starts
+    if args.dry_run:
+        import json
+
+        print(json.dumps(describe_plan(cfg), indent=1, default=str))
+        return 0
+    spark = None
+    if args.use_active_spark:
+        from dpspark.spark.java import ensure_java_home
+
+        ensure_java_home()
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.builder.appName("dpspark-release").getOrCreate()
+    elif args.master:
+        from dpspark.spark.session import local_session
+
+        spark = local_session("dpspark-release", args.master, conf=cfg.spark_conf)
+    out = run_release(cfg, spark=spark, progress=stderr_progress())
+    print(out)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``dpspark`` command."""
     parser = argparse.ArgumentParser(prog="dpspark", description="Exact differentially private histogram releases.")
@@ -58,6 +86,20 @@ def build_parser() -> argparse.ArgumentParser:
     mech.add_argument("--rule", default="pq", choices=["pq", "pow2"], help="how e^eps~ = p/q is chosen")
     mech.add_argument("--count", type=int, action="append", default=None, help="a true count (repeatable)")
     mech.set_defaults(func=_cmd_mechanism)
+
+    rel = sub.add_parser("release", help="run a release job from a TOML config on an embedded local Spark")
+    rel.add_argument("--config", required=True, help="release config (see conf/)")
+    rel.add_argument("--output", default=None, help="override [output] path")
+    rel.add_argument("--master", default=None, help="local Spark master for the embedded session (default local[*])")
+    rel.add_argument("--dry-run", action="store_true", help="validate the config and show the mechanism; read no data")
+    rel.add_argument("--use-active-spark", action="store_true", help=argparse.SUPPRESS)  # spark-submit entry point
+    rel.set_defaults(func=_cmd_release)
+    try:
+        from dpspark.cli_release import add_release_commands
+    except ImportError:  # pragma: no cover - the lookup commands ship with dpspark.release
+        pass
+    else:
+        add_release_commands(sub)
     return parser
 
 
@@ -69,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.count = [0, 1, 10]
     try:
         return int(args.func(args))
-    except (ValueError, TypeError) as err:
+    except (ValueError, TypeError, OSError, RuntimeError) as err:
         print(f"dpspark {args.command}: error: {err}", file=sys.stderr)
         return 2
 

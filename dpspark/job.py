@@ -1,0 +1,157 @@
+"""The release job: config -> Spark sparse counts -> exact driver-side mechanism -> release directory.
+
+One code path serves ``spark-submit jobs/release_histogram.py --config X`` and
+``dpspark release --config X`` (embedded local Spark). Order of operations:
+
+1. the config is validated completely, and the output path checked, before
+   Spark starts;
+2. Spark computes sparse counts per universe index (contribution bounded);
+3. the counts reach the driver as Arrow; curator-side checks (more units than
+   the declared n) fail here, before any noise is drawn;
+4. noise is drawn once, on the driver, from the CSPRNG: a retried Spark task
+   can never produce a second, different noisy answer;
+5. the release is written atomically.
+
+Progress lines name stages and elapsed time only: never a count, a number of
+distinct keys, or which branch a mechanism took.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from dpspark.config import ReleaseConfig
+from dpspark.counting import FastSample, GeoSample, choose_exp_eps
+from dpspark.counting.base import CountingMechanism
+from dpspark.exact import exp_lower_bound
+from dpspark.histogram import HistogramRelease, basic_histogram, pure_sparse_histogram, stability_histogram
+from dpspark.histogram.stability import stability_mechanism
+from dpspark.rng import RandomSource, default_source
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+Progress = Callable[[str], None]
+
+
+class CuratorError(ValueError):
+    """The data breaks a declared public bound (e.g. more units than max_units). Raised before any noise."""
+
+
+def stderr_progress(prefix: str = "dpspark") -> Progress:
+    """A progress printer with elapsed time, to stderr."""
+    start = time.monotonic()
+
+    def show(msg: str) -> None:
+        print(f"[{prefix} {time.monotonic() - start:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    return show
+
+
+def within_epsilon(exp_eps: Fraction, extra: Fraction, epsilon: Fraction) -> bool:
+    """Certified check that ln(exp_eps) + extra <= epsilon (uses e^(eps-extra) >= L(eps)(1-extra))."""
+    return exp_eps <= exp_lower_bound(epsilon) * (1 - extra)
+
+
+def release_exp_eps(epsilon: Fraction) -> Fraction:
+    """e^{eps~} = p/q for a release at epsilon under add/remove: eps~ just below epsilon (one count moves by 1)."""
+    return choose_exp_eps(2 * epsilon)
+
+
+def gamma_for(beta: Fraction, universe_size: int) -> Fraction:
+    """FastSample's uniform weight 1/g, g a power of two >= 6|X|/beta: simultaneous accuracy over X stays valid."""
+    need = -(-6 * universe_size * beta.denominator // beta.numerator)
+    return Fraction(1, 1 << (need - 1).bit_length())
+
+
+def count_mechanism(cfg: ReleaseConfig) -> CountingMechanism:
+    """The counting mechanism a release config asks for (exact parameters, public inputs only)."""
+    n = cfg.max_units
+    if cfg.mechanism == "stability":
+        return stability_mechanism(n, cfg.epsilon, cfg.delta)
+    exp_eps = release_exp_eps(cfg.epsilon)
+    gamma = cfg.gamma if cfg.gamma is not None else gamma_for(cfg.beta, cfg.universe.size)
+    if gamma.numerator != 1:
+        gamma = Fraction(1, -(-gamma.denominator // gamma.numerator))  # round down to 1/g, stated in the manifest
+    mech = FastSample(n=n, exp_eps=exp_eps, gamma=gamma)
+    return mech.fallback if mech.fallback is not None else mech
+
+
+def run_mechanism(
+    cfg: ReleaseConfig, indices: list[int], counts: list[int], rng: RandomSource, progress: Progress
+) -> HistogramRelease:
+    """Draw the release on the driver from exact sparse counts (0-based indexes)."""
+    mech = count_mechanism(cfg)
+    data = (indices, counts)
+    size = cfg.universe.size
+    n = cfg.max_units
+    if cfg.mechanism == "stability":
+        release = stability_histogram(data, size, n, mech, cfg.delta, rng, beta=cfg.beta)
+    elif cfg.mechanism == "pure_sparse":
+        mixing = Fraction(1, -(-3 * cfg.beta.denominator // cfg.beta.numerator))  # gamma = beta/3, as 1/g
+        release = pure_sparse_histogram(data, size, n, mech, mixing, rng, beta=cfg.beta, progress=progress)
+    elif cfg.mechanism == "dense":
+        release = basic_histogram(data, range(size), size, n, mech, rng, beta=cfg.beta)
+    else:  # pragma: no cover - config validation rejects it
+        raise ValueError(f"mechanism {cfg.mechanism!r} is not available")
+    if not within_epsilon(release.privacy.exp_eps, release.privacy.bias_epsilon, cfg.epsilon):
+        raise RuntimeError("internal error: the release's exact epsilon exceeds the configured epsilon")
+    return release
+
+
+def run_release(
+    cfg: ReleaseConfig,
+    *,
+    spark: "SparkSession | None" = None,
+    rng: RandomSource | None = None,
+    progress: Progress | None = None,
+) -> Path:
+    """Run a whole release; returns the path of the published release directory."""
+    from dpspark.release.atomic import refuse_existing_release
+    from dpspark.release.sparse import write_sparse_release
+    from dpspark.spark.counts import collect_counts, counts_to_python, read_input, sparse_counts
+
+    show = progress or stderr_progress()
+    rng = rng or default_source()
+    refuse_existing_release(cfg.output)
+    if spark is None:
+        from dpspark.spark.session import local_session
+
+        show("starting local Spark")
+        spark = local_session("dpspark-release", "local[*]", conf=cfg.spark_conf)
+    show("reading input and counting keys on Spark")
+    df = read_input(spark, cfg.input)
+    table = collect_counts(sparse_counts(df, cfg, rng))
+    show("counts collected on the driver")
+    indices, counts = counts_to_python(table)
+    del table
+    if sum(counts) > cfg.max_units:
+        raise CuratorError(
+            f"the input holds more {'units' if cfg.unit_column else 'rows'} than privacy.max_units = {cfg.max_units} "
+            "(curator-side check, before any noise was drawn); raise max_units or bound the input"
+        )
+    show(f"drawing noise on the driver ({cfg.mechanism})")
+    release = run_mechanism(cfg, indices, counts, rng, show)
+    del indices, counts
+    show("writing the release atomically")
+    out = write_sparse_release(
+        cfg.output,
+        release=release,
+        universe=cfg.universe,
+        key_columns=list(cfg.key_columns),
+        config=cfg.exact_parameters(),
+        input_description=cfg.input.describe(),
+        rng_name=rng.name,
+    )
+    show(f"release written: {out}")
+    return out
+
+
+def describe_plan(cfg: ReleaseConfig) -> dict[str, Any]:
+    """What a release will do, from public inputs only (for ``--dry-run``)."""
+    mech = count_mechanism(cfg)
+    return {"mechanism": cfg.mechanism, "counting": mech.describe(), "error_bar": mech.accuracy(cfg.beta)}

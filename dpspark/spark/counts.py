@@ -1,0 +1,139 @@
+"""Spark side of a release: read the input, encode keys, bound contributions, count per index.
+
+DataFrame API only (no RDDs, no SparkContext), so the same code runs on a
+classic session and on Spark Connect. No per-row Python: keys are encoded with
+Spark SQL functions (:func:`dpspark.spark.encode.with_universe_index`); the only
+Python step is a vectorized numpy keyed mix in ``mapInArrow`` for contribution
+bounding.
+
+Contribution bounding (with a unit column): every unit keeps exactly one of
+its distinct in-universe keys, the one minimising a keyed 64-bit hash of
+(unit, key). The key is drawn fresh per release from the CSPRNG, lives only in
+the Python closure shipped to the workers, and is never written, logged, or
+embedded as a SQL literal (so it is absent from query plans and the Spark UI).
+Choosing by a hash of the unit's own data keeps the map a stable
+transformation: adding or removing one unit changes one count by one.
+Retried tasks recompute the same hash, so a retry never changes the counts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from dpspark.config import InputSpec, ReleaseConfig
+from dpspark.rng import RandomSource
+from dpspark.spark.encode import with_universe_index
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+INDEX = "__dp_index"
+MEMBER = "__dp_in_universe"
+HASH = "__dp_pick"
+UNIT_HASH = "__dp_unit_hash"
+
+
+class InputError(ValueError):
+    """The input does not match the config (missing column, unreadable path, too many units)."""
+
+
+def read_input(spark: "SparkSession", spec: InputSpec) -> "DataFrame":
+    """A DataFrame over the configured file(s) or catalog table (schema only; nothing is counted yet)."""
+    try:
+        if spec.table is not None:
+            return spark.read.table(spec.table)
+        reader = spark.read.format(spec.format)
+        if spec.format == "csv":
+            reader = reader.option("header", "true").option("inferSchema", "false")
+        for key, value in spec.options.items():
+            reader = reader.option(key, value)
+        return reader.load(spec.path)
+    except Exception as err:  # AnalysisException and friends: keep the message, it names the path
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise InputError(f"cannot read input {spec.path or spec.table!r}: {first[:300]}") from None
+
+
+def check_columns(df: "DataFrame", cfg: ReleaseConfig) -> None:
+    """Fail early, naming every configured column the input lacks."""
+    present = set(df.columns)
+    wanted = list(cfg.key_columns) + ([cfg.unit_column] if cfg.unit_column else [])
+    missing = [c for c in wanted if c not in present]
+    if missing:
+        raise InputError(
+            f"input has no column(s) {', '.join(map(repr, missing))}; it has {', '.join(map(repr, sorted(present)))}"
+        )
+
+
+def _mix64(x: np.ndarray, k: np.uint64) -> np.ndarray:
+    """splitmix64-style keyed finaliser on uint64 arrays (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = x ^ k
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def keyed_pick_hash(secret: bytes) -> Any:
+    """A mapInArrow function adding column HASH = keyed mix of the SQL xxhash64 of (unit, index)."""
+    if len(secret) != 16:
+        raise ValueError("the contribution-bounding key must be 16 bytes")
+    k1 = np.uint64(int.from_bytes(secret[:8], "big"))
+    k2 = np.uint64(int.from_bytes(secret[8:], "big"))
+
+    def add_hash(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            raw = batch.column(UNIT_HASH).to_numpy(zero_copy_only=False).astype(np.int64).view(np.uint64)
+            mixed = _mix64(_mix64(raw, k1), k2).view(np.int64)
+            yield batch.append_column(HASH, pa.array(mixed, pa.int64()))
+
+    return add_hash
+
+
+def sparse_counts(df: "DataFrame", cfg: ReleaseConfig, rng: RandomSource) -> "DataFrame":
+    """DataFrame (INDEX binary, count long): one row per nonzero universe index, after contribution bounding.
+
+    Rows with a NULL key (or NULL unit) are dropped; rows with a key outside the
+    universe are dropped, or fail the job if ``out_of_universe = "error"``.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    check_columns(df, cfg)
+    cols = list(cfg.key_columns)
+    keep = cols + ([cfg.unit_column] if cfg.unit_column else [])
+    encoded = with_universe_index(df.select(*keep), cfg.universe, cols, index_col=INDEX, in_universe_col=MEMBER)
+    if cfg.out_of_universe == "error":
+        bad = encoded.filter(F.col(MEMBER) == F.lit(False)).limit(1).count()
+        if bad:
+            raise InputError(
+                "the input holds keys outside the declared universe and privacy.out_of_universe = 'error' "
+                "(curator-side check; the offending values are not shown)"
+            )
+    members = encoded.filter(F.col(MEMBER)).select(INDEX, *([cfg.unit_column] if cfg.unit_column else []))
+    if cfg.unit_column is None:
+        return members.groupBy(INDEX).count()
+    unit = cfg.unit_column
+    pairs = members.filter(F.col(unit).isNotNull()).dropDuplicates([unit, INDEX])
+    pairs = pairs.withColumn(UNIT_HASH, F.xxhash64(F.col(unit), F.col(INDEX)))
+    secret = rng.bits(128).to_bytes(16, "big")
+    schema = StructType(list(pairs.schema.fields) + [StructField(HASH, LongType(), False)])
+    hashed = pairs.mapInArrow(keyed_pick_hash(secret), schema)
+    del secret
+    chosen = hashed.groupBy(unit).agg(F.min_by(F.col(INDEX), F.struct(F.col(HASH), F.col(INDEX))).alias(INDEX))
+    return chosen.groupBy(INDEX).count()
+
+
+def collect_counts(counts: "DataFrame") -> pa.Table:
+    """Bring the sparse counts to the driver as an Arrow table (record batches, not Python rows)."""
+    table = counts.toArrow()
+    return table.rename_columns([INDEX, "count"]).combine_chunks()
+
+
+def counts_to_python(table: pa.Table) -> tuple[list[int], list[int]]:
+    """(0-based indexes, counts) as Python ints for the exact driver-side mechanisms."""
+    words = table.column(INDEX).to_pylist()
+    counts = table.column("count").to_numpy(zero_copy_only=False).tolist()
+    return [int.from_bytes(w, "big") - 1 for w in words], counts

@@ -1,0 +1,23 @@
+"""spark-submit entry point of the dpspark release job.
+
+    spark-submit jobs/release_histogram.py --config conf/queries-stability.toml [--output PATH]
+
+The same code path as ``dpspark release`` (dpspark.job.run_release); here the
+SparkSession comes from spark-submit (master, resources, --py-files).
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, validate the config before Spark starts, run the release."""
+    from dpspark.cli import main as cli_main
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    return cli_main(["release", "--use-active-spark", *args])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
