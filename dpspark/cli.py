@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_release_commands(sub)
+    from dpspark.cli_budget import add_budget_commands
+
+    add_budget_commands(sub)
     return parser
 
 

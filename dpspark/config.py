@@ -24,6 +24,11 @@ Example (see ``conf/*.toml`` for commented versions)::
 
     [output]
     path = "releases/queries"
+
+    [budget]                            # optional: spend from a persistent privacy-budget ledger
+    ledger = "ledger.sqlite"
+    dataset = "warehouse.queries"      # a declared id, not a path: copies cannot reset the budget
+    total_epsilon = "4"                # sets the dataset's total on first use
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ _SECTIONS: dict[str, tuple[set[str], set[str]]] = {
     "universe": (set(), None),  # checked by dpspark.universe
     "privacy": ({"mechanism", "epsilon", "max_units"}, {"delta", "beta", "unit_column", "out_of_universe", "gamma"}),
     "output": ({"path"}, set()),
+    "budget": ({"ledger", "dataset"}, {"total_epsilon", "total_delta"}),
     "spark": (set(), None),  # free-form Spark settings for the embedded session
 }
 
@@ -78,6 +84,16 @@ class InputSpec:
 
 
 @dataclass(frozen=True)
+class BudgetSpec:
+    """Privacy-budget ledger settings: which ledger, which declared dataset id, optional total."""
+
+    ledger: Path
+    dataset: str
+    total_epsilon: Fraction | None
+    total_delta: Fraction
+
+
+@dataclass(frozen=True)
 class ReleaseConfig:
     """A validated release config."""
 
@@ -96,6 +112,7 @@ class ReleaseConfig:
     out_of_universe: str
     output: Path
     spark_conf: dict[str, str] = field(default_factory=dict)
+    budget: BudgetSpec | None = None
 
     def exact_parameters(self) -> dict[str, Any]:
         """The privacy parameters as exact strings, for the manifest."""
@@ -115,15 +132,15 @@ def _fail(source: Path, msg: str) -> ConfigError:
     return ConfigError(f"{source}: {msg}")
 
 
-def _exact(section: Mapping[str, Any], key: str, source: Path) -> Fraction:
+def _exact(section: Mapping[str, Any], key: str, source: Path, where: str = "privacy") -> Fraction:
     value = section[key]
     if isinstance(value, float):
         raise _fail(
             source,
-            f"privacy.{key} is a TOML float ({value!r}), which is not exact; quote it, e.g. {key} = \"{value}\"",
+            f"{where}.{key} is a TOML float ({value!r}), which is not exact; quote it, e.g. {key} = \"{value}\"",
         )
     try:
-        return parse_rational(value, f"privacy.{key}")
+        return parse_rational(value, f"{where}.{key}")
     except (TypeError, ValueError) as err:
         raise _fail(source, str(err)) from None
 
@@ -266,6 +283,15 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
         raise _fail(source, "missing [output] path")
     out_path = Path(out) if os.path.isabs(out) else (base / out)
     spark_conf = {str(k): str(v) for k, v in (raw.get("spark") or {}).items()}
+    budget = None
+    if "budget" in raw:
+        b = raw["budget"]
+        if not isinstance(b["ledger"], str) or not isinstance(b["dataset"], str) or not b["dataset"]:
+            raise _fail(source, "budget.ledger must be a path and budget.dataset a declared dataset id")
+        ledger = Path(b["ledger"]) if os.path.isabs(b["ledger"]) else (base / b["ledger"])
+        total_eps = _exact(b, "total_epsilon", source, "budget") if "total_epsilon" in b else None
+        total_delta = _exact(b, "total_delta", source, "budget") if "total_delta" in b else Fraction(0)
+        budget = BudgetSpec(ledger.resolve(), b["dataset"], total_eps, total_delta)
     return ReleaseConfig(
         source=source,
         input=input_spec,
@@ -282,4 +308,5 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
         out_of_universe=oou,
         output=out_path.resolve(),
         spark_conf=spark_conf,
+        budget=budget,
     )

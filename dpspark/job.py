@@ -90,7 +90,10 @@ def run_mechanism(
     size = cfg.universe.size
     n = cfg.max_units
     if cfg.mechanism == "stability":
-        release = stability_histogram(data, size, n, mech, cfg.delta, rng, beta=cfg.beta)
+        # leave room for the rng's (1 + 2^-lam)-factor on delta so the stated delta stays <= the requested one
+        assert cfg.delta is not None
+        threshold_delta = cfg.delta * (1 - Fraction(1, 1 << 100))
+        release = stability_histogram(data, size, n, mech, threshold_delta, rng, beta=cfg.beta)
     elif cfg.mechanism == "pure_sparse":
         mixing = Fraction(1, -(-3 * cfg.beta.denominator // cfg.beta.numerator))  # gamma = beta/3, as 1/g
         release = pure_sparse_histogram(data, size, n, mech, mixing, rng, beta=cfg.beta, progress=progress)
@@ -100,7 +103,23 @@ def run_mechanism(
         raise ValueError(f"mechanism {cfg.mechanism!r} is not available")
     if not within_epsilon(release.privacy.exp_eps, release.privacy.bias_epsilon, cfg.epsilon):
         raise RuntimeError("internal error: the release's exact epsilon exceeds the configured epsilon")
+    if release.privacy.delta > (cfg.delta or 0):
+        raise RuntimeError("internal error: the release's exact delta exceeds the configured delta")
     return release
+
+
+def spend_budget(cfg: ReleaseConfig) -> Any:
+    """Commit the release's (epsilon, delta) to the ledger before any data is read; None without [budget]."""
+    if cfg.budget is None:
+        return None
+    from dpspark.ledger import Ledger
+
+    ledger = Ledger(cfg.budget.ledger)
+    if cfg.budget.total_epsilon is not None:
+        ledger.set_total(cfg.budget.dataset, cfg.budget.total_epsilon, cfg.budget.total_delta)
+    # The configured epsilon bounds the exact one (checked by run_mechanism): ln(p/q) + bias <= epsilon.
+    record = ledger.spend(cfg.budget.dataset, cfg.epsilon, cfg.delta or 0, cfg.mechanism, str(cfg.output))
+    return ledger, record
 
 
 def run_release(
@@ -112,12 +131,26 @@ def run_release(
 ) -> Path:
     """Run a whole release; returns the path of the published release directory."""
     from dpspark.release.atomic import refuse_existing_release
-    from dpspark.release.sparse import write_sparse_release
-    from dpspark.spark.counts import collect_counts, counts_to_python, read_input, sparse_counts
 
     show = progress or stderr_progress()
     rng = rng or default_source()
     refuse_existing_release(cfg.output)
+    spent = spend_budget(cfg)  # committed before any data is read or noise drawn; never refunded
+    try:
+        out = _run_spark_and_mechanism(cfg, spark, rng, show)
+    except BaseException:
+        if spent is not None:
+            spent[0].mark_failed(spent[1].id)
+        raise
+    if spent is not None:
+        spent[0].mark_released(spent[1].id)
+    return out
+
+
+def _run_spark_and_mechanism(cfg: ReleaseConfig, spark: "SparkSession | None", rng: RandomSource, show: Progress) -> Path:
+    from dpspark.release.sparse import write_sparse_release
+    from dpspark.spark.counts import collect_counts, counts_to_python, read_input, sparse_counts
+
     if spark is None:
         from dpspark.spark.session import local_session
 

@@ -97,14 +97,26 @@ def sparse_counts(df: "DataFrame", cfg: ReleaseConfig, rng: RandomSource) -> "Da
 
     Rows with a NULL key (or NULL unit) are dropped; rows with a key outside the
     universe are dropped, or fail the job if ``out_of_universe = "error"``.
+    Keys are encoded once per *distinct* key (then joined back), so the SQL
+    index arithmetic costs O(#distinct keys), not O(#rows).
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
 
     check_columns(df, cfg)
     cols = list(cfg.key_columns)
-    keep = cols + ([cfg.unit_column] if cfg.unit_column else [])
-    encoded = with_universe_index(df.select(*keep), cfg.universe, cols, index_col=INDEX, in_universe_col=MEMBER)
+    unit = cfg.unit_column
+    rows = df.select(*cols, *([unit] if unit else []))
+    not_null = F.lit(True)
+    for c in cols + ([unit] if unit else []):
+        not_null = not_null & F.col(c).isNotNull()
+    rows = rows.filter(not_null)
+    if unit is None:
+        grouped = rows.groupBy(*cols).count()
+    else:
+        grouped = rows.dropDuplicates(cols + [unit])
+    keys = grouped.select(*cols).distinct() if unit else grouped  # no unit: (keys, count), one row per key
+    encoded = with_universe_index(keys, cfg.universe, cols, index_col=INDEX, in_universe_col=MEMBER)
     if cfg.out_of_universe == "error":
         bad = encoded.filter(F.col(MEMBER) == F.lit(False)).limit(1).count()
         if bad:
@@ -112,11 +124,11 @@ def sparse_counts(df: "DataFrame", cfg: ReleaseConfig, rng: RandomSource) -> "Da
                 "the input holds keys outside the declared universe and privacy.out_of_universe = 'error' "
                 "(curator-side check; the offending values are not shown)"
             )
-    members = encoded.filter(F.col(MEMBER)).select(INDEX, *([cfg.unit_column] if cfg.unit_column else []))
-    if cfg.unit_column is None:
-        return members.groupBy(INDEX).count()
-    unit = cfg.unit_column
-    pairs = members.filter(F.col(unit).isNotNull()).dropDuplicates([unit, INDEX])
+    if unit is None:
+        members = encoded.filter(F.col(MEMBER)).select(INDEX, "count")
+        return members.groupBy(INDEX).agg(F.sum("count").alias("count"))
+    index_of = encoded.filter(F.col(MEMBER)).select(*cols, INDEX)
+    pairs = grouped.join(index_of, on=cols, how="inner").select(unit, INDEX).dropDuplicates([unit, INDEX])
     pairs = pairs.withColumn(UNIT_HASH, F.xxhash64(F.col(unit), F.col(INDEX)))
     secret = rng.bits(128).to_bytes(16, "big")
     schema = StructType(list(pairs.schema.fields) + [StructField(HASH, LongType(), False)])
