@@ -281,7 +281,8 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
     out = output if output is not None else (raw.get("output") or {}).get("path")
     if not isinstance(out, str) or not out:
         raise _fail(source, "missing [output] path")
-    out_path = Path(out) if os.path.isabs(out) else (base / out)
+    # [output] path is relative to the config file; an --output override to the working directory
+    out_path = Path(out) if (os.path.isabs(out) or output is not None) else (base / out)
     spark_conf = {str(k): str(v) for k, v in (raw.get("spark") or {}).items()}
     budget = None
     if "budget" in raw:

@@ -130,11 +130,12 @@ def run_release(
     progress: Progress | None = None,
 ) -> Path:
     """Run a whole release; returns the path of the published release directory."""
-    from dpspark.release.atomic import refuse_existing_release
+    from dpspark.release import check_output_path
 
     show = progress or stderr_progress()
     rng = rng or default_source()
-    refuse_existing_release(cfg.output)
+    cfg.output.parent.mkdir(parents=True, exist_ok=True)
+    check_output_path(cfg.output)  # before any noise: a published release is never overwritten
     spent = spend_budget(cfg)  # committed before any data is read or noise drawn; never refunded
     try:
         out = _run_spark_and_mechanism(cfg, spark, rng, show)

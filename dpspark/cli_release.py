@@ -1,0 +1,319 @@
+"""The ``dpspark lookup``, ``dpspark inspect`` and ``dpspark plot`` commands.
+
+Key syntax for ``lookup`` (parsed per the release's universe):
+
+* ``int_range`` and integer ``categorical`` / ``hashed(int)`` keys: decimal integers;
+* ``string``, string ``categorical`` and ``hashed(string)`` keys: the text as given;
+* ``bytes`` and ``hashed(bytes)`` keys: the UTF-8 bytes of the text;
+* tuple keys: components separated by commas; write ``\\,`` for a comma inside a
+  component and ``\\\\`` for a backslash.
+
+With ``--key-json`` each KEY is JSON instead: a number or string for scalar
+universes, a list for tuples, and ``{"hex": "00ff"}`` for arbitrary bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from dpspark.universe import (
+    BytesUniverse,
+    CategoricalUniverse,
+    HashedUniverse,
+    IntRangeUniverse,
+    StringUniverse,
+    TupleUniverse,
+    Universe,
+)
+
+
+def split_tuple_key(text: str) -> list[str]:
+    """Split ``a,b\\,c`` into ``["a", "b,c"]`` (``\\,`` is a comma, ``\\\\`` a backslash)."""
+    parts, cur, i = [], [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            if i + 1 >= len(text) or text[i + 1] not in ",\\":
+                raise ValueError("in a tuple key, a backslash must be followed by ',' or '\\'")
+            cur.append(text[i + 1])
+            i += 2
+            continue
+        if ch == ",":
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    parts.append("".join(cur))
+    return parts
+
+
+def _int_text(text: str, what: str) -> int:
+    try:
+        return int(text.strip(), 10)
+    except ValueError:
+        raise ValueError(f"{what}: expected a decimal integer") from None
+
+
+def _scalar_from_text(u: Universe, text: str, what: str) -> Any:
+    if isinstance(u, IntRangeUniverse) or (isinstance(u, CategoricalUniverse) and u.value_type == "int"):
+        return _int_text(text, what)
+    if isinstance(u, HashedUniverse):
+        if u.key_type == "int":
+            return _int_text(text, what)
+        return text.encode("utf-8") if u.key_type == "bytes" else text
+    if isinstance(u, BytesUniverse):
+        return text.encode("utf-8")
+    return text
+
+
+def _scalar_from_json(u: Universe, value: Any, what: str) -> Any:
+    wants_bytes = isinstance(u, BytesUniverse) or (isinstance(u, HashedUniverse) and u.key_type == "bytes")
+    if isinstance(value, dict):
+        if set(value) != {"hex"} or not isinstance(value["hex"], str):
+            raise ValueError(f'{what}: a JSON object key must be {{"hex": "..."}}')
+        try:
+            return bytes.fromhex(value["hex"])
+        except ValueError:
+            raise ValueError(f"{what}: invalid hex") from None
+    if wants_bytes and isinstance(value, str):
+        return value.encode("utf-8")
+    return value
+
+
+def parse_key(universe: Universe, text: str, as_json: bool = False) -> Any:
+    """A KEY argument as a key of ``universe`` (see the module docstring for the syntax)."""
+    comps = universe.components if isinstance(universe, TupleUniverse) else None
+    if as_json:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            raise ValueError("--key-json: a KEY is not valid JSON") from None
+        if comps is None:
+            return _scalar_from_json(universe, value, "key")
+        if not isinstance(value, list) or len(value) != len(comps):
+            raise ValueError(f"--key-json: a tuple key must be a JSON list of {len(comps)} values")
+        return tuple(_scalar_from_json(c, v, f"component {j + 1}") for j, (c, v) in enumerate(zip(comps, value)))
+    if comps is None:
+        return _scalar_from_text(universe, text, "key")
+    parts = split_tuple_key(text)
+    if len(parts) != len(comps):
+        raise ValueError(f"a tuple key needs {len(comps)} comma-separated components, got {len(parts)}")
+    return tuple(_scalar_from_text(c, p, f"component {j + 1}") for j, (c, p) in enumerate(zip(comps, parts)))
+
+
+# ---- universe and file descriptions -------------------------------------------------------------
+
+
+def _scalar_words(u: Universe) -> str:
+    if isinstance(u, IntRangeUniverse):
+        return f"integers {u.lo}..{u.hi}"
+    if isinstance(u, CategoricalUniverse):
+        return f"{u.size} listed {u.value_type} values"
+    if isinstance(u, StringUniverse):
+        return f"UTF-8 strings of at most {u.max_bytes} bytes"
+    if isinstance(u, BytesUniverse):
+        return f"byte strings of at most {u.max_bytes} bytes"
+    if isinstance(u, HashedUniverse):
+        return f"{u.key_type} keys hashed to {u.bits} bits (SHA-256; colliding keys share a bin)"
+    return u.kind
+
+
+def universe_words(universe: Universe, key_columns: tuple[str, ...]) -> str:
+    """A universe in plain words."""
+    comps = universe.components if isinstance(universe, TupleUniverse) else (universe,)
+    parts = [f"{name}: {_scalar_words(c)}" for name, c in zip(key_columns, comps)]
+    size = universe.size
+    shown = str(size) if size.bit_length() <= 64 else f"~2^{size.bit_length() - 1}+"
+    return "; ".join(parts) + f"  (|X| = {shown})"
+
+
+def _fail(command: str, err: BaseException) -> int:
+    print(f"dpspark {command}: error: {err}", file=sys.stderr)
+    return 2
+
+
+# ---- lookup ------------------------------------------------------------------------------------------
+
+
+def _cmd_lookup(args: argparse.Namespace) -> int:
+    from dpspark.lookup import open_release
+
+    try:
+        rel = open_release(args.release, verify=not args.no_verify)
+        keys = [parse_key(rel.universe, k, args.key_json) for k in args.key]
+        estimates = [rel.estimate(k) for k in keys]
+    except ValueError as err:
+        return _fail("lookup", err)
+    acc = rel.accuracy
+    holds = "every key" if acc.per_query_above < 0 else f"true count > {acc.per_query_above}"
+    header = ("key", "noisy count", "error bar", "per-key bar holds if")
+    rows = [(k, str(e.value), f"+-{e.a}", holds) for k, e in zip(args.key, estimates)]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    for r in [header, *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    print()
+    print(rel.accuracy_text)
+    if rel.manifest.rng_test_only:
+        print("WARNING: this release was made with a TEST-ONLY random generator; it is NOT private.")
+    return 0
+
+
+# ---- inspect -----------------------------------------------------------------------------------------
+
+
+def _file_status(root: Path, manifest: Any) -> list[tuple[str, str, bool]]:
+    from dpspark.release.errors import ReleaseFormatError
+    from dpspark.release.files import check_data_file
+
+    out = []
+    for name, entry in sorted(manifest.files.items()):
+        try:
+            check_data_file(root, name, entry, verify=True)
+            out.append((name, f"{entry.size} bytes, sha256 {entry.sha256[:16]}...: OK", True))
+        except ReleaseFormatError as err:
+            reason = str(err).split(": ", 1)[-1]
+            out.append((name, f"{entry.size} bytes, sha256 {entry.sha256[:16]}...: FAILED ({reason})", False))
+    return out
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    from dpspark.lookup.describe import accuracy_text, privacy_text, relation_line, short
+    from dpspark.release.manifest import read_manifest
+    from dpspark.release.reader import load_universe
+
+    root = Path(args.release)
+    try:
+        m = read_manifest(root)
+        status = _file_status(root, m)
+        ok = all(s[2] for s in status)
+        universe = load_universe(m, root) if ok else None
+    except ValueError as err:
+        return _fail("inspect", err)
+    eps = "not given" if m.epsilon_requested is None else short(m.epsilon_requested)
+    lines = [
+        ("release", str(root)),
+        ("kind", f"{m.kind} (schema version {m.schema_version}, dpspark {m.dpspark_version}, created {m.created_utc})"),
+        ("mechanism", f"{m.algorithm} with {m.counting} counts; requested eps = {eps}, delta = {short(m.delta_requested)}"),
+        ("e^eps~", f"{short(m.exp_epsilon_tilde)} (eps~ ~ {m.raw['mechanism']['epsilon_tilde']['float']})"),
+        ("add/remove", relation_line(m.add_remove, args.exact)),
+        ("replacement", relation_line(m.replacement, args.exact)),
+        ("n", f"{m.max_units} units at most (declared, public)"),
+        ("universe", universe_words(universe, m.key_columns) if universe else f"{m.universe_spec.get('kind')} (files failed)"),
+        ("key columns", ", ".join(m.key_columns)),
+        ("input", ", ".join(f"{k} = {v}" for k, v in m.input.items()) or "(not described)"),
+        ("randomness", m.rng_name + ("  ** TEST ONLY: NOT PRIVATE **" if m.rng_test_only else "")),
+    ]
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        print(f"{k.ljust(width)}  {v}")
+    print()
+    print("Privacy:")
+    print("  " + privacy_text(m).replace("\n", "\n  "))
+    print("Accuracy:")
+    print("  " + accuracy_text(m).replace("\n", "\n  "))
+    print("Files:")
+    for name, text, _ in status:
+        print(f"  {name}: {text}")
+    print("Checksums: " + ("all files match the manifest" if ok else "SOME FILES ARE DAMAGED OR MISSING"))
+    return 0 if ok else 1
+
+
+# ---- plot --------------------------------------------------------------------------------------------
+
+
+def _printable(value: Any) -> str:
+    text = str(value)
+    return text if isinstance(value, (str, int)) and text.isprintable() else ascii(value)
+
+
+def _labels(table: Any, manifest: Any) -> list[str]:
+    cols = manifest.bins["columns"]
+    per_key: list[list[str]] = []
+    for key in manifest.key_columns:
+        roles = {c["role"]: c["name"] for c in cols if c.get("key_column") == key}
+        if "key" in roles:
+            values = table.column(roles["key"]).to_pylist()
+            fallback = table.column(roles["key_bytes"]).to_pylist() if "key_bytes" in roles else values
+            per_key.append([_printable(b) if v is None else _printable(v) for v, b in zip(values, fallback)])
+        else:
+            per_key.append([f"#{int.from_bytes(bytes(v), 'big'):x}" for v in table.column(roles["key_hash_bin"]).to_pylist()])
+    return [", ".join(parts) for parts in zip(*per_key)]
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from dpspark.lookup import open_release
+
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return _fail("plot", ImportError("matplotlib is not installed; install the 'plot' extra: pip install 'dpspark[plot]'"))
+    if args.top < 1:
+        return _fail("plot", ValueError("--top must be at least 1"))
+    try:
+        rel = open_release(args.release, verify=not args.no_verify)
+        table = rel.table()
+    except ValueError as err:
+        return _fail("plot", err)
+    counts = table.column("noisy_count").to_numpy()
+    order = np.argsort(-counts, kind="stable")[: args.top]
+    top = table.take(order)
+    labels = _labels(top, rel.manifest)
+    values = top.column("noisy_count").to_numpy()
+    acc = rel.accuracy
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(values) + 2), 4.5))
+    positions = np.arange(len(values))
+    ax.bar(positions, values, yerr=acc.a_per_query, capsize=3, color="#4c72b0", ecolor="#333333")
+    if acc.per_query_above >= 0:
+        ax.axhline(acc.per_query_above, color="#c44e52", linestyle="--", linewidth=1,
+                   label=f"threshold {acc.per_query_above} (bar holds above)")
+        ax.legend(loc="upper right", fontsize=8)
+    ax.set_xticks(positions)
+    ax.set_xticklabels([lab if len(lab) <= 24 else lab[:23] + "~" for lab in labels], rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel("noisy count")
+    eps = rel.manifest.add_remove.epsilon_float
+    shown = "" if eps is None else f", eps ~ {eps:.3g}"  # report
+    ax.set_title(f"top {len(values)} bins, +-{acc.a_per_query} per key (beta = {acc.beta_per_query}){shown}"
+                 + (" [TEST RNG]" if rel.manifest.rng_test_only else ""), fontsize=9)
+    fig.tight_layout()
+    try:
+        fig.savefig(args.output, format="png", dpi=args.dpi)
+    except OSError as err:
+        return _fail("plot", OSError(f"{args.output}: cannot write the PNG ({err.strerror})"))
+    finally:
+        plt.close(fig)
+    print(f"wrote {args.output} ({len(values)} bins)")
+    return 0
+
+
+def add_release_commands(subparsers: Any) -> None:
+    """Register ``lookup``, ``inspect`` and ``plot`` on the ``dpspark`` command's subparsers."""
+    lk = subparsers.add_parser("lookup", help="print noisy counts of keys with their error bars",
+                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    lk.add_argument("release", help="release directory")
+    lk.add_argument("key", nargs="+", help="keys to look up (see the key syntax above)")
+    lk.add_argument("--key-json", action="store_true", help="parse each KEY as JSON (lists for tuple keys)")
+    lk.add_argument("--no-verify", action="store_true", help="skip the sha256 check of the data files")
+    lk.set_defaults(func=_cmd_lookup)
+
+    ins = subparsers.add_parser("inspect", help="describe a release in plain words and check its files")
+    ins.add_argument("release", help="release directory")
+    ins.add_argument("--exact", action="store_true", help="print every eps/delta rational in full (may be long)")
+    ins.set_defaults(func=_cmd_inspect)
+
+    pl = subparsers.add_parser("plot", help="draw the top-K bins with their error bars (needs matplotlib)")
+    pl.add_argument("release", help="release directory")
+    pl.add_argument("--top", type=int, default=20, help="number of bins to draw (default 20)")
+    pl.add_argument("-o", "--output", required=True, help="output PNG file")
+    pl.add_argument("--dpi", type=int, default=100, help="resolution (default 100)")
+    pl.add_argument("--no-verify", action="store_true", help="skip the sha256 check of the data files")
+    pl.set_defaults(func=_cmd_plot)

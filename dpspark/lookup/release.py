@@ -1,0 +1,197 @@
+"""Open a release directory and look counts up. Needs only numpy and pyarrow: no Spark, no JVM.
+
+Keys are encoded with the universe's vectorized encoder and found by binary
+search in the sorted index column, so :meth:`ReleaseLookup.counts` has no
+per-key Python loop (except for hashed universes, whose encoder hashes each
+key, and keys that do not fit an Arrow array, e.g. ints beyond 64 bits).
+
+Keys outside the universe raise :class:`KeyNotInUniverseError`. Its message
+gives the key's position and the universe's reason but never echoes the key:
+lookup services log errors, and a key can be as sensitive as the data it
+indexes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from dpspark.lookup.describe import accuracy_text, condition_text, privacy_text
+from dpspark.release.manifest import DEFAULT_LIMITS, AccuracyInfo, Manifest, ReadLimits
+from dpspark.release.reader import offset_keys, open_release_files, verify_files
+from dpspark.universe import OutOfUniverseError, TupleUniverse, Universe, index_to_bytes
+
+
+class KeyNotInUniverseError(ValueError):
+    """A looked-up key is null, mistyped or not in the release's universe (the key is not echoed)."""
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A noisy count with its error bar: |value - true| <= a with probability >= 1 - beta, under ``condition``."""
+
+    value: int
+    a: int
+    beta: Fraction
+    holds_above: int
+    condition: str
+    a_simultaneous: int
+    beta_simultaneous: Fraction
+
+    @property
+    def interval(self) -> tuple[int, int]:
+        """(value - a, value + a)."""
+        return self.value - self.a, self.value + self.a
+
+
+class ReleaseLookup:
+    """A verified, opened release. Create with :func:`open_release`."""
+
+    def __init__(self, path: Path, *, verify: bool, limits: ReadLimits) -> None:
+        self.path = path
+        self.manifest: Manifest
+        self.universe: Universe
+        self.manifest, self.universe, self._parquet, bins = open_release_files(path, verify=verify, limits=limits)
+        self._offsets = bins.offsets
+        self._counts = bins.counts
+        self._width = self.manifest.index_width
+        self.verified = verify
+
+    def __len__(self) -> int:
+        """Number of released (nonzero-listed) bins."""
+        return len(self._counts)
+
+    @property
+    def privacy(self) -> str:
+        """The privacy guarantee in plain words."""
+        return privacy_text(self.manifest)
+
+    @property
+    def accuracy(self) -> AccuracyInfo:
+        """The exact accuracy statement."""
+        return self.manifest.accuracy
+
+    @property
+    def accuracy_text(self) -> str:
+        """The accuracy statement in plain words."""
+        return accuracy_text(self.manifest)
+
+    def verify(self) -> None:
+        """Re-check every data file's size and sha256 against the manifest."""
+        verify_files(self.manifest, self.path, True)
+        self.verified = True
+
+    # ---- lookups ----------------------------------------------------------------------------
+    def _lookup(self, keys: np.ndarray) -> np.ndarray:
+        out = np.zeros(len(keys), dtype=np.int64)
+        if not len(self._offsets) or not len(keys):
+            return out
+        # Searching sorted needles is several times faster (cache-friendly) than random ones.
+        order = np.argsort(keys, kind="stable")
+        needles = keys[order]
+        pos = np.minimum(np.searchsorted(self._offsets, needles), len(self._offsets) - 1)
+        hit = self._offsets[pos] == needles
+        out[order] = np.where(hit, self._counts[pos], 0)
+        return out
+
+    def _keys(self, index_words: pa.Array) -> np.ndarray:
+        return offset_keys(index_words, self._width, self.manifest.universe_size)
+
+    def count(self, key: Any) -> int:
+        """The released noisy count of one key (0 when its bin was not released)."""
+        try:
+            index = self.universe.encode(tuple(key) if isinstance(key, list) else key)
+        except OutOfUniverseError as exc:
+            raise KeyNotInUniverseError(f"key is not in the release's universe: {exc}") from None
+        word = pa.array([index_to_bytes(index, self._width)], type=pa.binary(self._width))
+        return int(self._lookup(self._keys(word))[0])
+
+    def counts(self, keys: Any) -> np.ndarray:
+        """Noisy counts (int64) of many keys, vectorized.
+
+        ``keys``: for scalar universes a sequence, numpy array or Arrow array of keys;
+        for tuple universes a pyarrow Table/RecordBatch with the key columns, a
+        struct array, or a sequence of tuples.
+        """
+        arrow_keys = self._to_arrow(keys)
+        if arrow_keys is None:  # keys beyond Arrow's types: scalar path
+            return np.array([self.count(k) for k in keys], dtype=np.int64)
+        try:
+            encoded = self.universe.encode_arrow(arrow_keys)
+        except TypeError as exc:
+            raise KeyNotInUniverseError(f"keys have the wrong type for the release's universe: {exc}") from None
+        member = encoded.in_universe.fill_null(False).to_numpy(zero_copy_only=False)
+        if not member.all():
+            bad = np.flatnonzero(~member)
+            nulls = int(encoded.in_universe.null_count)
+            raise KeyNotInUniverseError(
+                f"{len(bad)} of {len(member)} keys are not in the release's {self.universe.label} "
+                f"({nulls} null); first at position {int(bad[0])}"
+            )
+        if not len(member):
+            return np.zeros(0, dtype=np.int64)
+        return self._lookup(self._keys(encoded.index))
+
+    def _to_arrow(self, keys: Any) -> Any:
+        if isinstance(keys, (pa.Array, pa.ChunkedArray, pa.Table, pa.RecordBatch)):
+            return keys
+        if isinstance(self.universe, TupleUniverse):
+            rows = list(keys)
+            k = len(self.universe.components)
+            if any(not isinstance(r, (tuple, list)) or len(r) != k for r in rows):
+                raise KeyNotInUniverseError(f"keys of a {self.universe.label} must be tuples of {k} values")
+            columns = list(zip(*rows)) if rows else [[] for _ in range(k)]
+            try:
+                return [
+                    pa.array(list(col), type=None if rows else c.arrow_type())
+                    for col, c in zip(columns, self.universe.components)
+                ]
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+                return None
+        try:
+            if isinstance(keys, np.ndarray):
+                return pa.array(keys)
+            values = list(keys)
+            return pa.array(values, type=None if values else self.universe.arrow_type())
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+            return None
+
+    def estimate(self, key: Any) -> Estimate:
+        """The noisy count with its per-query error bar, beta and the condition under which it holds."""
+        acc = self.manifest.accuracy
+        condition = condition_text(acc)
+        if not self.universe.is_bijection:
+            condition += "; hashed keys that collide share one bin (their counts add up)"
+        return Estimate(
+            value=self.count(key),
+            a=acc.a_per_query,
+            beta=acc.beta_per_query,
+            holds_above=acc.per_query_above,
+            condition=condition,
+            a_simultaneous=acc.a_simultaneous,
+            beta_simultaneous=acc.beta_simultaneous,
+        )
+
+    def table(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """The bins as an Arrow table (decoded key columns, index words, noisy counts)."""
+        try:
+            return self._parquet.read(columns=list(columns) if columns is not None else None)
+        except Exception as exc:
+            from dpspark.release.errors import ReleaseFormatError
+
+            raise ReleaseFormatError(f"{self.path / 'bins.parquet'}: cannot read the bins ({type(exc).__name__})") from None
+
+
+def open_release(path: str | Path, verify: bool = True, limits: ReadLimits = DEFAULT_LIMITS) -> ReleaseLookup:
+    """Open a release directory for lookups.
+
+    With ``verify`` (default) every data file's sha256 is checked once, here;
+    lookups never re-check. Raises :class:`~dpspark.release.errors.ReleaseFormatError`
+    for missing, damaged, wrong-version or oversized releases.
+    """
+    return ReleaseLookup(Path(path), verify=verify, limits=limits)
