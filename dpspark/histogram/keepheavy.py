@@ -112,6 +112,16 @@ def keepheavy_simulation(
     )
 
 
+def _round_up(x: Fraction, bits: int = 64) -> Fraction:
+    """The least multiple of 2^-bits that is >= x: a conservative failure probability with a short denominator.
+
+    delta_SD can have a denominator of n log2(3|X|) bits; stating a slightly larger
+    beta keeps manifests readable (and within the readers' size limits) and stays valid.
+    """
+    scale = 1 << bits
+    return Fraction(-((-x.numerator * scale) // x.denominator), scale)
+
+
 def keepheavy_accuracy(
     mechanism: CountingMechanism, universe_size: int, beta: Fraction, extra: Fraction, note: str = ""
 ) -> AccuracyStatement:
@@ -130,6 +140,6 @@ def keepheavy_accuracy(
         beta_per_query=beta,
         per_query_above=2 * a_sim,
         a_simultaneous=2 * a_sim,
-        beta_simultaneous=half + extra,
+        beta_simultaneous=min(beta, _round_up(half + extra)),
         notes=("beta split: beta1 = beta2 = (beta - extra)/2; " + note).strip(),
     )

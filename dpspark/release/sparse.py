@@ -138,7 +138,7 @@ def build_sparse_manifest(
         privacy.exp_eps, privacy.bias_epsilon, privacy.delta, privacy.relation, privacy.theorem
     )
     eps_req = _exact(config, "epsilon", mech_params.get("epsilon"))
-    delta_req = _exact(config, "delta", "0")
+    delta_req = _exact(config, "delta", None) or Fraction(0)  # pure mechanisms: delta absent or None
     exp_eps = privacy.exp_eps
     return {
         "format": FORMAT,
