@@ -15,6 +15,8 @@ def short(value: Fraction, exact: bool = False) -> str:
     text = frac_to_str(value)
     if exact or len(text) <= _SHORT:
         return text
+    if value.denominator.bit_length() <= 1024:
+        return f"~{float(value):.6g}"  # report
     log2 = frac_log2(value)
     return f"~2^{log2:.2f}" if log2 is not None else text[:_SHORT] + "..."  # report
 
