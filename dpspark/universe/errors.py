@@ -1,0 +1,15 @@
+"""Exceptions of the universe package.
+
+Messages name the universe (kind and column) and say why a value was refused;
+they never contain the raw key value, which may be private data.
+"""
+
+from __future__ import annotations
+
+
+class UniverseConfigError(ValueError):
+    """A universe specification is invalid (unknown kind, missing field, bad bounds, too large)."""
+
+
+class OutOfUniverseError(ValueError):
+    """A key is null, of the wrong type, or not a member of the universe."""

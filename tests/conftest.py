@@ -1,0 +1,22 @@
+"""Shared fixtures: one local Spark session for every in-process Spark test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """A single local[2] SparkSession shared by the whole test run, stopped at the end.
+
+    Tests that use it should be marked ``@pytest.mark.spark``. They must not
+    stop it or change static configuration; runtime SQL settings changed with
+    ``spark.conf.set`` should be restored by the test.
+    """
+    from dpspark.spark.session import local_session
+
+    session = local_session("dpspark-tests", "local[2]", shuffle_partitions=2)
+    yield session
+    session.stop()
