@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from dpspark.exact import clog2, exp_lower_bound
+from dpspark.exact import RationalLike, clog2, exp_lower_bound, parse_rational
 
 RULES = ("pq", "pow2")
 
@@ -66,3 +66,17 @@ def check_exp_eps(value: Fraction) -> Fraction:
     if value <= 1:
         raise ValueError(f"exp_eps = p/q must be > 1 (eps~ > 0), got {value}")
     return value
+
+
+def resolve_exp_eps(
+    epsilon: RationalLike | None, exp_eps: Fraction | None, rule: str
+) -> tuple[Fraction | None, Fraction, str]:
+    """(epsilon, exp_eps, rule) from a constructor's exactly-one-of ``epsilon`` / ``exp_eps`` arguments."""
+    if (epsilon is None) == (exp_eps is None):
+        raise ValueError("give exactly one of epsilon (paper convention, eps~ <= eps/2) or exp_eps = p/q")
+    if exp_eps is not None:
+        return None, check_exp_eps(exp_eps), "exp_eps"
+    eps = parse_rational(epsilon, "epsilon")
+    if eps <= 0:
+        raise ValueError(f"epsilon must be > 0, got {eps}")
+    return eps, choose_exp_eps(eps, rule), rule

@@ -27,7 +27,7 @@ from typing import Any
 
 from dpspark.counting import bigint
 from dpspark.counting.base import CountingMechanism, require_n
-from dpspark.counting.exp_eps import check_exp_eps, choose_exp_eps
+from dpspark.counting.exp_eps import resolve_exp_eps
 from dpspark.counting.geosample import GeoSample
 from dpspark.exact import RationalLike, parse_rational
 
@@ -93,18 +93,7 @@ class FastSample(CountingMechanism):
         self.n = require_n(n)
         self.g = parse_gamma(gamma)
         self.gamma = Fraction(1, self.g)
-        if (epsilon is None) == (exp_eps is None):
-            raise ValueError("give exactly one of epsilon (paper convention, eps~ <= eps/2) or exp_eps = p/q")
-        if epsilon is not None:
-            self.epsilon: Fraction | None = parse_rational(epsilon, "epsilon")
-            if self.epsilon <= 0:
-                raise ValueError(f"epsilon must be > 0, got {self.epsilon}")
-            self.exp_eps = choose_exp_eps(self.epsilon, rule)
-            self.rule = rule
-        else:
-            self.epsilon = None
-            self.exp_eps = check_exp_eps(exp_eps)  # type: ignore[arg-type]
-            self.rule = "exp_eps"
+        self.epsilon, self.exp_eps, self.rule = resolve_exp_eps(epsilon, exp_eps, rule)
         p, q = self.p, self.q = self.exp_eps.numerator, self.exp_eps.denominator
         self.t_star = tight_t(p, q, self.g, self.n)
         self.forced_t = t is not None

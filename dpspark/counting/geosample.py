@@ -18,8 +18,8 @@ from typing import Any
 
 from dpspark.counting import bigint
 from dpspark.counting.base import CountingMechanism, require_n
-from dpspark.counting.exp_eps import check_exp_eps, choose_exp_eps
-from dpspark.exact import RationalLike, parse_rational
+from dpspark.counting.exp_eps import resolve_exp_eps
+from dpspark.exact import RationalLike
 
 
 class GeoSample(CountingMechanism):
@@ -45,18 +45,7 @@ class GeoSample(CountingMechanism):
         rule: str = "pq",
     ) -> None:
         self.n = require_n(n)
-        if (epsilon is None) == (exp_eps is None):
-            raise ValueError("give exactly one of epsilon (paper convention, eps~ <= eps/2) or exp_eps = p/q")
-        if epsilon is not None:
-            self.epsilon: Fraction | None = parse_rational(epsilon, "epsilon")
-            if self.epsilon <= 0:
-                raise ValueError(f"epsilon must be > 0, got {self.epsilon}")
-            self.exp_eps = choose_exp_eps(self.epsilon, rule)
-            self.rule = rule
-        else:
-            self.epsilon = None
-            self.exp_eps = check_exp_eps(exp_eps)  # type: ignore[arg-type]
-            self.rule = "exp_eps"
+        self.epsilon, self.exp_eps, self.rule = resolve_exp_eps(epsilon, exp_eps, rule)
         self.p = self.exp_eps.numerator
         self.q = self.exp_eps.denominator
         self._p = bigint.big(self.p)
