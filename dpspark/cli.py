@@ -55,7 +55,11 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
         print(json.dumps(describe_plan(cfg), indent=1, default=str))
         return 0
-    spark = None
+    from dpspark.release import check_output_path
+
+    cfg.output.parent.mkdir(parents=True, exist_ok=True)
+    check_output_path(cfg.output)  # refuse an existing release before any Spark session starts
+    spark = remote = None
     if args.use_active_spark:
         from dpspark.spark.java import ensure_java_home
 
@@ -63,11 +67,19 @@ def _cmd_release(args: argparse.Namespace) -> int:
         from pyspark.sql import SparkSession
 
         spark = SparkSession.builder.appName("dpspark-release").getOrCreate()
+    elif args.remote:
+        from dpspark.spark.remote import remote_session
+
+        spark = remote = remote_session(args.remote)
     elif args.master:
         from dpspark.spark.session import local_session
 
         spark = local_session("dpspark-release", args.master, conf=cfg.spark_conf)
-    out = run_release(cfg, spark=spark, progress=stderr_progress())
+    try:
+        out = run_release(cfg, spark=spark, progress=stderr_progress())
+    finally:
+        if remote is not None:
+            remote.stop()  # releases the server-side session and its uploaded artifacts
     print(out)
     return 0
 
@@ -90,7 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     rel = sub.add_parser("release", help="run a release job from a TOML config on an embedded local Spark")
     rel.add_argument("--config", required=True, help="release config (see conf/)")
     rel.add_argument("--output", default=None, help="override [output] path")
-    rel.add_argument("--master", default=None, help="local Spark master for the embedded session (default local[*])")
+    where = rel.add_mutually_exclusive_group()
+    where.add_argument("--master", default=None, help="local Spark master for the embedded session (default local[*])")
+    where.add_argument(
+        "--remote", default=None, metavar="sc://HOST:PORT",
+        help="run the Spark side on a Spark Connect server (needs dpspark[connect]); noise is drawn here",
+    )
     rel.add_argument("--dry-run", action="store_true", help="validate the config and show the mechanism; read no data")
     rel.add_argument("--use-active-spark", action="store_true", help=argparse.SUPPRESS)  # spark-submit entry point
     rel.set_defaults(func=_cmd_release)

@@ -17,6 +17,7 @@ release), from its CSPRNG; only counting happens on the server.
 from __future__ import annotations
 
 import importlib.util
+import socket
 import tempfile
 import zipfile
 from pathlib import Path
@@ -31,6 +32,10 @@ CONNECT_MODULES = ("grpc", "grpc_status", "google.rpc", "zstandard")
 CONNECT_INSTALL_HINT = "pip install 'dpspark[connect]'"
 #: Files of the dpspark package that the zip carries (sources and package data; no caches).
 _SHIPPED_SUFFIXES = (".py", ".json", ".typed")
+#: Spark Connect's default port, when the URL names none.
+DEFAULT_PORT = 15002
+#: How long to wait for the server's TCP port before giving up (the client itself retries for minutes).
+CONNECT_TIMEOUT_S = 15.0
 #: Fixed timestamp for zip entries, so the same sources always give the same bytes.
 _ZIP_DATE = (2020, 1, 1, 0, 0, 0)
 
@@ -49,6 +54,23 @@ def check_remote_url(url: str) -> str:
     except ValueError:
         raise RemoteSessionError(f"Spark Connect URL {url!r} has an invalid port") from None
     return url
+
+
+def check_reachable(url: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Raise :class:`RemoteSessionError` unless the server's TCP port accepts a connection within ``timeout`` s.
+
+    pyspark's client retries an unreachable server with backoff for minutes;
+    this fails fast and names the address instead.
+    """
+    parts = urlsplit(check_remote_url(url))
+    host, port = parts.hostname or "", parts.port or DEFAULT_PORT
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            pass
+    except OSError as err:
+        raise RemoteSessionError(
+            f"cannot reach a Spark Connect server at {host}:{port} ({err.strerror or type(err).__name__})"
+        ) from None
 
 
 def missing_connect_modules() -> list[str]:
@@ -91,9 +113,10 @@ def package_zip(out_dir: str | Path, name: str = "dpspark.zip") -> Path:
 def remote_session(url: str, *, ship_code: bool = True) -> "SparkSession":
     """A Spark Connect session to ``url`` (``sc://host:port``), with dpspark uploaded for the server's Python workers.
 
-    Raises :class:`RemoteSessionError` for a malformed URL or a missing Connect
-    client, before any connection is attempted. ``ship_code=False`` skips the
-    upload, for servers whose Python already has this dpspark version.
+    Raises :class:`RemoteSessionError` for a malformed URL, a missing Connect
+    client or an unreachable server, without waiting through the client's
+    retries. ``ship_code=False`` skips the upload, for servers whose Python
+    already has this dpspark version.
     """
     check_remote_url(url)
     missing = missing_connect_modules()
@@ -101,6 +124,7 @@ def remote_session(url: str, *, ship_code: bool = True) -> "SparkSession":
         raise RemoteSessionError(
             f"the Spark Connect client needs {', '.join(missing)}; install it with: {CONNECT_INSTALL_HINT}"
         )
+    check_reachable(url)
     from pyspark.sql import SparkSession
 
     spark = SparkSession.builder.remote(url).getOrCreate()
