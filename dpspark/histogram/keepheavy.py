@@ -118,6 +118,8 @@ def _round_up(x: Fraction, bits: int = 64) -> Fraction:
     delta_SD can have a denominator of n log2(3|X|) bits; stating a slightly larger
     beta keeps manifests readable (and within the readers' size limits) and stays valid.
     """
+    if x.denominator.bit_length() <= bits:
+        return x
     scale = 1 << bits
     return Fraction(-((-x.numerator * scale) // x.denominator), scale)
 

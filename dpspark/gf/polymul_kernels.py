@@ -1,0 +1,271 @@
+"""numba kernels for products of polynomials over GF(2^m).
+
+Polynomials are (n, w) uint64 arrays of reduced coefficients, ascending degree.
+The kernels here accumulate *unreduced* coefficient products (2w words each)
+and reduce once per output coefficient at the end (``reduce_rows``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from dpspark.gf.clmul import CACHE, clmul64
+from dpspark.gf.kernels import reduce_row
+
+U64 = np.uint64
+
+
+@njit(cache=CACHE, nogil=True)
+def school_unreduced(a, b, out):  # type: ignore[no-untyped-def]
+    """out[i+j] ^= a[i]*b[j] (unreduced, out has 2w columns)."""
+    na, w = a.shape
+    nb = b.shape[0]
+    if w == 2:
+        # word-level Karatsuba: 3 carry-less products per coefficient pair
+        for i in range(na):
+            a0 = a[i, 0]
+            a1 = a[i, 1]
+            am = a0 ^ a1
+            for j in range(nb):
+                b0 = b[j, 0]
+                b1 = b[j, 1]
+                l00, h00 = clmul64(a0, b0)
+                l11, h11 = clmul64(a1, b1)
+                lm, hm = clmul64(am, b0 ^ b1)
+                lm ^= l00 ^ l11
+                hm ^= h00 ^ h11
+                k = i + j
+                out[k, 0] ^= l00
+                out[k, 1] ^= h00 ^ lm
+                out[k, 2] ^= hm ^ l11
+                out[k, 3] ^= h11
+        return
+    for i in range(na):
+        for j in range(nb):
+            k = i + j
+            for p in range(w):
+                x = a[i, p]
+                for q in range(w):
+                    lo, hi = clmul64(x, b[j, q])
+                    out[k, p + q] ^= lo
+                    out[k, p + q + 1] ^= hi
+
+
+@njit(cache=CACHE, nogil=True)
+def karatsuba_unreduced(a, b, out, thr):  # type: ignore[no-untyped-def]
+    """out[0:na+nb-1] ^= a*b, unreduced; schoolbook once min(na, nb) <= thr."""
+    na = a.shape[0]
+    nb = b.shape[0]
+    w = a.shape[1]
+    if na == 0 or nb == 0:
+        return
+    if na <= thr or nb <= thr:
+        school_unreduced(a, b, out)
+        return
+    n = max(na, nb)
+    h = (n + 1) // 2
+    if na <= h:
+        # unbalanced: cut b into pieces of length na
+        for s in range(0, nb, na):
+            e = min(nb, s + na)
+            karatsuba_unreduced(a, b[s:e], out[s : s + na + e - s - 1], thr)
+        return
+    if nb <= h:
+        for s in range(0, na, nb):
+            e = min(na, s + nb)
+            karatsuba_unreduced(a[s:e], b, out[s : s + nb + e - s - 1], thr)
+        return
+    la = na - h
+    lb = nb - h
+    z0 = np.zeros((2 * h - 1, 2 * w), U64)
+    karatsuba_unreduced(a[:h], b[:h], z0, thr)
+    z2 = np.zeros((la + lb - 1, 2 * w), U64)
+    karatsuba_unreduced(a[h:], b[h:], z2, thr)
+    sa = a[:h].copy()
+    sa[:la] ^= a[h:]
+    sb = b[:h].copy()
+    sb[:lb] ^= b[h:]
+    z1 = np.zeros((2 * h - 1, 2 * w), U64)
+    karatsuba_unreduced(sa, sb, z1, thr)
+    z1 ^= z0
+    z1[: la + lb - 1] ^= z2
+    out[: 2 * h - 1] ^= z0
+    out[2 * h : 2 * h + la + lb - 1] ^= z2
+    mlen = min(2 * h - 1, na + nb - 1 - h)
+    out[h : h + mlen] ^= z1[:mlen]
+
+
+@njit(cache=CACHE, nogil=True)
+def reduce_rows(acc, taps, out):  # type: ignore[no-untyped-def]
+    """out[i] = acc[i] mod the field modulus for every unreduced 2w-word row."""
+    w = out.shape[1]
+    for i in range(acc.shape[0]):
+        reduce_row(acc[i], taps, w, out, i)
+
+
+@njit(cache=CACHE, nogil=True)
+def monic_level_products(src, n, s, taps, dst):  # type: ignore[no-untyped-def]
+    """One subproduct-tree level: multiply sibling monic nodes of size s.
+
+    Node j of a level covers points [j*s, min((j+1)*s, n)) and is stored as its
+    non-leading coefficients in src at the same rows (degree = number of
+    points, leading 1 implicit). (z^s1 + A)(z^s2 + B) = AB + z^s1 B + z^s2 A + z^(s1+s2).
+    """
+    w = src.shape[1]
+    acc = np.zeros((2 * s, 2 * w), U64)
+    for start in range(0, n, 2 * s):
+        mid = min(start + s, n)
+        end = min(start + 2 * s, n)
+        s1 = mid - start
+        s2 = end - mid
+        if s2 == 0:
+            for i in range(start, end):
+                for j in range(w):
+                    dst[i, j] = src[i, j]
+            continue
+        acc[: s1 + s2] = 0
+        school_unreduced(src[start:mid], src[mid:end], acc)
+        for i in range(s1 + s2 - 1):
+            reduce_row(acc[i], taps, w, dst, start + i)
+        for j in range(w):
+            dst[start + s1 + s2 - 1, j] = U64(0)
+        for i in range(s2):
+            for j in range(w):
+                dst[start + s1 + i, j] ^= src[mid + i, j]
+        for i in range(s1):
+            for j in range(w):
+                dst[start + s2 + i, j] ^= src[start + i, j]
+
+
+@njit(cache=CACHE, nogil=True)
+def monic_level_lincomb(tree_lo, vals, n, s, taps, dst):  # type: ignore[no-untyped-def]
+    """One level of the linear-combination tree, children of size s.
+
+    r = r_L * M_R + r_R * M_L with M_* = z^s* + (stored low coefficients).
+    r_L*M_R = r_L*R + z^s2 r_L (deg < s1+s2), likewise for the other term.
+    """
+    w = vals.shape[1]
+    acc = np.zeros((2 * s, 2 * w), U64)
+    for start in range(0, n, 2 * s):
+        mid = min(start + s, n)
+        end = min(start + 2 * s, n)
+        s1 = mid - start
+        s2 = end - mid
+        if s2 == 0:
+            for i in range(start, end):
+                for j in range(w):
+                    dst[i, j] = vals[i, j]
+            continue
+        acc[: s1 + s2] = 0
+        school_unreduced(vals[start:mid], tree_lo[mid:end], acc)
+        school_unreduced(vals[mid:end], tree_lo[start:mid], acc)
+        for i in range(s1 + s2 - 1):
+            reduce_row(acc[i], taps, w, dst, start + i)
+        for j in range(w):
+            dst[start + s1 + s2 - 1, j] = U64(0)
+        for i in range(s1):
+            for j in range(w):
+                dst[start + s2 + i, j] ^= vals[start + i, j]
+        for i in range(s2):
+            for j in range(w):
+                dst[start + s1 + i, j] ^= vals[mid + i, j]
+
+
+@njit(cache=CACHE, nogil=True)
+def monic_level_remainders(tree_lo, vals, n, s, taps, dst):  # type: ignore[no-untyped-def]
+    """One level of the remainder tree: parent remainders (size <= 2s) mod children (size s).
+
+    Schoolbook division by the monic child z^sc + C: for the top coefficient
+    t of the running remainder at degree d >= sc, subtract t*z^(d-sc)*C.
+    """
+    w = vals.shape[1]
+    acc = np.zeros(2 * w, U64)
+    tmp = np.zeros((1, w), U64)
+    buf = np.zeros((2 * s, w), U64)
+    for start in range(0, n, 2 * s):
+        mid = min(start + s, n)
+        end = min(start + 2 * s, n)
+        plen = end - start
+        for child in range(2):
+            c0 = start if child == 0 else mid
+            c1 = mid if child == 0 else end
+            sc = c1 - c0
+            if sc == 0:
+                continue
+            for i in range(plen):
+                for j in range(w):
+                    buf[i, j] = vals[start + i, j]
+            for d in range(plen - 1, sc - 1, -1):
+                for i in range(sc):
+                    # buf[d - sc + i] ^= buf[d] * C[i]
+                    for j in range(2 * w):
+                        acc[j] = U64(0)
+                    for p in range(w):
+                        x = buf[d, p]
+                        for q in range(w):
+                            lo, hi = clmul64(x, tree_lo[c0 + i, q])
+                            acc[p + q] ^= lo
+                            acc[p + q + 1] ^= hi
+                    reduce_row(acc, taps, w, tmp, 0)
+                    for j in range(w):
+                        buf[d - sc + i, j] ^= tmp[0, j]
+            for i in range(sc):
+                for j in range(w):
+                    dst[c0 + i, j] = buf[i, j]
+
+
+@njit(cache=CACHE, nogil=True)
+def eval_blocks(vals, points, n, s, taps, out):  # type: ignore[no-untyped-def]
+    """Evaluate the remainder of each node of size s at that node's own points (Horner)."""
+    w = vals.shape[1]
+    acc = np.zeros(2 * w, U64)
+    st = np.zeros((1, w), U64)
+    for start in range(0, n, s):
+        end = min(start + s, n)
+        for k in range(start, end):
+            for j in range(w):
+                st[0, j] = U64(0)
+            for i in range(end - 1, start - 1, -1):
+                for j in range(2 * w):
+                    acc[j] = U64(0)
+                for p in range(w):
+                    x = st[0, p]
+                    for q in range(w):
+                        lo, hi = clmul64(x, points[k, q])
+                        acc[p + q] ^= lo
+                        acc[p + q + 1] ^= hi
+                reduce_row(acc, taps, w, st, 0)
+                for j in range(w):
+                    st[0, j] ^= vals[i, j]
+            for j in range(w):
+                out[k, j] = st[0, j]
+
+
+@njit(cache=CACHE, nogil=True)
+def monic_divmod_school(a, blo, taps, q):  # type: ignore[no-untyped-def]
+    """Long division of a (modified in place into the remainder) by z^d + blo.
+
+    q receives the na - d quotient coefficients; a[:d] is the remainder after.
+    """
+    na, w = a.shape
+    d = blo.shape[0]
+    acc = np.zeros(2 * w, U64)
+    tmp = np.zeros((1, w), U64)
+    for top in range(na - 1, d - 1, -1):
+        for j in range(w):
+            q[top - d, j] = a[top, j]
+        for i in range(d):
+            for j in range(2 * w):
+                acc[j] = U64(0)
+            for p in range(w):
+                x = a[top, p]
+                for r in range(w):
+                    lo, hi = clmul64(x, blo[i, r])
+                    acc[p + r] ^= lo
+                    acc[p + r + 1] ^= hi
+            reduce_row(acc, taps, w, tmp, 0)
+            for j in range(w):
+                a[top - d + i, j] ^= tmp[0, j]
+        for j in range(w):
+            a[top, j] = U64(0)

@@ -1,0 +1,212 @@
+"""Subproduct tree over GF(2^m): root products, multipoint evaluation, fast interpolation.
+
+Tree layout (von zur Gathen & Gerhard, section 10.1). For n points x_0..x_{n-1},
+level k has nodes of 2^k consecutive points: node j covers [j*2^k, min((j+1)*2^k, n)).
+Each node polynomial M = prod (z - x_i) over its points is monic of degree
+(its number of points), so a level stores only the non-leading coefficients of
+every node, at the node's own rows: one (n, w) array per level. Level 0 holds
+the points themselves (z - x = z + x in characteristic 2).
+
+Small levels run in single numba calls over all nodes; levels of large nodes
+call :func:`dpspark.gf.poly.poly_mul` per node (Karatsuba, threaded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from dpspark.gf import polymul_kernels as PK
+from dpspark.gf.field import GF2m
+from dpspark.gf.poly import _in_pool_worker, _monic_divmod, poly_derivative, poly_mul, pool, threads
+
+#: Node size up to which a whole level is one numba call (schoolbook per node).
+SMALL_NODE = 32
+#: Remainder-tree nodes of at most this size are evaluated directly (Horner at their points).
+LEAF_NODE = 32
+
+
+def _check_points(field: GF2m, points: np.ndarray, name: str = "points") -> np.ndarray:
+    points = field.check(points, name)
+    if points.ndim != 2:
+        raise ValueError(f"{name} must have shape (n, {field.w})")
+    return points
+
+
+def _node_ranges(n: int, s: int) -> list[tuple[int, int, int]]:
+    """(start, mid, end) for every parent of two children of size s."""
+    return [(st, min(st + s, n), min(st + 2 * s, n)) for st in range(0, n, 2 * s)]
+
+
+def _for_nodes(ranges: list[tuple[int, int, int]], fn: Callable[[int, int, int], None]) -> None:
+    """Run fn over the nodes, spread over the pool when there are several.
+
+    A lone node runs in the caller's thread, where its big products may use the pool themselves.
+    """
+    if len(ranges) > 1 and threads() > 1:
+        list(pool().map(lambda r: fn(*r), ranges))
+    else:
+        for r in ranges:
+            fn(*r)
+
+
+class SubproductTree:
+    """The subproduct tree of n >= 1 points (distinctness is checked by :func:`interpolate`)."""
+
+    def __init__(self, field: GF2m, points: np.ndarray) -> None:
+        """Build every level bottom-up: O(M(n) log n) field operations."""
+        points = _check_points(field, points)
+        n = points.shape[0]
+        if n == 0:
+            raise ValueError("a subproduct tree needs at least one point")
+        self.field = field
+        self.n = n
+        self.levels: list[np.ndarray] = [points.copy()]
+        s = 1
+        while s < n:
+            src = self.levels[-1]
+            dst = np.empty_like(src)
+            if s <= SMALL_NODE:
+                PK.monic_level_products(src, n, s, field.taps, dst)
+            else:
+                _for_nodes(_node_ranges(n, s), lambda st, mid, end: self._product_node(src, dst, st, mid, end))
+            self.levels.append(dst)
+            s *= 2
+
+    def _product_node(self, src: np.ndarray, dst: np.ndarray, st: int, mid: int, end: int) -> None:
+        if mid == end:
+            dst[st:end] = src[st:end]
+            return
+        s1, s2 = mid - st, end - mid
+        a, b = src[st:mid], src[mid:end]
+        prod = poly_mul(self.field, a, b)
+        dst[st : end - 1] = prod
+        dst[end - 1] = 0
+        dst[st + s1 : end] ^= b
+        dst[st + s2 : end] ^= a
+
+    def node_size(self, level: int) -> int:
+        """Number of points per node at ``level`` (the last node may have fewer)."""
+        return 1 << level
+
+    def root(self) -> np.ndarray:
+        """prod (z - x_i) as n + 1 coefficients (monic)."""
+        return np.concatenate([self.levels[-1], self.field.ones(1).reshape(1, self.field.w)])
+
+    # ------------------------------------------------------------ evaluation
+
+    def evaluate(self, coeffs: np.ndarray) -> np.ndarray:
+        """f(x_i) for every point, by the remainder tree (vzGG Alg 10.5)."""
+        field = self.field
+        coeffs = _check_points(field, coeffs, "coeffs")
+        n = self.n
+        top = len(self.levels) - 1
+        _, vals = _monic_divmod(field, coeffs, self.levels[top][:n])
+        level = top
+        while (1 << level) > LEAF_NODE:
+            s = 1 << (level - 1)
+            dst = np.empty_like(vals)
+            if s <= SMALL_NODE:
+                PK.monic_level_remainders(self.levels[level - 1], vals, n, s, field.taps, dst)
+            else:
+                child = self.levels[level - 1]
+                _for_nodes(_node_ranges(n, s), lambda st, mid, end: self._rem_node(child, vals, dst, st, mid, end))
+            vals = dst
+            level -= 1
+        out = np.empty_like(vals)
+        PK.eval_blocks(vals, self.levels[0], n, 1 << level, field.taps, out)
+        return out
+
+    def _rem_node(self, child: np.ndarray, vals: np.ndarray, dst: np.ndarray, st: int, mid: int, end: int) -> None:
+        parent = vals[st:end]
+
+        def one(c0: int, c1: int) -> None:
+            dst[c0:c1] = _monic_divmod(self.field, parent, child[c0:c1])[1]
+
+        if mid == end:
+            one(st, mid)
+        elif threads() > 1 and not _in_pool_worker():
+            fut = pool().submit(one, mid, end)
+            one(st, mid)
+            fut.result()
+        else:
+            one(st, mid)
+            one(mid, end)
+
+    # ------------------------------------------------------------ linear combination
+
+    def linear_combination(self, c: np.ndarray) -> np.ndarray:
+        """sum_i c_i * M / (z - x_i) with M the root product (vzGG Alg 10.9); n coefficients."""
+        field = self.field
+        vals = _check_points(field, c, "c").copy()
+        if vals.shape[0] != self.n:
+            raise ValueError("need one value per point")
+        n = self.n
+        for level in range(1, len(self.levels)):
+            s = 1 << (level - 1)
+            dst = np.empty_like(vals)
+            child = self.levels[level - 1]
+            if s <= SMALL_NODE:
+                PK.monic_level_lincomb(child, vals, n, s, field.taps, dst)
+            else:
+                src = vals
+                _for_nodes(_node_ranges(n, s), lambda st, mid, end: self._lincomb_node(child, src, dst, st, mid, end))
+            vals = dst
+        return vals
+
+    def _lincomb_node(self, child: np.ndarray, vals: np.ndarray, dst: np.ndarray, st: int, mid: int, end: int) -> None:
+        if mid == end:
+            dst[st:end] = vals[st:end]
+            return
+        s1, s2 = mid - st, end - mid
+        vl, vr = vals[st:mid], vals[mid:end]
+        p1 = poly_mul(self.field, vl, child[mid:end])
+        p2 = poly_mul(self.field, vr, child[st:mid])
+        dst[st : end - 1] = p1
+        dst[st : end - 1] ^= p2
+        dst[end - 1] = 0
+        dst[st + s2 : end] ^= vl
+        dst[st + s1 : end] ^= vr
+
+
+def vanishing_poly(field: GF2m, points: np.ndarray) -> np.ndarray:
+    """prod (z - x_i) over the given points, n + 1 coefficients ascending (monic); [1] for none."""
+    points = _check_points(field, points)
+    if points.shape[0] == 0:
+        return field.ones(1).reshape(1, field.w)
+    return SubproductTree(field, points).root()
+
+
+def multipoint_eval(field: GF2m, coeffs: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """f(x_i) for every point (shape (n, w)), via the subproduct/remainder tree."""
+    points = _check_points(field, points)
+    if points.shape[0] == 0:
+        return field.zeros(0)
+    return SubproductTree(field, points).evaluate(coeffs)
+
+
+def interpolate(field: GF2m, points: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """The unique f of degree < n with f(x_i) = y_i (vzGG Alg 10.11); n coefficients.
+
+    Raises ValueError if the points are not pairwise distinct (detected as a
+    zero of M' at some point, without revealing which).
+    """
+    points = _check_points(field, points)
+    values = _check_points(field, values, "values")
+    n = points.shape[0]
+    if values.shape[0] != n:
+        raise ValueError("points and values must have the same length")
+    if n == 0:
+        return field.zeros(0)
+    tree = SubproductTree(field, points)
+    dm = poly_derivative(field, tree.root())
+    s = tree.evaluate(dm)
+    try:
+        sinv = field.inv(s)
+    except ZeroDivisionError:
+        raise ValueError("interpolation points must be pairwise distinct") from None
+    return tree.linear_combination(field.mul(values, sinv))
+
+
+__all__ = ["SubproductTree", "interpolate", "multipoint_eval", "vanishing_poly"]
