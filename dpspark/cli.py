@@ -74,7 +74,9 @@ def _cmd_release(args: argparse.Namespace) -> int:
     elif args.master:
         from dpspark.spark.session import local_session
 
-        spark = local_session("dpspark-release", args.master, conf=cfg.spark_conf)
+        from dpspark.job import job_spark_conf
+
+        spark = local_session("dpspark-release", args.master, conf=job_spark_conf(cfg))
     try:
         out = run_release(cfg, spark=spark, progress=stderr_progress())
     finally:

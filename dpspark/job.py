@@ -122,6 +122,11 @@ def spend_budget(cfg: ReleaseConfig) -> Any:
     return ledger, record
 
 
+def job_spark_conf(cfg: ReleaseConfig) -> dict[str, str]:
+    """Spark settings of the embedded session: console progress on, then the config's [spark] table."""
+    return {"spark.ui.showConsoleProgress": "true", **cfg.spark_conf}
+
+
 def run_release(
     cfg: ReleaseConfig,
     *,
@@ -156,7 +161,7 @@ def _run_spark_and_mechanism(cfg: ReleaseConfig, spark: "SparkSession | None", r
         from dpspark.spark.session import local_session
 
         show("starting local Spark")
-        spark = local_session("dpspark-release", "local[*]", conf=cfg.spark_conf)
+        spark = local_session("dpspark-release", "local[*]", conf=job_spark_conf(cfg))
     show("reading input and counting keys on Spark")
     df = read_input(spark, cfg.input)
     table = collect_counts(sparse_counts(df, cfg, rng))
