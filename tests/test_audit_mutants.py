@@ -12,8 +12,9 @@ Mutants:
 2. StabilityHistogram with threshold tau = 0 (a count-1 key appears where its
    neighbour never shows it);
 3. a counting mechanism whose real eps~ is 30% above the claim (eps~ ~ 0.2);
-4. (compact histogram: TODO, the release does not exist yet; see
-   dpspark.audit.pipelines.compact_pipeline.)
+4. the compact histogram whose empty-bin preimage of v = 0 is one element short:
+   tests/test_audit_compact.py (black box over GF(2^6), exact at m = 64).
+The Spark-path catch of mutant 2 is in tests/test_audit_spark.py.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from dpspark.audit import (
     FALSE_ALARM,
     Claim,
     audit,
-    compact_pipeline,
     counting_pipeline,
     key_appears,
     length_at_least,
@@ -199,11 +199,3 @@ def test_mutant_3_fastsample_large_n_full_audit() -> None:
     good = audit(counting_pipeline(honest), c + 1, c, events, Claim(CLAIM_3), runs=runs)
     assert good.passed, good.report()
     assert time.perf_counter() - t0 < 600
-
-
-# --- mutant 4: compact histogram (hook only) ----------------------------------------------------------
-
-
-def test_compact_histogram_hook_is_reserved() -> None:
-    with pytest.raises(NotImplementedError, match="compact"):
-        compact_pipeline()

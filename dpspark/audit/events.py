@@ -88,3 +88,12 @@ def predicate(name: str, test: Callable[[Any], bool]) -> Event:
 def complement(event: Event) -> Event:
     """E^c, to audit both tails of a threshold event."""
     return Event(f"not ({event.name})", lambda out: not event(out))
+
+
+def field_value_in(key: Any, lo: int, hi: int) -> Event:
+    """E = {the compact release's field value iota(p(phi(key))) lies in [lo, hi]} (a CompactView output)."""
+    def test(out: Any) -> bool:
+        return lo <= out.field_values[key] <= hi
+
+    label = f"field value at {key!r} == {lo}" if lo == hi else f"field value at {key!r} in [{lo}, {hi}]"
+    return Event(label, test)

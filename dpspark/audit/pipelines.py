@@ -1,4 +1,4 @@
-"""Release pipelines in the auditor's form ``run(dataset, rng) -> output``.
+"""Release pipelines in the auditor's form ``run(dataset, rng) -> output`` (driver, compact, toy-field compact, Spark path).
 
 Each builder fixes the public parameters and returns a callable taking a
 dataset (a count, or a mapping {0-based index: count}) and a RandomSource.
@@ -8,8 +8,13 @@ Spark-path implementation with the same signature as the driver function.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
+
+from dpspark.audit.compact import CompactView, toy_compact_histogram
+from dpspark.audit.events import Event
+from dpspark.compact.samplers import EmptyBinSampler
 
 from dpspark.counting import CountingMechanism
 from dpspark.histogram import (
@@ -19,6 +24,7 @@ from dpspark.histogram import (
     sparse_histogram,
     stability_histogram,
 )
+from dpspark.histogram.timing import pad_until
 from dpspark.rng import RandomSource
 
 Pipeline = Callable[[Any, RandomSource], Any]
@@ -98,12 +104,92 @@ def pure_sparse_pipeline(
     return run
 
 
-def compact_pipeline(*args: Any, **kwargs: Any) -> Pipeline:
-    """TODO(compact histogram): the compact release (BV section 7) does not exist yet.
+def _view(release: Any, watch: Sequence[int]) -> CompactView:
+    return CompactView(
+        counts=dict(zip(watch, release.lookup(list(watch)))),
+        field_values=dict(zip(watch, release.field_values(list(watch)))),
+        privacy=release.privacy,
+    )
 
-    When it lands, return ``run(counts, rng)`` calling it here and add mutant 4 to
-    tests/test_audit_mutants.py: a compact release whose rounded CDF or field
-    size breaks its stated (eps, delta), audited on "key x appears" and
-    "count[x] >= v" with D = {x: 1} vs D' = {} like the stability mutant.
+
+def compact_pipeline(
+    universe_size: int,
+    n: int,
+    mechanism: CountingMechanism,
+    watch: Sequence[int],
+    *,
+    epsilon2: Any,
+    beta: Any = "1/20",
+    m: int | None = None,
+    sampler: str = "rounded-cdf",
+    min_seconds: float | None = None,
+    release: Callable[..., Any] | None = None,
+) -> Pipeline:
+    """CompactHistogram (BV Alg 8.2) at production field sizes; the output is a :class:`CompactView` of ``watch``.
+
+    ``min_seconds`` pads the construction's wall time (``pad_until``, measured from
+    before the call) so neighbours take the same padded time when the work fits.
+    ``release`` replaces :func:`dpspark.compact.compact_histogram` (same signature), e.g. a mutant.
     """
-    raise NotImplementedError("the compact histogram release is not implemented yet (audit hook reserved)")
+    from dpspark.compact import compact_histogram
+
+    build = release or compact_histogram
+    bins = list(watch)
+
+    def run(counts: Mapping[int, int], rng: RandomSource) -> CompactView:
+        start = time.monotonic()
+        rel = build(counts, universe_size, n, mechanism, rng, epsilon2=epsilon2, beta=beta, m=m, sampler=sampler)
+        pad_until(start, min_seconds)
+        return _view(rel, bins)
+
+    return run
+
+
+def toy_compact_pipeline(
+    universe_size: int, n: int, mechanism: CountingMechanism, sampler: EmptyBinSampler, watch: Sequence[int]
+) -> Pipeline:
+    """CompactHistogram over a toy field GF(2^sampler.m) (see :mod:`dpspark.audit.compact`); output a CompactView."""
+    bins = list(watch)
+
+    def run(counts: Mapping[int, int], rng: RandomSource) -> CompactView:
+        return _view(toy_compact_histogram(counts, universe_size, n, mechanism, sampler, rng), bins)
+
+    return run
+
+
+# ------------------------------------------------------------------ Spark path
+
+#: driver(cfg, indexes, counts, rng) -> release: the job's driver stage (dpspark.job.run_mechanism's shape)
+Driver = Callable[[Any, list[int], list[int], RandomSource], Any]
+
+
+def job_driver(cfg: Any, indexes: list[int], counts: list[int], rng: RandomSource) -> HistogramRelease:
+    """The real job's driver stage: :func:`dpspark.job.run_mechanism` with no progress output."""
+    from dpspark.job import run_mechanism
+
+    return run_mechanism(cfg, indexes, counts, rng, lambda _msg: None)
+
+
+def spark_pipeline(spark: Any, drivers: Mapping[str, Driver]) -> Pipeline:
+    """run(cfg, rng): the job's Spark counting stage once, then every driver on the collected counts.
+
+    The dataset is a :class:`dpspark.config.ReleaseConfig` (its input is D or D').
+    Counting is the production path: ``read_input``, ``sparse_counts`` (keyed
+    contribution bounding with ``rng``), ``collect_counts``, ``counts_to_python``.
+    The output is {driver name: release}; select one with :func:`on_output`.
+    Several drivers share one Spark run, so a mutant and the honest driver are
+    audited on the same number of whole-pipeline runs for the cost of one.
+    """
+    from dpspark.spark.counts import collect_counts, counts_to_python, read_input, sparse_counts
+
+    def run(cfg: Any, rng: RandomSource) -> dict[str, Any]:
+        table = collect_counts(sparse_counts(read_input(spark, cfg.input), cfg, rng))
+        indexes, counts = counts_to_python(table)
+        return {name: driver(cfg, list(indexes), list(counts), rng) for name, driver in drivers.items()}
+
+    return run
+
+
+def on_output(name: str, event: Event) -> Event:
+    """``event`` on the output ``name`` of a multi-driver pipeline (e.g. :func:`spark_pipeline`)."""
+    return Event(f"{name}: {event.name}", lambda out: event(out[name]))
