@@ -112,6 +112,8 @@ def test_horner_methods_agree(m: int) -> None:
     for i in (0, 7, 18):
         assert np.array_equal(gf.horner(F, c, xs[i], "clmul"), many[i])
         assert np.array_equal(gf.horner(F, c, xs[i], "table"), many[i])
+        assert np.array_equal(gf.horner(F, c, xs[i], "agg"), many[i])
+    assert np.array_equal(gf.horner_many(F, c, xs, "generic"), many)
     # p(x) by explicit powers
     pw = F.pow(np.broadcast_to(xs[3], (3001, F.w)).copy(), 1)
     powers = F.ones(3001)
@@ -121,6 +123,68 @@ def test_horner_methods_agree(m: int) -> None:
     # degenerate inputs
     assert not gf.horner(F, F.zeros(0), xs[0]).any()
     assert np.array_equal(gf.horner(F, c[:1], xs[0]), c[0])
+
+
+@pytest.mark.parametrize("m", MS)
+def test_horner_agg_block_edges_match_galois(m: int) -> None:
+    """Lengths around the kernel's block size (full blocks on PCLMUL lanes, a scalar top block) vs galois."""
+    from dpspark.gf.horner_kernels import VB
+
+    rng = np.random.default_rng(40 + m)
+    F = GF2m(m)
+    G = gal(m)
+    xs = rand(rng, F, 3)
+    xs[0] = F.zeros(())
+    xs[1] = F.ones(())
+    gx = G(F.to_int(xs))
+    for n in (1, 2, VB - 1, VB, VB + 1, 2 * VB, 3 * VB + 5):
+        c = rand(rng, F, n)
+        expect = [int(v) for v in to_galois(F, c)(gx)]
+        assert F.to_int(gf.horner_many(F, c, xs)) == expect, n
+        assert F.to_int(gf.horner(F, c, xs[2])) == expect[2], n
+    # all-ones words: every carry-less product and fold is exercised at full width
+    c = np.full((2 * VB + 3, F.w), np.uint64(2**64 - 1))
+    x = np.full((1, F.w), np.uint64(2**64 - 1))
+    expect = int(to_galois(F, c)(G(F.to_int(x)))[0])
+    assert F.to_int(gf.horner(F, c, x[0])) == expect
+
+
+@pytest.mark.parametrize("m", MS)
+def test_horner_read_only_and_strided_views(m: int, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Coefficients from a read-only memory map (as the lookup library hands them over) and strided views."""
+    rng = np.random.default_rng(50 + m)
+    F = GF2m(m)
+    c = rand(rng, F, 1234)
+    xs = rand(rng, F, 5)
+    ref = gf.horner_many(F, c, xs, "generic")
+    path = tmp_path / "coeffs.bin"
+    c.tofile(path)
+    mm = np.memmap(path, dtype=np.uint64, mode="r", shape=c.shape)
+    ro = np.frombuffer(c.tobytes(), dtype=np.uint64).reshape(c.shape)
+    assert not ro.flags.writeable and not mm.flags.writeable
+    for view in (mm, ro):
+        assert np.array_equal(gf.horner_many(F, view, xs), ref)
+        for i in range(2):
+            for meth in ("auto", "table", "clmul"):
+                assert np.array_equal(gf.horner(F, view, xs[i], meth), ref[i])
+    # a non-contiguous view (every other coefficient) is copied once and evaluated correctly
+    wide = np.zeros((2 * c.shape[0], F.w), np.uint64)
+    wide[::2] = c
+    wide.setflags(write=False)
+    assert np.array_equal(gf.horner(F, wide[::2], xs[3]), ref[3])
+    assert np.array_equal(gf.horner_many(F, wide[::2], xs), ref)
+
+
+def test_horner_many_parallel_split_matches_generic() -> None:
+    """Enough work to split the points over the pool; odd point count, rows around the block size."""
+    from dpspark.gf.poly import PARALLEL_HORNER_MIN
+
+    rng = np.random.default_rng(60)
+    for m in (128, 192):
+        F = GF2m(m)
+        xs = rand(rng, F, 21)
+        c = rand(rng, F, PARALLEL_HORNER_MIN // 16 + 7)
+        assert np.array_equal(gf.horner_many(F, c, xs), gf.horner_many(F, c, xs, "generic"))
 
 
 def test_poly_error_paths() -> None:
@@ -135,3 +199,5 @@ def test_poly_error_paths() -> None:
         gf.horner(F, F.zeros(3), F.zeros(2))
     with pytest.raises(ValueError):
         gf.horner(F, F.zeros(3), F.zeros(()), method="fft")
+    with pytest.raises(ValueError):
+        gf.horner_many(F, F.zeros(3), F.zeros(2), method="fft")
