@@ -19,7 +19,7 @@ import numpy as np
 
 from dpspark.gf import polymul_kernels as PK
 from dpspark.gf.field import GF2m
-from dpspark.gf.poly import _in_pool_worker, _monic_divmod, poly_derivative, poly_mul, pool, threads
+from dpspark.gf.poly import NEWTON_THRESHOLD, _in_pool_worker, _monic_divmod, poly_derivative, poly_inv_series, poly_mul, pool, threads
 
 #: Node size up to which a whole level is one numba call (schoolbook per node).
 SMALL_NODE = 32
@@ -49,6 +49,31 @@ def _for_nodes(ranges: list[tuple[int, int, int]], fn: Callable[[int, int, int],
     else:
         for r in ranges:
             fn(*r)
+
+
+def _rem_long(field: GF2m, a: np.ndarray, blo: np.ndarray) -> np.ndarray:
+    """a mod (z^d + blo), d = len(blo), exactly d coefficients; cheap when len(a) >> d.
+
+    One division of a by a degree-d divisor would invert the reversed divisor
+    to precision len(a) - d (Newton iteration over the whole length). Instead
+    a is consumed in pieces of d coefficients from the top, r <- (r z^d + piece)
+    mod M, so every division has a quotient of at most d coefficients and they
+    all share one inverse series of precision d: O((len a / d) M(d)).
+    """
+    d = blo.shape[0]
+    n = a.shape[0]
+    if n <= 2 * d or d < NEWTON_THRESHOLD:
+        return _monic_divmod(field, a, blo)[1]
+    one = field.ones(1).reshape(1, field.w)
+    revb = np.concatenate([one, blo[::-1][: d - 1]])
+    binv = poly_inv_series(field, np.ascontiguousarray(revb), d)
+    r = np.ascontiguousarray(a[n - d :])  # fewer than d + 1 coefficients: already reduced
+    end = n - d
+    while end > 0:
+        start = max(0, end - d)
+        r = _monic_divmod(field, np.concatenate([a[start:end], r]), blo, binv)[1]
+        end = start
+    return r
 
 
 class SubproductTree:
@@ -102,7 +127,7 @@ class SubproductTree:
         coeffs = _check_points(field, coeffs, "coeffs")
         n = self.n
         top = len(self.levels) - 1
-        _, vals = _monic_divmod(field, coeffs, self.levels[top][:n])
+        vals = _rem_long(field, coeffs, self.levels[top][:n])
         level = top
         while (1 << level) > LEAF_NODE:
             s = 1 << (level - 1)
