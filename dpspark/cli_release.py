@@ -208,6 +208,17 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         ("input", ", ".join(f"{k} = {v}" for k, v in m.input.items()) or "(not described)"),
         ("randomness", m.rng_name + ("  ** TEST ONLY: NOT PRIVATE **" if m.rng_test_only else "")),
     ]
+    if m.compact is not None:
+        c = m.compact
+        mech = c.counting
+        lines[2:2] = [
+            ("field", f"GF(2^{c.m}), modulus {m.raw['compact']['field']['modulus_polynomial']} ({hex(c.modulus)})"),
+            ("polynomial", f"l = n + 1 = {c.ell} coefficients in {c.file} ({c.ell * c.byte_width} bytes of values)"),
+            ("sampler G", f"{c.sampler['kind']} over [1, 2^{c.m}]; counts of empty bins are G(uniform), "
+                          f"its bound {short(max(c.eps_a, c.eps_b))} <= epsilon2 = {short(c.epsilon2)}"),
+            ("counts M", f"{mech['mechanism']}" + (f", gamma = {mech['gamma']['num']}/{mech['gamma']['den']}, t = {mech['t']}"
+                                                   if mech["gamma"] else "") + (" (GeoSample fallback)" if mech["fallback"] else "")),
+        ]
     width = max(len(k) for k, _ in lines)
     for k, v in lines:
         print(f"{k.ljust(width)}  {v}")
@@ -261,6 +272,11 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         return _fail("plot", ValueError("--top must be at least 1"))
     try:
         rel = open_release(args.release, verify=not args.no_verify)
+        if not hasattr(rel, "table"):
+            raise ValueError(
+                "plot draws the released bins of a sparse release; a compact release has a noisy count for every "
+                "key of the universe and no list of bins: use 'dpspark lookup RELEASE KEY...' for the keys you need"
+            )
         table = rel.table()
     except ValueError as err:
         return _fail("plot", err)

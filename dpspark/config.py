@@ -15,6 +15,7 @@ Example (see ``conf/*.toml`` for commented versions)::
 
     [privacy]
     mechanism = "stability"            # pure_sparse | stability | dense | compact
+    # compact only: m = 128 (GF(2^m); default the smallest that fits), sampler = "rounded-cdf"
     epsilon = "1"                      # exact: a quoted string, never a TOML float
     delta = "1e-9"                     # stability only
     beta = "1/20"                      # error bars hold with probability >= 1 - beta
@@ -48,12 +49,18 @@ FORMATS = ("parquet", "csv", "orc", "json")
 #: Largest universe the dense mechanism releases in full (every bin is a row of the release).
 DENSE_MAX_BINS = 10_000_000
 DEFAULT_BETA = Fraction(1, 20)
+#: Field degrees and empty-bin samplers a compact release may ask for (dpspark.compact.parameters).
+COMPACT_FIELD_DEGREES = (64, 128, 192, 256)
+COMPACT_SAMPLERS = ("rounded-cdf", "block")
 
 _SECTIONS: dict[str, tuple[set[str], set[str]]] = {
     "input": (set(), {"path", "table", "format", "options"}),
     "keys": ({"columns"}, set()),
     "universe": (set(), None),  # checked by dpspark.universe
-    "privacy": ({"mechanism", "epsilon", "max_units"}, {"delta", "beta", "unit_column", "out_of_universe", "gamma"}),
+    "privacy": (
+        {"mechanism", "epsilon", "max_units"},
+        {"delta", "beta", "unit_column", "out_of_universe", "gamma", "m", "sampler"},
+    ),
     "output": ({"path"}, set()),
     "budget": ({"ledger", "dataset"}, {"total_epsilon", "total_delta"}),
     "spark": (set(), None),  # free-form Spark settings for the embedded session
@@ -113,6 +120,8 @@ class ReleaseConfig:
     output: Path
     spark_conf: dict[str, str] = field(default_factory=dict)
     budget: BudgetSpec | None = None
+    field_degree: int | None = None
+    sampler: str = "rounded-cdf"
 
     def exact_parameters(self) -> dict[str, Any]:
         """The privacy parameters as exact strings, for the manifest."""
@@ -125,6 +134,7 @@ class ReleaseConfig:
             "max_units": self.max_units,
             "unit_column": self.unit_column,
             "out_of_universe": self.out_of_universe,
+            **({"m": self.field_degree, "sampler": self.sampler} if self.mechanism == "compact" else {}),
         }
 
 
@@ -236,8 +246,6 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
     mechanism = priv["mechanism"]
     if mechanism not in MECHANISMS:
         raise _fail(source, f"privacy.mechanism must be one of {MECHANISMS}, got {mechanism!r}")
-    if mechanism == "compact":
-        raise _fail(source, "privacy.mechanism = 'compact' is not available in this version yet")
     epsilon = _exact(priv, "epsilon", source)
     if epsilon <= 0:
         raise _fail(source, "privacy.epsilon must be > 0")
@@ -259,6 +267,9 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise _fail(source, "privacy.max_units (n, the public bound on the number of units) must be an integer >= 1")
     size = universe.size
+    field_degree, sampler = _compact_fields(priv, mechanism, source)
+    if mechanism == "compact":
+        _check_compact_plan(source, n, size, epsilon, beta, gamma, field_degree, sampler)
     if mechanism == "pure_sparse" and size < 2 * n + 1:
         raise _fail(
             source,
@@ -267,8 +278,8 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
         )
     if mechanism == "dense" and size > DENSE_MAX_BINS:
         raise _fail(source, f"mechanism 'dense' releases every bin; the universe has {size} > {DENSE_MAX_BINS} keys")
-    if universe.index_width > 16 and mechanism != "compact":
-        raise _fail(source, "universes larger than 2^128 keys are not supported by the Spark job (binary(16) indexes)")
+    if universe.index_width > 16 and mechanism != "compact":  # compact: binary(32) indexes, |X| <= 2^m <= 2^256
+        raise _fail(source, "universes larger than 2^128 keys are supported only by mechanism 'compact' (m = 192 or 256)")
     unit = priv.get("unit_column")
     if unit is not None and (not isinstance(unit, str) or not unit):
         raise _fail(source, "privacy.unit_column must be a column name")
@@ -310,4 +321,35 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
         output=out_path.resolve(),
         spark_conf=spark_conf,
         budget=budget,
+        field_degree=field_degree,
+        sampler=sampler,
     )
+
+
+def _compact_fields(priv: Mapping[str, Any], mechanism: str, source: Path) -> tuple[int | None, str]:
+    """``privacy.m`` and ``privacy.sampler`` (compact only)."""
+    if mechanism != "compact":
+        extra = sorted(k for k in ("m", "sampler") if k in priv)
+        if extra:
+            raise _fail(source, f"privacy.{extra[0]} applies only to mechanism = 'compact'; remove it")
+        return None, "rounded-cdf"
+    m = priv.get("m")
+    if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m not in COMPACT_FIELD_DEGREES):
+        raise _fail(source, f"privacy.m (the field GF(2^m)) must be one of {COMPACT_FIELD_DEGREES}, got {m!r}")
+    sampler = priv.get("sampler", "rounded-cdf")
+    if sampler not in COMPACT_SAMPLERS:
+        raise _fail(source, f"privacy.sampler must be one of {COMPACT_SAMPLERS}, got {sampler!r}")
+    return m, sampler
+
+
+def _check_compact_plan(
+    source: Path, n: int, size: int, epsilon: Fraction, beta: Fraction, gamma: Fraction | None,
+    m: int | None, sampler: str,
+) -> None:
+    """The compact release's public plan must exist (|X| <= 2^m, some supported m fits), before Spark starts."""
+    from dpspark.compact.plan import CompactPlanError, plan_compact
+
+    try:
+        plan_compact(n, size, epsilon, beta, gamma=gamma, m=m, sampler=sampler)
+    except CompactPlanError as err:
+        raise _fail(source, f"mechanism 'compact': {err}") from None

@@ -14,6 +14,12 @@ One code path serves ``spark-submit jobs/release_histogram.py --config X`` and
 
 Progress lines name stages and elapsed time only: never a count, a number of
 distinct keys, or which branch a mechanism took.
+
+``mechanism = "compact"`` (CompactHistogram, :mod:`dpspark.compact`) releases
+a polynomial with l = n + 1 coefficients over GF(2^m) instead of bins; its
+public plan (:func:`dpspark.compact.plan.plan_compact`) was already checked
+by the config, and the release is written by
+:func:`dpspark.release.compact.write_compact_release`.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import sys
 import time
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Union
 
 from dpspark.config import ReleaseConfig
 from dpspark.counting import FastSample, GeoSample, choose_exp_eps
@@ -34,6 +40,9 @@ from dpspark.rng import RandomSource, default_source
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from dpspark.compact import CompactRelease
+    from dpspark.compact.plan import CompactPlan
 
 Progress = Callable[[str], None]
 
@@ -68,9 +77,22 @@ def gamma_for(beta: Fraction, universe_size: int) -> Fraction:
     return Fraction(1, 1 << (need - 1).bit_length())
 
 
+def compact_plan(cfg: ReleaseConfig, lam: int | None = None) -> "CompactPlan":
+    """The public plan (M, m, G, l) of a compact release config."""
+    from dpspark.compact.plan import plan_compact
+    from dpspark.rng import DEFAULT_LAMBDA
+
+    return plan_compact(
+        cfg.max_units, cfg.universe.size, cfg.epsilon, cfg.beta, gamma=cfg.gamma, m=cfg.field_degree,
+        sampler=cfg.sampler, lam=DEFAULT_LAMBDA if lam is None else lam,
+    )
+
+
 def count_mechanism(cfg: ReleaseConfig) -> CountingMechanism:
     """The counting mechanism a release config asks for (exact parameters, public inputs only)."""
     n = cfg.max_units
+    if cfg.mechanism == "compact":
+        return compact_plan(cfg).mechanism
     if cfg.mechanism == "stability":
         return stability_mechanism(n, cfg.epsilon, cfg.delta)
     exp_eps = release_exp_eps(cfg.epsilon)
@@ -79,6 +101,24 @@ def count_mechanism(cfg: ReleaseConfig) -> CountingMechanism:
         gamma = Fraction(1, -(-gamma.denominator // gamma.numerator))  # round down to 1/g, stated in the manifest
     mech = FastSample(n=n, exp_eps=exp_eps, gamma=gamma)
     return mech.fallback if mech.fallback is not None else mech
+
+
+def run_compact(
+    cfg: ReleaseConfig, indices: list[int], counts: list[int], rng: RandomSource, progress: Progress
+) -> "CompactRelease":
+    """Draw a compact release on the driver from exact sparse counts (0-based indexes); noise is drawn once."""
+    from dpspark.compact import compact_histogram
+
+    plan = compact_plan(cfg, rng.lam)
+    release = compact_histogram(
+        (indices, counts), cfg.universe.size, cfg.max_units, plan.mechanism, rng,
+        epsilon2=plan.epsilon2, beta=cfg.beta, m=plan.m, sampler=plan.sampler.kind, progress=progress,
+    )
+    if release.ell != cfg.max_units + 1:
+        raise RuntimeError("internal error: a compact release must have l = n + 1 coefficients")
+    if not within_epsilon(release.privacy.exp_eps, release.privacy.bias_epsilon, cfg.epsilon):
+        raise RuntimeError("internal error: the release's exact epsilon exceeds the configured epsilon")
+    return release
 
 
 def run_mechanism(
@@ -154,7 +194,6 @@ def run_release(
 
 
 def _run_spark_and_mechanism(cfg: ReleaseConfig, spark: "SparkSession | None", rng: RandomSource, show: Progress) -> Path:
-    from dpspark.release.sparse import write_sparse_release
     from dpspark.spark.counts import collect_counts, counts_to_python, read_input, sparse_counts
 
     if spark is None:
@@ -174,23 +213,41 @@ def _run_spark_and_mechanism(cfg: ReleaseConfig, spark: "SparkSession | None", r
             "(curator-side check, before any noise was drawn); raise max_units or bound the input"
         )
     show(f"drawing noise on the driver ({cfg.mechanism})")
-    release = run_mechanism(cfg, indices, counts, rng, show)
+    release: Union[HistogramRelease, "CompactRelease"]
+    if cfg.mechanism == "compact":
+        release = run_compact(cfg, indices, counts, rng, show)
+    else:
+        release = run_mechanism(cfg, indices, counts, rng, show)
     del indices, counts
     show("writing the release atomically")
-    out = write_sparse_release(
-        cfg.output,
-        release=release,
-        universe=cfg.universe,
-        key_columns=list(cfg.key_columns),
-        config=cfg.exact_parameters(),
-        input_description=cfg.input.describe(),
-        rng_name=rng.name,
-    )
+    out = write_release(cfg, release, rng.name)
     show(f"release written: {out}")
     return out
 
 
+def write_release(cfg: ReleaseConfig, release: Union[HistogramRelease, "CompactRelease"], rng_name: str) -> Path:
+    """Write a sparse or compact release for ``cfg`` atomically."""
+    common: dict[str, Any] = {
+        "universe": cfg.universe,
+        "key_columns": list(cfg.key_columns),
+        "config": cfg.exact_parameters(),
+        "input_description": cfg.input.describe(),
+        "rng_name": rng_name,
+    }
+    if isinstance(release, HistogramRelease):
+        from dpspark.release.sparse import write_sparse_release
+
+        return write_sparse_release(cfg.output, release=release, **common)
+    from dpspark.release.compact import write_compact_release
+
+    return write_compact_release(cfg.output, release=release, **common)
+
+
 def describe_plan(cfg: ReleaseConfig) -> dict[str, Any]:
     """What a release will do, from public inputs only (for ``--dry-run``)."""
+    if cfg.mechanism == "compact":
+        plan = compact_plan(cfg)
+        return {"mechanism": "compact", "counting": plan.mechanism.describe(), "error_bar": plan.mechanism.accuracy(cfg.beta),
+                "compact": plan.describe()}
     mech = count_mechanism(cfg)
     return {"mechanism": cfg.mechanism, "counting": mech.describe(), "error_bar": mech.accuracy(cfg.beta)}

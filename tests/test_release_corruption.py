@@ -253,12 +253,14 @@ def test_fifo_never_hangs(good: Path, tmp_path: Path) -> None:
     _fails(path, "not a regular file")
 
 
-def test_compact_kind_is_reserved(good: Path, tmp_path: Path) -> None:
+def test_sparse_manifest_relabelled_compact_is_refused(good: Path, tmp_path: Path) -> None:
     path = _copy(good, tmp_path)
     _reseal(path, lambda m: m.update(kind="compact"))
     _fails(path, "compact")  # schema: compact requires its own section
     _reseal(path, lambda m: m.update(compact={}))
-    _fails(path, "compact releases are not supported")
+    _fails(path, "compact")  # schema: the section's fields are required
+    _reseal(path, lambda m: m.update(kind="sparse"))
+    _fails(path, "compact")  # a sparse release has no compact section
 
 
 def test_inconsistent_privacy_statement(good: Path, tmp_path: Path) -> None:

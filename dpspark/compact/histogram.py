@@ -23,7 +23,7 @@ by one between neighbours (spec errata 10); construction time depends on |S|.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from dpspark.compact.construct import conditioned_polynomial, draw_targets, points_of_indexes
@@ -49,13 +49,16 @@ def compact_histogram(
     beta: Any = "1/20",
     m: int | None = None,
     sampler: str = "rounded-cdf",
+    progress: Callable[[str], None] | None = None,
 ) -> CompactRelease:
     """Release a CompactHistogram of ``counts`` (0-based indexes in [0, |X|), total <= n).
 
     ``mechanism`` must be on [0, n] (e.g. :func:`~dpspark.compact.parameters.compact_mechanism`).
     ``m`` defaults to the smallest supported degree with 2^m >= |X| whose sampler
     bound is <= ``epsilon2``; an explicit ``m`` must satisfy the same conditions.
+    ``progress`` receives stage names only (never |S| or a count).
     """
+    show = progress or (lambda _msg: None)
     check_mechanism(mechanism, n)
     size = check_universe(universe_size, n, sparse=False)
     b = check_beta(beta)
@@ -67,11 +70,14 @@ def compact_histogram(
     field = GF2m(degree)
     ell = n + 1
 
+    show("compact: drawing the noisy counts of the nonzero bins")
     noisy = noisy_counts(keys, dict(zip(keys, values)), mechanism, rng)
     targets = draw_targets(g, noisy, rng)
     points = points_of_indexes(field, keys)
     vals = field.from_int([u - 1 for u in targets]).reshape(len(targets), field.w)
+    show(f"compact: building the polynomial over GF(2^{degree}) (l = n + 1 = {ell} coefficients)")
     coeffs = conditioned_polynomial(field, ell, points, vals, rng)
+    show("compact: polynomial built")
 
     detail = compact_privacy(mechanism, g, rng.lam)
     params = {

@@ -27,17 +27,24 @@ def evaluate(field: GF2m, coeffs: np.ndarray, indexes: Sequence[int]) -> list[in
         raise ValueError(f"indexes must lie in [0, 2^{field.m})")
     if not idx:
         return []
-    coeffs = field.check(coeffs, "coeffs")
-    pts = points_of_indexes(field, idx)
-    if len(idx) == 1:
-        vals = horner(field, coeffs, pts[0]).reshape(1, field.w)
-    elif len(idx) >= MULTIPOINT_MIN and 4 * len(idx) >= coeffs.shape[0]:
-        vals = multipoint_eval(field, coeffs, pts)
-    else:
-        vals = horner_many(field, coeffs, pts)
+    vals = evaluate_points(field, coeffs, points_of_indexes(field, idx))
     ints = field.to_int(vals)
     assert isinstance(ints, list)
     return [v + 1 for v in ints]
+
+
+def evaluate_points(field: GF2m, coeffs: np.ndarray, points: np.ndarray) -> np.ndarray:
+    """p(x) (shape (k, w)) for each row x of ``points`` (k, w): the evaluation-path switch above."""
+    coeffs = field.check(coeffs, "coeffs")
+    points = field.check(points, "points")
+    k = points.shape[0]
+    if k == 0:
+        return field.zeros(0)
+    if k == 1:
+        return horner(field, coeffs, points[0]).reshape(1, field.w)
+    if k >= MULTIPOINT_MIN and 4 * k >= coeffs.shape[0]:
+        return multipoint_eval(field, coeffs, points)
+    return horner_many(field, coeffs, points)
 
 
 def lookup(field: GF2m, coeffs: np.ndarray, sampler: EmptyBinSampler, indexes: Sequence[int]) -> list[int]:

@@ -5,10 +5,12 @@ search in the sorted index column, so :meth:`ReleaseLookup.counts` has no
 per-key Python loop (except for hashed universes, whose encoder hashes each
 key, and keys that do not fit an Arrow array, e.g. ints beyond 64 bits).
 
-Keys outside the universe raise :class:`KeyNotInUniverseError`. Its message
-gives the key's position and the universe's reason but never echoes the key:
-lookup services log errors, and a key can be as sensitive as the data it
-indexes.
+Keys outside the universe raise :class:`KeyNotInUniverseError`
+(:mod:`dpspark.lookup.keys`); its message never echoes the key.
+
+:func:`open_release` dispatches on the manifest's kind: sparse releases open
+as :class:`ReleaseLookup`, compact ones as
+:class:`~dpspark.lookup.compact.CompactReleaseLookup` (same lookup methods).
 """
 
 from __future__ import annotations
@@ -16,19 +18,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from dpspark.lookup.describe import accuracy_text, condition_text, privacy_text
-from dpspark.release.manifest import DEFAULT_LIMITS, AccuracyInfo, Manifest, ReadLimits
+from dpspark.lookup.keys import KeyNotInUniverseError, encode_key, encode_keys, keys_to_arrow
+from dpspark.release.manifest import DEFAULT_LIMITS, AccuracyInfo, Manifest, ReadLimits, read_manifest
 from dpspark.release.reader import offset_keys, open_release_files, verify_files
-from dpspark.universe import OutOfUniverseError, TupleUniverse, Universe, index_to_bytes
+from dpspark.universe import Universe, index_to_bytes
 
+if TYPE_CHECKING:
+    from dpspark.lookup.compact import CompactReleaseLookup
 
-class KeyNotInUniverseError(ValueError):
-    """A looked-up key is null, mistyped or not in the release's universe (the key is not echoed)."""
+__all__ = ["Estimate", "KeyNotInUniverseError", "ReleaseLookup", "open_release"]
 
 
 @dataclass(frozen=True)
@@ -52,11 +56,13 @@ class Estimate:
 class ReleaseLookup:
     """A verified, opened release. Create with :func:`open_release`."""
 
-    def __init__(self, path: Path, *, verify: bool, limits: ReadLimits) -> None:
+    def __init__(self, path: Path, *, verify: bool, limits: ReadLimits, manifest: Manifest | None = None) -> None:
         self.path = path
         self.manifest: Manifest
         self.universe: Universe
-        self.manifest, self.universe, self._parquet, bins = open_release_files(path, verify=verify, limits=limits)
+        self.manifest, self.universe, self._parquet, bins = open_release_files(
+            path, verify=verify, limits=limits, manifest=manifest
+        )
         self._offsets = bins.offsets
         self._counts = bins.counts
         self._width = self.manifest.index_width
@@ -104,10 +110,7 @@ class ReleaseLookup:
 
     def count(self, key: Any) -> int:
         """The released noisy count of one key (0 when its bin was not released)."""
-        try:
-            index = self.universe.encode(tuple(key) if isinstance(key, list) else key)
-        except OutOfUniverseError as exc:
-            raise KeyNotInUniverseError(f"key is not in the release's universe: {exc}") from None
+        index = encode_key(self.universe, key)
         word = pa.array([index_to_bytes(index, self._width)], type=pa.binary(self._width))
         return int(self._lookup(self._keys(word))[0])
 
@@ -118,48 +121,13 @@ class ReleaseLookup:
         for tuple universes a pyarrow Table/RecordBatch with the key columns, a
         struct array, or a sequence of tuples.
         """
-        arrow_keys = self._to_arrow(keys)
+        arrow_keys = keys_to_arrow(self.universe, keys)
         if arrow_keys is None:  # keys beyond Arrow's types: scalar path
             return np.array([self.count(k) for k in keys], dtype=np.int64)
-        try:
-            encoded = self.universe.encode_arrow(arrow_keys)
-        except TypeError as exc:
-            raise KeyNotInUniverseError(f"keys have the wrong type for the release's universe: {exc}") from None
-        member = encoded.in_universe.fill_null(False).to_numpy(zero_copy_only=False)
-        if not member.all():
-            bad = np.flatnonzero(~member)
-            nulls = int(encoded.in_universe.null_count)
-            raise KeyNotInUniverseError(
-                f"{len(bad)} of {len(member)} keys are not in the release's {self.universe.label} "
-                f"({nulls} null); first at position {int(bad[0])}"
-            )
-        if not len(member):
+        index = encode_keys(self.universe, arrow_keys)
+        if not len(index):
             return np.zeros(0, dtype=np.int64)
-        return self._lookup(self._keys(encoded.index))
-
-    def _to_arrow(self, keys: Any) -> Any:
-        if isinstance(keys, (pa.Array, pa.ChunkedArray, pa.Table, pa.RecordBatch)):
-            return keys
-        if isinstance(self.universe, TupleUniverse):
-            rows = list(keys)
-            k = len(self.universe.components)
-            if any(not isinstance(r, (tuple, list)) or len(r) != k for r in rows):
-                raise KeyNotInUniverseError(f"keys of a {self.universe.label} must be tuples of {k} values")
-            columns = list(zip(*rows)) if rows else [[] for _ in range(k)]
-            try:
-                return [
-                    pa.array(list(col), type=None if rows else c.arrow_type())
-                    for col, c in zip(columns, self.universe.components)
-                ]
-            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
-                return None
-        try:
-            if isinstance(keys, np.ndarray):
-                return pa.array(keys)
-            values = list(keys)
-            return pa.array(values, type=None if values else self.universe.arrow_type())
-        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
-            return None
+        return self._lookup(self._keys(index))
 
     def estimate(self, key: Any) -> Estimate:
         """The noisy count with its per-query error bar, beta and the condition under which it holds."""
@@ -187,11 +155,24 @@ class ReleaseLookup:
             raise ReleaseFormatError(f"{self.path / 'bins.parquet'}: cannot read the bins ({type(exc).__name__})") from None
 
 
-def open_release(path: str | Path, verify: bool = True, limits: ReadLimits = DEFAULT_LIMITS) -> ReleaseLookup:
-    """Open a release directory for lookups.
+def open_release(
+    path: str | Path, verify: bool = True, limits: ReadLimits = DEFAULT_LIMITS
+) -> "ReleaseLookup | CompactReleaseLookup":
+    """Open a release directory (sparse or compact, by the manifest's kind) for lookups.
 
     With ``verify`` (default) every data file's sha256 is checked once, here;
-    lookups never re-check. Raises :class:`~dpspark.release.errors.ReleaseFormatError`
-    for missing, damaged, wrong-version or oversized releases.
+    lookups never re-check (``verify=False`` skips it; call ``.verify()``
+    later). Raises :class:`~dpspark.release.errors.ReleaseFormatError` for
+    missing, damaged, wrong-version or oversized releases.
     """
-    return ReleaseLookup(Path(path), verify=verify, limits=limits)
+    from dpspark.release.errors import ReleaseFormatError
+
+    root = Path(path)
+    if not root.is_dir():
+        raise ReleaseFormatError(f"{root}: not a release directory (missing or not a directory)")
+    manifest = read_manifest(root, limits)
+    if manifest.kind == "compact":
+        from dpspark.lookup.compact import CompactReleaseLookup
+
+        return CompactReleaseLookup(root, manifest=manifest, verify=verify, limits=limits)
+    return ReleaseLookup(root, verify=verify, limits=limits, manifest=manifest)

@@ -14,8 +14,11 @@ true counts.
 Integrity: ``manifest_sha256`` is the sha256 of the manifest's exact bytes
 with that field's value replaced by 64 zeros, so any change to the file (even
 one that parses to the same JSON) is detected. The JSON Schema is
-``manifest.schema.json`` beside this module; kind ``compact`` is reserved and
-its fields will be added to the same schema.
+``manifest.schema.json`` beside this module. Kind ``sparse`` has a ``bins``
+section (``bins.parquet``); kind ``compact`` has a ``compact`` section (the
+field, the coefficient file ``coefficients.arrow``, the maps iota and phi, and
+every parameter of the counting mechanism and of the empty-bin sampler G),
+parsed into :class:`CompactInfo`.
 
 Reading order (each failure is a :class:`ReleaseFormatError` naming the file):
 size limit, UTF-8, JSON (no NaN/Infinity, bounded depth), format and schema
@@ -62,6 +65,8 @@ class ReadLimits:
     max_files: int = 1000
     #: Largest numerator/denominator of a delta (PureSparse's delta ~ 2^(-66 n) needs about 66 n bits).
     max_delta_bits: int = 1 << 20
+    #: Largest bit length of a compact release's sampler range d (GeoSample's d grows like n log2(p)).
+    max_sampler_d_bits: int = 1 << 18
 
 
 DEFAULT_LIMITS = ReadLimits()
@@ -105,6 +110,31 @@ class AccuracyInfo:
 
 
 @dataclass(frozen=True)
+class CompactInfo:
+    """The validated ``compact`` section: field, coefficient file layout, mechanism and sampler parameters.
+
+    ``counting`` and ``sampler`` are the sections as read (exact strings),
+    already checked for shape and size; :mod:`dpspark.release.compact_reader`
+    rebuilds M and G from them and checks every recorded value.
+    """
+
+    m: int
+    modulus: int
+    ell: int
+    file: str
+    byte_width: int
+    batch_rows: int
+    counting: dict[str, Any]
+    sampler: dict[str, Any]
+    epsilon2: Fraction
+    eps_a: Fraction
+    eps_b: Fraction
+    rng_draws_per_bin: int
+    rng_lambda: int
+    rng_bias: Fraction
+
+
+@dataclass(frozen=True)
 class Manifest:
     """A parsed, validated manifest. ``raw`` is the JSON object as read."""
 
@@ -134,6 +164,7 @@ class Manifest:
     config: dict[str, Any]
     bins: dict[str, Any] | None
     files: dict[str, FileEntry]
+    compact: CompactInfo | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,9 +387,9 @@ def _frac(text: str, name: str, where: str, max_bits: int = 4096) -> Fraction:
         raise _fail(name, f"{where}: {exc}") from None
 
 
-def _relation(obj: dict[str, Any], name: str, where: str, delta_bits: int) -> RelationPrivacy:
+def _relation(obj: dict[str, Any], name: str, where: str, delta_bits: int, bias_bits: int = 4096) -> RelationPrivacy:
     exp = _frac(obj["exp_epsilon_tilde"], name, f"{where}.exp_epsilon_tilde")
-    bias = _frac(obj["bias_epsilon"], name, f"{where}.bias_epsilon")
+    bias = _frac(obj["bias_epsilon"], name, f"{where}.bias_epsilon", bias_bits)
     delta = _frac(obj["delta"], name, f"{where}.delta", delta_bits)
     if exp < 1 or not 0 <= bias < 1 or not 0 <= delta <= 1:
         raise _fail(name, f"{where}: privacy parameters out of range (need e^eps >= 1, 0 <= bias < 1, 0 <= delta <= 1)")
@@ -376,8 +407,10 @@ def _semantic(obj: dict[str, Any], name: str, limits: ReadLimits) -> Manifest:
     delta_req = _frac(mech["delta"], name, "mechanism.delta", limits.max_delta_bits)
     exp_eps = _frac(mech["epsilon_tilde"]["exp"], name, "mechanism.epsilon_tilde.exp")
     privacy = obj["privacy"]
-    add_remove = _relation(privacy["add_remove"], name, "privacy.add_remove", limits.max_delta_bits)
-    replacement = _relation(privacy["replacement"], name, "privacy.replacement", limits.max_delta_bits + 4200)
+    # a compact release's bias holds the sampler's exact bound, whose denominator grows with d
+    bias_bits = 4 * limits.max_sampler_d_bits if obj["kind"] == "compact" else 4096
+    add_remove = _relation(privacy["add_remove"], name, "privacy.add_remove", limits.max_delta_bits, bias_bits)
+    replacement = _relation(privacy["replacement"], name, "privacy.replacement", limits.max_delta_bits + 4200, bias_bits + 8)
     if add_remove.exp_epsilon_tilde != exp_eps:
         raise _fail(name, "privacy.add_remove.exp_epsilon_tilde differs from mechanism.epsilon_tilde.exp")
     if (
@@ -418,8 +451,14 @@ def _semantic(obj: dict[str, Any], name: str, limits: ReadLimits) -> Manifest:
     if MANIFEST_NAME in files:
         raise _fail(name, "the manifest cannot list itself as a data file")
     kind = obj["kind"]
+    max_units = _int(obj["max_units"], name, "max_units", 256)
+    compact = None
     if kind == "compact":
-        raise _fail(name, "compact releases are not supported by this version of the reader")
+        if "bins" in obj:
+            raise _fail(name, "a compact release has no bins section")
+        compact = _compact(obj, files, name, limits, max_units, universe_size, add_remove, accuracy)
+    elif "compact" in obj:
+        raise _fail(name, "a sparse release has no compact section")
     bins = obj.get("bins")
     if bins is not None and bins["file"] not in files:
         raise _fail(name, f"the bins file {bins['file']!r} is not listed under files")
@@ -434,7 +473,7 @@ def _semantic(obj: dict[str, Any], name: str, limits: ReadLimits) -> Manifest:
         created_utc=obj["created_utc"],
         rng_name=rng["name"],
         rng_test_only=rng["test_only"],
-        max_units=_int(obj["max_units"], name, "max_units", 256),
+        max_units=max_units,
         algorithm=mech["algorithm"],
         counting=mech["counting"],
         epsilon_requested=eps_req,
@@ -453,4 +492,99 @@ def _semantic(obj: dict[str, Any], name: str, limits: ReadLimits) -> Manifest:
         config=obj["config"],
         bins=bins,
         files=files,
+        compact=compact,
+    )
+
+
+def _compact(
+    obj: dict[str, Any],
+    files: dict[str, FileEntry],
+    name: str,
+    limits: ReadLimits,
+    max_units: int,
+    universe_size: int,
+    add_remove: RelationPrivacy,
+    accuracy: AccuracyInfo,
+) -> CompactInfo:
+    """Semantic checks of the ``compact`` section; sizes are checked before anything is allocated."""
+    from dpspark.gf.field import modulus_int, modulus_string
+    from dpspark.release.coefficients import MAX_BATCH_ROWS, max_metadata_bytes
+    from dpspark.rng import bias_epsilon
+
+    sec = obj["compact"]
+    coef, fld, mech, samp = sec["coefficients"], sec["field"], sec["counting_mechanism"], sec["sampler"]
+    m = fld["m"]
+    width = m // 8
+    if coef["byte_width"] != width or coef["arrow_type"] != f"fixed_size_binary[{width}]":
+        raise _fail(name, f"compact.coefficients: byte width must be m/8 = {width} bytes for m = {m}")
+    if _int(fld["modulus"], name, "compact.field.modulus", 300) != modulus_int(m) or fld["modulus_polynomial"] != modulus_string(m):
+        raise _fail(name, f"compact.field: the modulus is not dpspark's modulus for m = {m} ({modulus_string(m)})")
+    ell = _int(sec["ell"], name, "compact.ell", 256)
+    if ell != max_units + 1:
+        raise _fail(name, "compact.ell must be n + 1 (max_units + 1)")
+    if _int(coef["rows"], name, "compact.coefficients.rows", 256) != ell:
+        raise _fail(name, "compact.coefficients.rows differs from compact.ell")
+    if universe_size > 1 << m:
+        raise _fail(name, f"universe_size is above 2^m = 2^{m}: phi would not be injective")
+    batch_rows = _int(coef["batch_rows"], name, "compact.coefficients.batch_rows", 64)
+    if not 1 <= batch_rows <= MAX_BATCH_ROWS:
+        raise _fail(name, f"compact.coefficients.batch_rows must lie in [1, {MAX_BATCH_ROWS}]")
+    fname = coef["file"]
+    if fname not in files:
+        raise _fail(name, f"the coefficient file {fname!r} is not listed under files")
+    need = ell * width
+    if need > limits.max_file_bytes:
+        raise _fail(name, f"compact.ell = {ell} coefficients of {width} bytes exceed the file size limit of {limits.max_file_bytes} bytes")
+    declared = files[fname].size
+    if not need <= declared <= need + max_metadata_bytes(ell, batch_rows):
+        raise _fail(name, f"files.{fname} declares {declared} bytes, but {ell} coefficients of {width} bytes need "
+                    f"{need} bytes plus at most {max_metadata_bytes(ell, batch_rows)} bytes of metadata")
+    if _int(mech["n"], name, "compact.counting_mechanism.n", 256) != max_units:
+        raise _fail(name, "compact.counting_mechanism.n differs from max_units")
+    d = _int(mech["d"], name, "compact.counting_mechanism.d", limits.max_sampler_d_bits)
+    if _int(samp["d"], name, "compact.sampler.d", limits.max_sampler_d_bits) != d:
+        raise _fail(name, "compact.sampler.d differs from compact.counting_mechanism.d")
+    fast = mech["mechanism"] == "FastSample"
+    if fast != (mech["gamma"] is not None) or fast != (mech["t_star"] is not None) or fast != (mech["t"] is not None):
+        raise _fail(name, "compact.counting_mechanism: gamma, t_star and t are given exactly for FastSample")
+    if not fast and mech["fallback"] is not None:
+        raise _fail(name, "compact.counting_mechanism: only FastSample has a fallback")
+    exp_eps = Fraction(
+        _int(mech["exp_eps"]["num"], name, "compact.counting_mechanism.exp_eps.num", 4096),
+        _int(mech["exp_eps"]["den"], name, "compact.counting_mechanism.exp_eps.den", 4096),
+    )
+    if exp_eps <= 1 or exp_eps != add_remove.exp_epsilon_tilde:
+        raise _fail(name, "compact.counting_mechanism.exp_eps must be > 1 and equal privacy.add_remove.exp_epsilon_tilde")
+    if fast:
+        num = _int(mech["gamma"]["num"], name, "compact.counting_mechanism.gamma.num", 8)
+        den = _int(mech["gamma"]["den"], name, "compact.counting_mechanism.gamma.den", 4096)
+        if num != 1 or den < 2:
+            raise _fail(name, "compact.counting_mechanism.gamma must be 1/g with an integer g >= 2")
+    expected_keys = {"rounded-cdf": {"kind", "rule", "d", "min_scaled_pmf_at_zero"}, "block": {"kind", "rule", "d", "block", "rem"}}
+    if set(samp) != expected_keys[samp["kind"]]:
+        raise _fail(name, f"compact.sampler: a {samp['kind']} sampler has exactly the fields {sorted(expected_keys[samp['kind']])}")
+    for key in ("min_scaled_pmf_at_zero", "block", "rem"):
+        if key in samp:
+            _int(samp[key], name, f"compact.sampler.{key}", limits.max_sampler_d_bits + 300)
+    pieces = sec["privacy_pieces"]
+    eps_a = _frac(pieces["eps_a"], name, "compact.privacy_pieces.eps_a", 4 * limits.max_sampler_d_bits)
+    eps_b = _frac(pieces["eps_b"], name, "compact.privacy_pieces.eps_b", 4 * limits.max_sampler_d_bits)
+    sampler_eps = _frac(pieces["sampler_epsilon"], name, "compact.privacy_pieces.sampler_epsilon", 4 * limits.max_sampler_d_bits)
+    rng_bias = _frac(pieces["rng_bias"], name, "compact.privacy_pieces.rng_bias")
+    draws, lam = pieces["rng_draws_per_bin"], pieces["rng_lambda"]
+    if eps_a < 0 or eps_b < 0 or sampler_eps != max(eps_a, eps_b):
+        raise _fail(name, "compact.privacy_pieces: sampler_epsilon must be max(eps_a, eps_b) >= 0")
+    if rng_bias != bias_epsilon(draws, lam):
+        raise _fail(name, "compact.privacy_pieces.rng_bias is not bias_epsilon(rng_draws_per_bin, rng_lambda)")
+    if add_remove.bias_epsilon != sampler_eps + rng_bias or not add_remove.pure:
+        raise _fail(name, "privacy.add_remove must be pure with bias_epsilon = sampler_epsilon + rng_bias")
+    epsilon2 = _frac(sec["epsilon2"], name, "compact.epsilon2")
+    if sampler_eps > epsilon2:
+        raise _fail(name, "compact.privacy_pieces.sampler_epsilon exceeds compact.epsilon2")
+    if accuracy.per_query_above != -1:
+        raise _fail(name, "a compact release's per-query error bar holds for every key (threshold -1)")
+    return CompactInfo(
+        m=m, modulus=modulus_int(m), ell=ell, file=fname, byte_width=width, batch_rows=batch_rows,
+        counting=mech, sampler=samp, epsilon2=epsilon2, eps_a=eps_a, eps_b=eps_b,
+        rng_draws_per_bin=draws, rng_lambda=lam, rng_bias=rng_bias,
     )

@@ -127,13 +127,18 @@ def read_sorted_bins(pf: pq.ParquetFile, manifest: Manifest, path: Path) -> Sort
 
 
 def open_release_files(
-    release_dir: str | Path, *, verify: bool = True, limits: ReadLimits = DEFAULT_LIMITS
+    release_dir: str | Path,
+    *,
+    verify: bool = True,
+    limits: ReadLimits = DEFAULT_LIMITS,
+    manifest: Manifest | None = None,
 ) -> tuple[Manifest, Universe, pq.ParquetFile, SortedBins]:
-    """Read and check everything a lookup needs; raises :class:`ReleaseFormatError`."""
+    """Read and check everything a sparse lookup needs (``manifest``: already read); raises :class:`ReleaseFormatError`."""
     root = Path(release_dir)
     if not root.is_dir():
         raise ReleaseFormatError(f"{root}: not a release directory (missing or not a directory)")
-    manifest = read_manifest(root, limits)
+    if manifest is None:
+        manifest = read_manifest(root, limits)
     if manifest.kind != "sparse" or manifest.bins is None:
         raise ReleaseFormatError(f"{root / 'manifest.json'}: only sparse releases can be opened by this reader")
     verify_files(manifest, root, verify)
