@@ -6,6 +6,10 @@
 * The histogram algorithms' draws, noisy counts, distinct-sampling rounds and
   order-statistic levels never exceed the documented public bounds, on
   neighbouring inputs including the worst case |supp(D)| = n.
+* CompactHistogram: noisy counts, target draws and interpolation points are
+  |S| <= n, the coefficients always l = n + 1, lookups ceil(log2(n+1)) CDF
+  steps per key; padding (the audit pipeline's ``min_seconds``) covers the
+  whole construction.
 * With ``min_seconds`` padding, wall time is >= the padded bound on neighbours.
 """
 
@@ -171,3 +175,75 @@ def test_padding_holds_wall_time_at_the_bound_on_neighbours(algorithm: str) -> N
                 assert elapsed < pad  # the padding, not the work, is what the padded run measures
             else:
                 assert elapsed >= pad
+
+
+# --- compact histogram ------------------------------------------------------------------------------
+
+COMPACT_N, COMPACT_SIZE = 4, 32
+COMPACT_NEIGHBOURS = [
+    ({0: 1, 5: 2}, {0: 1, 5: 1}),
+    ({1: 1, 2: 1, 3: 1, 9: 1}, {1: 1, 2: 1, 3: 1}),  # |S| = n, the worst case
+    ({7: 1}, {}),
+]
+
+
+@pytest.mark.parametrize("pair", COMPACT_NEIGHBOURS)
+def test_compact_loop_counts_within_public_bounds(pair, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    """Draws, target draws, interpolation points and coefficients never exceed |S| <= n, l = n + 1."""
+    import dpspark.compact.histogram as compact_module
+    from dpspark.compact import compact_histogram, compact_mechanism
+
+    bound = histogram_step_bounds("compact", COMPACT_N, COMPACT_SIZE)
+    mech = compact_mechanism(COMPACT_N, COMPACT_SIZE, "1")
+    seen: dict[str, int] = {}
+    real_poly, real_targets = compact_module.conditioned_polynomial, compact_module.draw_targets
+
+    def poly(field, ell, points, values, rng):  # type: ignore[no-untyped-def]
+        seen["points"], seen["ell"] = points.shape[0], ell
+        return real_poly(field, ell, points, values, rng)
+
+    def targets(sampler, noisy, rng):  # type: ignore[no-untyped-def]
+        seen["targets"] = len(noisy)
+        with count_calls(sampler, "cdf") as cdf_calls:
+            out = real_targets(sampler, noisy, rng)
+        assert cdf_calls["cdf"] == 2 * len(noisy)  # one preimage = two CDF values per target
+        return out
+
+    monkeypatch.setattr(compact_module, "conditioned_polynomial", poly)
+    monkeypatch.setattr(compact_module, "draw_targets", targets)
+    sizes = []
+    for seed, data in enumerate(pair):
+        rng = CountingRandom(SeededRandom(seed))
+        with count_calls(mech, "draw") as draws:
+            rel = compact_histogram(data, COMPACT_SIZE, COMPACT_N, mech, rng, epsilon2="1/10")
+        assert draws["draw"] == len(data) == seen["targets"] == seen["points"] <= bound.constrained_points
+        assert rng.calls["bits"] >= 1 and rng.total <= bound.random_draws
+        assert seen["ell"] == rel.coefficients.shape[0] == bound.coefficients == COMPACT_N + 1  # never depends on |S|
+        # lookups: exactly ceil(log2(n+1)) CDF evaluations per key, data bin or not
+        with count_calls(rel.sampler, "cdf") as cdf_calls:
+            rel.lookup([0, 7, 31])
+        assert cdf_calls["cdf"] == 3 * ceil_log2(COMPACT_N + 1)
+        sizes.append(len(data))
+    assert abs(sizes[0] - sizes[1]) <= 1  # the loop over S differs by at most one between neighbours
+
+
+def test_compact_padding_holds_wall_time_at_the_bound_on_neighbours() -> None:
+    """What is padded: compact_pipeline(min_seconds=...) pads the whole construction (noisy counts, targets,
+    interpolation) from before the call; lookups of the published polynomial are public post-processing and
+    are not padded. Unpadded, the work is well under the pad; padded, every neighbour takes >= the pad."""
+    from dpspark.audit import compact_pipeline
+    from dpspark.compact import compact_mechanism
+
+    pad = 0.25
+    mech = compact_mechanism(COMPACT_N, COMPACT_SIZE, "1")
+    for pair in COMPACT_NEIGHBOURS:
+        for data in pair:
+            for min_seconds in (None, pad):
+                run = compact_pipeline(COMPACT_SIZE, COMPACT_N, mech, [0], epsilon2="1/10", min_seconds=min_seconds)
+                start = time.monotonic()
+                run(data, SeededRandom(0))
+                elapsed = time.monotonic() - start  # report
+                if min_seconds is None:
+                    assert elapsed < pad
+                else:
+                    assert elapsed >= pad

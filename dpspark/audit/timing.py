@@ -130,6 +130,8 @@ class StepBounds:
     noisy_counts: int  # calls of mechanism.draw
     random_draws: int  # calls of rng.bits / rng.uniform
     order_statistic_levels: int  # calls of the bin sampler (ApproxBinSample), each <= 2t inner iterations
+    constrained_points: int = 0  # CompactHistogram: interpolation points |S| (the subproduct tree's size)
+    coefficients: int = 0  # CompactHistogram: l = n + 1 released coefficients, whatever the data
 
 
 def histogram_step_bounds(algorithm: str, n: int, universe_size: int, bins: int | None = None) -> StepBounds:
@@ -140,6 +142,9 @@ def histogram_step_bounds(algorithm: str, n: int, universe_size: int, bins: int 
     * SparseHistogram: <= n noisy counts, n+1 distinct empty bins (one draw each,
       ceil(log2 |X|) rank queries each), n order-statistic levels (one draw each).
     * PureSparseHistogram: Sparse plus 2n draws of P and one mixing coin.
+    * CompactHistogram: <= n noisy counts (one draw each), <= n target draws
+      (one each, from the preimage interval), one rng.bits draw for R;
+      |S| <= n interpolation points and exactly l = n + 1 coefficients.
     """
     if algorithm == "basic":
         if bins is None:
@@ -151,4 +156,6 @@ def histogram_step_bounds(algorithm: str, n: int, universe_size: int, bins: int 
         return StepBounds(n, n + (n + 1) + n, n)
     if algorithm == "pure_sparse":
         return StepBounds(n, n + (n + 1) + n + 2 * n + 1, n)
+    if algorithm == "compact":
+        return StepBounds(n, n + n + 1, 0, constrained_points=n, coefficients=n + 1)
     raise ValueError(f"unknown algorithm {algorithm!r}")
