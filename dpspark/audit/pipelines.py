@@ -78,12 +78,13 @@ def sparse_pipeline(
     mechanism: CountingMechanism,
     delta: Any,
     *,
+    beta: Any = "1/20",
     release: Callable[..., HistogramRelease] = sparse_histogram,
 ) -> Pipeline:
-    """SparseHistogram (Alg 6.21)."""
+    """SparseHistogram (Alg 6.21); ``beta`` must exceed its extra failure probability."""
 
     def run(counts: Mapping[int, int], rng: RandomSource) -> HistogramRelease:
-        return release(counts, universe_size, n, mechanism, delta, rng)
+        return release(counts, universe_size, n, mechanism, delta, rng, beta=beta)
 
     return run
 
@@ -94,12 +95,13 @@ def pure_sparse_pipeline(
     mechanism: CountingMechanism,
     gamma: Any,
     *,
+    beta: Any = "1/20",
     release: Callable[..., HistogramRelease] = pure_sparse_histogram,
 ) -> Pipeline:
-    """PureSparseHistogram (Alg 6.9 with the {0..n} mixing fix)."""
+    """PureSparseHistogram (Alg 6.9 with the {0..n} mixing fix); ``beta`` as for Sparse."""
 
     def run(counts: Mapping[int, int], rng: RandomSource) -> HistogramRelease:
-        return release(counts, universe_size, n, mechanism, gamma, rng)
+        return release(counts, universe_size, n, mechanism, gamma, rng, beta=beta)
 
     return run
 
