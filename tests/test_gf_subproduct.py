@@ -114,3 +114,24 @@ def test_interpolation_error_paths() -> None:
     with pytest.raises(ValueError):
         gf.SubproductTree(F, F.zeros(0))
     assert gf.interpolate(F, F.zeros(0), F.zeros(0)).shape == (0, 2)
+
+
+def test_compact_lookup_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dpspark.compact.lookup.evaluate_points gives the same values whichever path its dispatch picks."""
+    import importlib
+
+    L = importlib.import_module("dpspark.compact.lookup")
+    real = L.use_multipoint
+    assert not real(L.MULTIPOINT_MIN - 1, 10**9)
+    assert real(10**5, 10**6) and not real(10**4, 10**4)
+    rng = np.random.default_rng(91)
+    F = GF2m(128)
+    c = rand(rng, F, 3000)
+    c.setflags(write=False)
+    x = rand(rng, F, 300)
+    monkeypatch.setattr(L, "use_multipoint", lambda k, ell: True)
+    via_tree = L.evaluate_points(F, c, x)
+    monkeypatch.setattr(L, "use_multipoint", lambda k, ell: False)
+    via_horner = L.evaluate_points(F, c, x)
+    assert np.array_equal(via_tree, via_horner)
+    assert np.array_equal(via_horner, gf.horner_many(F, c, x, "generic"))
