@@ -2,6 +2,19 @@
 
 Usage:
     .venv/bin/python scripts/bench/compact.py [--sizes 1000 10000 100000] [--repeats 3] [--out bench-results/compact.json]
+    .venv/bin/python scripts/bench/compact.py --lookups-only      # the lookup targets alone (about 3 min)
+
+Lookup section (always run; ``--lookups-only`` skips the builds): random
+coefficients written to a real coefficient file and read back through
+dpspark.release.coefficients (as the lookup library does), then
+dpspark.compact.lookup.evaluate timed on fresh random keys: single-key
+median over ``--lookup-repeats`` keys at l = 10^4, 10^5, 10^6 (m = 128) and
+at l = 10^6 for m = 64, 192, 256, and one batch of ``--batch-keys`` keys at
+l = ``--batch-ell`` (m = 128). Wall and CPU (process) time are both reported,
+with the load average, because the machine is shared. JIT cost is kept out of
+the timed calls (one warm-up call each) and reported separately: the first
+lookup in a fresh process with numba's on-disk cache (warm) and with an empty
+cache directory (cold compile).
 
 For each l = n + 1 in ``--sizes`` it times compact_histogram at |S| = l - 1
 (every unit its own key: the worst case) and |S| = l/10, a single-key lookup
@@ -81,13 +94,155 @@ def run(ell: int, repeats: int) -> dict[str, Any]:
     return row
 
 
+# ---------------------------------------------------------------- lookups
+
+
+def _coefficients(m: int, ell: int, seed: int, tmp: Path) -> np.ndarray:
+    """Random coefficients through the release coefficient file (write, memory-map, read back)."""
+    from dpspark.gf import GF2m
+
+    F = GF2m(m)
+    c = np.random.default_rng(seed).integers(0, 2**64, (ell, F.w), dtype=np.uint64)
+    try:
+        from dpspark.release.coefficients import DEFAULT_BATCH_ROWS, read_coefficient_file, write_coefficient_file
+    except ImportError:  # reader not available: a read-only view stands in for it
+        c.setflags(write=False)
+        return c
+    path = tmp / f"coefficients-{m}-{ell}.arrow"
+    write_coefficient_file(path, c, m)
+    back = read_coefficient_file(path, m, ell, DEFAULT_BATCH_ROWS)
+    path.unlink()
+    assert np.array_equal(back, c)
+    return back
+
+
+def _timed_calls(fn: Any, args_list: list[Any]) -> dict[str, float]:
+    walls, cpus = [], []
+    for a in args_list:
+        c0, w0 = time.process_time(), time.perf_counter()
+        fn(a)
+        walls.append(time.perf_counter() - w0)  # report
+        cpus.append(time.process_time() - c0)  # report
+    return {
+        "median_wall_ms": 1e3 * statistics.median(walls),  # report
+        "median_cpu_ms": 1e3 * statistics.median(cpus),  # report
+        "min_wall_ms": 1e3 * min(walls),  # report
+        "max_wall_ms": 1e3 * max(walls),  # report
+        "calls": len(walls),
+    }
+
+
+_FIRST_CALL = (
+    "import time, sys; t0 = time.perf_counter()\n"
+    "import numpy as np, importlib\n"
+    "from dpspark.gf import GF2m\n"
+    "L = importlib.import_module('dpspark.compact.lookup')\n"
+    "F = GF2m(128); c = np.ones((1000, 2), np.uint64); c.setflags(write=False)\n"
+    "t1 = time.perf_counter(); L.evaluate(F, c, [12345]); t2 = time.perf_counter()\n"
+    "L.evaluate(F, np.ascontiguousarray(c), [1, 2]); t3 = time.perf_counter()\n"
+    "print(t1 - t0, t2 - t1, t3 - t2)\n"
+)
+
+
+def first_call_costs() -> dict[str, float]:
+    """Seconds for import and the first single-key (and first batch) lookup in a fresh process."""
+    import subprocess
+    import tempfile
+
+    root = str(Path(__file__).resolve().parents[2])
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as cold:
+        for label, extra in (("cold_compile", {"NUMBA_CACHE_DIR": cold}), ("warm_cache", {})):
+            env = dict(os.environ, PYTHONPATH=root, **extra)
+            if label == "warm_cache":
+                env.pop("NUMBA_CACHE_DIR", None)
+            res = subprocess.run([sys.executable, "-c", _FIRST_CALL], env=env, capture_output=True, text=True, check=True, cwd=root)
+            imp, single, batch = (float(v) for v in res.stdout.split())  # report
+            out[f"{label}_import_s"] = imp
+            out[f"{label}_first_single_s"] = single
+            out[f"{label}_first_batch_s"] = batch
+    return out
+
+
+def lookup_bench(args: argparse.Namespace) -> dict[str, Any]:
+    """Single-key and batch lookup timings through dpspark.compact.lookup.evaluate."""
+    import importlib
+    import tempfile
+
+    from dpspark.gf import GF2m
+
+    L = importlib.import_module("dpspark.compact.lookup")
+    res: dict[str, Any] = {"loadavg_start": os.getloadavg()}
+    gen = np.random.default_rng(4)
+    cases = [(128, ell) for ell in (10**4, 10**5, 10**6)] + [(m, 10**6) for m in (64, 192, 256)]
+    singles = []
+    with tempfile.TemporaryDirectory() as td:
+        tmp = Path(td)
+        for m, ell in cases:
+            F = GF2m(m)
+            coeffs = _coefficients(m, ell, m + ell, tmp)
+            L.evaluate(F, coeffs, [1])  # warm-up (JIT / cache load)
+            keys = [[int(v)] for v in gen.integers(0, 2**63, args.lookup_repeats)]
+            row = {"m": m, "ell": ell, **_timed_calls(lambda k: L.evaluate(F, coeffs, k), keys)}
+            singles.append(row)
+            print(
+                f"  single key  m={m:<4} l={ell:<8} median {row['median_wall_ms']:8.2f} ms wall {row['median_cpu_ms']:8.2f} ms cpu"
+                f"  (min {row['min_wall_ms']:.2f}, max {row['max_wall_ms']:.2f}, {row['calls']} keys)",
+                flush=True,
+            )
+        res["single"] = singles
+        F = GF2m(128)
+        ell, k = args.batch_ell, args.batch_keys
+        coeffs = _coefficients(128, ell, 99, tmp)
+        L.evaluate(F, coeffs[:5000], [int(v) for v in gen.integers(0, 2**63, 300)])  # warm-up
+        batch = [int(v) for v in gen.integers(0, 2**63, k)]
+        c0, w0 = time.process_time(), time.perf_counter()
+        vals = L.evaluate(F, coeffs, batch)
+        wall, cpu = time.perf_counter() - w0, time.process_time() - c0  # report
+        spot = [int(i) for i in gen.choice(k, 3, replace=False)]
+        agree = all(vals[i] == L.evaluate(F, coeffs, [batch[i]])[0] for i in spot)
+        path = "multipoint" if L.use_multipoint(k, ell) else "horner_many"
+        res["batch"] = {"m": 128, "ell": ell, "keys": k, "path": path, "wall_s": wall, "cpu_s": cpu, "spot_check_agrees": agree}
+        print(f"  batch       m=128  l={ell:<8} {k} keys ({path}): {wall:.1f} s wall, {cpu:.1f} s cpu, spot check {agree}", flush=True)
+    res["first_call"] = first_call_costs()
+    res["loadavg_end"] = os.getloadavg()
+    return res
+
+
+def print_lookup_table(res: dict[str, Any]) -> None:
+    print(f"\nlookups via dpspark.compact.lookup.evaluate (load {res['loadavg_start']} -> {res['loadavg_end']})")
+    print(f"{'case':<34} {'median wall':>12} {'median cpu':>11}  target")
+    for r in res["single"]:
+        tgt = "<= 10 ms" if (r["m"], r["ell"]) == (128, 10**6) else ""
+        print(f"{'single key m=%d l=%d' % (r['m'], r['ell']):<34} {r['median_wall_ms']:9.2f} ms {r['median_cpu_ms']:8.2f} ms  {tgt}")
+    b = res["batch"]
+    print(f"{'batch %d keys m=128 l=%d' % (b['keys'], b['ell']):<34} {b['wall_s']:10.1f} s {b['cpu_s']:9.1f} s  <= 300 s ({b['path']})")
+    fc = res["first_call"]
+    print(
+        "first lookup in a fresh process: warm numba cache %.2f s (import %.2f s); cold compile %.1f s (import %.2f s)"
+        % (fc["warm_cache_first_single_s"], fc["warm_cache_import_s"], fc["cold_compile_first_single_s"], fc["cold_compile_import_s"])
+    )
+
+
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--repeats-large", type=int, default=1, help="repeats for l >= 10^5")
+    ap.add_argument("--lookups-only", action="store_true", help="skip the builds; only the lookup section")
+    ap.add_argument("--lookup-repeats", type=int, default=21, help="random keys per single-key case")
+    ap.add_argument("--batch-keys", type=int, default=100_000)
+    ap.add_argument("--batch-ell", type=int, default=1_000_000)
     ap.add_argument("--out", default="bench-results/compact.json")
     args = ap.parse_args()
+    if args.lookups_only:
+        look = lookup_bench(args)
+        print_lookup_table(look)
+        out = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "loadavg": os.getloadavg()}, "lookups": look}
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(out, indent=2))
+        print(f"wrote {args.out}")
+        return
     rows = []
     hdr = f"{'ell':>8} {'m':>4} {'build |S|=l-1 s':>16} {'build |S|=l/10 s':>17} {'lookup 1 ms':>12} {'batch l keys s':>15} {'field eval s':>13}"
     print(hdr)
@@ -103,8 +258,11 @@ def main() -> None:
     sizes = [r["ell"] for r in rows]
     exps = {k: slope(sizes, [r[k] for r in rows]) for k in ("build_s_worst", "build_s_tenth", "lookup_single_ms", "lookup_batch_s", "field_eval_batch_s")}
     print("scaling exponents (log-log slope over l):", {k: None if v is None else round(v, 2) for k, v in exps.items()})
+    look = lookup_bench(args)
+    print_lookup_table(look)
     out = {
         "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "loadavg": os.getloadavg()},
+        "lookups": look,
         "repeats": args.repeats,
         "universe": "2^64",
         "epsilon_count": "1",
