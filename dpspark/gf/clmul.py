@@ -5,7 +5,11 @@ numba kernels call the LLVM intrinsic ``llvm.x86.pclmulqdq``; elsewhere, or
 when the environment variable ``DPSPARK_GF_SOFT_CLMUL=1`` is set, a portable
 shift-and-xor loop is used. Both give identical results (a test checks this);
 only the speed differs. ``CACHE`` is False in the forced-software mode so that
-numba's on-disk cache never serves code compiled for the other primitive.
+numba's on-disk cache never serves code compiled for the other primitive, and
+when numba has nowhere to write its cache (neither a writable ``__pycache__``
+next to this package nor a writable user cache directory, e.g. a read-only
+install run with an unwritable HOME): numba would otherwise refuse to define
+the kernels at import. Without a cache the kernels compile once per process.
 """
 
 from __future__ import annotations
@@ -36,10 +40,25 @@ def _cpu_has_pclmul() -> bool:
     return False
 
 
+def _cache_probe() -> None:
+    """A plain function of this file: numba's cache locators are asked about it."""
+
+
+def _numba_cache_usable() -> bool:
+    """True when numba can place an on-disk cache for functions of this package directory."""
+    try:
+        from numba.core.caching import FunctionCache
+
+        FunctionCache(_cache_probe)
+    except Exception:  # RuntimeError "no locator available" (or an unexpected numba internals change)
+        return False
+    return True
+
+
 FORCE_SOFT = os.environ.get("DPSPARK_GF_SOFT_CLMUL", "") not in ("", "0")
 HARDWARE = _cpu_has_pclmul() and not FORCE_SOFT
-#: numba ``cache=`` flag for every kernel that inlines the primitive.
-CACHE = not FORCE_SOFT
+#: numba ``cache=`` flag for every kernel of dpspark.gf.
+CACHE = not FORCE_SOFT and _numba_cache_usable()
 
 
 @intrinsic
@@ -69,7 +88,7 @@ def clmul64_hw(a: np.uint64, b: np.uint64) -> tuple[np.uint64, np.uint64]:
     return _pclmul(a, b)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=CACHE, inline="always")
 def clmul64_sw(a: np.uint64, b: np.uint64) -> tuple[np.uint64, np.uint64]:
     """(lo, hi) words of the carry-less product, portable shift-and-xor."""
     lo = U64(0)
