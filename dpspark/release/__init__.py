@@ -3,7 +3,9 @@
 A release directory holds ``manifest.json`` (:mod:`dpspark.release.manifest`,
 JSON Schema ``manifest.schema.json``) and data files listed in it with sha256
 and byte size; a sparse release's bins are ``bins.parquet``
-(:mod:`dpspark.release.layout`). :func:`write_sparse_release` writes one
+(:mod:`dpspark.release.layout`); a compact release's polynomial is
+``coefficients.arrow`` (:mod:`dpspark.release.coefficients`).
+:func:`write_sparse_release` and :func:`write_compact_release` write them
 atomically; :func:`read_manifest` and :mod:`dpspark.release.reader` read them,
 rejecting damaged files with :class:`ReleaseFormatError`.
 """
@@ -11,6 +13,7 @@ rejecting damaged files with :class:`ReleaseFormatError`.
 from dpspark.release.atomic import check_output_path
 from dpspark.release.errors import ReleaseExistsError, ReleaseFormatError, ReleaseWriteError
 from dpspark.release.manifest import DEFAULT_LIMITS, SCHEMA_VERSION, Manifest, ReadLimits, parse_manifest, read_manifest
+from dpspark.release.compact import write_compact_release
 from dpspark.release.sparse import write_sparse_release
 
 __all__ = [
@@ -24,5 +27,6 @@ __all__ = [
     "check_output_path",
     "parse_manifest",
     "read_manifest",
+    "write_compact_release",
     "write_sparse_release",
 ]
