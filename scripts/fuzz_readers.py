@@ -12,10 +12,13 @@ real release (``--release``, e.g. the output of ``dpspark release``):
 0. raw manifest bytes -> ``parse_manifest``;
 1. the release's manifest with byte flips/deletions/insertions -> ``parse_manifest`` (any changed byte
    must be rejected: "1-accepted" is a finding);
-2. ``bins.parquet`` with byte mutations, the manifest resealed to the new size and sha256 -> ``open_release``
-   (so the Parquet reader and the bins checks run, not only the checksum);
+2. the data file with byte mutations, the manifest resealed to the new size and sha256 -> ``open_release``
+   (so the Parquet / Arrow IPC reader and the file checks run, not only the checksum);
 3. one manifest field replaced by a decoded JSON value, resealed -> ``open_release``;
-4. ``bins.parquet`` truncated (resealed or not) -> ``open_release``.
+4. the data file truncated (resealed or not) -> ``open_release``.
+
+The data file is the one file the manifest lists: ``bins.parquet`` for a sparse release,
+``coefficients.arrow`` for a compact one (e.g. ``--release tests/data/compact_kav/release``).
 
 Engines: ``hypothesis`` (``st.binary`` with max_examples = --inputs), ``atheris``
 (coverage-guided libFuzzer over the instrumented ``dpspark`` modules, ``pip install
@@ -59,7 +62,6 @@ def import_readers(instrument: bool = False) -> None:
     from dpspark.release.manifest import seal_manifest
 
 
-BINS = "bins.parquet"
 MANIFEST = "manifest.json"
 
 
@@ -72,9 +74,13 @@ class Target:
 
     def __init__(self, release: Path, scratch: Path) -> None:
         self.manifest = (release / MANIFEST).read_bytes()
-        self.bins = (release / BINS).read_bytes()
-        self.others = {p.name: p.read_bytes() for p in release.iterdir() if p.name not in (MANIFEST, BINS)}
         self.doc = json.loads(self.manifest)
+        listed = sorted(self.doc["files"])
+        if len(listed) != 1:
+            raise SystemExit(f"expected a release with one data file, the manifest lists {listed}")
+        self.data_name = listed[0]
+        self.bins = (release / self.data_name).read_bytes()
+        self.others = {p.name: p.read_bytes() for p in release.iterdir() if p.name not in (MANIFEST, self.data_name)}
         self.paths = _paths(self.doc)
         self.scratch = scratch
         scratch.mkdir(parents=True, exist_ok=True)
@@ -85,14 +91,14 @@ class Target:
     def open_with(self, manifest: bytes, bins: bytes | None) -> None:
         (self.scratch / MANIFEST).write_bytes(manifest)
         if bins is None:
-            (self.scratch / BINS).unlink(missing_ok=True)
+            (self.scratch / self.data_name).unlink(missing_ok=True)
         else:
-            (self.scratch / BINS).write_bytes(bins)
+            (self.scratch / self.data_name).write_bytes(bins)
         open_release(self.scratch)
 
     def resealed(self, bins: bytes) -> bytes:
         doc = json.loads(self.manifest)
-        doc["files"][BINS].update(bytes=str(len(bins)), sha256=hashlib.sha256(bins).hexdigest())
+        doc["files"][self.data_name].update(bytes=str(len(bins)), sha256=hashlib.sha256(bins).hexdigest())
         return seal_manifest(doc)
 
 

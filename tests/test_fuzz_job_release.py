@@ -80,3 +80,17 @@ def test_a_non_format_error_is_reported(fuzzer: ModuleType, job_release: Path, t
     monkeypatch.setattr(fuzzer, "parse_manifest", broken)
     with pytest.raises(KeyError):
         fuzzer.run_random(target, 50, 10.0, 3)
+
+
+def test_short_fuzz_of_a_compact_release(fuzzer: ModuleType, tmp_path: Path) -> None:
+    """The same fuzz cases on the checked-in compact release: the Arrow IPC coefficient file is the data file."""
+    target = fuzzer.Target(REPO / "tests" / "data" / "compact_kav" / "release", tmp_path / "scratch")
+    assert target.data_name == "coefficients.arrow"
+    seen = fuzzer.run_hypothesis(target, 200, 60.0, 3)
+    seen.update(fuzzer.run_random(target, 400, 60.0, 4))
+    assert sum(seen.values()) == 600
+    for case in ("0-rejected", "1-rejected", "2-rejected", "3-rejected", "4-rejected"):
+        assert seen[case] > 0, seen
+    assert seen["0-accepted"] == 0 and seen["1-accepted"] == 0
+    # a resealed coefficient file of the right shape is a valid (different) polynomial; any other change is refused
+    assert seen["4-accepted"] <= seen["4-rejected"]
