@@ -316,7 +316,7 @@ def horner_agg(coeffs, xp, xm, taps, acc, chunk):  # type: ignore[no-untyped-def
                     acc[k, 3] = r3
 
 
-# ---------------------------------------------------------------- PCLMULQDQ on 128-bit lanes (w = 2, 4)
+# ---------------------------------------------------------------- PCLMULQDQ on 128-bit lanes (w = 2, 3, 4)
 #
 # The scalar kernels above move every word between general and vector
 # registers around each carry-less product, which caps them at a few cycles
@@ -339,8 +339,13 @@ VB = 16
 
 
 def _make_vblock(w: int, nb: int):  # type: ignore[no-untyped-def]
-    """Intrinsic (coeffs, base, xp, k, acc w-tuple) -> unreduced 2w-word sum (see horner_agg_vec)."""
-    lanes = w // 2
+    """Intrinsic (coeffs, base, xp, k, acc w-tuple) -> unreduced 2w-word sum (see horner_agg_vec).
+
+    An element is ceil(w/2) lanes of two words; for odd w the last lane is a
+    half lane (its word, then zero) and products of its missing upper half are skipped.
+    """
+    lanes = (w + 1) // 2
+    half = [2 * lane + 1 >= w for lane in range(lanes)]
 
     @_intrinsic
     def vblock(typingctx, coeffs, base, xp, k, acc):  # type: ignore[no-untyped-def]
@@ -361,20 +366,22 @@ def _make_vblock(w: int, nb: int):  # type: ignore[no-untyped-def]
             c_ptr = builder.bitcast(c_ary.data, i64.as_pointer())
             x_ptr = builder.bitcast(x_ary.data, i64.as_pointer())
 
-            def load_lane(ptr, word_index):  # type: ignore[no-untyped-def]
+            def load_lane(ptr, word_index, is_half):  # type: ignore[no-untyped-def]
                 p = builder.gep(ptr, [word_index])
+                if is_half:  # one word: never read past the row (or the array)
+                    return builder.insert_element(_ir.Constant(v2, None), builder.load(p, align=8), _ir.Constant(i32, 0))
                 return builder.load(builder.bitcast(p, v2.as_pointer()), align=8)
 
             def c_lane(j, lane):  # type: ignore[no-untyped-def]
                 row = builder.add(base_v, _ir.Constant(base_v.type, j))
                 idx = builder.add(builder.mul(row, wconst), _ir.Constant(base_v.type, 2 * lane))
-                return load_lane(c_ptr, idx)
+                return load_lane(c_ptr, idx, half[lane])
 
             def x_lane(j, lane):  # type: ignore[no-untyped-def]
                 # xp[k, j, 2*lane] in a C-contiguous (K, nb + 1, w) array
                 row = builder.add(builder.mul(k_v, _ir.Constant(k_v.type, nb + 1)), _ir.Constant(k_v.type, j))
                 idx = builder.add(builder.mul(row, _ir.Constant(k_v.type, w)), _ir.Constant(k_v.type, 2 * lane))
-                return load_lane(x_ptr, idx)
+                return load_lane(x_ptr, idx, half[lane])
 
             zero = _ir.Constant(v2, None)
             even = [zero] * (2 * lanes)  # E[e] at word offset 2e
@@ -385,18 +392,19 @@ def _make_vblock(w: int, nb: int):  # type: ignore[no-untyped-def]
                     for jj in range(lanes):
                         s = i + jj
                         even[s] = builder.xor(even[s], builder.call(pcl, [xl[i], yl[jj], _ir.Constant(i8, 0x00)]))
-                        even[s + 1] = builder.xor(even[s + 1], builder.call(pcl, [xl[i], yl[jj], _ir.Constant(i8, 0x11)]))
-                        mid = builder.xor(
-                            builder.call(pcl, [xl[i], yl[jj], _ir.Constant(i8, 0x01)]),
-                            builder.call(pcl, [xl[i], yl[jj], _ir.Constant(i8, 0x10)]),
-                        )
-                        odd[s] = builder.xor(odd[s], mid)
+                        if not (half[i] or half[jj]):
+                            even[s + 1] = builder.xor(even[s + 1], builder.call(pcl, [xl[i], yl[jj], _ir.Constant(i8, 0x11)]))
+                        if not half[i]:  # x_hi * y_lo
+                            odd[s] = builder.xor(odd[s], builder.call(pcl, [xl[i], yl[jj], _ir.Constant(i8, 0x01)]))
+                        if not half[jj]:  # x_lo * y_hi
+                            odd[s] = builder.xor(odd[s], builder.call(pcl, [xl[i], yl[jj], _ir.Constant(i8, 0x10)]))
 
             # acc * x^B
             accv = []
             for lane in range(lanes):
                 v = builder.insert_element(zero, builder.extract_value(args[4], 2 * lane), _ir.Constant(i32, 0))
-                v = builder.insert_element(v, builder.extract_value(args[4], 2 * lane + 1), _ir.Constant(i32, 1))
+                if not half[lane]:
+                    v = builder.insert_element(v, builder.extract_value(args[4], 2 * lane + 1), _ir.Constant(i32, 1))
                 accv.append(v)
             mac(accv, [x_lane(nb, lane) for lane in range(lanes)])
             # c_base * x^0
@@ -405,12 +413,15 @@ def _make_vblock(w: int, nb: int):  # type: ignore[no-untyped-def]
             for j in range(1, nb):
                 mac([c_lane(j, lane) for lane in range(lanes)], [x_lane(j, lane) for lane in range(lanes)])
             words = [_ir.Constant(i64, 0)] * (2 * w)
+            # (for odd w the skipped half-lane products leave everything from word 2w on zero)
             for e in range(len(even)):
                 for h in range(2):
-                    words[2 * e + h] = builder.xor(words[2 * e + h], builder.extract_element(even[e], _ir.Constant(i32, h)))
+                    if 2 * e + h < 2 * w:
+                        words[2 * e + h] = builder.xor(words[2 * e + h], builder.extract_element(even[e], _ir.Constant(i32, h)))
             for o in range(len(odd)):
                 for h in range(2):
-                    words[2 * o + 1 + h] = builder.xor(words[2 * o + 1 + h], builder.extract_element(odd[o], _ir.Constant(i32, h)))
+                    if 2 * o + 1 + h < 2 * w:
+                        words[2 * o + 1 + h] = builder.xor(words[2 * o + 1 + h], builder.extract_element(odd[o], _ir.Constant(i32, h)))
             out = context.get_constant_undef(ret)
             for q in range(2 * w):
                 out = builder.insert_value(out, words[q], q)
@@ -423,11 +434,12 @@ def _make_vblock(w: int, nb: int):  # type: ignore[no-untyped-def]
 
 if HARDWARE:
     _vblock2 = _make_vblock(2, VB)
+    _vblock3 = _make_vblock(3, VB)
     _vblock4 = _make_vblock(4, VB)
 
     @njit(cache=CACHE, nogil=True)
     def horner_agg_vec(coeffs, xp, xm, taps, acc, chunk):  # type: ignore[no-untyped-def]
-        """horner_agg for w in {2, 4} and B = VB: full blocks on 128-bit PCLMULQDQ lanes.
+        """horner_agg for w in {2, 3, 4} and B = VB: full blocks on 128-bit PCLMULQDQ lanes.
 
         The top partial block (if any) uses the scalar block kernel.
         """
@@ -461,6 +473,22 @@ if HARDWARE:
                             r1 = p1 ^ o2 ^ f3
                         acc[k, 0] = r0
                         acc[k, 1] = r1
+                elif w == 3:
+                    for k in range(k0, k1):
+                        if cnt < B:
+                            r0, r1, r2 = _block3(coeffs, base, cnt, xp, k, acc[k, 0], acc[k, 1], acc[k, 2], t1, t2, t3)
+                        else:
+                            p0, p1, p2, p3, p4, p5 = _vblock3(coeffs, base, xp, k, (acc[k, 0], acc[k, 1], acc[k, 2]))
+                            f3, o3 = _fold(p3, t1, t2, t3)
+                            f4, o4 = _fold(p4, t1, t2, t3)
+                            f5, o5 = _fold(p5, t1, t2, t3)
+                            f6, _ = _fold(o5, t1, t2, t3)
+                            r0 = p0 ^ f3 ^ f6
+                            r1 = p1 ^ o3 ^ f4
+                            r2 = p2 ^ o4 ^ f5
+                        acc[k, 0] = r0
+                        acc[k, 1] = r1
+                        acc[k, 2] = r2
                 else:
                     for k in range(k0, k1):
                         if cnt < B:

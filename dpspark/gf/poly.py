@@ -304,7 +304,7 @@ def _horner_agg(field: GF2m, coeffs: np.ndarray, xs: np.ndarray, out: np.ndarray
     xp = np.empty((k, b + 1, w), dtype=np.uint64)
     xm = np.empty((k, b + 1), dtype=np.uint64)
     HK.powers_table(xs, field.taps, xp, xm)
-    if HK.HARDWARE and w in (2, 4):
+    if HK.HARDWARE and w >= 2:
         HK.horner_agg_vec(coeffs, xp, xm, field.taps, out, HORNER_CHUNK)
     else:
         HK.horner_agg(coeffs, xp, xm, field.taps, out, HORNER_CHUNK)
@@ -317,7 +317,7 @@ def horner(field: GF2m, coeffs: np.ndarray, x: np.ndarray, method: str = "auto")
     C-contiguous one is used in place, anything else is copied once.
 
     method: "agg" (blocks of powers x^0..x^B with one reduction per block;
-    128-bit PCLMULQDQ lanes for m = 128, 256), "table" (byte-window table
+    128-bit PCLMULQDQ lanes for m >= 128), "table" (byte-window table
     for the fixed x^4, four interleaved chains), "clmul" (four interleaved
     carry-less chains in x^4) or "auto" (= "agg", the fastest here by 3-20x).
     """
