@@ -275,8 +275,9 @@ def run_atheris(target: Target, inputs: int, timeout: float, seed: int) -> Count
                    "-max_len=256"], test_one)
     try:
         atheris.Fuzz()
-    except SystemExit:
-        pass
+    except SystemExit as done:
+        if done.code not in (0, None):  # libFuzzer stops at the first finding and has printed it
+            raise SystemExit(f"atheris stopped on a finding after {sum(seen.values())} inputs (see above)") from None
     return seen
 
 

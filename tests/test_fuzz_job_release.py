@@ -94,3 +94,12 @@ def test_short_fuzz_of_a_compact_release(fuzzer: ModuleType, tmp_path: Path) -> 
     assert seen["0-accepted"] == 0 and seen["1-accepted"] == 0
     # a resealed coefficient file of the right shape is a valid (different) polynomial; any other change is refused
     assert seen["4-accepted"] <= seen["4-rejected"]
+
+
+def test_fuzz_finding_invalid_utf8_column_name_is_a_format_error(fuzzer: ModuleType, tmp_path: Path) -> None:
+    """Regression for an atheris finding: a resealed coefficient file whose column name is not valid UTF-8
+    made pyarrow raise UnicodeDecodeError from the schema check; it must be a ReleaseFormatError."""
+    import base64
+
+    target = fuzzer.Target(REPO / "tests" / "data" / "compact_kav" / "release", tmp_path / "scratch")
+    assert fuzzer.one_input(target, base64.b64decode("p////w8AAP///w8AAAAA7p6wAADunrAo")) == "2-rejected"

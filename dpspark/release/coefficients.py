@@ -79,7 +79,11 @@ def write_coefficient_file(path: Path, coeffs: np.ndarray, m: int, batch_rows: i
 
 def _check_schema(schema: pa.Schema, path: Path, m: int, ell: int, batch_rows: int) -> None:
     expected = coefficient_schema(m, ell, batch_rows)
-    if len(schema) != 1 or schema[0].name != COLUMN or schema[0].type != pa.binary(m // 8):
+    try:
+        name = schema[0].name if len(schema) == 1 else None
+    except UnicodeDecodeError:  # pyarrow decodes field names as UTF-8 lazily
+        raise ReleaseFormatError(f"{path}: the coefficient column's name is not valid UTF-8; the file is damaged") from None
+    if name != COLUMN or schema[0].type != pa.binary(m // 8):
         raise ReleaseFormatError(f"{path}: expected one column {COLUMN!r} of fixed_size_binary[{m // 8}] (m = {m})")
     if schema[0].nullable:
         raise ReleaseFormatError(f"{path}: the coefficient column must be declared non-nullable")

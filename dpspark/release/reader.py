@@ -90,12 +90,12 @@ def open_bins(manifest: Manifest, universe: Universe, release_dir: Path, limits:
         raise ReleaseFormatError(f"{name}: bins.columns does not match the layout for this universe")
     try:
         pf = pq.ParquetFile(path)
-        schema = pf.schema_arrow
+        found = [(f.name, f.type) for f in pf.schema_arrow]  # names decode lazily (UnicodeDecodeError)
         rows = pf.metadata.num_rows
     except Exception as exc:  # pyarrow raises several types on damaged files
         raise ReleaseFormatError(f"{path}: not a readable Parquet file ({type(exc).__name__}); the file is damaged") from None
     expected = bins_schema(bins_columns(universe, list(manifest.key_columns)))
-    if [(f.name, f.type) for f in schema] != [(f.name, f.type) for f in expected]:
+    if found != [(f.name, f.type) for f in expected]:
         raise ReleaseFormatError(f"{path}: columns or types differ from the manifest's bins layout")
     if rows < 0 or rows > limits.max_rows:
         raise ReleaseFormatError(f"{path}: declares {rows} rows, above the limit of {limits.max_rows}")
