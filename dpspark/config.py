@@ -22,6 +22,7 @@ Example (see ``conf/*.toml`` for commented versions)::
     max_units = 1000000                # n: public bound on the number of units (never computed from data)
     unit_column = "user_id"            # optional: each unit contributes one row
     out_of_universe = "drop"           # or "error" (a curator-side check)
+    pad_seconds = 60                   # optional: the driver's noise step takes at least this long (timing channel)
 
     [output]
     path = "releases/queries"
@@ -59,7 +60,7 @@ _SECTIONS: dict[str, tuple[set[str], set[str]]] = {
     "universe": (set(), None),  # checked by dpspark.universe
     "privacy": (
         {"mechanism", "epsilon", "max_units"},
-        {"delta", "beta", "unit_column", "out_of_universe", "gamma", "m", "sampler"},
+        {"delta", "beta", "unit_column", "out_of_universe", "gamma", "m", "sampler", "pad_seconds"},
     ),
     "output": ({"path"}, set()),
     "budget": ({"ledger", "dataset"}, {"total_epsilon", "total_delta"}),
@@ -122,6 +123,7 @@ class ReleaseConfig:
     budget: BudgetSpec | None = None
     field_degree: int | None = None
     sampler: str = "rounded-cdf"
+    pad_seconds: Fraction | None = None
 
     def exact_parameters(self) -> dict[str, Any]:
         """The privacy parameters as exact strings, for the manifest."""
@@ -134,6 +136,7 @@ class ReleaseConfig:
             "max_units": self.max_units,
             "unit_column": self.unit_column,
             "out_of_universe": self.out_of_universe,
+            "pad_seconds": None if self.pad_seconds is None else str(self.pad_seconds),
             **({"m": self.field_degree, "sampler": self.sampler} if self.mechanism == "compact" else {}),
         }
 
@@ -289,6 +292,10 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
     if oou not in ("drop", "error"):
         raise _fail(source, "privacy.out_of_universe must be 'drop' or 'error'")
 
+    pad = _exact(priv, "pad_seconds", source) if "pad_seconds" in priv else None
+    if pad is not None and not 0 <= pad <= 86400:
+        raise _fail(source, "privacy.pad_seconds must lie in [0, 86400] seconds")
+
     out = output if output is not None else (raw.get("output") or {}).get("path")
     if not isinstance(out, str) or not out:
         raise _fail(source, "missing [output] path")
@@ -323,6 +330,7 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
         budget=budget,
         field_degree=field_degree,
         sampler=sampler,
+        pad_seconds=pad,
     )
 
 

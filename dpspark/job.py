@@ -36,6 +36,7 @@ from dpspark.counting.base import CountingMechanism
 from dpspark.exact import exp_lower_bound
 from dpspark.histogram import HistogramRelease, basic_histogram, pure_sparse_histogram, stability_histogram
 from dpspark.histogram.stability import stability_mechanism
+from dpspark.histogram.timing import pad_until
 from dpspark.rng import RandomSource, default_source
 
 if TYPE_CHECKING:
@@ -213,12 +214,15 @@ def _run_spark_and_mechanism(cfg: ReleaseConfig, spark: "SparkSession | None", r
             "(curator-side check, before any noise was drawn); raise max_units or bound the input"
         )
     show(f"drawing noise on the driver ({cfg.mechanism})")
+    started = time.monotonic()
     release: Union[HistogramRelease, "CompactRelease"]
     if cfg.mechanism == "compact":
         release = run_compact(cfg, indices, counts, rng, show)
     else:
         release = run_mechanism(cfg, indices, counts, rng, show)
     del indices, counts
+    if cfg.pad_seconds is not None:  # spec errata 10: the noise step's duration must not reveal |S| or the draws
+        pad_until(started, float(cfg.pad_seconds))  # report: decides only when to return
     show("writing the release atomically")
     out = write_release(cfg, release, rng.name)
     show(f"release written: {out}")

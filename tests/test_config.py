@@ -69,6 +69,9 @@ def test_good_config_is_exact_and_resolved(tmp_path: Path) -> None:
         ('columns = ["q"]', 'columns = ["q", "r"]', "component"),
         ("[output]", "[outputs]", "unknown section"),
         ('mechanism = "stability"', 'mechanism = "stability"\nbogus = 1', "unknown field"),
+        ('mechanism = "stability"', 'mechanism = "stability"\npad_seconds = 1.5', "TOML float"),
+        ('mechanism = "stability"', 'mechanism = "stability"\npad_seconds = -1', "pad_seconds must lie in"),
+        ('mechanism = "stability"', 'mechanism = "stability"\npad_seconds = 100000', "pad_seconds must lie in"),
     ],
 )
 def test_bad_configs_name_the_problem(tmp_path: Path, old: str, new: str, message: str) -> None:
@@ -162,3 +165,9 @@ def test_compact_universe_too_big_for_64_bit_field_and_sampler(tmp_path: Path) -
     with pytest.raises(ConfigError, match="no supported field degree in \\(64,\\)"):
         load_config(write(tmp_path, text))
     assert load_config(write(tmp_path, text.replace("m = 64", "m = 128"))).field_degree == 128
+
+
+def test_pad_seconds_is_exact_and_stated(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, GOOD.replace('mechanism = "stability"', 'mechanism = "stability"\npad_seconds = "5/2"')))
+    assert cfg.pad_seconds == Fraction(5, 2) and cfg.exact_parameters()["pad_seconds"] == "5/2"
+    assert load_config(write(tmp_path, GOOD)).pad_seconds is None

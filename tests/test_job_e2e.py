@@ -147,3 +147,19 @@ def test_budget_exhaustion_refuses_before_reading(spark, tmp_path: Path) -> None
     with pytest.raises(BudgetExceeded, match="1/2"):
         run_release(second, spark=spark, rng=SeededRandom(b"2"), progress=lambda m: None)
     assert not second.output.exists()
+
+
+def test_pad_seconds_pads_the_noise_step(spark, tmp_path: Path) -> None:
+    """privacy.pad_seconds: the driver's noise step (from "drawing noise" to "writing") lasts at least the pad."""
+    import time
+
+    dataset(tmp_path)
+    text = config(tmp_path, "stability").read_text().replace("unit_column", 'pad_seconds = "3"\nunit_column')
+    (tmp_path / "pad.toml").write_text(text)
+    stamps: dict[str, float] = {}
+
+    def progress(message: str) -> None:
+        stamps.setdefault(message.split(" ")[0], time.monotonic())
+
+    run_release(load_config(tmp_path / "pad.toml"), spark=spark, rng=SeededRandom(b"pad"), progress=progress)
+    assert stamps["writing"] - stamps["drawing"] >= 3.0
