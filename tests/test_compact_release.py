@@ -60,7 +60,8 @@ def test_release_round_trip(n: int, universe: int) -> None:
     assert release.coefficients.shape == (n + 1, release.m // 64)  # l = n + 1 whatever |S| is
     assert release.ell == n + 1 and release.modulus == modulus_int(release.m)
     assert release.m == (128 if universe <= 2**128 else 192)
-    # lookups of other keys lie in [0, n]; single, horner_many and multipoint paths agree
+    # lookups of other keys lie in [0, n]; single and batched lookups agree (Horner vs multipoint on the
+    # same batch: tests/test_gf_subproduct.py::test_compact_lookup_paths_agree)
     others = [int(x) for x in gen.integers(2**62, 2**63, MULTIPOINT_MIN + 10)]
     batch = release.field_values(others)
     singles = [release.field_values([x])[0] for x in others[:5]]
