@@ -137,9 +137,9 @@ def _direction(name: str, label: str, ka: int, na: int, kb: int, nb: int, claim:
     hockey = lo - claim.e_epsilon * hi
     eps_lower = math.log((lo - delta) / hi) if lo > delta else float("-inf")  # report
     if ka == 0:
-        point = float("-inf")
+        point = float("-inf")  # report: audit statistic
     elif kb == 0:
-        point = float("inf")
+        point = float("inf")  # report: audit statistic
     else:
         point = math.log(ka / na) - math.log(kb / nb)  # report
     return Evidence(name, label, ka, na, kb, nb, lo, hi, hockey, eps_lower, hockey > delta, point)

@@ -57,10 +57,10 @@ def betainc(a: float, b: float, x: float) -> float:
         return 0.0
     if x >= 1.0:
         return 1.0
-    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)  # report
     if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(log_front) * _betacf(a, b, x) / a
-    return 1.0 - math.exp(log_front) * _betacf(b, a, 1.0 - x) / b
+        return math.exp(log_front) * _betacf(a, b, x) / a  # report
+    return 1.0 - math.exp(log_front) * _betacf(b, a, 1.0 - x) / b  # report
 
 
 def beta_quantile(p: float, a: float, b: float) -> float:

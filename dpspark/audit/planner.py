@@ -146,4 +146,4 @@ def plan_for_loss(
     **kwargs: float | int | Fraction,
 ) -> SamplePlan:
     """Plan for a mutant whose loss on the event is ``true_loss`` (so p_d = p_dprime e^true_loss)."""
-    return plan_runs(claimed_exp_eps, p_dprime * math.exp(true_loss), p_dprime, **kwargs)  # type: ignore[arg-type]
+    return plan_runs(claimed_exp_eps, p_dprime * math.exp(true_loss), p_dprime, **kwargs)  # type: ignore[arg-type]  # report
