@@ -13,7 +13,7 @@ import pytest
 
 from dpspark.lookup import open_release
 from dpspark.release import ReleaseExistsError, ReleaseWriteError, check_output_path
-from dpspark.release import atomic, sparse
+from dpspark.release import atomic, sparse, writer
 from dpspark.universe import IntRangeUniverse
 from tests.test_release_support import hand_release, write
 
@@ -32,7 +32,7 @@ def test_exception_inside_writer_leaves_nothing(tmp_path: Path, monkeypatch: pyt
     def boom(*args, **kwargs):
         raise RuntimeError("injected failure while writing the manifest")
 
-    monkeypatch.setattr(sparse, "seal_manifest", boom)
+    monkeypatch.setattr(writer, "seal_manifest", boom)
     with pytest.raises(RuntimeError, match="injected"):
         write(tmp_path, U, ["v"], _release())
     assert list(tmp_path.iterdir()) == []
@@ -103,14 +103,14 @@ CRASH = textwrap.dedent(
     import os, sys
     from pathlib import Path
     sys.path.insert(0, {root!r})
-    from dpspark.release import sparse
+    from dpspark.release import writer
     from tests.test_release_support import hand_release, write
     from dpspark.universe import IntRangeUniverse
 
     def crash(manifest):
         os._exit(17)  # the process dies after bins.parquet is written, before the manifest
 
-    sparse.seal_manifest = crash
+    writer.seal_manifest = crash
     u = IntRangeUniverse(0, 99, "v")
     write(Path({out!r}), u, ["v"], hand_release(u, [3], [20]))
     """

@@ -10,18 +10,14 @@ count. The directory appears atomically (:mod:`dpspark.release.atomic`).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
+from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpspark import __version__
-from dpspark.release.atomic import atomic_release_dir
 from dpspark.release.coefficients import COEFFICIENTS_FILE, COLUMN, DEFAULT_BATCH_ROWS, write_coefficient_file
 from dpspark.release.exactjson import frac_to_str, int_to_str
-from dpspark.release.files import file_entry
-from dpspark.release.manifest import FORMAT, MANIFEST_NAME, SCHEMA_VERSION, json_safe, relation_statements, seal_manifest, utc_now
-from dpspark.release.sparse import _exact, _input, _universe_spec
+from dpspark.release.writer import exact_config_value, manifest_body, write_release_dir
 from dpspark.universe import Universe
 
 if TYPE_CHECKING:
@@ -107,58 +103,17 @@ def build_compact_manifest(
     created_utc: str | None = None,
 ) -> dict[str, Any]:
     """The manifest dict of a compact release (before sealing)."""
-    privacy, accuracy = release.privacy, release.accuracy
-    add_remove, replacement = relation_statements(
-        privacy.exp_eps, privacy.bias_epsilon, privacy.delta, privacy.relation, privacy.theorem
-    )
     counting = release.parameters["mechanism"]
-    name = counting["mechanism"] + (" (GeoSample fallback)" if counting.get("fallback") else "")
-    eps_req = _exact(config, "epsilon", None)
-    exp_eps = privacy.exp_eps
-    return {
-        "format": FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "dpspark_version": __version__,
-        "kind": "compact",
-        "created_utc": created_utc or utc_now(),
-        "rng": {"name": rng_name, "test_only": "TEST ONLY" in rng_name.upper()},
-        "max_units": int_to_str(release.n),
-        "mechanism": {
-            "algorithm": "CompactHistogram",
-            "counting": name,
-            "epsilon": None if eps_req is None else frac_to_str(eps_req),
-            "delta": "0",
-            "epsilon_tilde": {
-                "exp": frac_to_str(exp_eps),
-                "float": math.log(exp_eps.numerator) - math.log(exp_eps.denominator),  # report
-            },
-            "parameters": json_safe(release.parameters, "release.parameters"),
-        },
-        "privacy": {
-            "theorem": privacy.theorem,
-            "notes": privacy.notes + "; the replacement statement below is the (looser) two-step group-privacy bound",
-            "add_remove": add_remove,
-            "replacement": replacement,
-        },
-        "accuracy": {
-            "per_query": {
-                "a": int_to_str(accuracy.a_per_query),
-                "beta": frac_to_str(accuracy.beta_per_query),
-                "holds_for_true_counts_above": int_to_str(accuracy.per_query_above),
-            },
-            "simultaneous": {"a": int_to_str(accuracy.a_simultaneous), "beta": frac_to_str(accuracy.beta_simultaneous)},
-            "threshold": int_to_str(accuracy.per_query_above),
-            "notes": accuracy.notes,
-        },
-        "universe": universe_spec,
-        "universe_size": int_to_str(universe.size),
-        "index_width": universe.index_width,
-        "key_columns": list(key_columns),
-        "input": _input(input_description),
-        "config": json_safe(dict(config), "config"),
-        "compact": compact_section(release, batch_rows),
-        "files": files,
-    }
+    return manifest_body(
+        kind="compact", algorithm="CompactHistogram",
+        counting=counting["mechanism"] + (" (GeoSample fallback)" if counting.get("fallback") else ""),
+        n=release.n, parameters=release.parameters, privacy=release.privacy, accuracy=release.accuracy,
+        privacy_notes=release.privacy.notes + "; the replacement statement below is the (looser) two-step group-privacy bound",
+        eps_requested=exact_config_value(config, "epsilon", None), delta_requested=Fraction(0),
+        universe_spec=universe_spec, universe=universe, key_columns=key_columns, config=config,
+        input_description=input_description, rng_name=rng_name, created_utc=created_utc,
+        section=("compact", compact_section(release, batch_rows)), files=files,
+    )
 
 
 def _check_release(release: "CompactRelease", universe: Universe) -> None:
@@ -198,17 +153,16 @@ def write_compact_release(
         raise ValueError("rng_name must be the randomness source's name")
     key_columns = list(key_columns)
     _check_release(release, universe)
-    with atomic_release_dir(out_path) as tmp:
-        spec = _universe_spec(universe, tmp)
-        write_coefficient_file(tmp / COEFFICIENTS_FILE, release.coefficients, release.m, batch_rows)
-        files = {}
-        for child in sorted(tmp.iterdir()):
-            entry = file_entry(child)
-            files[child.name] = {"sha256": entry.sha256, "bytes": int_to_str(entry.size)}
-        manifest = build_compact_manifest(
+
+    def build(spec: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
+        return build_compact_manifest(
             release=release, universe_spec=spec, universe=universe, key_columns=key_columns, config=config,
             input_description=input_description, rng_name=rng_name, files=files, batch_rows=batch_rows,
             created_utc=created_utc,
         )
-        (tmp / MANIFEST_NAME).write_bytes(seal_manifest(manifest))
-    return Path(out_path).absolute()
+
+    return write_release_dir(
+        out_path, universe,
+        lambda tmp: write_coefficient_file(tmp / COEFFICIENTS_FILE, release.coefficients, release.m, batch_rows),
+        build,
+    )

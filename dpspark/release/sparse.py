@@ -7,7 +7,6 @@ atomically (:mod:`dpspark.release.atomic`); an existing path is refused.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
@@ -16,20 +15,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from dpspark import __version__
-from dpspark.exact import parse_rational
-from dpspark.release.atomic import atomic_release_dir
-from dpspark.release.exactjson import frac_to_str, int_to_str
-from dpspark.release.files import file_entry
 from dpspark.release.layout import BINS_FILE, COUNT_COLUMN, INDEX_COLUMN, build_bins_table, bins_columns
-from dpspark.release.manifest import FORMAT, MANIFEST_NAME, SCHEMA_VERSION, json_safe, relation_statements, seal_manifest, utc_now
-from dpspark.universe import CategoricalUniverse, TupleUniverse, Universe
+from dpspark.release.writer import exact_config_value, manifest_body, write_release_dir
+from dpspark.universe import Universe
 
 if TYPE_CHECKING:
     from dpspark.histogram.result import HistogramRelease
-
-_INPUT_VALUE_TYPES = (str, int, bool, type(None))
-
 
 def _int_array(values: list[int], what: str) -> np.ndarray | None:
     """``values`` as int64 when every value is a Python/numpy int within int64, else None."""
@@ -78,48 +69,6 @@ def _check_release(release: "HistogramRelease", universe: Universe) -> tuple[lis
     return sorted_idx, cnt[np.asarray(order, dtype=np.int64)].tolist()
 
 
-def _values_file(u: CategoricalUniverse) -> bytes | None:
-    texts = [str(v) for v in u.values]
-    if any(t == "" or "\n" in t or "\r" in t for t in texts):
-        return None
-    return ("\n".join(texts) + "\n").encode("utf-8")
-
-
-def _universe_spec(universe: Universe, tmp: Path) -> dict[str, Any]:
-    """``universe.to_dict()``, with file-based value lists copied into the release and pointed at."""
-    spec = universe.to_dict()
-    comps = universe.components if isinstance(universe, TupleUniverse) else (universe,)
-    comp_specs = spec["components"] if isinstance(universe, TupleUniverse) else [spec]
-    for j, (u, cs) in enumerate(zip(comps, comp_specs), start=1):
-        if isinstance(u, CategoricalUniverse) and "file" in cs:
-            data = _values_file(u)
-            if data is None:
-                for k in ("file", "value_type", "count", "sha256"):
-                    cs.pop(k, None)
-                cs["values"] = list(u.values)
-            else:
-                name = f"universe-values-{j}.txt"
-                (tmp / name).write_bytes(data)
-                cs["file"] = name
-    return spec
-
-
-def _exact(config: Mapping[str, Any], key: str, fallback: Any) -> Fraction | None:
-    value = config.get(key, fallback)
-    return None if value is None else parse_rational(value, key)
-
-
-def _input(description: Mapping[str, Any]) -> dict[str, Any]:
-    if not isinstance(description, Mapping):
-        raise TypeError("input_description must be a mapping (path/table name and format from the config)")
-    for k, v in description.items():
-        if not isinstance(k, str) or not isinstance(v, _INPUT_VALUE_TYPES) and not (
-            isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v)
-        ):
-            raise TypeError("input_description holds only strings, ints, bools or lists of strings (no data content)")
-    return json_safe(dict(description), "input_description")
-
-
 def build_sparse_manifest(
     *,
     release: "HistogramRelease",
@@ -132,64 +81,23 @@ def build_sparse_manifest(
     files: dict[str, Any],
 ) -> dict[str, Any]:
     """The manifest dict of a sparse release (before sealing)."""
-    privacy, accuracy = release.privacy, release.accuracy
     mech_params = release.parameters.get("mechanism", {}) if isinstance(release.parameters, Mapping) else {}
-    add_remove, replacement = relation_statements(
-        privacy.exp_eps, privacy.bias_epsilon, privacy.delta, privacy.relation, privacy.theorem
-    )
-    eps_req = _exact(config, "epsilon", mech_params.get("epsilon"))
-    delta_req = _exact(config, "delta", None) or Fraction(0)  # pure mechanisms: delta absent or None
-    exp_eps = privacy.exp_eps
-    return {
-        "format": FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "dpspark_version": __version__,
-        "kind": "sparse",
-        "created_utc": utc_now(),
-        "rng": {"name": rng_name, "test_only": "TEST ONLY" in rng_name.upper()},
-        "max_units": int_to_str(release.n),
-        "mechanism": {
-            "algorithm": release.algorithm,
-            "counting": str(mech_params.get("mechanism", "unknown")),
-            "epsilon": None if eps_req is None else frac_to_str(eps_req),
-            "delta": frac_to_str(delta_req),
-            "epsilon_tilde": {
-                "exp": frac_to_str(exp_eps),
-                "float": math.log(exp_eps.numerator) - math.log(exp_eps.denominator),  # report
-            },
-            "parameters": json_safe(release.parameters, "release.parameters"),
-        },
-        "privacy": {
-            "theorem": privacy.theorem,
-            "notes": privacy.notes,
-            "add_remove": add_remove,
-            "replacement": replacement,
-        },
-        "accuracy": {
-            "per_query": {
-                "a": int_to_str(accuracy.a_per_query),
-                "beta": frac_to_str(accuracy.beta_per_query),
-                "holds_for_true_counts_above": int_to_str(accuracy.per_query_above),
-            },
-            "simultaneous": {"a": int_to_str(accuracy.a_simultaneous), "beta": frac_to_str(accuracy.beta_simultaneous)},
-            "threshold": int_to_str(accuracy.per_query_above),
-            "notes": accuracy.notes,
-        },
-        "universe": universe_spec,
-        "universe_size": int_to_str(universe.size),
-        "index_width": universe.index_width,
-        "key_columns": list(key_columns),
-        "input": _input(input_description),
-        "config": json_safe(dict(config), "config"),
-        "bins": {
-            "file": BINS_FILE,
-            "index_column": INDEX_COLUMN,
-            "count_column": COUNT_COLUMN,
-            "order": "index ascending",
-            "columns": [c.describe() for c in bins_columns(universe, key_columns)],
-        },
-        "files": files,
+    bins = {
+        "file": BINS_FILE,
+        "index_column": INDEX_COLUMN,
+        "count_column": COUNT_COLUMN,
+        "order": "index ascending",
+        "columns": [c.describe() for c in bins_columns(universe, key_columns)],
     }
+    return manifest_body(
+        kind="sparse", algorithm=release.algorithm, counting=str(mech_params.get("mechanism", "unknown")),
+        n=release.n, parameters=release.parameters, privacy=release.privacy, accuracy=release.accuracy,
+        privacy_notes=release.privacy.notes,
+        eps_requested=exact_config_value(config, "epsilon", mech_params.get("epsilon")),
+        delta_requested=exact_config_value(config, "delta", None) or Fraction(0),  # pure: delta absent or None
+        universe_spec=universe_spec, universe=universe, key_columns=key_columns, config=config,
+        input_description=input_description, rng_name=rng_name, created_utc=None, section=("bins", bins), files=files,
+    )
 
 
 def write_sparse_release(
@@ -216,17 +124,15 @@ def write_sparse_release(
     key_columns = list(key_columns)
     indices, counts = _check_release(release, universe)
     table = build_bins_table(universe, key_columns, indices, counts)
-    with atomic_release_dir(out_path) as tmp:
-        spec = _universe_spec(universe, tmp)
+
+    def write_data(tmp: Path) -> None:
         with open(tmp / BINS_FILE, "wb") as fh:
             pq.write_table(table, fh, compression="zstd")
-        files = {}
-        for child in sorted(tmp.iterdir()):
-            entry = file_entry(child)
-            files[child.name] = {"sha256": entry.sha256, "bytes": int_to_str(entry.size)}
-        manifest = build_sparse_manifest(
+
+    def build(spec: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
+        return build_sparse_manifest(
             release=release, universe_spec=spec, universe=universe, key_columns=key_columns, config=config,
             input_description=input_description, rng_name=rng_name, files=files,
         )
-        (tmp / MANIFEST_NAME).write_bytes(seal_manifest(manifest))
-    return Path(out_path).absolute()
+
+    return write_release_dir(out_path, universe, write_data, build)
