@@ -114,3 +114,13 @@ def test_missing_column_and_unreadable_input(spark, tmp_path: Path) -> None:
     (tmp_path / "in.parquet").write_bytes(b"not parquet at all")
     with pytest.raises(InputError, match="cannot read input"):
         counts_of(spark, cfg2)
+
+
+def test_colliding_hashed_keys_are_summed_per_index(spark, tmp_path: Path) -> None:
+    # 2 bins for 10 distinct keys: distinct keys share indexes, so counts must be re-aggregated by index
+    t = pa.table({"k": pa.array([f"q{i % 10}" for i in range(37)])})
+    cfg = make_config(tmp_path, t, 'kind = "hashed"\nbits = 1\nkey_type = "string"', unit=False)
+    got = counts_of(spark, cfg)
+    u = load_config(cfg).universe
+    want = Counter(u.encode(f"q{i % 10}") - 1 for i in range(37))
+    assert got == dict(want) and sum(got.values()) == 37

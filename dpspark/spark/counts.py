@@ -26,6 +26,7 @@ import pyarrow as pa
 from dpspark.config import InputSpec, ReleaseConfig
 from dpspark.rng import RandomSource
 from dpspark.spark.encode import with_universe_index
+from dpspark.universe import BytesUniverse, CategoricalUniverse, IntRangeUniverse, TupleUniverse, Universe
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -92,13 +93,28 @@ def keyed_pick_hash(secret: bytes) -> Any:
     return add_hash
 
 
+def distinct_keys_keep_indexes(universe: Universe) -> bool:
+    """True if the Spark encoder maps distinct group keys to distinct indexes (so no re-aggregation by index).
+
+    int_range (integral cast to long), bytes and categorical lookups are injective
+    on what ``groupBy`` tells apart; tuples of those too. Not hashed (collisions)
+    and, to stay on the safe side, not string: ``encode(s, 'UTF-8')`` replaces
+    malformed byte sequences, so two distinct invalid strings could share an index.
+    """
+    if isinstance(universe, TupleUniverse):
+        return all(distinct_keys_keep_indexes(c) for c in universe.components)
+    return isinstance(universe, (IntRangeUniverse, BytesUniverse, CategoricalUniverse))
+
+
 def sparse_counts(df: "DataFrame", cfg: ReleaseConfig, rng: RandomSource) -> "DataFrame":
     """DataFrame (INDEX binary, count long): one row per nonzero universe index, after contribution bounding.
 
     Rows with a NULL key (or NULL unit) are dropped; rows with a key outside the
     universe are dropped, or fail the job if ``out_of_universe = "error"``.
     Keys are encoded once per *distinct* key (then joined back), so the SQL
-    index arithmetic costs O(#distinct keys), not O(#rows).
+    index arithmetic costs O(#distinct keys), not O(#rows). Without a unit
+    column and with an injective encoder the per-key counts are the per-index
+    counts, so there is a single aggregation (one shuffle).
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
@@ -126,6 +142,8 @@ def sparse_counts(df: "DataFrame", cfg: ReleaseConfig, rng: RandomSource) -> "Da
             )
     if unit is None:
         members = encoded.filter(F.col(MEMBER)).select(INDEX, "count")
+        if distinct_keys_keep_indexes(cfg.universe):
+            return members  # one row per distinct key = one row per index: a second shuffle would change nothing
         return members.groupBy(INDEX).agg(F.sum("count").alias("count"))
     index_of = encoded.filter(F.col(MEMBER)).select(*cols, INDEX)
     pairs = grouped.join(index_of, on=cols, how="inner").select(unit, INDEX).dropDuplicates([unit, INDEX])

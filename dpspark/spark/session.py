@@ -21,7 +21,24 @@ DEFAULT_CONF: dict[str, str] = {
     "spark.driver.bindAddress": "127.0.0.1",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
+    # Counting throughput (local mode, where the driver JVM runs every task; see
+    # scripts/bench/spark_counting.py). The partial aggregation's first-level
+    # ("fast") hash map holds 2^16 keys by default; with ~10^6 distinct keys per
+    # task nearly every row then misses it and probes the slower BytesToBytesMap
+    # too. 2^20 keys halves the scan+aggregate CPU at 10^6 keys; it needs a
+    # memory page of ~40 MB, i.e. a driver heap of about 3 GB or more.
+    "spark.sql.codegen.aggregate.fastHashMap.capacityBit": "20",
+    # Input splits of up to 512 MB: a file below cores * 512 MB is read by
+    # exactly one task per core (the default 128 MB gave 3 tasks for a 330 MB
+    # file on 2 cores, the third running alone). Fewer, larger tasks also shrink
+    # the partial-aggregation output (about one record per distinct key per task).
+    "spark.sql.files.maxPartitionBytes": "512m",
 }
+
+#: Driver (= executor, in local mode) JVM heap when neither ``driver_memory`` nor
+#: ``conf`` sets one. Spark's own default is 1g, which makes the pages too small
+#: for the large aggregation hash map above.
+DEFAULT_DRIVER_MEMORY = "3g"
 
 
 def local_session(
@@ -42,7 +59,8 @@ def local_session(
     Arrow and sets the log level. ``cores`` is a Spark master URL such as
     ``local[2]``. ``driver_memory`` (e.g. ``"4g"``) only takes effect if no JVM
     is running yet. If a session is already running, Spark returns it and only
-    runtime SQL settings from here apply.
+    runtime SQL settings from here apply. Without ``driver_memory`` (or
+    ``spark.driver.memory`` in ``conf``) the heap is :data:`DEFAULT_DRIVER_MEMORY`.
     """
     ensure_java_home()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -54,8 +72,7 @@ def local_session(
     settings = dict(DEFAULT_CONF)
     settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
     settings["spark.ui.enabled"] = "true" if ui else "false"
-    if driver_memory is not None:
-        settings["spark.driver.memory"] = driver_memory
+    settings["spark.driver.memory"] = driver_memory if driver_memory is not None else DEFAULT_DRIVER_MEMORY
     settings.update(conf or {})
 
     builder = SparkSession.builder.master(cores).appName(app_name)

@@ -2,14 +2,23 @@
 """Benchmark of the Spark counting stage and the whole stability release, against pyarrow, in one run.
 
 Usage: .venv/bin/python scripts/bench/spark_counting.py [--rows 10000000] [--keys 1000000]
-                                                         [--kind int|string] [--repeats 3] [--release]
+                     [--kind int|string] [--repeats 3] [--release] [--profile] [--driver-memory 3g]
 Generates (once, cached under bench-results/data/) a Parquet file of ROWS rows with KEYS distinct keys
-(Zipf-ish), then measures, in the same process and run:
-  * pyarrow: read + group_by(key).aggregate(count)  (single process)
-  * Spark local[2]: plain groupBy(key).count().toArrow()
-  * Spark local[2]: dpspark's counting stage (encode to universe indexes, count), rows = units
-  * with --release: the whole stability release (counting + noise + atomic write), and driver peak RSS
-Prints a table of medians and the Spark/pyarrow throughput ratio; writes bench-results/spark_counting.json.
+(Zipf-ish), then measures, in the same process and run, on that same file:
+  * pyarrow: read + group_by(key).aggregate(count)  (one process; Arrow's thread pool)
+  * Spark local[2], dpspark's session defaults (dpspark.spark.session.local_session):
+      - scan only (Parquet read into a no-op sink): the floor under any Spark aggregation
+      - plain groupBy(key).count().toArrow(), with Spark's stock settings for the runtime SQL
+        knobs dpspark changes (fast hash map 2^16 keys, 128 MB splits), then with dpspark's
+      - dpspark's counting stage (encode to universe indexes, count, collect as Arrow), rows = units
+  * with --release: the whole stability release (counting + noise + atomic write), once
+Every measured stage runs once first as an unrecorded warm-up (JIT, page cache, Python imports);
+the table shows the median of the next REPEATS runs. Also printed: the Spark/pyarrow throughput
+ratios, the load average before and after (the machine may be shared: compare ratios, not times),
+the peak RSS of the driver's Python process and of its JVM (VmHWM of the java child process; in
+local mode that JVM runs every task), and with --profile per-stage task CPU/run/GC times of the
+last dpspark counting run from the Spark status REST API (turns the UI on for this run only).
+Writes bench-results/spark_counting.json.
 """
 
 from __future__ import annotations
@@ -19,9 +28,11 @@ import json
 import os
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +41,9 @@ import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+#: Spark's stock values of the runtime SQL settings that dpspark's local session changes.
+SPARK_STOCK = {"spark.sql.codegen.aggregate.fastHashMap.capacityBit": "16", "spark.sql.files.maxPartitionBytes": "128m"}
 
 
 def make_data(path: Path, rows: int, keys: int, kind: str, seed: int = 5) -> None:
@@ -51,22 +65,69 @@ def make_data(path: Path, rows: int, keys: int, kind: str, seed: int = 5) -> Non
     writer.close()
 
 
-def timed(fn, repeats: int) -> tuple[float, list[float]]:
+def timed(fn, repeats: int) -> tuple[float, list[float], float]:
+    """(median of REPEATS timed runs, their times, the excluded warm-up run's time)."""
+    t0 = time.perf_counter()
+    fn()
+    warm = time.perf_counter() - t0
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times), times
+    return statistics.median(times), times, warm
+
+
+def java_children() -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(os.getpid()), "java"], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def status_kb(pid: int, field: str) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def stage_profile(spark, since_stage: int) -> list[dict]:
+    """Per-stage task metrics (status REST API of the driver UI) for stages with id >= since_stage."""
+    sc = spark.sparkContext
+    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/stages?status=complete"
+    stages = json.load(urllib.request.urlopen(url, timeout=30))
+    out = []
+    for s in sorted(stages, key=lambda s: s["stageId"]):
+        if s["stageId"] < since_stage:
+            continue
+        out.append({"stage": s["stageId"], "tasks": s["numTasks"], "run_s": s["executorRunTime"] / 1000,
+                    "cpu_s": s["executorCpuTime"] / 1e9, "gc_s": s.get("jvmGcTime", 0) / 1000,
+                    "input_rows": s["inputRecords"], "shuffle_read_rows": s["shuffleReadRecords"],
+                    "shuffle_write_rows": s["shuffleWriteRecords"], "spill_bytes": s["memoryBytesSpilled"]})
+    return out
+
+
+def last_stage_id(spark) -> int:
+    sc = spark.sparkContext
+    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/stages"
+    return max((s["stageId"] for s in json.load(urllib.request.urlopen(url, timeout=30))), default=-1)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--kind", choices=["int", "string"], default="int")
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs per stage, after one warm-up run")
     ap.add_argument("--release", action="store_true", help="also time the whole stability release")
+    ap.add_argument("--profile", action="store_true", help="per-stage task metrics via the Spark UI's REST API")
+    ap.add_argument("--driver-memory", default=None, help="driver JVM heap (default: dpspark's local_session default)")
     ap.add_argument("--out", default=str(ROOT / "bench-results" / "spark_counting.json"))
     args = ap.parse_args()
 
@@ -81,7 +142,7 @@ def main() -> int:
     from dpspark.config import parse_config
     from dpspark.rng import SystemRandom
     from dpspark.spark.counts import collect_counts, read_input, sparse_counts
-    from dpspark.spark.session import local_session
+    from dpspark.spark.session import DEFAULT_CONF, DEFAULT_DRIVER_MEMORY, local_session
 
     universe = {"kind": "int_range", "lo": 0, "hi": 2**62} if args.kind == "int" else {"kind": "string", "max_bytes": 15}
     out_dir = Path(tempfile.mkdtemp(prefix="dpspark-bench-"))
@@ -95,42 +156,93 @@ def main() -> int:
     cfg = parse_config(raw, out_dir / "bench.toml")
 
     rows: list[dict] = []
+    load_start = load()
+    print(f"{args.rows} rows, {args.keys} keys ({args.kind}), {path.stat().st_size / 1e6:.0f} MB Parquet; "
+          f"{os.cpu_count()} CPUs; load average {load_start}")
+    print(f"each stage: 1 warm-up run (excluded), then median of {args.repeats}")
 
-    def record(name: str, med: float, times: list[float], extra: dict | None = None) -> None:
-        row = {"stage": name, "median_s": med, "times_s": times, "rows_per_s": args.rows / med, **(extra or {})}
+    def record(name: str, med: float, times: list[float], warm: float | None, extra: dict | None = None) -> None:
+        row = {"stage": name, "median_s": med, "times_s": times, "warmup_s": warm, "rows_per_s": args.rows / med,
+               **(extra or {})}
         rows.append(row)
-        print(f"{name:<44}{med:>10.2f}s{args.rows / med / 1e6:>12.2f} M rows/s", flush=True)
+        ratio = f"{rows[0]['median_s'] / med:>8.3f}" if rows else ""
+        print(f"{name:<52}{med:>9.2f}s{args.rows / med / 1e6:>10.2f} M rows/s{ratio}", flush=True)
 
-    print(f"{'stage':<44}{'median':>11}{'throughput':>21}")
-    med, times = timed(lambda: pq.read_table(path).group_by("key").aggregate([("key", "count")]), args.repeats)
-    record("pyarrow read + group_by count", med, times)
+    print(f"{'stage':<52}{'median':>10}{'throughput':>19}{'÷pyarrow':>9}")
+    med, times, warm = timed(lambda: pq.read_table(path).group_by("key").aggregate([("key", "count")]), args.repeats)
+    record("pyarrow read + group_by count", med, times, warm)
 
     t0 = time.perf_counter()
-    spark = local_session("dpspark-bench", "local[2]", shuffle_partitions=8, driver_memory="4g")
-    print(f"(Spark session start {time.perf_counter() - t0:.1f}s)", flush=True)
-    df = spark.read.parquet(str(path))
-    med, times = timed(lambda: df.groupBy("key").count().toArrow(), args.repeats)
-    record("Spark local[2] groupBy(key).count", med, times)
-    med, times = timed(lambda: collect_counts(sparse_counts(read_input(spark, cfg.input), cfg, SystemRandom())), args.repeats)
-    record("dpspark counting stage (encode + count)", med, times)
-    spark_ratio = rows[0]["median_s"] / rows[2]["median_s"]
-    print(f"dpspark counting throughput / pyarrow throughput = {spark_ratio:.2f} (target >= 0.5)")
+    spark = local_session("dpspark-bench", "local[2]", shuffle_partitions=8, driver_memory=args.driver_memory,
+                          ui=args.profile)
+    print(f"(Spark session start {time.perf_counter() - t0:.1f}s; driver heap "
+          f"{spark.sparkContext.getConf().get('spark.driver.memory', DEFAULT_DRIVER_MEMORY)})", flush=True)
 
+    def scan_only():
+        spark.read.parquet(str(path)).write.format("noop").mode("overwrite").save()
+
+    def plain_groupby():
+        spark.read.parquet(str(path)).groupBy("key").count().toArrow()
+
+    med, times, warm = timed(scan_only, args.repeats)
+    record("Spark scan only (Parquet -> noop sink)", med, times, warm)
+    for key, value in SPARK_STOCK.items():
+        spark.conf.set(key, value)
+    med, times, warm = timed(plain_groupby, args.repeats)
+    record("Spark groupBy(key).count, Spark stock settings", med, times, warm, {"conf": dict(SPARK_STOCK)})
+    for key in SPARK_STOCK:
+        spark.conf.set(key, DEFAULT_CONF[key])
+    med, times, warm = timed(plain_groupby, args.repeats)
+    record("Spark groupBy(key).count, dpspark settings", med, times, warm)
+    plain_ratio = rows[0]["median_s"] / med
+    first = last_stage_id(spark) + 1 if args.profile else 0
+    med, times, warm = timed(
+        lambda: collect_counts(sparse_counts(read_input(spark, cfg.input), cfg, SystemRandom())), args.repeats
+    )
+    record("dpspark counting stage (encode + count + collect)", med, times, warm)
+    counting_ratio = rows[0]["median_s"] / med
+    profile = []
+    if args.profile:
+        # the last counting run's stages only
+        stages = stage_profile(spark, first)
+        n = len(stages) // (args.repeats + 1)
+        profile = stages[-n:] if n else stages
+        print("profile of the last counting run (task times summed over tasks; 2 cores):")
+        print(f"  {'stage':>5}{'tasks':>6}{'run s':>8}{'cpu s':>8}{'gc s':>7}{'in rows':>12}{'shuf rd':>10}{'shuf wr':>10}")
+        for s in profile:
+            print(f"  {s['stage']:>5}{s['tasks']:>6}{s['run_s']:>8.2f}{s['cpu_s']:>8.2f}{s['gc_s']:>7.2f}"
+                  f"{s['input_rows']:>12}{s['shuffle_read_rows']:>10}{s['shuffle_write_rows']:>10}")
+
+    print(f"Spark/pyarrow throughput: plain groupBy {plain_ratio:.3f}, dpspark counting stage {counting_ratio:.3f}"
+          " (target >= 0.5)")
+
+    memory = {}
     if args.release:
         from dpspark.job import run_release
 
         t0 = time.perf_counter()
-        run_release(cfg, spark=spark, progress=lambda m: print("   ", m, flush=True))
+        run_release(cfg, spark=spark, progress=lambda m: print(f"    [{time.perf_counter() - t0:7.1f}s] {m}", flush=True))
         total = time.perf_counter() - t0
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        record("whole stability release (local[2])", total, [total], {"driver_python_peak_rss_mb": rss})
-        print(f"driver Python peak RSS {rss:.0f} MB (the JVM is a separate process, -Xmx 4g)")
+        record("whole stability release (local[2], 1 run)", total, [total], None)
+    py_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    jvms = java_children()
+    jvm_peak = sum(status_kb(p, "VmHWM") or 0 for p in jvms) / 1024
+    memory = {"driver_python_peak_rss_mb": py_peak, "driver_jvm_peak_rss_mb": jvm_peak,
+              "driver_total_peak_rss_mb_upper_bound": py_peak + jvm_peak}
+    print(f"driver peak RSS: Python {py_peak:.0f} MB + JVM {jvm_peak:.0f} MB (VmHWM of pid {jvms}) "
+          f"= {py_peak + jvm_peak:.0f} MB at most (peaks may not coincide)")
+    load_end = load()
+    print(f"load average: start {load_start}, end {load_end}")
     spark.stop()
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as fh:
         json.dump({"benchmark": "spark_counting", "rows": args.rows, "keys": args.keys, "kind": args.kind,
                    "cpus": os.cpu_count(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                   "counting_over_pyarrow_throughput": spark_ratio, "results": rows}, fh, indent=1)
+                   "repeats": args.repeats, "warmup_runs_excluded": 1,
+                   "load_average_start": load_start, "load_average_end": load_end,
+                   "plain_groupby_over_pyarrow_throughput": plain_ratio,
+                   "counting_over_pyarrow_throughput": counting_ratio, "memory": memory,
+                   "profile_last_counting_run": profile, "results": rows}, fh, indent=1)
     print(f"wrote {args.out}")
     return 0
 
