@@ -171,6 +171,9 @@ def test_sampler_and_privacy_tampering(good: Path, tmp_path: Path) -> None:
     path = _copy(good, tmp_path / "e")
     _reseal(path, lambda m: m["accuracy"]["per_query"].update(holds_for_true_counts_above="2") or m["accuracy"].update(threshold="2"))
     _fails(path, "every key")
+    path = _copy(good, tmp_path / "f")  # hypothesis finding: a zero denominator was caught only generically
+    _reseal(path, lambda m: m["compact"]["counting_mechanism"]["exp_eps"].update(den="0x0"))
+    _fails(path, "exp_eps.den must be a positive integer")
 
 
 def _rewrite(path: Path, table_or_batches, schema: pa.Schema) -> None:

@@ -549,10 +549,11 @@ def _compact(
         raise _fail(name, "compact.counting_mechanism: gamma, t_star and t are given exactly for FastSample")
     if not fast and mech["fallback"] is not None:
         raise _fail(name, "compact.counting_mechanism: only FastSample has a fallback")
-    exp_eps = Fraction(
-        _int(mech["exp_eps"]["num"], name, "compact.counting_mechanism.exp_eps.num", 4096),
-        _int(mech["exp_eps"]["den"], name, "compact.counting_mechanism.exp_eps.den", 4096),
-    )
+    eps_num = _int(mech["exp_eps"]["num"], name, "compact.counting_mechanism.exp_eps.num", 4096)
+    eps_den = _int(mech["exp_eps"]["den"], name, "compact.counting_mechanism.exp_eps.den", 4096)
+    if eps_den < 1:
+        raise _fail(name, "compact.counting_mechanism.exp_eps.den must be a positive integer")
+    exp_eps = Fraction(eps_num, eps_den)
     if exp_eps <= 1 or exp_eps != add_remove.exp_epsilon_tilde:
         raise _fail(name, "compact.counting_mechanism.exp_eps must be > 1 and equal privacy.add_remove.exp_epsilon_tilde")
     if fast:
