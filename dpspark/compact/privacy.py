@@ -31,12 +31,13 @@ rng.bits (exact). Hence bias_epsilon(draws_per_bin) with draws_per_bin <= 2.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
 from dpspark.compact.samplers import EmptyBinSampler
 from dpspark.counting import CountingMechanism
+from dpspark.histogram.basic import basic_accuracy
 from dpspark.histogram.inputs import is_power_of_two
 from dpspark.histogram.result import ADD_REMOVE, AccuracyStatement, PrivacyStatement, _frac
 from dpspark.rng import bias_epsilon
@@ -118,14 +119,8 @@ def compact_accuracy(mechanism: CountingMechanism, universe_size: int, beta: Fra
     Non-zero bins release M(c_x, U) exactly; empty bins release G(U0), which is
     stochastically <= M(0, U) (both samplers), so Pr[G(U0) > a] <= Pr[|M(0,U)| > a].
     """
-    a = mechanism.accuracy(beta)
-    b_sim = beta / universe_size
-    a_sim = mechanism.accuracy(b_sim) if universe_size > 1 else a
-    return AccuracyStatement(
-        a_per_query=a,
-        beta_per_query=beta,
-        per_query_above=-1,
-        a_simultaneous=a_sim,
-        beta_simultaneous=beta,
+    every_bin = basic_accuracy(mechanism, universe_size, beta)  # BasicHistogram's statement over all of X
+    return replace(
+        every_bin,
         notes="empty bins: G(U0) is stochastically <= M(0,U); simultaneous by a union bound over all of X",
     )

@@ -20,12 +20,12 @@ import pyarrow as pa
 from dpspark.compact.decode import CountDecoder
 from dpspark.compact.lookup import evaluate_points
 from dpspark.gf import GF2m
-from dpspark.lookup.describe import accuracy_text, condition_text, privacy_text
+from dpspark.lookup.describe import condition_text
 from dpspark.lookup.keys import KeyNotInUniverseError, encode_key, encode_keys, keys_to_arrow
-from dpspark.lookup.release import Estimate
+from dpspark.lookup.release import Estimate, ManifestStatements
 from dpspark.release.compact_reader import open_compact_files, read_coefficients
 from dpspark.release.files import check_data_file
-from dpspark.release.manifest import AccuracyInfo, CompactInfo, Manifest, ReadLimits
+from dpspark.release.manifest import CompactInfo, Manifest, ReadLimits
 from dpspark.universe import Universe, wide
 
 
@@ -40,7 +40,7 @@ def points_of_index_words(field: GF2m, index_words: pa.Array) -> np.ndarray:
     return np.ascontiguousarray(words.T)
 
 
-class CompactReleaseLookup:
+class CompactReleaseLookup(ManifestStatements):
     """An opened compact release. Create with :func:`dpspark.lookup.open_release`."""
 
     def __init__(self, path: Path, *, manifest: Manifest, verify: bool, limits: ReadLimits) -> None:
@@ -76,21 +76,6 @@ class CompactReleaseLookup:
         view = self._coeffs.view()
         view.flags.writeable = False
         return view
-
-    @property
-    def privacy(self) -> str:
-        """The privacy guarantee in plain words."""
-        return privacy_text(self.manifest)
-
-    @property
-    def accuracy(self) -> AccuracyInfo:
-        """The exact accuracy statement (the per-query bar holds for every key)."""
-        return self.manifest.accuracy
-
-    @property
-    def accuracy_text(self) -> str:
-        """The accuracy statement in plain words."""
-        return accuracy_text(self.manifest)
 
     def verify(self) -> None:
         """Check every data file's size and sha256, and reload the coefficients from the verified bytes."""

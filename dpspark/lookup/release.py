@@ -53,7 +53,28 @@ class Estimate:
         return self.value - self.a, self.value + self.a
 
 
-class ReleaseLookup:
+class ManifestStatements:
+    """The privacy and accuracy statements of an opened release (any kind); needs ``self.manifest``."""
+
+    manifest: Manifest
+
+    @property
+    def privacy(self) -> str:
+        """The privacy guarantee in plain words."""
+        return privacy_text(self.manifest)
+
+    @property
+    def accuracy(self) -> AccuracyInfo:
+        """The exact accuracy statement (see ``accuracy_text`` for when the per-query bar holds)."""
+        return self.manifest.accuracy
+
+    @property
+    def accuracy_text(self) -> str:
+        """The accuracy statement in plain words."""
+        return accuracy_text(self.manifest)
+
+
+class ReleaseLookup(ManifestStatements):
     """A verified, opened release. Create with :func:`open_release`."""
 
     def __init__(self, path: Path, *, verify: bool, limits: ReadLimits, manifest: Manifest | None = None) -> None:
@@ -71,21 +92,6 @@ class ReleaseLookup:
     def __len__(self) -> int:
         """Number of released (nonzero-listed) bins."""
         return len(self._counts)
-
-    @property
-    def privacy(self) -> str:
-        """The privacy guarantee in plain words."""
-        return privacy_text(self.manifest)
-
-    @property
-    def accuracy(self) -> AccuracyInfo:
-        """The exact accuracy statement."""
-        return self.manifest.accuracy
-
-    @property
-    def accuracy_text(self) -> str:
-        """The accuracy statement in plain words."""
-        return accuracy_text(self.manifest)
 
     def verify(self) -> None:
         """Re-check every data file's size and sha256 against the manifest."""
