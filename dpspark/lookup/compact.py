@@ -20,9 +20,8 @@ import pyarrow as pa
 from dpspark.compact.decode import CountDecoder
 from dpspark.compact.lookup import evaluate_points
 from dpspark.gf import GF2m
-from dpspark.lookup.describe import condition_text
 from dpspark.lookup.keys import KeyNotInUniverseError, encode_key, encode_keys, keys_to_arrow
-from dpspark.lookup.release import Estimate, ManifestStatements
+from dpspark.lookup.release import ManifestStatements
 from dpspark.release.compact_reader import open_compact_files, read_coefficients
 from dpspark.release.files import check_data_file
 from dpspark.release.manifest import CompactInfo, Manifest, ReadLimits
@@ -42,6 +41,8 @@ def points_of_index_words(field: GF2m, index_words: pa.Array) -> np.ndarray:
 
 class CompactReleaseLookup(ManifestStatements):
     """An opened compact release. Create with :func:`dpspark.lookup.open_release`."""
+
+    condition_note = " (empty or not: every bin of the universe is released)"
 
     def __init__(self, path: Path, *, manifest: Manifest, verify: bool, limits: ReadLimits) -> None:
         self.path = path
@@ -122,18 +123,3 @@ class CompactReleaseLookup(ManifestStatements):
         """Noisy counts of 1-based index words (FixedSizeBinary(W), no nulls), e.g. from the Spark encoder."""
         return self._counts_of_points(points_of_index_words(self.field, index_words))
 
-    def estimate(self, key: Any) -> Estimate:
-        """The noisy count with its per-query error bar; for a compact release it holds for every key."""
-        acc = self.manifest.accuracy
-        condition = condition_text(acc) + " (empty or not: every bin of the universe is released)"
-        if not self.universe.is_bijection:
-            condition += "; hashed keys that collide share one bin (their counts add up)"
-        return Estimate(
-            value=self.count(key),
-            a=acc.a_per_query,
-            beta=acc.beta_per_query,
-            holds_above=acc.per_query_above,
-            condition=condition,
-            a_simultaneous=acc.a_simultaneous,
-            beta_simultaneous=acc.beta_simultaneous,
-        )

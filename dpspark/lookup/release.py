@@ -57,6 +57,28 @@ class ManifestStatements:
     """The privacy and accuracy statements of an opened release (any kind); needs ``self.manifest``."""
 
     manifest: Manifest
+    universe: Universe
+    #: appended to the per-query condition (compact releases: the bar holds for empty bins too)
+    condition_note = ""
+
+    def count(self, key: Any) -> int:  # pragma: no cover - every release kind defines it
+        raise NotImplementedError
+
+    def estimate(self, key: Any) -> Estimate:
+        """The noisy count with its per-query error bar, beta and the condition under which it holds."""
+        acc = self.manifest.accuracy
+        condition = condition_text(acc) + self.condition_note
+        if not self.universe.is_bijection:
+            condition += "; hashed keys that collide share one bin (their counts add up)"
+        return Estimate(
+            value=self.count(key),
+            a=acc.a_per_query,
+            beta=acc.beta_per_query,
+            holds_above=acc.per_query_above,
+            condition=condition,
+            a_simultaneous=acc.a_simultaneous,
+            beta_simultaneous=acc.beta_simultaneous,
+        )
 
     @property
     def privacy(self) -> str:
@@ -134,22 +156,6 @@ class ReleaseLookup(ManifestStatements):
         if not len(index):
             return np.zeros(0, dtype=np.int64)
         return self._lookup(self._keys(index))
-
-    def estimate(self, key: Any) -> Estimate:
-        """The noisy count with its per-query error bar, beta and the condition under which it holds."""
-        acc = self.manifest.accuracy
-        condition = condition_text(acc)
-        if not self.universe.is_bijection:
-            condition += "; hashed keys that collide share one bin (their counts add up)"
-        return Estimate(
-            value=self.count(key),
-            a=acc.a_per_query,
-            beta=acc.beta_per_query,
-            holds_above=acc.per_query_above,
-            condition=condition,
-            a_simultaneous=acc.a_simultaneous,
-            beta_simultaneous=acc.beta_simultaneous,
-        )
 
     def table(self, columns: Sequence[str] | None = None) -> pa.Table:
         """The bins as an Arrow table (decoded key columns, index words, noisy counts)."""
