@@ -109,16 +109,32 @@ def test_geosample_fallback_has_no_gamma_floor() -> None:
     assert Fraction(min_scaled_pmf_at_zero(mech), mech.d) < mech.gamma / (mech.n + 1)
 
 
-@pytest.mark.parametrize("kind", ["rounded-cdf", "block"])
-@pytest.mark.parametrize("mi", range(len(TOY_MECHS)))
-@pytest.mark.parametrize("m", [6, 9, 14])
+def _applicable(kind: str, mi: int, m: int) -> bool:
+    """Alg 8.5 ("block") needs 2^m >= d; the rounded-CDF rule needs eta < 1 at this m."""
+    mech = TOY_MECHS[mi]
+    if kind == "block":
+        return (1 << m) >= mech.d
+    return make_sampler(mech, m, kind).valid()
+
+
+TOY_CASES = [
+    (kind, mi, m)
+    for kind in ("rounded-cdf", "block")
+    for mi in range(len(TOY_MECHS))
+    for m in (6, 9, 14)
+    if _applicable(kind, mi, m)
+]
+
+
+def test_toy_cases_cover_both_samplers_and_every_mechanism() -> None:
+    assert {k for k, _, _ in TOY_CASES} == {"rounded-cdf", "block"}
+    assert {mi for _, mi, _ in TOY_CASES} == set(range(len(TOY_MECHS)))
+
+
+@pytest.mark.parametrize("kind, mi, m", TOY_CASES)
 def test_toy_samplers_exact(kind: str, mi: int, m: int) -> None:
     mech = TOY_MECHS[mi]
-    if kind == "block" and (1 << m) < mech.d:
-        pytest.skip("Algorithm 8.5 needs 2^m >= d")
     s = make_sampler(mech, m, kind)
-    if kind == "rounded-cdf" and not s.valid():
-        pytest.skip("eta >= 1 at this m")
     assert tiling_violations(s) == []
     # G by binary search over F_G equals the direct definition at every u0
     cdf = [s.cdf(v) for v in range(s.n + 1)]
