@@ -1,0 +1,13 @@
+"""One base class for every error a dpspark user can cause or fix.
+
+Every user-facing exception derives from :class:`DPSparkError`; most also keep
+a standard second base (``ValueError``, ``OSError``, ...) because callers rely
+on it. The command line catches only :class:`DPSparkError`, so a programming
+bug surfaces as a traceback instead of looking like bad input.
+"""
+
+from __future__ import annotations
+
+
+class DPSparkError(Exception):
+    """Base of every user-facing dpspark error: bad input, refused budget, unreadable release, ..."""

@@ -1,0 +1,6 @@
+"""Noise samplers with certified laws: strict-time, exact integer arithmetic, one uniform draw per sample.
+
+The finite-computer counting mechanisms (GeoSample, FastSample) live in
+:mod:`dpspark.counting`; this package holds the samplers added for the zCDP and
+bounded-noise families (discrete Gaussian, Dagan-Kur bounded noise).
+"""
