@@ -42,17 +42,19 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping
 
+from dpspark.errors import DPSparkError
 from dpspark.exact import parse_rational
 from dpspark.universe import Universe, UniverseConfigError, universe_from_dict
 
-MECHANISMS = ("pure_sparse", "stability", "dense", "compact")
 FORMATS = ("parquet", "csv", "orc", "json")
-#: Largest universe the dense mechanism releases in full (every bin is a row of the release).
-DENSE_MAX_BINS = 10_000_000
 DEFAULT_BETA = Fraction(1, 20)
-#: Field degrees and empty-bin samplers a compact release may ask for (dpspark.compact.parameters).
-COMPACT_FIELD_DEGREES = (64, 128, 192, 256)
-COMPACT_SAMPLERS = ("rounded-cdf", "block")
+#: [privacy] fields every mechanism accepts; a mechanism adds its own (``Mechanism.options``)
+COMMON_PRIVACY_FIELDS = {
+    "delta", "beta", "unit_column", "out_of_universe", "pad_seconds",
+    "max_keys_per_unit", "max_rows_per_key", "on_excess_units",
+}
+#: what happens when the input holds more units than privacy.max_units
+EXCESS_RULES = ("truncate", "refuse")
 
 _SECTIONS: dict[str, tuple[set[str], set[str]]] = {
     "input": (set(), {"path", "table", "format", "options"}),
@@ -60,7 +62,7 @@ _SECTIONS: dict[str, tuple[set[str], set[str]]] = {
     "universe": (set(), None),  # checked by dpspark.universe
     "privacy": (
         {"mechanism", "epsilon", "max_units"},
-        {"delta", "beta", "unit_column", "out_of_universe", "gamma", "m", "sampler", "pad_seconds"},
+        None,  # common fields plus the mechanism's own options, checked once the mechanism is known
     ),
     "output": ({"path"}, set()),
     "budget": ({"ledger", "dataset"}, {"total_epsilon", "total_delta"}),
@@ -68,7 +70,7 @@ _SECTIONS: dict[str, tuple[set[str], set[str]]] = {
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(DPSparkError, ValueError):
     """A release config is invalid; the message names the file and the field."""
 
 
@@ -102,8 +104,12 @@ class BudgetSpec:
 
 
 @dataclass(frozen=True)
-class ReleaseConfig:
-    """A validated release config."""
+class ReleaseSpec:
+    """A validated release: what to read, which keys, which universe, which mechanism with which public parameters.
+
+    The same object comes from a TOML file (:meth:`from_toml`) or from Python dicts (:meth:`from_dict`,
+    used by :class:`dpspark.Session`); both go through one validator, :func:`parse_config`.
+    """
 
     source: Path
     input: InputSpec
@@ -114,20 +120,55 @@ class ReleaseConfig:
     epsilon: Fraction
     delta: Fraction | None
     beta: Fraction
-    gamma: Fraction | None
     max_units: int
     unit_column: str | None
     out_of_universe: str
     output: Path
     spark_conf: dict[str, str] = field(default_factory=dict)
     budget: BudgetSpec | None = None
-    field_degree: int | None = None
-    sampler: str = "rounded-cdf"
     pad_seconds: Fraction | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+    max_keys_per_unit: int = 1
+    max_rows_per_key: int = 1
+    on_excess_units: str = "truncate"
+
+    @classmethod
+    def from_toml(cls, path: str | os.PathLike[str], *, output: str | None = None) -> "ReleaseSpec":
+        """Load and validate a TOML release config (see :func:`load_config`)."""
+        return load_config(path, output=output)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any], *, base_dir: str | os.PathLike[str] = ".", name: str = "<python>",
+                  input_given: bool = False) -> "ReleaseSpec":
+        """Validate a config given as Python dicts (the TOML sections); ``input_given``: the caller supplies the data."""
+        return parse_config(raw, Path(base_dir) / name, input_given=input_given)
+
+    @property
+    def gamma(self) -> Fraction | None:
+        """FastSample's uniform weight, when the mechanism takes one and the config sets it."""
+        return self.options.get("gamma")
+
+    @property
+    def field_degree(self) -> int | None:
+        """compact: the configured m (None: the smallest that fits)."""
+        return self.options.get("m")
+
+    @property
+    def sampler(self) -> str:
+        """compact: the empty-bin sampler."""
+        return self.options.get("sampler", "rounded-cdf")
+
+    def mechanism_object(self) -> Any:
+        """The registered mechanism built from this spec (its plan is certified on construction)."""
+        from dpspark.mechanisms.registry import mechanism_class
+
+        return mechanism_class(self.mechanism)(self)
 
     def exact_parameters(self) -> dict[str, Any]:
         """The privacy parameters as exact strings, for the manifest."""
-        return {
+        from dpspark.mechanisms.registry import mechanism_class
+
+        out = {
             "mechanism": self.mechanism,
             "epsilon": str(self.epsilon),
             "delta": None if self.delta is None else str(self.delta),
@@ -137,8 +178,17 @@ class ReleaseConfig:
             "unit_column": self.unit_column,
             "out_of_universe": self.out_of_universe,
             "pad_seconds": None if self.pad_seconds is None else str(self.pad_seconds),
-            **({"m": self.field_degree, "sampler": self.sampler} if self.mechanism == "compact" else {}),
         }
+        if (self.max_keys_per_unit, self.max_rows_per_key, self.on_excess_units) != (1, 1, "truncate"):
+            out.update(max_keys_per_unit=self.max_keys_per_unit, max_rows_per_key=self.max_rows_per_key,
+                       on_excess_units=self.on_excess_units)
+        cls = mechanism_class(self.mechanism)
+        extra = {k: v for k, v in cls(self).exact_options().items() if k != "gamma"} if cls.options else {}
+        return {**out, **extra}
+
+
+#: the name used before the engine port; kept for callers
+ReleaseConfig = ReleaseSpec
 
 
 def _fail(source: Path, msg: str) -> ConfigError:
@@ -176,7 +226,9 @@ def load_config(path: str | os.PathLike[str], *, output: str | None = None) -> R
     return parse_config(raw, source, output=output)
 
 
-def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = None) -> ReleaseConfig:
+def parse_config(
+    raw: Mapping[str, Any], source: Path, *, output: str | None = None, input_given: bool = False
+) -> ReleaseConfig:
     """Validate a parsed TOML document (see :func:`load_config`)."""
     base = source.parent
     unknown = sorted(set(raw) - set(_SECTIONS))
@@ -184,7 +236,7 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
         raise _fail(source, f"unknown section(s) {', '.join(map(repr, unknown))}; expected {', '.join(_SECTIONS)}")
     for name, (required, optional) in _SECTIONS.items():
         sec = raw.get(name)
-        if name in ("input", "keys", "universe", "privacy") and sec is None and not (name == "output" and output):
+        if name in ("input", "keys", "universe", "privacy") and sec is None and not (name == "input" and input_given):
             raise _fail(source, f"missing section [{name}]")
         if sec is None:
             continue
@@ -199,7 +251,7 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
         if missing:
             raise _fail(source, f"[{name}] is missing {', '.join(map(repr, missing))}")
 
-    inp = raw["input"]
+    inp = raw.get("input") or {"table": "<given>"}
     if ("path" in inp) == ("table" in inp):
         raise _fail(source, "[input] needs exactly one of 'path' or 'table'")
     in_path = inp.get("path")
@@ -246,9 +298,25 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
         raise _fail(source, f"keys.columns names {len(cols)} column(s) but the universe has {ncomp} component(s)")
 
     priv = raw["privacy"]
+    from dpspark.mechanisms.base import MechanismSpecError
+    from dpspark.mechanisms.registry import UnknownMechanismError, mechanism_class
+
     mechanism = priv["mechanism"]
-    if mechanism not in MECHANISMS:
-        raise _fail(source, f"privacy.mechanism must be one of {MECHANISMS}, got {mechanism!r}")
+    try:
+        mech_cls = mechanism_class(mechanism)
+    except UnknownMechanismError as err:
+        raise _fail(source, str(err)) from None
+    allowed = COMMON_PRIVACY_FIELDS | {"mechanism", "epsilon", "max_units"} | set(mech_cls.options)
+    bad = sorted(set(priv) - allowed)
+    if bad:
+        from dpspark.mechanisms.registry import names
+
+        for key in bad:
+            takers = [m for m in names() if key in mechanism_class(m).options]
+            if takers:
+                who = " or ".join(f"'{m}'" for m in takers)
+                raise _fail(source, f"privacy.{key} applies only to mechanism = {who}; remove it")
+        raise _fail(source, f"[privacy] has unknown field(s) {', '.join(map(repr, bad))}")
     epsilon = _exact(priv, "epsilon", source)
     if epsilon <= 0:
         raise _fail(source, "privacy.epsilon must be > 0")
@@ -256,38 +324,41 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
     if not 0 < beta < 1:
         raise _fail(source, "privacy.beta must lie in (0, 1)")
     delta = _exact(priv, "delta", source) if "delta" in priv else None
-    if mechanism == "stability":
-        if delta is None:
-            raise _fail(source, "privacy.delta is required by mechanism 'stability' (approximate DP)")
-        if not 0 < delta < 1:
-            raise _fail(source, "privacy.delta must lie in (0, 1)")
-    elif delta is not None:
+    if mech_cls.delta == "required" and delta is None:
+        raise _fail(source, f"privacy.delta is required by mechanism {mechanism!r} (approximate DP)")
+    if mech_cls.delta == "forbidden" and delta is not None:
         raise _fail(source, f"privacy.delta does not apply to the pure-DP mechanism {mechanism!r}; remove it")
-    gamma = _exact(priv, "gamma", source) if "gamma" in priv else None
-    if gamma is not None and not 0 < gamma < 1:
-        raise _fail(source, "privacy.gamma must lie in (0, 1)")
+    if delta is not None and not 0 < delta < 1:
+        raise _fail(source, "privacy.delta must lie in (0, 1)")
+    options: dict[str, Any] = {}
+    for key, parse in getattr(mech_cls, "option_parsers", {}).items():
+        if key in priv:
+            if isinstance(priv[key], float):
+                _exact(priv, key, source)  # the TOML-float refusal, with its hint
+            try:
+                options[key] = parse(priv[key])
+            except (TypeError, ValueError) as err:
+                raise _fail(source, str(err)) from None
     n = priv["max_units"]
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise _fail(source, "privacy.max_units (n, the public bound on the number of units) must be an integer >= 1")
-    size = universe.size
-    field_degree, sampler = _compact_fields(priv, mechanism, source)
-    if mechanism == "compact":
-        _check_compact_plan(source, n, size, epsilon, beta, gamma, field_degree, sampler)
-    if mechanism == "pure_sparse" and size < 2 * n + 1:
-        raise _fail(
-            source,
-            f"mechanism 'pure_sparse' needs a universe of at least 2n+1 = {2 * n + 1} keys; "
-            f"this universe has {size}. Use mechanism = 'dense' for small universes.",
-        )
-    if mechanism == "dense" and size > DENSE_MAX_BINS:
-        raise _fail(source, f"mechanism 'dense' releases every bin; the universe has {size} > {DENSE_MAX_BINS} keys")
-    if universe.index_width > 16 and mechanism != "compact":  # compact: binary(32) indexes, |X| <= 2^m <= 2^256
-        raise _fail(source, "universes larger than 2^128 keys are supported only by mechanism 'compact' (m = 192 or 256)")
+    bounds = {}
+    for key in ("max_keys_per_unit", "max_rows_per_key"):
+        v = priv.get(key, 1)
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1_000_000:
+            raise _fail(source, f"privacy.{key} must be an integer in [1, 1000000]")
+        bounds[key] = v
+    excess = priv.get("on_excess_units", "truncate")
+    if excess not in EXCESS_RULES:
+        raise _fail(source, f"privacy.on_excess_units must be one of {EXCESS_RULES}, got {excess!r}")
     unit = priv.get("unit_column")
     if unit is not None and (not isinstance(unit, str) or not unit):
         raise _fail(source, "privacy.unit_column must be a column name")
     if unit in cols:
         raise _fail(source, "privacy.unit_column must not be one of the key columns")
+    if unit is None and (bounds["max_keys_per_unit"] > 1 or bounds["max_rows_per_key"] > 1):
+        raise _fail(source, "privacy.max_keys_per_unit and max_rows_per_key need privacy.unit_column "
+                            "(without it every row is its own unit, with one key and one row)")
     oou = priv.get("out_of_universe", "drop")
     if oou not in ("drop", "error"):
         raise _fail(source, "privacy.out_of_universe must be 'drop' or 'error'")
@@ -311,7 +382,7 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
         total_eps = _exact(b, "total_epsilon", source, "budget") if "total_epsilon" in b else None
         total_delta = _exact(b, "total_delta", source, "budget") if "total_delta" in b else Fraction(0)
         budget = BudgetSpec(ledger.resolve(), b["dataset"], total_eps, total_delta)
-    return ReleaseConfig(
+    spec = ReleaseSpec(
         source=source,
         input=input_spec,
         key_columns=tuple(cols),
@@ -321,43 +392,20 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
         epsilon=epsilon,
         delta=delta,
         beta=beta,
-        gamma=gamma,
         max_units=n,
         unit_column=unit,
         out_of_universe=oou,
         output=out_path.resolve(),
         spark_conf=spark_conf,
         budget=budget,
-        field_degree=field_degree,
-        sampler=sampler,
         pad_seconds=pad,
+        options=options,
+        max_keys_per_unit=bounds["max_keys_per_unit"],
+        max_rows_per_key=bounds["max_rows_per_key"],
+        on_excess_units=excess,
     )
-
-
-def _compact_fields(priv: Mapping[str, Any], mechanism: str, source: Path) -> tuple[int | None, str]:
-    """``privacy.m`` and ``privacy.sampler`` (compact only)."""
-    if mechanism != "compact":
-        extra = sorted(k for k in ("m", "sampler") if k in priv)
-        if extra:
-            raise _fail(source, f"privacy.{extra[0]} applies only to mechanism = 'compact'; remove it")
-        return None, "rounded-cdf"
-    m = priv.get("m")
-    if m is not None and (isinstance(m, bool) or not isinstance(m, int) or m not in COMPACT_FIELD_DEGREES):
-        raise _fail(source, f"privacy.m (the field GF(2^m)) must be one of {COMPACT_FIELD_DEGREES}, got {m!r}")
-    sampler = priv.get("sampler", "rounded-cdf")
-    if sampler not in COMPACT_SAMPLERS:
-        raise _fail(source, f"privacy.sampler must be one of {COMPACT_SAMPLERS}, got {sampler!r}")
-    return m, sampler
-
-
-def _check_compact_plan(
-    source: Path, n: int, size: int, epsilon: Fraction, beta: Fraction, gamma: Fraction | None,
-    m: int | None, sampler: str,
-) -> None:
-    """The compact release's public plan must exist (|X| <= 2^m, some supported m fits), before Spark starts."""
-    from dpspark.compact.plan import CompactPlanError, plan_compact
-
     try:
-        plan_compact(n, size, epsilon, beta, gamma=gamma, m=m, sampler=sampler)
-    except CompactPlanError as err:
-        raise _fail(source, f"mechanism 'compact': {err}") from None
+        spec.mechanism_object()  # the mechanism's data-free checks and certified plan, before any Spark
+    except MechanismSpecError as err:
+        raise _fail(source, str(err)) from None
+    return spec

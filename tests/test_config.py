@@ -84,7 +84,7 @@ def test_bad_configs_name_the_problem(tmp_path: Path, old: str, new: str, messag
 def test_pure_sparse_needs_a_big_universe(tmp_path: Path) -> None:
     text = GOOD.replace('mechanism = "stability"', 'mechanism = "pure_sparse"').replace('delta = "1e-9"', "")
     text = text.replace('kind = "string"\nmax_bytes = 8', "kind = \"int_range\"\nlo = 1\nhi = 2000")
-    with pytest.raises(ConfigError, match="at least 2n\\+1 = 2001"):
+    with pytest.raises(ConfigError, match="at least 2kn\\+1 = 2001"):
         load_config(write(tmp_path, text))
     ok = load_config(write(tmp_path, text.replace("hi = 2000", "hi = 2001")))
     assert ok.universe.size == 2001
@@ -136,7 +136,7 @@ def test_compact_config_is_planned_before_spark(tmp_path: Path) -> None:
     plan = compact_plan(cfg)
     assert plan.m == 128 and plan.ell == 1001  # |X| > 2^64 needs m = 128; l = n + 1
     assert plan.epsilon_count + plan.epsilon2 == cfg.epsilon
-    assert describe_plan(cfg)["compact"]["coefficient_file_bytes"] == 1001 * 16
+    assert describe_plan(cfg)["plan"]["compact"]["coefficient_file_bytes"] == 1001 * 16
     assert cfg.exact_parameters()["m"] is None
     pinned = load_config(write(tmp_path, COMPACT.replace("max_units = 1000", "max_units = 1000\nm = 192")))
     assert compact_plan(pinned).m == 192

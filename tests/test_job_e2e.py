@@ -125,7 +125,9 @@ def test_more_units_than_declared_fails_before_noise(spark, tmp_path: Path) -> N
     dataset(tmp_path)  # 582 units
     ledger = tmp_path / "ledger.sqlite"
     extra = f'[budget]\nledger = "{ledger}"\ndataset = "demo.queries"\ntotal_epsilon = "3"\ntotal_delta = "1/1000"'
-    cfg = load_config(config(tmp_path, "stability", n=100, extra=extra))
+    path = config(tmp_path, "stability", n=100, extra=extra)
+    path.write_text(path.read_text().replace("unit_column", 'on_excess_units = "refuse"\nunit_column'))
+    cfg = load_config(path)
     messages: list[str] = []
     with pytest.raises(CuratorError, match="more units than privacy.max_units = 100") as err:
         run_release(cfg, spark=spark, rng=SeededRandom(b"x"), progress=messages.append)

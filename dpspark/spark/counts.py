@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 import pyarrow as pa
 
-from dpspark.config import InputSpec, ReleaseConfig
+from dpspark.config import InputSpec
+from dpspark.engine.stages import CountsStage
+from dpspark.errors import DPSparkError
 from dpspark.rng import RandomSource
 from dpspark.spark.encode import with_universe_index
 from dpspark.universe import BytesUniverse, CategoricalUniverse, IntRangeUniverse, TupleUniverse, Universe
@@ -37,7 +39,7 @@ HASH = "__dp_pick"
 UNIT_HASH = "__dp_unit_hash"
 
 
-class InputError(ValueError):
+class InputError(DPSparkError, ValueError):
     """The input does not match the config (missing column, unreadable path, too many units)."""
 
 
@@ -57,10 +59,9 @@ def read_input(spark: "SparkSession", spec: InputSpec) -> "DataFrame":
         raise InputError(f"cannot read input {spec.path or spec.table!r}: {first[:300]}") from None
 
 
-def check_columns(df: "DataFrame", cfg: ReleaseConfig) -> None:
+def check_columns(df: "DataFrame", wanted: list[str]) -> None:
     """Fail early, naming every configured column the input lacks."""
     present = set(df.columns)
-    wanted = list(cfg.key_columns) + ([cfg.unit_column] if cfg.unit_column else [])
     missing = [c for c in wanted if c not in present]
     if missing:
         raise InputError(
@@ -106,7 +107,7 @@ def distinct_keys_keep_indexes(universe: Universe) -> bool:
     return isinstance(universe, (IntRangeUniverse, BytesUniverse, CategoricalUniverse))
 
 
-def sparse_counts(df: "DataFrame", cfg: ReleaseConfig, rng: RandomSource) -> "DataFrame":
+def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource) -> "DataFrame":
     """DataFrame (INDEX binary, count long): one row per nonzero universe index, after contribution bounding.
 
     Rows with a NULL key (or NULL unit) are dropped; rows with a key outside the
@@ -114,26 +115,35 @@ def sparse_counts(df: "DataFrame", cfg: ReleaseConfig, rng: RandomSource) -> "Da
     Keys are encoded once per *distinct* key (then joined back), so the SQL
     index arithmetic costs O(#distinct keys), not O(#rows). Without a unit
     column and with an injective encoder the per-key counts are the per-index
-    counts, so there is a single aggregation (one shuffle).
+    counts, so there is a single aggregation (one shuffle). With a unit column,
+    see :class:`~dpspark.engine.stages.CountsStage` for the bounds.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
 
-    check_columns(df, cfg)
-    cols = list(cfg.key_columns)
-    unit = cfg.unit_column
+    if not isinstance(stage, CountsStage):  # a ReleaseSpec: its count stage
+        stage = CountsStage.from_spec(stage)
+    check_columns(df, stage.columns)
+    cols = list(stage.key_columns)
+    unit = stage.unit_column
     rows = df.select(*cols, *([unit] if unit else []))
     not_null = F.lit(True)
     for c in cols + ([unit] if unit else []):
         not_null = not_null & F.col(c).isNotNull()
     rows = rows.filter(not_null)
+    secret = rng.bits(128).to_bytes(16, "big") if unit is not None else b""
+    if unit is not None:
+        rows = _bound_units(rows, unit, stage, secret)
+    bounded = unit is not None and (stage.max_keys_per_unit > 1 or stage.max_rows_per_key > 1)
     if unit is None:
         grouped = rows.groupBy(*cols).count()
+    elif bounded:
+        grouped = rows.groupBy(*cols, unit).count()
     else:
         grouped = rows.dropDuplicates(cols + [unit])
     keys = grouped.select(*cols).distinct() if unit else grouped  # no unit: (keys, count), one row per key
-    encoded = with_universe_index(keys, cfg.universe, cols, index_col=INDEX, in_universe_col=MEMBER)
-    if cfg.out_of_universe == "error":
+    encoded = with_universe_index(keys, stage.universe, cols, index_col=INDEX, in_universe_col=MEMBER)
+    if stage.out_of_universe == "error":
         bad = encoded.filter(F.col(MEMBER) == F.lit(False)).limit(1).count()
         if bad:
             raise InputError(
@@ -142,18 +152,54 @@ def sparse_counts(df: "DataFrame", cfg: ReleaseConfig, rng: RandomSource) -> "Da
             )
     if unit is None:
         members = encoded.filter(F.col(MEMBER)).select(INDEX, "count")
-        if distinct_keys_keep_indexes(cfg.universe):
+        if distinct_keys_keep_indexes(stage.universe):
             return members  # one row per distinct key = one row per index: a second shuffle would change nothing
         return members.groupBy(INDEX).agg(F.sum("count").alias("count"))
     index_of = encoded.filter(F.col(MEMBER)).select(*cols, INDEX)
-    pairs = grouped.join(index_of, on=cols, how="inner").select(unit, INDEX).dropDuplicates([unit, INDEX])
-    pairs = pairs.withColumn(UNIT_HASH, F.xxhash64(F.col(unit), F.col(INDEX)))
-    secret = rng.bits(128).to_bytes(16, "big")
+    if bounded:
+        per_pair = (grouped.join(index_of, on=cols, how="inner").groupBy(unit, INDEX)
+                    .agg(F.least(F.sum("count"), F.lit(stage.max_rows_per_key)).alias("rows")))
+        pairs = per_pair.withColumn(UNIT_HASH, F.xxhash64(F.col(unit), F.col(INDEX)))
+    else:
+        pairs = grouped.join(index_of, on=cols, how="inner").select(unit, INDEX).dropDuplicates([unit, INDEX])
+        pairs = pairs.withColumn(UNIT_HASH, F.xxhash64(F.col(unit), F.col(INDEX)))
     schema = StructType(list(pairs.schema.fields) + [StructField(HASH, LongType(), False)])
     hashed = pairs.mapInArrow(keyed_pick_hash(secret), schema)
     del secret
-    chosen = hashed.groupBy(unit).agg(F.min_by(F.col(INDEX), F.struct(F.col(HASH), F.col(INDEX))).alias(INDEX))
-    return chosen.groupBy(INDEX).count()
+    if not bounded:
+        chosen = hashed.groupBy(unit).agg(F.min_by(F.col(INDEX), F.struct(F.col(HASH), F.col(INDEX))).alias(INDEX))
+        return chosen.groupBy(INDEX).count()
+    from pyspark.sql import Window
+
+    rank = F.row_number().over(Window.partitionBy(unit).orderBy(F.col(HASH), F.col(INDEX)))
+    kept = hashed.withColumn("__dp_rank", rank).filter(F.col("__dp_rank") <= F.lit(stage.max_keys_per_unit))
+    return kept.groupBy(INDEX).agg(F.sum("rows").cast("long").alias("count"))
+
+
+def _bound_units(rows: "DataFrame", unit: str, stage: CountsStage, secret: bytes) -> "DataFrame":
+    """Apply the excess-units rule: keep the n units with the smallest keyed hash, or refuse if there are more.
+
+    The hash key is derived from the release's contribution-bounding secret (never written). Adding a
+    unit changes the kept set by at most one replacement, so the rule is 2-stable.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    units = rows.select(unit).distinct()
+    if stage.on_excess_units == "refuse":
+        if units.limit(stage.max_units + 1).count() > stage.max_units:
+            from dpspark.engine.context import CuratorError
+
+            raise CuratorError(
+                f"the input holds more units than privacy.max_units = {stage.max_units} and on_excess_units = "
+                "'refuse' (curator-side check, before any noise was drawn); raise max_units or use 'truncate'")
+        return rows
+    truncation_key = bytes(b ^ 0x5C for b in secret)  # a second key from the same secret: no extra rng draw
+    with_hash = units.withColumn(UNIT_HASH, F.xxhash64(F.col(unit)))
+    schema = StructType(list(with_hash.schema.fields) + [StructField(HASH, LongType(), False)])
+    ranked = with_hash.mapInArrow(keyed_pick_hash(truncation_key), schema)
+    kept = ranked.orderBy(F.col(HASH), F.col(UNIT_HASH)).limit(stage.max_units).select(unit)
+    return rows.join(kept, on=unit, how="left_semi")
 
 
 def collect_counts(counts: "DataFrame") -> pa.Table:

@@ -1,0 +1,116 @@
+"""The mechanism protocol: built from public parameters only, it plans, states its privacy, then runs.
+
+A mechanism object is constructed from a :class:`~dpspark.engine.spec.ReleaseSpec` (validated public
+parameters; never data). Before any data is read it answers:
+
+* :meth:`Mechanism.plan` - every derived parameter (p/q, gamma, tau, m, l, the budget split), each
+  certified against the requested budget (constructing the object already certified it);
+* :meth:`Mechanism.privacy_summary` / :meth:`Mechanism.accuracy_summary` - what the release will state;
+* :meth:`Mechanism.stages` - which aggregates it needs, in how many passes.
+
+Then :meth:`Mechanism.run` pulls aggregates from a :class:`~dpspark.engine.context.StageContext`
+(Spark or Arrow; a multi-pass mechanism asks for the next stage after seeing its previous noisy,
+public output) and returns a release payload that the writer of its :attr:`release_kind` stores.
+
+Adding a mechanism is one module with a subclass plus one :func:`~dpspark.mechanisms.registry.register`
+call: the job, the config validator, the writers, the readers, lookup and the CLI dispatch by name.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from dpspark.errors import DPSparkError
+
+if TYPE_CHECKING:
+    from dpspark.engine.context import StageContext
+    from dpspark.engine.spec import ReleaseSpec
+    from dpspark.rng import RandomSource
+
+Progress = Callable[[str], None]
+
+
+class MechanismSpecError(DPSparkError, ValueError):
+    """Public parameters that no release of this mechanism can satisfy (message names fields, never data)."""
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    """One pass over the data, as :meth:`Mechanism.stages` describes it before any data is read."""
+
+    name: str
+    aggregate: str
+    depends_on_previous: bool = False
+
+
+class Mechanism(ABC):
+    """Base of every registered mechanism (see the module docstring)."""
+
+    #: the config's ``privacy.mechanism`` name
+    name: ClassVar[str]
+    #: the release kind whose writer and reader store this mechanism's payload
+    release_kind: ClassVar[str]
+    #: "required", "forbidden" or "optional": whether ``privacy.delta`` applies
+    delta: ClassVar[str] = "forbidden"
+    #: extra ``[privacy]`` fields this mechanism accepts, with their defaults
+    options: ClassVar[Mapping[str, Any]] = {}
+    #: index width in bytes the release kind stores (16: |X| <= 2^128)
+    max_index_width: ClassVar[int] = 16
+    #: whether a unit may add more than one row to a key's count (privacy.max_rows_per_key > 1)
+    supports_rows_per_key: ClassVar[bool] = False
+
+    def __init__(self, spec: "ReleaseSpec") -> None:
+        self.spec = spec
+        if spec.universe.index_width > self.max_index_width:
+            raise MechanismSpecError(self.wide_universe_message())
+        if spec.max_rows_per_key > 1 and not self.supports_rows_per_key:
+            raise MechanismSpecError(
+                f"mechanism {self.name!r} does not support privacy.max_rows_per_key > 1: "
+                f"{self.rows_per_key_reason()}"
+            )
+
+    # --- public, data-free ------------------------------------------------------------------
+    @classmethod
+    def wide_universe_message(cls) -> str:
+        """The refusal for a universe wider than this mechanism's release kind stores."""
+        return (f"mechanism {cls.name!r} supports universes of at most 2^{8 * cls.max_index_width} keys; "
+                "use mechanism 'compact' (m = 192 or 256) for larger universes")
+
+    def rows_per_key_reason(self) -> str:
+        """Why this mechanism cannot take a per-key contribution above one (shown in the refusal)."""
+        return "its privacy proof needs each unit to move a count by at most one"
+
+    @abstractmethod
+    def plan(self) -> dict[str, Any]:
+        """Every derived public parameter, JSON-ready and exact (for ``--dry-run`` and the manifest)."""
+
+    @abstractmethod
+    def privacy_summary(self) -> dict[str, Any]:
+        """The privacy the release will state, under add/remove, as exact strings (data-free)."""
+
+    @abstractmethod
+    def accuracy_summary(self) -> dict[str, Any]:
+        """The error bars the release will state (data-free)."""
+
+    def stages(self) -> list[StageInfo]:
+        """The passes over the data this mechanism makes (default: one count per index)."""
+        return [StageInfo("counts", "count per universe index, after contribution bounding")]
+
+    def exact_options(self) -> dict[str, Any]:
+        """This mechanism's own ``[privacy]`` options as recorded in the manifest's config section."""
+        return {k: _exact_value(self.spec.options.get(k, default)) for k, default in self.options.items()}
+
+    # --- with data --------------------------------------------------------------------------
+    @abstractmethod
+    def run(self, ctx: "StageContext", rng: "RandomSource", progress: Progress) -> Any:
+        """Pull the aggregates from ``ctx``, draw the noise once, return the release payload."""
+
+
+def _exact_value(value: Any) -> Any:
+    if isinstance(value, Fraction):
+        return str(value)
+    return value
