@@ -1,10 +1,10 @@
-"""Sequential and parallel composition of measures, exactly.
+"""Sequential and parallel composition of measures, exactly (derivations: docs/privacy.md section 6).
 
 Sequential (every step sees the same dataset, possibly chosen adaptively):
-* pure: eps_1 + ... + eps_k (Dwork-Roth Thm 3.16);
+* pure: eps_1 + ... + eps_k (Dwork-Roth 2014, basic composition);
 * approximate (pure counted as delta = 0): (sum eps_i, sum delta_i), delta capped at 1
-  (Dwork-Roth Thm 3.16, adaptive form Dwork-Rothblum-Vadhan 2010);
-* zCDP: rho_1 + ... + rho_k (Bun-Steinke 2016, Lemma 1.7); a pure step joins as
+  (Dwork-Roth 2014, basic composition, which holds for adaptive choices);
+* zCDP: rho_1 + ... + rho_k (Bun-Steinke 2016, composition lemma); a pure step joins as
   eps^2/2 (:func:`~dpspark.privacy.conversions.pure_to_zcdp`).
 Approximate DP and zCDP do not mix without choosing a delta for the zCDP part:
 convert it first with :func:`~dpspark.privacy.conversions.zcdp_to_approx_dp` (or the CKS form).

@@ -12,9 +12,9 @@ Measures (every result is exact or a certified rational upper bound):
   Every a > 1 gives a valid bound, so a is chosen by a deterministic search on a
   rational grid and only the chosen a's value is certified.
 
-Relations (group privacy, Bun-Steinke Prop. 1.9 for zCDP; Dwork-Roth Thm 2.2 /
-Vadhan 2017 Lemma 2.2 for (eps, delta)): a guarantee for one step gives, for k
-steps, k eps (pure); (k eps, delta sum_{i<k} e^(i eps)) (approximate); k^2 rho (zCDP).
+Relations (group privacy: docs/privacy.md section 4; Bun-Steinke 2016's group
+privacy proposition for zCDP): a guarantee for one step gives, for k steps,
+k eps (pure); (k eps, delta sum_{i<k} e^(i eps)) (approximate); k^2 rho (zCDP).
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def zcdp_to_approx_dp_cks(
 def group_privacy(measure: Measure, k: int, bits: int = DEFAULT_BITS) -> Measure:
     """The guarantee for datasets k steps apart, from one for a single step.
 
-    Pure: k eps (exact). zCDP: k^2 rho (exact; Bun-Steinke 2016 Prop. 1.9).
+    Pure: k eps (exact). zCDP: k^2 rho (exact; Bun-Steinke 2016, group privacy).
     Approximate: (k eps, delta * sum_{i<k} e^(i eps)) (chain the k inequalities
     Pr[M(x_j) in S] <= e^eps Pr[M(x_{j+1}) in S] + delta), with e^eps replaced
     by the certified upper bound :meth:`LogEpsilon.exp_upper`, capped at 1.
