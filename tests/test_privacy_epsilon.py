@@ -31,7 +31,7 @@ extras = st.fractions(min_value=0, max_value=5, max_denominator=2**40)
 epsilons = st.builds(LogEpsilon, ratios, extras)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=35, deadline=None)
 @given(epsilons, epsilons, epsilons, st.integers(0, 6))
 def test_exact_arithmetic_laws(a: LogEpsilon, b: LogEpsilon, c: LogEpsilon, k: int) -> None:
     assert a + b == b + a
@@ -42,14 +42,14 @@ def test_exact_arithmetic_laws(a: LogEpsilon, b: LogEpsilon, c: LogEpsilon, k: i
     assert abs(ref(a + b) - (ref(a) + ref(b))) < mpmath.mpf(10) ** -70
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=35, deadline=None)
 @given(epsilons, st.fractions(min_value=0, max_value=10, max_denominator=10**9))
 def test_certified_comparison_agrees_with_reference(a: LogEpsilon, x: F) -> None:
     assert a.le(x) == (ref(a) <= mp(x))
     assert a.lt(x) == (ref(a) < mp(x))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=35, deadline=None)
 @given(epsilons, st.sampled_from([16, 64, 200]))
 def test_bounds_bracket_reference(a: LogEpsilon, bits: int) -> None:
     lo, hi = a.bounds(bits)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from fractions import Fraction as F
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpspark.counting.geosample import GeoSample
 from dpspark.histogram.basic import basic_accuracy, basic_privacy
@@ -171,3 +176,29 @@ def test_float_amounts_are_refused(bad: float) -> None:
         PrivacyStatement.from_exp_eps(F(3, 2), 0, bad, "t", AddRemove(3))
     with pytest.raises(TypeError, match="float"):
         PrivacyStatement(ZCDP("1/2"), AddRemove(3), "t").to_approx_dp(bad)
+
+
+measures = st.one_of(
+    st.builds(lambda r, f: PureDP(LogEpsilon(r, f)), st.fractions(1, 10**6, max_denominator=2**70), st.fractions(0, 10, max_denominator=2**140)),
+    st.builds(lambda e, d: ApproxDP(e, d), st.fractions(0, 10, max_denominator=10**9), st.fractions(0, 1, max_denominator=2**200)),
+    st.builds(ZCDP, st.fractions(0, 10**3, max_denominator=2**64)),
+)
+relations = st.one_of(st.builds(AddRemove, st.integers(1, 2**80)), st.builds(Substitute, st.integers(1, 99)), st.just(Unbounded()))
+
+
+@settings(max_examples=30, deadline=None)
+@given(measures, relations, st.text(max_size=20), st.text(max_size=20))
+def test_statement_round_trip_through_json(m, rel, theorem: str, notes: str) -> None:
+    s = PrivacyStatement(m, rel, theorem, notes)
+    assert PrivacyStatement.from_description(roundtrip_json(s.describe())) == s
+
+
+def test_reading_and_describing_statements_does_not_load_flint() -> None:
+    code = (
+        "import sys; from fractions import Fraction as F; from dpspark.privacy import *\n"
+        "s = PrivacyStatement.from_exp_eps(F(3, 2), F(1, 2**126), F(1, 10**9), 't', AddRemove(5))\n"
+        "PrivacyStatement.from_description(s.describe()); s.under(Substitute(5))\n"
+        "AccuracyStatement.from_description(AccuracyStatement.histogram(3, '1/20', -1, 5, '1/20').describe())\n"
+        "assert 'flint' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
