@@ -93,7 +93,7 @@ def test_cks_alpha_is_near_the_continuous_optimum(rho: F, delta: F) -> None:
 
     best = mpmath.findroot(lambda t: mpmath.diff(eps_of, t), mp(cks_alpha(rho, delta)))
     got = mp(zcdp_to_approx_dp_cks(ZCDP(rho), delta).epsilon.as_fraction())
-    assert eps_of(best) <= got <= eps_of(best) * (1 + mpmath.mpf(10) ** -4)
+    assert eps_of(best) <= got <= eps_of(best) * (1 + mpmath.mpf(10) ** -6)
 
 
 def test_explicit_alpha_and_degenerate_cases() -> None:

@@ -20,6 +20,7 @@ k eps (pure); (k eps, delta sum_{i<k} e^(i eps)) (approximate); k^2 rho (zCDP).
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 import gmpy2
@@ -93,22 +94,27 @@ def cks_epsilon_upper(rho: Any, delta: Any, alpha: Any, bits: int = DEFAULT_BITS
     return certified.upper(expr, bits)
 
 
-# alpha = 1 + t with t on the grid t_k = floor(2^(k/64) * 2^32) / 2^32 (from exact integer 64th roots)
-_GRID = 64
-_ROOTS = [int(gmpy2.iroot(gmpy2.mpz(1) << (j + 32 * _GRID), _GRID)[0]) for j in range(_GRID)]
+# alpha = 1 + t with t on the grid t_k = floor(2^(k/1024) * 2^32) / 2^32 * 2^(k div 1024), from exact integer roots
+_GRID = 1024
 _K_MIN, _K_MAX = -24 * _GRID, 64 * _GRID
+
+
+@lru_cache(maxsize=None)
+def _root(j: int) -> int:
+    """floor(2^(j/_GRID) * 2^32), exactly (an integer _GRID-th root)."""
+    return int(gmpy2.iroot(gmpy2.mpz(1) << (j + 32 * _GRID), _GRID)[0])
 
 
 def _grid_t(k: int) -> Fraction:
     whole, j = divmod(k, _GRID)
-    return Fraction(_ROOTS[j] << whole, 1 << 32) if whole >= 0 else Fraction(_ROOTS[j], 1 << (32 - whole))
+    return Fraction(_root(j) << whole, 1 << 32) if whole >= 0 else Fraction(_root(j), 1 << (32 - whole))
 
 
 def cks_alpha(rho: Any, delta: Any) -> Fraction:
     """A good rational alpha > 1 for :func:`cks_epsilon_upper` (deterministic search; any alpha is valid).
 
     Coarse scan over t = alpha - 1 in powers of two from 2^-24 to 2^64, then a
-    ternary search on the 2^(1/64)-spaced grid around the best point. Values
+    ternary search on the 2^(1/1024)-spaced grid around the best point. Values
     are compared by their certified upper bounds, ties to the smaller t.
     """
     r = parse_rational(rho, "rho")
