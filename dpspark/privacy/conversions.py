@@ -27,7 +27,6 @@ import gmpy2
 
 from dpspark.exact import parse_rational
 from dpspark.privacy import certified
-from dpspark.privacy.epsilon import LogEpsilon
 from dpspark.privacy.errors import PrivacyError
 from dpspark.privacy.measures import ApproxDP, Measure, PureDP, ZCDP
 from dpspark.privacy.relations import Relation, steps
