@@ -194,15 +194,13 @@ class LogEpsilon:
         return cls(dec_frac(d["exp"], f"{where}.exp"), dec_frac(d["extra"], f"{where}.extra"))
 
     def __repr__(self) -> str:
-        if self.is_rational:
-            return f"LogEpsilon({_short(self.extra)})"
-        extra = "" if self.extra == 0 else f" + {_short(self.extra)}"
-        return f"LogEpsilon(ln({_short(self.exp)}){extra})"
+        return f"LogEpsilon({self})"
 
     def __str__(self) -> str:
         if self.is_rational:
             return _short(self.extra)
-        extra = "" if self.extra == 0 else f" + {_short(self.extra)}"
+        f = self.extra
+        extra = "" if f == 0 else f" + {_short(f)}" if f > 0 else f" - {_short(-f)}"
         return f"ln({_short(self.exp)}){extra}"
 
 
