@@ -1,0 +1,122 @@
+"""Neighbour relations as values, and how many steps of one cover a step of another.
+
+* ``AddRemove(n)``: add or remove one unit, among datasets of at most n units
+  (n public). dpspark's primary relation: config epsilon and rho are amounts
+  under it.
+* ``Substitute(n)``: change one unit's records, keeping its id, among datasets
+  of exactly n units (the papers' model).
+* ``Unbounded()``: add or remove one unit, with no bound on the number of units.
+
+:func:`steps` is the group size k such that every neighbouring pair under the
+target relation is joined by a path of k neighbouring pairs under the source
+relation; group privacy (:func:`dpspark.privacy.conversions.group_privacy`)
+then turns a guarantee under the source into one under the target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+from dpspark.privacy._encode import dec_int, require_keys
+from dpspark.privacy.errors import DescriptionError, RelationError
+
+
+def _check_n(n: Any) -> int:
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise RelationError(f"n (the public bound on units) must be an int >= 1, got {n!r}")
+    return n
+
+
+@dataclass(frozen=True)
+class AddRemove:
+    """Add or remove one unit, among datasets of at most ``n`` units (n public)."""
+
+    n: int
+
+    def __post_init__(self) -> None:
+        _check_n(self.n)
+
+    def text(self) -> str:
+        """The relation in words."""
+        return f"add or remove one unit, among datasets of at most n = {self.n} units (n public)"
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"kind": "add_remove", "n": self.n, "text": self.text()}
+
+
+@dataclass(frozen=True)
+class Substitute:
+    """Change one unit's records (its id kept), among datasets of exactly ``n`` units."""
+
+    n: int
+
+    def __post_init__(self) -> None:
+        _check_n(self.n)
+
+    def text(self) -> str:
+        """The relation in words."""
+        return f"change one unit's records (its id kept), among datasets of exactly n = {self.n} units"
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"kind": "substitute", "n": self.n, "text": self.text()}
+
+
+@dataclass(frozen=True)
+class Unbounded:
+    """Add or remove one unit, with no bound on the number of units."""
+
+    def text(self) -> str:
+        """The relation in words."""
+        return "add or remove one unit, any number of units"
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {"kind": "unbounded", "text": self.text()}
+
+
+Relation = Union[AddRemove, Substitute, Unbounded]
+
+
+def relation_from_description(obj: Any, where: str = "relation") -> Relation:
+    """Inverse of ``describe()`` for the three relations (``text`` is ignored)."""
+    d = require_keys(obj, ("kind",), where)
+    kind = d["kind"]
+    if kind == "unbounded":
+        return Unbounded()
+    if kind in ("add_remove", "substitute"):
+        n = dec_int(require_keys(d, ("n",), where)["n"], f"{where}.n", 4096)
+        try:
+            return AddRemove(n) if kind == "add_remove" else Substitute(n)
+        except RelationError as exc:
+            raise DescriptionError(f"{where}: {exc}") from None
+    raise DescriptionError(f"{where}: unknown relation kind {kind!r}")
+
+
+def steps(source: Relation, target: Relation) -> int:
+    """Group size k: each target-neighbour pair is a path of k source-neighbour pairs (RelationError if none).
+
+    * same relation: 1. AddRemove(n) covers AddRemove(m) for m <= n, and
+      Unbounded covers every AddRemove(m): their pairs are a subset.
+    * Substitute(m) from AddRemove(n), m <= n, or from Unbounded: 2. Replacing
+      u by u' is x -> x - {u} (m - 1 units) -> x - {u} + {u'} (m units), both
+      steps within "at most n".
+    * Nothing covers Unbounded except itself (datasets above any n), and
+      Substitute(n) covers only Substitute(n) (it never changes the size).
+      Guarantees under Unbounded after truncating to n units come from
+      :func:`dpspark.privacy.conversions.truncation_to_unbounded` instead.
+    """
+    if isinstance(target, Unbounded):
+        if isinstance(source, Unbounded):
+            return 1
+    elif isinstance(target, AddRemove):
+        if isinstance(source, Unbounded) or (isinstance(source, AddRemove) and target.n <= source.n):
+            return 1
+    elif isinstance(target, Substitute):
+        if isinstance(source, Substitute) and source.n == target.n:
+            return 1
+        if isinstance(source, Unbounded) or (isinstance(source, AddRemove) and target.n <= source.n):
+            return 2
+    raise RelationError(f"a guarantee under [{source.text()}] implies nothing under [{target.text()}]")

@@ -1,0 +1,129 @@
+"""LogEpsilon: exact arithmetic, certified comparisons and bounds checked against mpmath at 80 digits."""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpspark.errors import DPSparkError
+from dpspark.privacy import LogEpsilon, PrivacyError
+from dpspark.privacy import certified
+
+mpmath.mp.dps = 80
+
+
+def ref(e: LogEpsilon) -> mpmath.mpf:
+    """ln(exp) + extra at 80 significant digits (an independent high-precision reference)."""
+    return mpmath.log(mpmath.mpf(e.exp.numerator) / e.exp.denominator) + mpmath.mpf(e.extra.numerator) / e.extra.denominator
+
+
+def mp(x: F) -> mpmath.mpf:
+    return mpmath.mpf(x.numerator) / x.denominator
+
+
+ratios = st.fractions(min_value=1, max_value=50, max_denominator=10**6)
+extras = st.fractions(min_value=0, max_value=5, max_denominator=2**40)
+epsilons = st.builds(LogEpsilon, ratios, extras)
+
+
+@settings(max_examples=35, deadline=None)
+@given(epsilons, epsilons, epsilons, st.integers(0, 6))
+def test_exact_arithmetic_laws(a: LogEpsilon, b: LogEpsilon, c: LogEpsilon, k: int) -> None:
+    assert a + b == b + a
+    assert (a + b) + c == a + (b + c)
+    assert k * (a + b) == k * a + k * b
+    assert (a + b) - b == a
+    assert 0 * a == LogEpsilon.zero()
+    assert abs(ref(a + b) - (ref(a) + ref(b))) < mpmath.mpf(10) ** -70
+
+
+@settings(max_examples=35, deadline=None)
+@given(epsilons, st.fractions(min_value=0, max_value=10, max_denominator=10**9))
+def test_certified_comparison_agrees_with_reference(a: LogEpsilon, x: F) -> None:
+    assert a.le(x) == (ref(a) <= mp(x))
+    assert a.lt(x) == (ref(a) < mp(x))
+
+
+@settings(max_examples=35, deadline=None)
+@given(epsilons, st.sampled_from([16, 64, 200]))
+def test_bounds_bracket_reference(a: LogEpsilon, bits: int) -> None:
+    lo, hi = a.bounds(bits)
+    r = ref(a)
+    assert mp(lo) <= r <= mp(hi)
+    assert hi - lo <= F(4, 2**bits)
+    u, l = a.exp_upper(bits), a.exp_lower(bits)
+    e_ref = mp(a.exp) * mpmath.exp(mp(a.extra))
+    assert mp(l) <= e_ref <= mp(u)
+    assert (u - l) / u <= F(1, 2 ** (bits - 4))
+
+
+def test_equality_is_mathematical_and_rational_case_exact() -> None:
+    a = LogEpsilon(F(3, 2), F(1, 7))
+    assert a == LogEpsilon("3/2", "1/7") and hash(a) == hash(LogEpsilon(F(3, 2), F(1, 7)))
+    assert LogEpsilon.of("1/2") == LogEpsilon(1, "1/2") and LogEpsilon.of("1/2").as_fraction() == F(1, 2)
+    assert LogEpsilon.of("1/2").bounds() == (F(1, 2), F(1, 2))
+    # ln 3 vs its rational neighbours 1.0986122886 < ln 3 < 1.0986122887
+    ln3 = LogEpsilon(3)
+    assert ln3.le("1.0986122887") and not ln3.le("1.0986122886")
+    assert ln3.compare(LogEpsilon(3)) == 0 and ln3.compare(LogEpsilon(9) - LogEpsilon(3)) == 0
+    with pytest.raises(PrivacyError):
+        ln3.as_fraction()
+
+
+def test_differences_may_leave_the_usual_form_but_never_go_negative() -> None:
+    budget = LogEpsilon.of(2)
+    left = budget - LogEpsilon(F(3, 2), F(1, 2**126))  # 2 - ln(3/2) - 2^-126
+    assert left.exp == F(2, 3) and left.extra == 2 - F(1, 2**126)
+    assert abs(ref(left) - (2 - mpmath.log(1.5))) < mpmath.mpf(10) ** -30
+    with pytest.raises(PrivacyError, match=">= 0"):
+        LogEpsilon(1) - "1/1000"
+    with pytest.raises(PrivacyError):
+        LogEpsilon(F(1, 2), F(1, 2))  # ln(1/2) + 1/2 < 0
+    with pytest.raises(PrivacyError):
+        LogEpsilon(0, 1)
+    assert isinstance(PrivacyError("x"), DPSparkError) and isinstance(PrivacyError("x"), ValueError)
+
+
+def test_exp_upper_matches_the_manifest_form_for_tiny_bias() -> None:
+    r, b = F(7, 5), F(3, 2**126)
+    assert LogEpsilon(r, b).exp_upper() == r / (1 - b)  # what release manifests record today
+    assert LogEpsilon(r, 0).exp_upper() == r
+
+
+@pytest.mark.parametrize("bad", [0.5, np.float64(0.5)])
+def test_floats_are_refused_with_a_reason(bad: object) -> None:
+    with pytest.raises(TypeError, match="float"):
+        LogEpsilon(bad)
+    with pytest.raises(TypeError, match="float"):
+        LogEpsilon.of(bad)
+    with pytest.raises(TypeError, match="float"):
+        LogEpsilon(2, bad)
+    with pytest.raises(TypeError):
+        LogEpsilon(2) * 2.0  # type: ignore[operator]
+    with pytest.raises(TypeError):
+        LogEpsilon(2) * -1
+
+
+def test_description_round_trip_with_huge_parts() -> None:
+    a = LogEpsilon(F(3**300, 2**400), F(5, 2**700))
+    d = a.describe()
+    assert isinstance(d["exp"]["num"], str) and d["exp"]["num"].startswith("0x")
+    assert LogEpsilon.from_description(d) == a
+    small = LogEpsilon(F(3, 2), F(1, 10))
+    assert small.describe()["exp"] == {"num": 3, "den": 2}
+    assert LogEpsilon.from_description(small.describe()) == small
+
+
+def test_certified_helpers_round_outward() -> None:
+    x = F(1, 3)
+    assert certified.round_up(x, 4) == F(6, 16) and certified.round_down(x, 4) == F(5, 16)
+    assert certified.round_up(-x, 4) == F(-5, 16) and certified.round_up(F(1, 4), 4) == F(1, 4)
+    lo, hi = certified.sqrt_bounds(F(2), 100)
+    assert lo * lo <= 2 <= hi * hi
+    with pytest.raises(PrivacyError):
+        certified.ln_bounds(F(0))
