@@ -183,8 +183,6 @@ def open_release(
     if not root.is_dir():
         raise ReleaseFormatError(f"{root}: not a release directory (missing or not a directory)")
     manifest = read_manifest(root, limits)
-    if manifest.kind == "compact":
-        from dpspark.lookup.compact import CompactReleaseLookup
+    from dpspark.lookup.kinds import reader_for
 
-        return CompactReleaseLookup(root, manifest=manifest, verify=verify, limits=limits)
-    return ReleaseLookup(root, verify=verify, limits=limits, manifest=manifest)
+    return reader_for(manifest.kind, str(root / "manifest.json"))(root, manifest=manifest, verify=verify, limits=limits)

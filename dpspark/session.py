@@ -1,0 +1,186 @@
+"""The Python API: releases from a DataFrame, a table or a path, against one exactly composed budget.
+
+>>> import dpspark                                                             # doctest: +SKIP
+>>> with dpspark.Session(df, max_units=50_000, unit_column="user_id",
+...                      budget={"epsilon": "2", "delta": "1e-8"}) as s:       # doctest: +SKIP
+...     h = s.histogram(keys=["city"], universe={"kind": "string", "max_bytes": 15},
+...                     mechanism="stability", epsilon="1", delta="1e-9", output="releases/city")
+...     h.to_pandas()          # key columns, noisy_count, error bars
+...     s.remaining            # exact budget left
+
+Every keyword is the TOML config's field of the same name, so both interfaces share one validator
+(:func:`dpspark.config.parse_config`). ``epsilon`` and ``delta`` are the release's total: with
+``max_keys_per_unit = k`` each bin gets epsilon/k (and delta/k). A release is refused before any data is
+read when the session budget (or the ledger) cannot pay for it; the spend is never refunded.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from dpspark.errors import DPSparkError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from dpspark.config import ReleaseSpec
+    from dpspark.rng import RandomSource
+
+
+class SessionBudgetExceeded(DPSparkError, ValueError):
+    """A release would overspend the session's budget (checked before any data is read)."""
+
+
+class Session:
+    """A privacy session over one dataset (see the module docstring).
+
+    ``data``: a Spark DataFrame (its SparkSession is reused), a pandas DataFrame, a pyarrow Table, or a
+    path to a Parquet/CSV/ORC/JSON file or directory. ``budget``: ``{"epsilon": ..., "delta": ...}``
+    as exact strings, the session's total under add/remove of one unit among at most ``max_units``;
+    None for no session budget. ``ledger``/``dataset``: charge a persistent ledger too.
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        *,
+        max_units: int,
+        unit_column: str | None = None,
+        budget: Mapping[str, Any] | None = None,
+        ledger: str | os.PathLike[str] | None = None,
+        dataset: str | None = None,
+        spark: "SparkSession | None" = None,
+        rng: "RandomSource | None" = None,
+        progress: Any = None,
+    ) -> None:
+        from dpspark.privacy import AddRemove, Budget
+
+        if (ledger is None) != (dataset is None):
+            raise SessionBudgetExceeded("ledger and dataset go together: name both, or neither")
+        self.max_units = max_units
+        self.unit_column = unit_column
+        self.ledger = None if ledger is None else Path(ledger).resolve()
+        self.dataset = dataset
+        self.rng = rng
+        self.progress = progress if progress is not None else (lambda _m: None)
+        self._data = data
+        self._spark = spark
+        self._own_spark = False
+        self._df: "DataFrame | None" = None
+        self.budget = None if budget is None else Budget(dict(budget), AddRemove(max_units))
+        self.releases: list[Path] = []
+
+    # --- context manager ---------------------------------------------------------------------
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the Spark session if this Session started it (a reused one is left running)."""
+        if self._own_spark and self._spark is not None:
+            self._spark.stop()
+        self._spark = None
+        self._df = None
+
+    # --- budget ------------------------------------------------------------------------------
+    @property
+    def remaining(self) -> Any:
+        """The exact budget left (a :mod:`dpspark.privacy` measure), or None without a session budget."""
+        return None if self.budget is None else self.budget.remaining
+
+    def _statement(self, spec: "ReleaseSpec") -> Any:
+        from dpspark.privacy import AddRemove, PrivacyStatement
+        from dpspark.privacy.measures import ApproxDP, PureDP
+
+        measure = PureDP(spec.epsilon) if spec.delta is None else ApproxDP(spec.epsilon, spec.delta)
+        return PrivacyStatement(measure, AddRemove(spec.max_units), f"{spec.mechanism}: the configured budget "
+                                "(an exact upper bound on the release's certified statement)")
+
+    # --- data --------------------------------------------------------------------------------
+    def _frame(self) -> "DataFrame":
+        """The input as a Spark DataFrame (created once; a Spark DataFrame is used as it is)."""
+        if self._df is not None:
+            return self._df
+        data = self._data
+        if hasattr(data, "sparkSession") and hasattr(data, "schema"):
+            self._spark = data.sparkSession
+            self._df = data
+            return data
+        spark = self._spark_session()
+        if isinstance(data, (str, os.PathLike)):
+            from dpspark.config import InputSpec
+            from dpspark.spark.counts import read_input
+
+            path = str(Path(data).resolve())
+            fmt = {"pq": "parquet", "jsonl": "json"}.get(Path(path).suffix.lstrip(".").lower(),
+                                                       Path(path).suffix.lstrip(".").lower() or "parquet")
+            self._df = read_input(spark, InputSpec(path, None, fmt))
+        else:
+            import pyarrow as pa
+
+            table = data if isinstance(data, pa.Table) else pa.Table.from_pandas(data, preserve_index=False)
+            self._df = spark.createDataFrame(table)
+        return self._df
+
+    def _spark_session(self) -> "SparkSession":
+        if self._spark is None:
+            from pyspark.sql import SparkSession
+
+            active = SparkSession.getActiveSession()
+            if active is not None:
+                self._spark = active
+            else:
+                from dpspark.spark.session import local_session
+
+                self._spark = local_session("dpspark-session", "local[*]")
+                self._own_spark = True
+        return self._spark
+
+    # --- releases ----------------------------------------------------------------------------
+    def spec(self, *, keys: list[str] | str, universe: Mapping[str, Any], mechanism: str, epsilon: Any,
+             output: str | os.PathLike[str] | None = None, **privacy: Any) -> "ReleaseSpec":
+        """The validated :class:`~dpspark.config.ReleaseSpec` a :meth:`histogram` call would run."""
+        from dpspark.config import ReleaseSpec
+
+        out = Path(output) if output is not None else Path(tempfile.mkdtemp(prefix="dpspark-")) / "release"
+        priv = {"mechanism": mechanism, "epsilon": epsilon, "max_units": self.max_units,
+                **({"unit_column": self.unit_column} if self.unit_column else {}),
+                **{k: v for k, v in privacy.items() if v is not None}}
+        raw: dict[str, Any] = {
+            "keys": {"columns": [keys] if isinstance(keys, str) else list(keys)},
+            "universe": dict(universe),
+            "privacy": priv,
+            "output": {"path": str(out.resolve())},
+        }
+        if self.ledger is not None:
+            raw["budget"] = {"ledger": str(self.ledger), "dataset": self.dataset}
+        return ReleaseSpec.from_dict(raw, input_given=True)
+
+    def histogram(self, *, keys: list[str] | str, universe: Mapping[str, Any], mechanism: str, epsilon: Any,
+                  output: str | os.PathLike[str] | None = None, **privacy: Any) -> Any:
+        """Run one histogram release and open it (``.to_pandas()``, ``.count(key)``, ``.estimate(key)``).
+
+        Every ``[privacy]`` field is a keyword: ``delta``, ``beta``, ``max_keys_per_unit``,
+        ``max_rows_per_key``, ``on_excess_units``, ``out_of_universe``, ``pad_seconds`` and the
+        mechanism's own options (``gamma``, ``m``, ``sampler``).
+        """
+        from dpspark.job import run_release
+        from dpspark.lookup import open_release
+
+        spec = self.spec(keys=keys, universe=universe, mechanism=mechanism, epsilon=epsilon, output=output, **privacy)
+        statement = self._statement(spec)
+        if self.budget is not None and not self.budget.can_spend(statement):
+            raise SessionBudgetExceeded(
+                f"this release ({statement.measure.text()}) exceeds the session budget left: "
+                f"{self.budget.remaining.text()}; nothing was read and nothing was spent")
+        df = self._frame()
+        if self.budget is not None:
+            self.budget.spend(statement)  # committed before any data is read; never refunded
+        out = run_release(spec, data=df, rng=self.rng, progress=self.progress)
+        self.releases.append(out)
+        return open_release(out)
