@@ -400,3 +400,50 @@ def l2_rho(mech: DiscreteGaussian, l2_sensitivity: RationalLike) -> Fraction:
     if delta < 0:
         raise DGaussError("l2_sensitivity must be >= 0")
     return (1 + mech.eta) * delta * delta / (2 * mech.sigma * mech.sigma)
+
+
+def sigma_grid_next(lower: Fraction, digits: int = 3) -> Fraction:
+    """The smallest sigma >= ``lower`` of the form k 10^e with k a ``digits``-digit integer (sigma >= 1)."""
+    lower = max(lower, MIN_SIGMA)
+    e = -(digits - 1)
+    while Fraction(10) ** (e + digits) <= lower:  # public: about log10(sigma) steps
+        e += 1
+    scale = Fraction(10) ** e
+    x = lower / scale  # in [1, 10^digits)
+    k = -((-x.numerator) // x.denominator)  # ceil; sigma = k 10^e >= lower
+    return k * scale
+
+
+def smallest_sigma(
+    rho_target: RationalLike,
+    sensitivity: RationalLike,
+    *,
+    digits: int = 3,
+    bits: int = 128,
+    data_radius: int = 0,
+) -> Fraction:
+    """Smallest sigma on the grid k 10^e (k with ``digits`` digits) whose certified rho meets the target.
+
+    The certified rho for l2 sensitivity Delta is ``l2_rho`` = (1 + eta) Delta^2 / (2 sigma^2)
+    of the sampler actually built at that sigma (eta from its certificate, 0 with
+    the default floor). Raises DGaussError if no sigma <= 10^5 qualifies.
+    """
+    rho = parse_rational(rho_target, "rho_target")
+    delta = parse_rational(sensitivity, "sensitivity")
+    if rho <= 0 or delta < 0:
+        raise DGaussError("rho_target must be > 0 and sensitivity >= 0")
+    sigma = sigma_grid_next(Fraction(0), digits)
+    need = delta * delta / (2 * rho)  # sigma^2 >= need when eta = 0
+    if need > sigma * sigma:
+        root = Fraction(isqrt(need.numerator * need.denominator), need.denominator)  # <= sqrt(need)
+        sigma = sigma_grid_next(root, digits)
+        while sigma * sigma < need:  # root was rounded down: at most a few grid steps
+            sigma = sigma_grid_next(sigma + Fraction(1, 10**digits), digits)
+    for _ in range(1000):  # public bound; a step is taken only if eta > 0 at this sigma
+        if sigma > MAX_SIGMA:
+            break
+        mech = DiscreteGaussian(sigma=sigma, bits=bits, data_radius=data_radius)
+        if l2_rho(mech, delta) <= rho:
+            return sigma
+        sigma = sigma_grid_next(sigma * (1 + Fraction(1, 10**digits)), digits)
+    raise DGaussError(f"no sigma <= {MAX_SIGMA} on the grid meets rho = {rho} at sensitivity {delta}")

@@ -250,3 +250,22 @@ def certify(mech: "DiscreteGaussian", max_shift: int = 4, *, verify_weights: boo
 
 
 verify_weights_fn = verify_weights
+
+
+def certified_table(sigmas: list, max_shift: int = 4, *, verify_weights: bool = True, bits: int = 128) -> list[dict]:
+    """Certificate rows (sigma, eta_max, rho(1..max_shift), ok) for a list of sigmas (exact values)."""
+    from dpspark.noise.dgauss import DiscreteGaussian
+
+    rows = []
+    for s in sigmas:
+        mech = DiscreteGaussian(sigma=s, bits=bits)
+        cert = certify(mech, max_shift, verify_weights=verify_weights)
+        rows.append({
+            "sigma": str(mech.sigma),
+            "ok": cert.ok,
+            "eta_max": None if cert.eta_max is None else str(cert.eta_max),
+            "rho": [None if b.rho is None else str(b.rho) for b in cert.bounds],
+            "floor": mech.floor,
+            "T": mech.T,
+        })
+    return rows
