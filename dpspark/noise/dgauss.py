@@ -65,7 +65,7 @@ from dpspark.rng import RandomSource
 
 #: sigma range in sampler units (larger scales: round to a grid, see dpspark.noise.grid)
 MIN_SIGMA = Fraction(1)
-MAX_SIGMA = Fraction(10**5)
+MAX_SIGMA = Fraction(10**4)
 #: e + 1 + (b <= 1) is at most this when the floor is chosen automatically (checked after construction)
 _EXTRA_MAX = 4
 
@@ -99,7 +99,7 @@ class DiscreteGaussian:
     Time: ``rounds`` = bitlen(m-1) scaled-CDF evaluations per sample, whatever U is.
 
     Parameters: ``sigma`` exact (str, int or Fraction; a float is a TypeError),
-    1 <= sigma <= 10^5; ``data_radius`` r >= 0, a public bound on |x - centre| so
+    1 <= sigma <= 10^4; ``data_radius`` r >= 0, a public bound on |x - centre| so
     that ``add`` returns x + Z without wrap-around inside the Gaussian body;
     ``bits`` (64..128), d = 2^bits; ``floor`` forces the uniform floor f (test
     hook: a too-small floor makes the certificate report eta > 0 or infinity).
@@ -426,7 +426,7 @@ def smallest_sigma(
 
     The certified rho for l2 sensitivity Delta is ``l2_rho`` = (1 + eta) Delta^2 / (2 sigma^2)
     of the sampler actually built at that sigma (eta from its certificate, 0 with
-    the default floor). Raises DGaussError if no sigma <= 10^5 qualifies.
+    the default floor). Raises DGaussError if no sigma <= 10^4 qualifies.
     """
     rho = parse_rational(rho_target, "rho_target")
     delta = parse_rational(sensitivity, "sensitivity")

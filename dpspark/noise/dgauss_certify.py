@@ -80,7 +80,7 @@ class Certificate:
 
 
 def verify_weights(mech: "DiscreteGaussian", ys: range | list[int] | None = None, prec: int | None = None) -> list[int]:
-    """y values (|y| <= T by symmetry) whose stored floor is NOT the certified floor(W e^{-y^2/2s^2}).
+    """y values whose stored weight is wrong: a Gaussian floor that is NOT floor(W e^{-y^2/2s^2}), certified.
 
     Each check is a direct arb evaluation (no recurrence), the stored integer g
     must satisfy g <= W e^{-y^2/2s^2} < g + 1 as a certified ball inclusion.
@@ -88,6 +88,15 @@ def verify_weights(mech: "DiscreteGaussian", ys: range | list[int] | None = None
     """
     prec = prec or mech.bits + 64
     bad = []
+    # The weights the sampler uses must have the structure the mixture proof assumes:
+    # w(y) = stored floor + f + e + (0 or 1) in the body (+ the centre correction), f beyond it.
+    base = mech.floor + mech.extra
+    for y in range(-mech.T, mech.T + 1):
+        rest = mech.weight(y) - mech.gaussian_floor(y) - base - (mech.centre_add if y == 0 else 0)
+        if rest not in (0, 1):
+            bad.append(y)
+    if sum(mech.weight(y) for y in range(-mech.T, mech.T + 1)) + mech.floor * (mech.m - 2 * mech.T - 1) != mech.d:
+        bad.append(mech.R + 1)  # the weights must sum to d exactly (beyond T they are f by construction)
     ys = range(mech.T + 1) if ys is None else ys
     with dw.precision(prec):
         for y in ys:
