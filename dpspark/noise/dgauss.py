@@ -16,7 +16,7 @@ is certified (fixed-point integers with one-sided rounding, arb balls where
 those straddle an integer). The noise is Z = sample(U) for ONE uniform U on
 [1, d]: the generalised inverse of the integer scaled CDF, found by a binary
 search with exactly ``rounds`` = bitlen(m - 1) CDF evaluations for every U.
-d is a power of two, so ``rng.uniform(d)`` is exact (no bias term).
+d is a power of two, so U = rng.bits(bits) + 1 is exactly uniform (no bias term).
 
 The mechanism on an integer statistic x is x -> (x + Z) mod m; ``add`` returns
 its representative in the public window [c - R, c + R] around a public centre
@@ -95,7 +95,7 @@ class DiscreteGaussian:
     Privacy: ``(x + Z) mod m`` is ``zcdp_rho(|x - x'|)``-zCDP; with the default
     floor that is exactly s^2/(2 sigma^2) (see the module docstring for the
     theorem and :meth:`certify` for the certificate of the implemented law).
-    Randomness: one U uniform on [1, d], d = 2^bits (exact; no rng bias term).
+    Randomness: one U uniform on [1, d], d = 2^bits: U = rng.bits(bits) + 1 (exact; no rng bias term).
     Time: ``rounds`` = bitlen(m-1) scaled-CDF evaluations per sample, whatever U is.
 
     Parameters: ``sigma`` exact (str, int or Fraction; a float is a TypeError),
@@ -258,11 +258,11 @@ class DiscreteGaussian:
         return pos + 1 - self.R
 
     def draw(self, rng: RandomSource) -> int:
-        """One sample with U = rng.uniform(d)."""
-        return self._search(rng.uniform(self.d))
+        """One sample with U = rng.bits(bits) + 1, uniform on [1, d] exactly (d = 2^bits)."""
+        return self._search(rng.bits(self.bits) + 1)
 
     def draw_many(self, k: int, rng: RandomSource) -> np.ndarray:
-        """k samples as int64, from the same k draws of ``rng.uniform(d)`` that k ``draw`` calls make.
+        """k samples as int64, from the same k calls ``rng.bits(bits)`` that k ``draw`` calls make.
 
         Vectorised over the batch: a fixed-round search of the body table on
         (high, low) uint64 words, plus the closed-form floor regions for every
@@ -271,17 +271,20 @@ class DiscreteGaussian:
         k = _check_int(k, "k")
         if k < 0:
             raise ValueError("k must be >= 0")
-        us = [rng.uniform(self.d) for _ in range(k)]
-        return self.inverse_many(us)
+        bits, nb = rng.bits, self.bits
+        return self._inverse_m1([bits(nb) for _ in range(k)])
 
     def inverse_many(self, us: Sequence[int]) -> np.ndarray:
         """sample(u) for every u of ``us`` (each in [1, d]), vectorised; same values as ``sample``."""
-        k = len(us)
+        if len(us) and (min(us) < 1 or max(us) > self.d):
+            raise ValueError("every u must be in [1, d]")
+        return self._inverse_m1([u - 1 for u in us])
+
+    def _inverse_m1(self, um1: list[int]) -> np.ndarray:
+        """sample(v + 1) for every v in ``um1`` (each in [0, d))."""
+        k = len(um1)
         if k == 0:
             return np.zeros(0, dtype=np.int64)
-        if min(us) < 1 or max(us) > self.d:
-            raise ValueError("every u must be in [1, d]")
-        um1 = [u - 1 for u in us]
         uh, ul = _split_words(um1)
         th, tl = self._fm1_hi, self._fm1_lo
         n = len(self._cum)
