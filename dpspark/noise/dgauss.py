@@ -166,42 +166,40 @@ class DiscreteGaussian:
         else:
             self.extra, self.bump = divmod(slack, body)
             self.centre_add = 0
-        base = f0 + self.extra
-        wb = [gf[-y] + base for y in range(-T, 0)] + [gf[y] + base for y in range(T + 1)]
-        reach = min(T, self.bump // 2 + 1)
-        for y in range(-reach, reach + 1):  # the +1 corrections and the centre (public positions)
-            wb[y + T] = self._body_weight(y)
+        # Body weights: gf + f + e, plus 1 at |y| <= bump//2 (y != 0) and at 0 if bump is odd.
+        base, half = f0 + self.extra, self.bump // 2
+        right = [gf[y] + base + (y <= half) for y in range(1, T + 1)]
+        centre = gf[0] + base + (self.bump & 1) + self.centre_add
+        wb = right[::-1]
+        wb.append(centre)
+        wb += right
         cum = list(accumulate(wb))
         self._left = f0 * (R - T)  # mass of the left floor [-R, -T-1]
+        self._body_mass = cum[-1]
         if self._left + cum[-1] + f0 * (R - T) != d:  # pragma: no cover - construction invariant
             raise ArithmeticError("weights do not sum to 2^bits")
-        self._wb = wb
-        self._cum = cum  # cum[j] = sum of the body weights at -T..-T+j
+        self._n_body = len(wb)
+        self._wmin = min(min(wb), f0) if R > T else min(wb)
         # Excess over the floor, cumulative, for the branch-free scaled CDF: xs[k] = sum_{i<k} (wb[i] - f0).
-        self._excess = [0] + [c - f0 * (j + 1) for j, c in enumerate(cum)]
-        self._fm1_hi, self._fm1_lo = _split_words([self._left + c - 1 for c in cum])
+        self._excess = list(accumulate((w - f0 for w in wb), initial=0))
+        left_m1 = self._left - 1
+        self._fm1_hi, self._fm1_lo = _split_words([left_m1 + c for c in cum])
 
     # ----- weights and CDF -------------------------------------------------------------
-
-    def _body_weight(self, y: int) -> int:
-        a = abs(y)
-        w = self._gfloor[a] + self.floor + self.extra
-        if (y == 0 and self.bump % 2 == 1) or (1 <= a <= self.bump // 2):
-            w += 1
-        if y == 0:
-            w += self.centre_add
-        return w
 
     def weight(self, y: int) -> int:
         """The integer weight w(y) = d * Pr[Z = y] for y in [-R, R]."""
         y = _check_int(y, "y")
         if not -self.R <= y <= self.R:
             raise ValueError(f"y must be in [-R, R] = [-{self.R}, {self.R}]")
-        return self._wb[y + self.T] if abs(y) <= self.T else self.floor
+        if abs(y) > self.T:
+            return self.floor
+        j = y + self.T
+        return self._excess[j + 1] - self._excess[j] + self.floor
 
     def weight_min(self) -> int:
         """The smallest weight over Z_m (0 means unequal supports for some shift)."""
-        return min(min(self._wb), self.floor) if self.R > self.T else min(self._wb)
+        return self._wmin
 
     def gaussian_floor(self, y: int) -> int:
         """The stored Gaussian part floor(W exp(-y^2/2sigma^2)) of w(y) (0 outside the body)."""
@@ -287,7 +285,7 @@ class DiscreteGaussian:
             return np.zeros(0, dtype=np.int64)
         uh, ul = _split_words(um1)
         th, tl = self._fm1_hi, self._fm1_lo
-        n = len(self._cum)
+        n = self._n_body
         pos = np.full(k, -1, dtype=np.int64)
         step = 1 << (n.bit_length() - 1)
         while step:
@@ -305,7 +303,7 @@ class DiscreteGaussian:
             lh, ll = _split_words([self._left])
             left = (uh < lh[0]) | ((uh == lh[0]) & (ul < ll[0]))  # u - 1 < left mass
             y_left = (np.minimum(u_obj, self._left) // f0).astype(np.int64) - R
-            over = np.maximum(np.minimum(u_obj - (self._left + self._cum[-1]), f0 * (R - T)), 0)
+            over = np.maximum(np.minimum(u_obj - (self._left + self._body_mass), f0 * (R - T)), 0)
             y_right = (over // f0).astype(np.int64) + T + 1
             out = np.where(left, y_left, np.where(j == n, y_right, out))
         return out.astype(np.int64)
