@@ -2,15 +2,15 @@
 
 Mechanism
 ---------
-``DiscreteGaussian(sigma=s, data_radius=r)`` fixes integer weights w(y) on the
+``DiscreteGaussian(sigma=sigma, data_radius=r)`` fixes integer weights w(y) on the
 cyclic group Z_m, m = 2R + 1, represented as y in [-R, R], with total
 d = 2^bits:
 
-    w(y) = floor(W exp(-y^2 / (2 s^2))) + f + e + b(y)    for |y| <= T (the body),
-    w(y) = f                                              for T < |y| <= R,
+    w(y) = floor(W exp(-y^2 / (2 sigma^2))) + f + e + b(y)    for |y| <= T (the body),
+    w(y) = f                                                  for T < |y| <= R,
 
-where W is an integer, T the last y with floor(W e^{-y^2/2s^2}) >= 1,
-R = T + r, f the uniform floor, e in {2, 3} and b(y) in {0, 1} two small
+where W is an integer, T the last y with floor(W e^{-y^2/2sigma^2}) >= 1,
+R = T + r, f the uniform floor, e >= 2 (2 or 3) and b(y) in {0, 1} two small
 symmetric corrections that make the total exactly 2^bits. Every Gaussian floor
 is certified (fixed-point integers with one-sided rounding, arb balls where
 those straddle an integer). The noise is Z = sample(U) for ONE uniform U on
@@ -36,12 +36,12 @@ rho(s) as an exact Fraction; with the default floor, lambda <= 1/(2 sigma^2)
 and rho(s) = s^2/(2 sigma^2) exactly (eta = 0).
 
 Proof (checked by :func:`dpspark.noise.dgauss_certify.certify`): write
-w = g_per + h on Z_m with g_per(y) = sum_k W e^{-(y+km)^2/2s^2} the periodised
+w = g_per + h on Z_m with g_per(y) = sum_k W e^{-(y+km)^2/2sigma^2} the periodised
 ideal Gaussian. The certified floors give h(y) in (f - 1 - tau, f + e + 1],
 tau a certified bound on the periodisation tail, so h > 0. The Renyi sum
 x^a y^(1-a) is jointly convex and 1-homogeneous, hence subadditive, so
 sum_y w(y)^a w(y-s)^(1-a) <= [sum over Z for the ideal Gaussian] + [same for h].
-The first is at most (sum g) e^{a(a-1) s^2/2s^2} by Canonne-Kamath-Steinke 2020
+The first is at most (sum g) e^{a(a-1) s^2/2sigma^2} by Canonne-Kamath-Steinke 2020
 (Prop. 5: the shifted theta sum is maximal at shift 0); the second at most
 (sum h) e^{(a-1) lambda} with lambda = ln(max h / min h) <= (f+e+1)/(f-1-tau) - 1.
 Dividing by d = sum g + sum h gives D_alpha <= max(alpha s^2/2sigma^2, lambda).
@@ -66,8 +66,8 @@ from dpspark.rng import RandomSource
 #: sigma range in sampler units (larger scales: round to a grid, see dpspark.noise.grid)
 MIN_SIGMA = Fraction(1)
 MAX_SIGMA = Fraction(10**4)
-#: e + 1 + (b <= 1) is at most this when the floor is chosen automatically (checked after construction)
-_EXTRA_MAX = 4
+#: the automatic floor covers e <= this (e is 2 or 3; the certificate reports eta > 0 otherwise)
+_E_MAX = 3
 
 
 class DGaussError(DPSparkError, ValueError):
@@ -148,7 +148,8 @@ class DiscreteGaussian:
         # Periodisation tail tau (valid for every W <= W0, since it is increasing in W).
         self.tau = tau = dw.tail_bound(W0, s, R, P)
         if floor is None:
-            need = 2 * s * s * (_EXTRA_MAX + 1 + tau) + 1 + tau  # f - 1 - tau >= 2 s^2 (e + 2 + tau)
+            # lambda <= (f+e+1)/(f-1-tau) - 1 <= 1/(2 sigma^2)  <=>  f - 1 - tau >= 2 sigma^2 (e + 2 + tau)
+            need = 2 * s * s * (_E_MAX + 2 + tau) + 1 + tau
             f0 = need.__ceil__() + 1
         else:
             f0 = floor
