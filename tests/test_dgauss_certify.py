@@ -15,6 +15,7 @@ import pytest
 from dpspark.noise import (
     DGaussError,
     DiscreteGaussian,
+    certified_table,
     certify,
     grid_bound,
     l2_rho,
@@ -27,12 +28,13 @@ from dpspark.noise.dgauss_certify import cyclic_weights, verify_weights
 ETA = Fraction(1, 1000)
 
 
-@pytest.mark.parametrize("sigma", ["1", "2", "10", "1000"])
+@pytest.mark.parametrize("sigma", ["1", "2", "10", "1000", "10000"])
 def test_certified_rho_within_tenth_of_a_percent(sigma: str) -> None:
     mech = DiscreteGaussian(sigma=sigma)
-    cert = certify(mech, 4, verify_weights=sigma != "1000")
-    if sigma == "1000":  # full arb re-check of 12720 floors is slow under load: check every 53rd
-        assert verify_weights(mech, range(0, mech.T + 1, 53)) == []
+    full = int(sigma) <= 10
+    cert = certify(mech, 4, verify_weights=full)
+    if not full:  # the full arb re-check of 10^4..10^5 floors takes seconds: check a public sample
+        assert verify_weights(mech, range(0, mech.T + 1, 53 if sigma == "1000" else 997)) == []
     assert cert.ok and cert.within(ETA)
     for b in cert.bounds:
         ideal = Fraction(b.shift**2) / (2 * mech.sigma**2)
@@ -92,3 +94,10 @@ def test_smallest_sigma() -> None:
     assert sigma_grid_next(Fraction(12341, 10)) == 1240 and sigma_grid_next(Fraction(1)) == 1
     with pytest.raises(DGaussError):
         smallest_sigma("1e-12", 10)
+
+
+def test_certified_table_rows() -> None:
+    rows = certified_table(["1", "3/2", 7])
+    assert [r["sigma"] for r in rows] == ["1", "3/2", "7"]
+    assert all(r["ok"] and r["eta_max"] == "0" for r in rows)
+    assert rows[2]["rho"][0] == str(Fraction(1, 98))
