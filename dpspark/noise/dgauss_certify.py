@@ -110,6 +110,10 @@ def verify_weights(mech: "DiscreteGaussian", ys: range | list[int] | None = None
     return bad
 
 
+#: certify()'s keyword argument ``verify_weights`` shadows the function inside it
+_verify_weights = verify_weights
+
+
 def mixture_bounds(mech: "DiscreteGaussian", max_shift: int) -> tuple[ShiftBound, ...]:
     """rho(s) = max(s^2/2sigma^2, lambda) for s = 1..max_shift, or None if h is not certified positive."""
     lam = mech.lam
@@ -234,7 +238,7 @@ def certify(mech: "DiscreteGaussian", max_shift: int = 4, *, verify_weights: boo
     """
     if isinstance(max_shift, bool) or not isinstance(max_shift, int) or max_shift < 1:
         raise ValueError("max_shift must be an int >= 1")
-    bad: list[int] = verify_weights_fn(mech) if verify_weights else []
+    bad: list[int] = _verify_weights(mech) if verify_weights else []
     if method == "mixture":
         bounds = mixture_bounds(mech, max_shift)
         lo, hi = mech.h_bounds
@@ -257,8 +261,6 @@ def certify(mech: "DiscreteGaussian", max_shift: int = 4, *, verify_weights: boo
         details=details,
     )
 
-
-verify_weights_fn = verify_weights
 
 
 def certified_table(sigmas: list, max_shift: int = 4, *, verify_weights: bool = True, bits: int = 128) -> list[dict]:
