@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from dpspark.engine.stages import CountsStage
+from dpspark.engine.stages import CountsStage, SumsStage
 from dpspark.errors import DPSparkError
 
 if TYPE_CHECKING:
@@ -32,10 +32,34 @@ class SparkContext:
     """Stages on a Spark DataFrame; the input is cached when a mechanism makes more than one pass."""
 
     def __init__(self, df: "DataFrame", rng: "RandomSource", progress=None, passes: int = 1) -> None:  # type: ignore[no-untyped-def]
-        self.df = df.cache() if passes > 1 else df
+        self.df = df.cache() if passes > 1 else df  # read once when a mechanism makes several passes
         self.rng = rng
         self.progress = progress or (lambda _m: None)
         self.passes_run = 0
+        self._batch_secret: bytes | None = None
+
+    def batch_secret(self) -> bytes:
+        """The release's batch key: drawn once, on first use, so every pass puts a unit in the same batch."""
+        if self._batch_secret is None:
+            self._batch_secret = self.rng.bits(128).to_bytes(16, "big")
+        return self._batch_secret
+
+    def sums(self, stage: "SumsStage") -> list[dict[str, int]]:
+        """Per batch (ascending; one entry without batches): {"batch", "units", "sum_<col>"...} as exact ints."""
+        from dpspark.spark.sums import BATCH, clipped_sums
+
+        self.progress(f"pass {self.passes_run + 1}: clipped sums on Spark")
+        secret = self.batch_secret() if stage.batches is not None else None
+        table = clipped_sums(self.df, stage, secret)
+        self.passes_run += 1
+        rows = table.to_pylist()
+        out: dict[int, dict[str, int]] = {}
+        for r in rows:
+            b = int(r.pop(BATCH, 0) or 0)
+            out[b] = {k: (0 if v is None else int(v)) for k, v in r.items()}
+        nb = stage.batches or 1
+        names = ["units"] + [f"sum_{c}" for c in stage.columns]
+        return [{"batch": b, **out.get(b, dict.fromkeys(names, 0))} for b in range(nb)]  # empty batches too
 
     def counts_stage(self, spec: "ReleaseSpec") -> CountsStage:
         return CountsStage.from_spec(spec)

@@ -50,3 +50,57 @@ class CountsStage:
     def columns(self) -> list[str]:
         """Every input column the stage reads."""
         return list(self.key_columns) + ([self.unit_column] if self.unit_column else [])
+
+
+#: the largest exact integer a decimal(38,0) sum holds
+DECIMAL38_MAX = 10**38 - 1
+
+
+@dataclass(frozen=True)
+class SumsStage:
+    """Exact sums of clipped fixed-point columns per unit, summed over units, optionally per disjoint batch.
+
+    * each value x becomes the integer round(x * 2^scale_bits) (inputs are data, not noise; what follows is exact);
+    * a unit's values are summed per column over its rows, then clipped to [lo_j, hi_j] (integers), so one
+      unit moves column j's total by at most max(|lo_j|, |hi_j|) - the sensitivity is exact;
+    * ``batches = B``: unit u belongs to batch H_key(u) mod B, a keyed hash of the unit id alone under a key
+      drawn fresh per release (never written). Adding or removing a unit moves no other unit, under every
+      neighbour relation, and a record's content never decides its batch;
+    * totals are summed as decimal(38,0) in Spark (exact, associative); :meth:`check_capacity` refuses,
+      before any data is read, a stage whose largest possible total could exceed it.
+
+    The result holds, per batch (or once), the number of units and the clipped sum of each column.
+    """
+
+    columns: tuple[str, ...]
+    lo: tuple[int, ...]
+    hi: tuple[int, ...]
+    scale_bits: int
+    unit_column: str | None
+    max_units: int
+    batches: int | None = None
+
+    def __post_init__(self) -> None:
+        if not (len(self.columns) == len(self.lo) == len(self.hi)) or not self.columns:
+            raise ValueError("a sums stage needs one [lo, hi] per column")
+        if any(lo > hi for lo, hi in zip(self.lo, self.hi)):
+            raise ValueError("every clip range needs lo <= hi")
+        if not 0 <= self.scale_bits <= 64:
+            raise ValueError("scale_bits must lie in [0, 64]")
+        if self.batches is not None and not 1 <= self.batches <= 1 << 20:
+            raise ValueError("batches must lie in [1, 2^20]")
+        self.check_capacity()
+
+    def sensitivity(self) -> tuple[int, ...]:
+        """Per column, the most one unit moves the total: max(|lo|, |hi|) in fixed-point units."""
+        return tuple(max(abs(lo), abs(hi)) for lo, hi in zip(self.lo, self.hi))
+
+    def check_capacity(self) -> None:
+        """n units at the clip bounds cannot overflow a decimal(38,0) total (data-free)."""
+        if self.max_units * max(self.sensitivity()) > DECIMAL38_MAX:
+            raise ValueError("max_units x the clip bound exceeds decimal(38,0): lower the scale or the clip range")
+
+    @property
+    def input_columns(self) -> list[str]:
+        """Every input column the stage reads."""
+        return list(self.columns) + ([self.unit_column] if self.unit_column else [])
