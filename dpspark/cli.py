@@ -135,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except (ValueError, TypeError, OSError, RuntimeError) as err:
         print(f"dpspark {args.command}: error: {err}", file=sys.stderr)
+        for note in getattr(err, "__notes__", ()):  # e.g. that a failed release's budget stays spent
+            print(f"dpspark {args.command}: {note}", file=sys.stderr)
         return 2
 
 

@@ -30,7 +30,7 @@ Example (see ``conf/*.toml`` for commented versions)::
     [budget]                            # optional: spend from a persistent privacy-budget ledger
     ledger = "ledger.sqlite"
     dataset = "warehouse.queries"      # a declared id, not a path: copies cannot reset the budget
-    total_epsilon = "4"                # sets the dataset's total on first use
+    total_epsilon = "4"                # sets the dataset's total on first use; must match it afterwards
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class BudgetSpec:
     ledger: Path
     dataset: str
     total_epsilon: Fraction | None
-    total_delta: Fraction
+    total_delta: Fraction | None  # None when the config does not name it (the ledger's total stays as it is)
 
 
 @dataclass(frozen=True)
@@ -309,7 +309,7 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
             raise _fail(source, "budget.ledger must be a path and budget.dataset a declared dataset id")
         ledger = Path(b["ledger"]) if os.path.isabs(b["ledger"]) else (base / b["ledger"])
         total_eps = _exact(b, "total_epsilon", source, "budget") if "total_epsilon" in b else None
-        total_delta = _exact(b, "total_delta", source, "budget") if "total_delta" in b else Fraction(0)
+        total_delta = _exact(b, "total_delta", source, "budget") if "total_delta" in b else None
         budget = BudgetSpec(ledger.resolve(), b["dataset"], total_eps, total_delta)
     return ReleaseConfig(
         source=source,

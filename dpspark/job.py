@@ -156,11 +156,23 @@ def spend_budget(cfg: ReleaseConfig) -> Any:
     from dpspark.ledger import Ledger
 
     ledger = Ledger(cfg.budget.ledger)
-    if cfg.budget.total_epsilon is not None:
-        ledger.set_total(cfg.budget.dataset, cfg.budget.total_epsilon, cfg.budget.total_delta)
     # The configured epsilon bounds the exact one (checked by run_mechanism): ln(p/q) + bias <= epsilon.
-    record = ledger.spend(cfg.budget.dataset, cfg.epsilon, cfg.delta or 0, cfg.mechanism, str(cfg.output))
+    # [userfix] the config's totals and the privacy unit are checked by the ledger in the spend's transaction.
+    record = ledger.spend(
+        cfg.budget.dataset, cfg.epsilon, cfg.delta or 0, cfg.mechanism, str(cfg.output),
+        unit=cfg.unit_column, config_total_epsilon=cfg.budget.total_epsilon,
+        config_total_delta=cfg.budget.total_delta,
+    )
     return ledger, record
+
+
+def spent_kept_note(record: Any) -> str:
+    """What a failure after the spend means for the budget (the spend is kept: never refunded)."""
+    return (
+        f"The privacy budget of this release (epsilon = {record.epsilon}, delta = {record.delta} on dataset "
+        f"{record.dataset_id!r}) stays spent: it was committed before the data was read and is never refunded "
+        f"(ledger entry {record.id} is marked failed)."
+    )
 
 
 def job_spark_conf(cfg: ReleaseConfig) -> dict[str, str]:
@@ -185,9 +197,10 @@ def run_release(
     spent = spend_budget(cfg)  # committed before any data is read or noise drawn; never refunded
     try:
         out = _run_spark_and_mechanism(cfg, spark, rng, show)
-    except BaseException:
+    except BaseException as err:
         if spent is not None:
             spent[0].mark_failed(spent[1].id)
+            err.add_note(spent_kept_note(spent[1]))  # [userfix] the user must know the spend is not refunded
         raise
     if spent is not None:
         spent[0].mark_released(spent[1].id)
