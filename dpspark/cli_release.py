@@ -322,7 +322,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     marked = below[order]
     acc = rel.accuracy
     with matplotlib.rc_context({"font.family": chain}):
-        fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(values) + 2), 4.8))
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(values) + 2), 4.5))
         positions = np.arange(len(values))
         colors = ["#bbbbbb" if m else "#4c72b0" for m in marked]
         ax.bar(positions, values, yerr=acc.a_per_query, capsize=3, color=colors, ecolor="#333333")

@@ -240,7 +240,10 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
     try:
         universe = universe_from_dict(uspec, base_dir=base)
     except UniverseConfigError as err:
-        raise _fail(source, f"[universe] {err}") from None
+        text = str(err)
+        if "above the maximum of 2^256" in text:  # [userfix] one message with the chosen mechanism's real limit
+            text = text.split(" (max_bytes must be")[0] + "; " + universe_limit_text((raw.get("privacy") or {}).get("mechanism"))
+        raise _fail(source, f"[universe] {text}") from None
     ncomp = len(uspec.get("components", [])) if uspec.get("kind") == "tuple" else 1
     if ncomp != len(cols):
         raise _fail(source, f"keys.columns names {len(cols)} column(s) but the universe has {ncomp} component(s)")
@@ -282,7 +285,7 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
     if mechanism == "dense" and size > DENSE_MAX_BINS:
         raise _fail(source, f"mechanism 'dense' releases every bin; the universe has {size} > {DENSE_MAX_BINS} keys")
     if universe.index_width > 16 and mechanism != "compact":  # compact: binary(32) indexes, |X| <= 2^m <= 2^256
-        raise _fail(source, "universes larger than 2^128 keys are supported only by mechanism 'compact' (m = 192 or 256)")
+        raise _fail(source, f"the universe has more than 2^128 keys; {universe_limit_text(mechanism)}")
     unit = priv.get("unit_column")
     if unit is not None and (not isinstance(unit, str) or not unit):
         raise _fail(source, "privacy.unit_column must be a column name")
@@ -332,6 +335,15 @@ def parse_config(raw: Mapping[str, Any], source: Path, *, output: str | None = N
         sampler=sampler,
         pad_seconds=pad,
     )
+
+
+def universe_limit_text(mechanism: object) -> str:
+    """The largest universe ``mechanism`` takes, in words (for string and bytes universes: the largest max_bytes)."""
+    if mechanism == "compact":
+        return ("mechanism 'compact' takes universes of up to 2^256 keys (string/bytes keys: max_bytes <= 31, "
+                "with m = 256)")
+    return (f"mechanism {mechanism!r} takes universes of up to 2^128 keys (string/bytes keys: max_bytes <= 15); "
+            "only mechanism 'compact' takes larger ones, up to 2^256 keys (max_bytes <= 31)")
 
 
 def _compact_fields(priv: Mapping[str, Any], mechanism: str, source: Path) -> tuple[int | None, str]:

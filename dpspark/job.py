@@ -190,13 +190,16 @@ def run_release(
     """Run a whole release; returns the path of the published release directory."""
     from dpspark.release import check_output_path
 
+    from dpspark.release.manifest import utc_now
+
+    planned_utc = utc_now()  # [userfix] created_utc is the plan time: it must not depend on the data's size
     show = progress or stderr_progress()
     rng = rng or default_source()
     cfg.output.parent.mkdir(parents=True, exist_ok=True)
     check_output_path(cfg.output)  # before any noise: a published release is never overwritten
     spent = spend_budget(cfg)  # committed before any data is read or noise drawn; never refunded
     try:
-        out = _run_spark_and_mechanism(cfg, spark, rng, show)
+        out = _run_spark_and_mechanism(cfg, spark, rng, show, planned_utc)
     except BaseException as err:
         if spent is not None:
             spent[0].mark_failed(spent[1].id)
@@ -207,7 +210,9 @@ def run_release(
     return out
 
 
-def _run_spark_and_mechanism(cfg: ReleaseConfig, spark: "SparkSession | None", rng: RandomSource, show: Progress) -> Path:
+def _run_spark_and_mechanism(
+    cfg: ReleaseConfig, spark: "SparkSession | None", rng: RandomSource, show: Progress, created_utc: str | None = None
+) -> Path:
     from dpspark.spark.counts import collect_counts, counts_to_python, read_input, sparse_counts
 
     if spark is None:
@@ -237,14 +242,17 @@ def _run_spark_and_mechanism(cfg: ReleaseConfig, spark: "SparkSession | None", r
     if cfg.pad_seconds is not None:  # spec errata 10: the noise step's duration must not reveal |S| or the draws
         pad_until(started, float(cfg.pad_seconds))  # report: decides only when to return
     show("writing the release atomically")
-    out = write_release(cfg, release, rng.name)
+    out = write_release(cfg, release, rng.name, created_utc)
     show(f"release written: {out}")
     return out
 
 
-def write_release(cfg: ReleaseConfig, release: Union[HistogramRelease, "CompactRelease"], rng_name: str) -> Path:
-    """Write a sparse or compact release for ``cfg`` atomically."""
+def write_release(
+    cfg: ReleaseConfig, release: Union[HistogramRelease, "CompactRelease"], rng_name: str, created_utc: str | None = None
+) -> Path:
+    """Write a sparse or compact release for ``cfg`` atomically (``created_utc``: the job's start time)."""
     common: dict[str, Any] = {
+        "created_utc": created_utc,
         "universe": cfg.universe,
         "key_columns": list(cfg.key_columns),
         "config": cfg.exact_parameters(),
