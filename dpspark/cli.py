@@ -28,7 +28,9 @@ def _cmd_mechanism(args: argparse.Namespace) -> int:
     print(f"n              {mech.n}")
     print(f"e^eps~ = p/q   {mech.exp_eps}   (eps~ = {mech.epsilon_tilde:.6f}, requested eps = {args.epsilon})")  # report
     if "t" in desc:
-        print(f"gamma, t*      {desc['gamma']}, {desc['t']}")
+        from dpspark.lookup.describe import readable  # [userfix] no number longer than 20 digits
+
+        print(f"gamma, t*      {readable(mech.gamma)}, {desc['t']}")
     print(f"d              {mech.d.bit_length()} bits")
     print(f"error bar      +-{a} with probability >= 1 - {args.beta} (exact, worst case over the true count)")
     print(f"privacy        {mech.epsilon_tilde:.6f}-DP per count, exactly e^eps~ = {mech.exp_eps}; "  # report

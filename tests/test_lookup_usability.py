@@ -224,3 +224,23 @@ path = "out"
     assert expect in str(err.value) and "must be <= 31" not in str(err.value)
     if mechanism != "compact":
         assert "only mechanism 'compact'" in str(err.value)
+
+
+def test_pure_sparse_progress_is_in_words() -> None:
+    """2.2: no 's = 2^6079689' in the progress lines."""
+    from dpspark.counting import GeoSample
+    from dpspark.histogram import pure_sparse_histogram
+    from dpspark.rng import SeededRandom
+
+    lines: list[str] = []
+    pure_sparse_histogram(([1], [2]), 1000, 3, GeoSample(n=3, exp_eps=Fraction(3, 2)), Fraction(1, 60),
+                          SeededRandom(b"ps"), progress=lines.append)
+    first = lines[0]
+    assert "s = 2^" not in first and "empty keys" in first and "-bit numbers" in first
+    assert not any(re.search(r"\d{21}", line) for line in lines)
+
+
+def test_mechanism_command_prints_readable_gamma(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["mechanism", "--n", "1000", "--epsilon", "1/10", "--gamma", "2^-70", "--count", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "gamma, t*      2^-70," in out and not re.search(r"\d{21}", out)
