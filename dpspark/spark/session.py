@@ -96,9 +96,11 @@ def active_session(app_name: str) -> SparkSession:
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder.appName(app_name)
+    if SparkContext._active_spark_context is not None:  # already running: its static settings are fixed
+        return builder.getOrCreate()
     SparkContext._ensure_initialized()  # the JVM gateway, so SparkConf() sees spark-submit's settings
     given = SparkConf()  # what spark-submit passed (--conf, --properties-file, spark-defaults.conf)
-    builder = SparkSession.builder.appName(app_name)
     for key, value in QUIET_SUBMIT_CONF.items():
         if not given.contains(key):
             builder = builder.config(key, value)
