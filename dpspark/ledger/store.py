@@ -341,10 +341,13 @@ class Ledger:
         *,
         allow_increase: bool = False,
     ) -> Budget:
-        """Configure the dataset's total budget (exact). Raising an existing total needs ``allow_increase``.
+        """Set or change the dataset's total budget (exact): the operator's explicit act.
 
-        Setting the same total again is a no-op, so a job may pass its configured
-        total on every run. Lowering is always allowed. Returns the total now in force.
+        Raising an existing total needs ``allow_increase``; lowering is allowed
+        (even below what is spent: ``remaining`` then goes negative and every
+        spend is refused). Setting the same total again is a no-op. A release
+        config's totals never come here: :meth:`spend` checks them
+        (``config_total_epsilon``/``config_total_delta``). Returns the total now in force.
         """
         ds = check_dataset_id(dataset_id)
         eps = _amount(epsilon_total, "epsilon_total")
