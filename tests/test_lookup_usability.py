@@ -172,6 +172,7 @@ def test_plot_draws_cjk_with_a_font_or_escapes_it(monkeypatch: pytest.MonkeyPatc
     assert chain[0] == "DejaVu Sans" and all(name in plotfont.CJK_FONTS for name in chain[1:])
     drawable = plotfont.covered(chain)
     assert ord("A") in drawable
+    assert plotfont.drawable_label("Köln Ωμέγα", drawable) == "Köln Ωμέγα"  # the default font has these glyphs
     if not any(ord("東") in plotfont.covered([name]) for name in chain):
         assert plotfont.drawable_label("東京", drawable) == "\\u6771\\u4eac"  # no CJK font here: escaped
 

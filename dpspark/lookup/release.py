@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dpspark.lookup.describe import accuracy_text, condition_text, privacy_text
 from dpspark.lookup.keys import (
@@ -207,7 +208,7 @@ class ReleaseLookup(ManifestStatements):
             raise ReleaseFormatError(f"{self.path / 'bins.parquet'}: cannot read the bins ({type(exc).__name__})") from None
         if want is None or NOTE_COLUMN in want:
             marked = self.below_threshold(table.column("noisy_count").to_numpy())
-            note = pa.array([BELOW_THRESHOLD if m else None for m in marked.tolist()], type=pa.string())
+            note = pc.if_else(pa.array(marked), pa.scalar(BELOW_THRESHOLD), pa.scalar(None, pa.string()))
             table = table.append_column(NOTE_COLUMN, note)
             if want is not None:
                 table = table.select(want)
