@@ -189,7 +189,6 @@ def run_release(
 ) -> Path:
     """Run a whole release; returns the path of the published release directory."""
     from dpspark.release import check_output_path
-
     from dpspark.release.manifest import utc_now
 
     planned_utc = utc_now()  # [userfix] created_utc is the plan time: it must not depend on the data's size
