@@ -28,7 +28,9 @@ def _cmd_mechanism(args: argparse.Namespace) -> int:
     print(f"n              {mech.n}")
     print(f"e^eps~ = p/q   {mech.exp_eps}   (eps~ = {mech.epsilon_tilde:.6f}, requested eps = {args.epsilon})")  # report
     if "t" in desc:
-        print(f"gamma, t*      {desc['gamma']}, {desc['t']}")
+        from dpspark.lookup.describe import readable  # [userfix] no number longer than 20 digits
+
+        print(f"gamma, t*      {readable(mech.gamma)}, {desc['t']}")
     print(f"d              {mech.d.bit_length()} bits")
     print(f"error bar      +-{a} with probability >= 1 - {args.beta} (exact, worst case over the true count)")
     print(f"privacy        {mech.epsilon_tilde:.6f}-DP per count, exactly e^eps~ = {mech.exp_eps}; "  # report
@@ -49,6 +51,8 @@ def _cmd_release(args: argparse.Namespace) -> int:
     from dpspark.config import load_config
     from dpspark.job import describe_plan, run_release, stderr_progress
 
+    progress = stderr_progress()  # [userfix] the clock starts before Spark: JVM start-up shows as progress
+    progress(f"checking {args.config}")
     cfg = load_config(args.config, output=args.output)  # every config error surfaces before Spark starts
     if args.dry_run:
         import json
@@ -64,9 +68,10 @@ def _cmd_release(args: argparse.Namespace) -> int:
         from dpspark.spark.java import ensure_java_home
 
         ensure_java_home()
-        from pyspark.sql import SparkSession
+        from dpspark.spark.session import active_session
 
-        spark = SparkSession.builder.appName("dpspark-release").getOrCreate()
+        progress("starting Spark (the JVM takes 10-20 s)")
+        spark = active_session("dpspark-release")
     elif args.remote:
         from dpspark.spark.remote import remote_session
 
@@ -76,14 +81,22 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
         from dpspark.job import job_spark_conf
 
+        progress("starting local Spark (the JVM takes 10-20 s)")
         spark = local_session("dpspark-release", args.master, conf=job_spark_conf(cfg))
     try:
-        out = run_release(cfg, spark=spark, progress=stderr_progress())
+        out = run_release(cfg, spark=spark, progress=progress)
     finally:
         if remote is not None:
             remote.stop()  # releases the server-side session and its uploaded artifacts
     print(out)
     return 0
+
+
+def _sub(sub: "argparse._SubParsersAction[argparse.ArgumentParser]", name: str, summary: str,
+         example: str) -> argparse.ArgumentParser:
+    """A subcommand whose --help starts with a one-line description and ends with an example."""
+    return sub.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".",
+                          epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,7 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dpspark {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    mech = sub.add_parser("mechanism", help="show a counting mechanism and draw a few noisy counts")
+    mech = _sub(sub, "mechanism", "show a counting mechanism and draw a few noisy counts",
+                'dpspark mechanism --n 1000 --epsilon 1/2 --count 0 --count 10')
     mech.add_argument("--n", type=int, required=True, help="public bound on any count")
     mech.add_argument("--epsilon", required=True, help='exact epsilon, e.g. "1/10" (paper convention: eps~ <= eps/2)')
     mech.add_argument("--gamma", default=None, help='FastSample mixture weight 1/g, e.g. "2^-70"; omit for GeoSample')
@@ -101,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     mech.add_argument("--count", type=int, action="append", default=None, help="a true count (repeatable)")
     mech.set_defaults(func=_cmd_mechanism)
 
-    rel = sub.add_parser("release", help="run a release job from a TOML config on an embedded local Spark")
+    rel = _sub(sub, "release", "run a release job from a TOML config on an embedded local Spark",
+               "dpspark release --config conf/queries-stability.toml --output releases/queries")
     rel.add_argument("--config", required=True, help="release config (see conf/)")
     rel.add_argument("--output", default=None, help="override [output] path")
     where = rel.add_mutually_exclusive_group()
@@ -135,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args))
     except (ValueError, TypeError, OSError, RuntimeError) as err:
         print(f"dpspark {args.command}: error: {err}", file=sys.stderr)
+        for note in getattr(err, "__notes__", ()):  # e.g. that a failed release's budget stays spent
+            print(f"dpspark {args.command}: {note}", file=sys.stderr)
         return 2
 
 

@@ -4,6 +4,14 @@ The ledger path comes from ``--ledger``, else the ``DPSPARK_LEDGER`` environment
 variable, else ``dpspark-ledger.sqlite`` in the current directory. Showing a
 budget never creates a ledger; ``--total`` does (it is the operator's act of
 configuring the budget).
+
+Changing a total, up or down, is only ever done here (``--total``, with
+``--allow-increase`` to raise it): a release config's ``total_epsilon`` /
+``total_delta`` only set a missing total and must otherwise match.
+
+Example::
+
+    dpspark budget warehouse.queries --ledger ledger.sqlite --total 4 --delta-total 1e-6
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ import sys
 from fractions import Fraction
 from typing import TextIO
 
-from dpspark.ledger import Ledger, LedgerError, LedgerSummary
+from dpspark.ledger import Ledger, LedgerError, LedgerSummary, unit_words
 
 DEFAULT_LEDGER = "dpspark-ledger.sqlite"
 LEDGER_ENV = "DPSPARK_LEDGER"
@@ -36,6 +44,7 @@ def format_summary(summary: LedgerSummary, path: str) -> str:
         lines.append("total     (not configured: every spend is refused; set one with --total)")
     else:
         lines.append(f"total     epsilon = {summary.total.epsilon} (~{_approx(summary.total.epsilon)}), delta = {summary.total.delta}")
+    lines.append("unit      " + (unit_words(summary.unit) if summary.unit else "(not pinned yet: the first spend pins it)"))
     lines.append("")
     lines.append(f"{'id':>5}  {'created (UTC)':<27}  {'status':<8}  {'epsilon':>12}  {'delta':>12}  {'mechanism':<20}  release")
     for r in summary.releases:
@@ -79,10 +88,19 @@ def _cmd_budget(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 def add_budget_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register ``dpspark budget DATASET [--ledger PATH] [--total EPS]`` on the CLI's subparsers."""
-    p = subparsers.add_parser("budget", help="show a dataset's spent and remaining privacy budget")
+    p = subparsers.add_parser(
+        "budget",
+        help="show a dataset's spent and remaining privacy budget; --total sets or changes it",
+        description="Show a dataset's releases, spent and remaining privacy budget (exact); with --total, set or "
+        "change the dataset's total first (the only way to change a total).",
+        epilog="examples:\n  dpspark budget warehouse.queries --ledger ledger.sqlite\n"
+        "  dpspark budget warehouse.queries --ledger ledger.sqlite --total 4 --delta-total 1/1000000\n"
+        "  dpspark budget warehouse.queries --ledger ledger.sqlite --total 6 --allow-increase",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("dataset", help="the declared dataset id (as in the release config)")
     p.add_argument("--ledger", default=None, help=f"ledger file (default ${LEDGER_ENV} or ./{DEFAULT_LEDGER})")
     p.add_argument("--total", default=None, help='set the total epsilon budget first, exact (e.g. "1" or "1/2")')
     p.add_argument("--delta-total", default=None, help='with --total: the total delta, exact (default: keep, or 0)')
-    p.add_argument("--allow-increase", action="store_true", help="with --total: allow raising an existing total")
+    p.add_argument("--allow-increase", action="store_true", help="with --total: allow raising an existing total (lowering needs no flag)")
     p.set_defaults(func=_cmd_budget)

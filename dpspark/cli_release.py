@@ -1,25 +1,16 @@
-"""The ``dpspark lookup``, ``dpspark inspect`` and ``dpspark plot`` commands.
-
-Key syntax for ``lookup`` (parsed per the release's universe):
-
-* ``int_range`` and integer ``categorical`` / ``hashed(int)`` keys: decimal integers;
-* ``string``, string ``categorical`` and ``hashed(string)`` keys: the text as given;
-* ``bytes`` and ``hashed(bytes)`` keys: the UTF-8 bytes of the text;
-* tuple keys: components separated by commas; write ``\\,`` for a comma inside a
-  component and ``\\\\`` for a backslash.
-
-With ``--key-json`` each KEY is JSON instead: a number or string for scalar
-universes, a list for tuples, and ``{"hex": "00ff"}`` for arbitrary bytes.
-"""
+"""The ``dpspark lookup``, ``dpspark inspect`` and ``dpspark plot`` commands (see :data:`KEY_SYNTAX`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpspark.lookup.describe import short
+from dpspark.lookup.display import format_table, safe_text
 from dpspark.universe import (
     BytesUniverse,
     CategoricalUniverse,
@@ -28,6 +19,24 @@ from dpspark.universe import (
     StringUniverse,
     TupleUniverse,
     Universe,
+)
+
+
+KEY_SYNTAX = """\
+key syntax (parsed per the release's universe):
+  int_range, integer categorical / hashed(int) keys: decimal integers
+  string, string categorical, hashed(string) keys:   the text as given
+  bytes and hashed(bytes) keys:                      the UTF-8 bytes of the text
+  tuple keys: components separated by commas; write \\, for a comma inside a
+  component and \\\\ for a backslash.
+  With --key-json each KEY is JSON instead: a number or string for scalar
+  universes, a list for tuples, and {"hex": "00ff"} for arbitrary bytes.
+"""
+
+NO_VERIFY_HELP = (
+    "skip the sha256 check of the data files. This gives up the guarantee that the answers are the release's: "
+    "a damaged or altered file is read as is and can show wrong counts or WRONG KEYS (one flipped byte can show "
+    "one key's count under another key's name) with no error"
 )
 
 
@@ -86,7 +95,7 @@ def _scalar_from_json(u: Universe, value: Any, what: str) -> Any:
 
 
 def parse_key(universe: Universe, text: str, as_json: bool = False) -> Any:
-    """A KEY argument as a key of ``universe`` (see the module docstring for the syntax)."""
+    """A KEY argument as a key of ``universe`` (see :data:`KEY_SYNTAX`)."""
     comps = universe.components if isinstance(universe, TupleUniverse) else None
     if as_json:
         try:
@@ -141,25 +150,38 @@ def _fail(command: str, err: BaseException) -> int:
 
 
 def _cmd_lookup(args: argparse.Namespace) -> int:
+    """Answer every valid key; mark each invalid one by its position (never echoing it); exit 1 if any was invalid."""
     from dpspark.lookup import open_release
 
     try:
         rel = open_release(args.release, verify=not args.no_verify)
-        keys = [parse_key(rel.universe, k, args.key_json) for k in args.key]
-        estimates = [rel.estimate(k) for k in keys]
     except ValueError as err:
         return _fail("lookup", err)
     acc = rel.accuracy
     holds = "every key" if acc.per_query_above < 0 else f"true count > {acc.per_query_above}"
-    header = ("key", "noisy count", "error bar", "per-key bar holds if")
-    rows = [(k, str(e.value), f"+-{e.a}", holds) for k, e in zip(args.key, estimates)]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
-    for r in [header, *rows]:
-        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    rows: list[tuple[str, ...]] = [("key", "noisy count", "error bar", "per-key bar holds if")]
+    invalid: list[str] = []
+    for pos, text in enumerate(args.key, start=1):
+        try:
+            value = rel.estimate(parse_key(rel.universe, text, args.key_json))
+        except ValueError as err:  # KeyNotInUniverseError and key-syntax errors never contain the key
+            invalid.append(f"key #{pos}: {err}")
+            rows.append((f"(key #{pos}: invalid)", "-", "-", "see below"))
+            continue
+        note = "  (below threshold: may be noise)" if 0 < value.value <= acc.per_query_above else ""
+        rows.append((safe_text(text), str(value.value), f"+-{value.a}", holds + note))
+    for line in format_table(rows):
+        print(line)
     print()
     print(rel.accuracy_text)
     if rel.manifest.rng_test_only:
         print("WARNING: this release was made with a TEST-ONLY random generator; it is NOT private.")
+    if invalid:
+        for line in invalid:
+            print(f"dpspark lookup: invalid {line}", file=sys.stderr)
+        print(f"dpspark lookup: {len(invalid)} of {len(args.key)} keys were invalid (marked by position above)",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -182,7 +204,7 @@ def _file_status(root: Path, manifest: Any) -> list[tuple[str, str, bool]]:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    from dpspark.lookup.describe import accuracy_text, privacy_text, relation_line, short
+    from dpspark.lookup.describe import accuracy_text, privacy_text, relation_line
     from dpspark.release.manifest import read_manifest
     from dpspark.release.reader import load_universe
 
@@ -194,12 +216,13 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         universe = load_universe(m, root) if ok else None
     except ValueError as err:
         return _fail("inspect", err)
-    eps = "not given" if m.epsilon_requested is None else short(m.epsilon_requested)
+    eps = "not given" if m.epsilon_requested is None else short(m.epsilon_requested, args.exact)
     lines = [
         ("release", str(root)),
         ("kind", f"{m.kind} (schema version {m.schema_version}, dpspark {m.dpspark_version}, created {m.created_utc})"),
-        ("mechanism", f"{m.algorithm} with {m.counting} counts; requested eps = {eps}, delta = {short(m.delta_requested)}"),
-        ("e^eps~", f"{short(m.exp_epsilon_tilde)} (eps~ ~ {m.raw['mechanism']['epsilon_tilde']['float']})"),
+        ("mechanism", f"{m.algorithm} with {m.counting} counts; requested eps = {eps}, "
+                      f"delta = {short(m.delta_requested, args.exact)}"),
+        ("e^eps~", f"{short(m.exp_epsilon_tilde, args.exact)} (eps~ ~ {m.raw['mechanism']['epsilon_tilde']['float']:.6g})"),  # report
         ("add/remove", relation_line(m.add_remove, args.exact)),
         ("replacement", relation_line(m.replacement, args.exact)),
         ("n", f"{m.max_units} units at most (declared, public)"),
@@ -211,12 +234,14 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     if m.compact is not None:
         c = m.compact
         mech = c.counting
+        modulus = m.raw['compact']['field']['modulus_polynomial']
+        gamma = "" if not mech["gamma"] else short(Fraction(int(mech["gamma"]["num"]), int(mech["gamma"]["den"])), args.exact)
         lines[2:2] = [
-            ("field", f"GF(2^{c.m}), modulus {m.raw['compact']['field']['modulus_polynomial']} ({hex(c.modulus)})"),
+            ("field", f"GF(2^{c.m}), modulus {modulus}" + (f" ({hex(c.modulus)})" if args.exact else "")),
             ("polynomial", f"l = n + 1 = {c.ell} coefficients in {c.file} ({c.ell * c.byte_width} bytes of values)"),
             ("sampler G", f"{c.sampler['kind']} over [1, 2^{c.m}]; counts of empty bins are G(uniform), "
-                          f"its bound {short(max(c.eps_a, c.eps_b))} <= epsilon2 = {short(c.epsilon2)}"),
-            ("counts M", f"{mech['mechanism']}" + (f", gamma = {mech['gamma']['num']}/{mech['gamma']['den']}, t = {mech['t']}"
+                          f"its bound {short(max(c.eps_a, c.eps_b), args.exact)} <= epsilon2 = {short(c.epsilon2, args.exact)}"),
+            ("counts M", f"{mech['mechanism']}" + (f", gamma = {gamma}, t = {mech['t']}"
                                                    if mech["gamma"] else "") + (" (GeoSample fallback)" if mech["fallback"] else "")),
         ]
     width = max(len(k) for k, _ in lines)
@@ -224,9 +249,9 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         print(f"{k.ljust(width)}  {v}")
     print()
     print("Privacy:")
-    print("  " + privacy_text(m).replace("\n", "\n  "))
+    print("  " + privacy_text(m, args.exact).replace("\n", "\n  "))
     print("Accuracy:")
-    print("  " + accuracy_text(m).replace("\n", "\n  "))
+    print("  " + accuracy_text(m, args.exact).replace("\n", "\n  "))
     print("Files:")
     for name, text, _ in status:
         print(f"  {name}: {text}")
@@ -280,56 +305,97 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         table = rel.table()
     except ValueError as err:
         return _fail("plot", err)
+    from dpspark.lookup.plotfont import covered, drawable_label, font_chain
+
     counts = table.column("noisy_count").to_numpy()
-    order = np.argsort(-counts, kind="stable")[: args.top]
+    below = rel.below_threshold(counts)
+    hidden = 0 if args.show_below_threshold else int(below.sum())
+    candidates = np.arange(len(counts)) if args.show_below_threshold else np.flatnonzero(~below)
+    order = candidates[np.argsort(-counts[candidates], kind="stable")[: args.top]]
+    if args.order == "universe":
+        order = np.sort(order)  # the bins are stored ascending by universe index
     top = table.take(order)
-    labels = _labels(top, rel.manifest)
+    chain = font_chain()
+    drawable = covered(chain)
+    labels = [drawable_label(lab, drawable) for lab in _labels(top, rel.manifest)]
     values = top.column("noisy_count").to_numpy()
+    marked = below[order]
     acc = rel.accuracy
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(values) + 2), 4.5))
-    positions = np.arange(len(values))
-    ax.bar(positions, values, yerr=acc.a_per_query, capsize=3, color="#4c72b0", ecolor="#333333")
-    if acc.per_query_above >= 0:
-        ax.axhline(acc.per_query_above, color="#c44e52", linestyle="--", linewidth=1,
-                   label=f"threshold {acc.per_query_above} (bar holds above)")
-        ax.legend(loc="upper right", fontsize=8)
-    ax.set_xticks(positions)
-    ax.set_xticklabels([lab if len(lab) <= 24 else lab[:23] + "~" for lab in labels], rotation=60, ha="right", fontsize=8)
-    ax.set_ylabel("noisy count")
-    eps = rel.manifest.add_remove.epsilon_float
-    shown = "" if eps is None else f", eps ~ {eps:.3g}"  # report
-    ax.set_title(f"top {len(values)} bins, +-{acc.a_per_query} per key (beta = {acc.beta_per_query}){shown}"
-                 + (" [TEST RNG]" if rel.manifest.rng_test_only else ""), fontsize=9)
-    fig.tight_layout()
-    try:
-        fig.savefig(args.output, format="png", dpi=args.dpi)
-    except OSError as err:
-        return _fail("plot", OSError(f"{args.output}: cannot write the PNG ({err.strerror})"))
-    finally:
-        plt.close(fig)
-    print(f"wrote {args.output} ({len(values)} bins)")
+    with matplotlib.rc_context({"font.family": chain}):
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(values) + 2), 4.5))
+        positions = np.arange(len(values))
+        colors = ["#bbbbbb" if m else "#4c72b0" for m in marked]
+        ax.bar(positions, values, yerr=acc.a_per_query, capsize=3, color=colors, ecolor="#333333")
+        if acc.per_query_above >= 0:
+            ax.axhline(acc.per_query_above, color="#c44e52", linestyle="--", linewidth=1,
+                       label=f"threshold {acc.per_query_above} (bar holds above)")
+            if marked.any():
+                ax.bar([], [], color="#bbbbbb", label="below threshold: may be noise")
+            ax.legend(loc="upper right", fontsize=8)
+        ax.set_xticks(positions)
+        ax.set_xticklabels([lab if len(lab) <= 24 else lab[:23] + "~" for lab in labels], rotation=60, ha="right",
+                           fontsize=8)
+        ax.set_xlabel(", ".join(rel.manifest.key_columns)
+                      + (" (universe order)" if args.order == "universe" else " (largest noisy count first)"))
+        ax.set_ylabel("noisy count")
+        eps = rel.manifest.add_remove.epsilon_float
+        shown = "" if eps is None else f", eps ~ {eps:.3g}"  # report
+        note = f"; {hidden} bins below threshold hidden" if hidden else ""
+        ax.set_title(f"top {len(values)} bins, +-{acc.a_per_query} per key (beta = {short(acc.beta_per_query)}){shown}"
+                     + note + (" [TEST RNG]" if rel.manifest.rng_test_only else ""), fontsize=9)
+        fig.tight_layout()
+        try:
+            fig.savefig(args.output, format="png", dpi=args.dpi)
+        except OSError as err:
+            return _fail("plot", OSError(f"{args.output}: cannot write the PNG ({err.strerror})"))
+        finally:
+            plt.close(fig)
+    extra = f"; {hidden} bins below the threshold hidden (--show-below-threshold draws them)" if hidden else ""
+    print(f"wrote {args.output} ({len(values)} bins{extra})")
     return 0
+
+
+def _parser(subparsers: Any, name: str, summary: str, examples: list[str], extra: str = "") -> argparse.ArgumentParser:
+    """A subcommand with a one-line description, examples and (optionally) more text in its --help."""
+    epilog = (extra + "\n" if extra else "") + "examples:\n" + "\n".join(f"  {e}" for e in examples)
+    return subparsers.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".",
+                                 epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def add_release_commands(subparsers: Any) -> None:
     """Register ``lookup``, ``inspect`` and ``plot`` on the ``dpspark`` command's subparsers."""
-    lk = subparsers.add_parser("lookup", help="print noisy counts of keys with their error bars",
-                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    lk = _parser(subparsers, "lookup", "print noisy counts of keys with their error bars",
+                 ['dpspark lookup releases/queries "café" "no such query"',
+                  "dpspark lookup releases/ages 30,Berlin '31,a\\,b'",
+                  "dpspark lookup --key-json releases/ages '[40, \"Köln\"]'"],
+                 KEY_SYNTAX + "\nEvery valid key is answered; an invalid key is marked by its position (never "
+                 "echoed)\nand the exit status is then 1.\n")
     lk.add_argument("release", help="release directory")
-    lk.add_argument("key", nargs="+", help="keys to look up (see the key syntax above)")
+    lk.add_argument("key", nargs="+", help="keys to look up (see the key syntax below)")
     lk.add_argument("--key-json", action="store_true", help="parse each KEY as JSON (lists for tuple keys)")
-    lk.add_argument("--no-verify", action="store_true", help="skip the sha256 check of the data files")
+    lk.add_argument("--no-verify", action="store_true", help=NO_VERIFY_HELP)
     lk.set_defaults(func=_cmd_lookup)
 
-    ins = subparsers.add_parser("inspect", help="describe a release in plain words and check its files")
+    ins = _parser(subparsers, "inspect", "describe a release in plain words and check its files",
+                  ["dpspark inspect releases/queries", "dpspark inspect --exact releases/queries"])
     ins.add_argument("release", help="release directory")
-    ins.add_argument("--exact", action="store_true", help="print every eps/delta rational in full (may be long)")
+    ins.add_argument("--exact", action="store_true",
+                     help="print every number as the exact value of the manifest (may be very long)")
     ins.set_defaults(func=_cmd_inspect)
 
-    pl = subparsers.add_parser("plot", help="draw the top-K bins with their error bars (needs matplotlib)")
+    pl = _parser(subparsers, "plot", "draw the top-K bins with their error bars as a PNG (needs matplotlib)",
+                 ["dpspark plot releases/queries -o top.png",
+                  "dpspark plot releases/ages --top 121 --order universe -o ages.png"],
+                 "Bins whose noisy count is at or below the accuracy threshold may be noise (pure_sparse releases\n"
+                 "hold such bins by design); they are hidden unless --show-below-threshold.\n")
     pl.add_argument("release", help="release directory")
     pl.add_argument("--top", type=int, default=20, help="number of bins to draw (default 20)")
+    pl.add_argument("--order", choices=["count", "universe"], default="count",
+                    help="bar order: largest noisy count first (default), or the universe's order (int ranges, "
+                         "categorical lists) for the top-K bins")
+    pl.add_argument("--show-below-threshold", action="store_true",
+                    help="also draw bins at or below the accuracy threshold (grey: they may be noise)")
     pl.add_argument("-o", "--output", required=True, help="output PNG file")
     pl.add_argument("--dpi", type=int, default=100, help="resolution (default 100)")
-    pl.add_argument("--no-verify", action="store_true", help="skip the sha256 check of the data files")
+    pl.add_argument("--no-verify", action="store_true", help=NO_VERIFY_HELP)
     pl.set_defaults(func=_cmd_plot)

@@ -30,7 +30,7 @@ Example (see ``conf/*.toml`` for commented versions)::
     [budget]                            # optional: spend from a persistent privacy-budget ledger
     ledger = "ledger.sqlite"
     dataset = "warehouse.queries"      # a declared id, not a path: copies cannot reset the budget
-    total_epsilon = "4"                # sets the dataset's total on first use
+    total_epsilon = "4"                # sets the dataset's total on first use; must match it afterwards
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ class BudgetSpec:
     ledger: Path
     dataset: str
     total_epsilon: Fraction | None
-    total_delta: Fraction
+    total_delta: Fraction | None  # None when the config does not name it (the ledger's total stays as it is)
 
 
 @dataclass(frozen=True)
@@ -292,7 +292,10 @@ def parse_config(
     try:
         universe = universe_from_dict(uspec, base_dir=base)
     except UniverseConfigError as err:
-        raise _fail(source, f"[universe] {err}") from None
+        text = str(err)
+        if "above the maximum of 2^256" in text:  # [userfix] one message with the chosen mechanism's real limit
+            text = text.split(" (max_bytes must be")[0] + "; " + universe_limit_text((raw.get("privacy") or {}).get("mechanism"))
+        raise _fail(source, f"[universe] {text}") from None
     ncomp = len(uspec.get("components", [])) if uspec.get("kind") == "tuple" else 1
     if ncomp != len(cols):
         raise _fail(source, f"keys.columns names {len(cols)} column(s) but the universe has {ncomp} component(s)")
@@ -380,7 +383,7 @@ def parse_config(
             raise _fail(source, "budget.ledger must be a path and budget.dataset a declared dataset id")
         ledger = Path(b["ledger"]) if os.path.isabs(b["ledger"]) else (base / b["ledger"])
         total_eps = _exact(b, "total_epsilon", source, "budget") if "total_epsilon" in b else None
-        total_delta = _exact(b, "total_delta", source, "budget") if "total_delta" in b else Fraction(0)
+        total_delta = _exact(b, "total_delta", source, "budget") if "total_delta" in b else None
         budget = BudgetSpec(ledger.resolve(), b["dataset"], total_eps, total_delta)
     spec = ReleaseSpec(
         source=source,
@@ -409,3 +412,13 @@ def parse_config(
     except MechanismSpecError as err:
         raise _fail(source, str(err)) from None
     return spec
+
+
+def universe_limit_text(mechanism: object) -> str:
+    """The largest universe ``mechanism`` takes, in words (string and bytes keys: the largest max_bytes)."""
+    from dpspark.mechanisms.registry import UnknownMechanismError, mechanism_class
+
+    try:
+        return mechanism_class(mechanism).universe_limit_text()  # type: ignore[arg-type]
+    except (UnknownMechanismError, TypeError):
+        return "no mechanism takes universes above 2^256 keys (string/bytes keys: max_bytes <= 31)"

@@ -94,11 +94,23 @@ def spend_budget(cfg: ReleaseConfig) -> Any:
     from dpspark.ledger import Ledger
 
     ledger = Ledger(cfg.budget.ledger)
-    if cfg.budget.total_epsilon is not None:
-        ledger.set_total(cfg.budget.dataset, cfg.budget.total_epsilon, cfg.budget.total_delta)
     # The configured epsilon bounds the exact one (the mechanism's plan certified it): ln(p/q) + bias <= epsilon.
-    record = ledger.spend(cfg.budget.dataset, cfg.epsilon, cfg.delta or 0, cfg.mechanism, str(cfg.output))
+    # The config's totals and the privacy unit are checked by the ledger in the spend's transaction.
+    record = ledger.spend(
+        cfg.budget.dataset, cfg.epsilon, cfg.delta or 0, cfg.mechanism, str(cfg.output),
+        unit=cfg.unit_column, config_total_epsilon=cfg.budget.total_epsilon,
+        config_total_delta=cfg.budget.total_delta,
+    )
     return ledger, record
+
+
+def spent_kept_note(record: Any) -> str:
+    """What a failure after the spend means for the budget (the spend is kept: never refunded)."""
+    return (
+        f"The privacy budget of this release (epsilon = {record.epsilon}, delta = {record.delta} on dataset "
+        f"{record.dataset_id!r}) stays spent: it was committed before the data was read and is never refunded "
+        f"(ledger entry {record.id} is marked failed)."
+    )
 
 
 def job_spark_conf(cfg: ReleaseConfig) -> dict[str, str]:
@@ -120,7 +132,9 @@ def run_release(
     spec's input is read with ``spark`` (an embedded local session when None).
     """
     from dpspark.release import check_output_path
+    from dpspark.release.manifest import utc_now
 
+    planned_utc = utc_now()  # [userfix] created_utc is the plan time: it must not depend on the data's size
     show = progress or stderr_progress()
     rng = rng or default_source()
     mech = cfg.mechanism_object()  # data-free checks and the certified plan, before any spend
@@ -128,10 +142,11 @@ def run_release(
     check_output_path(cfg.output)  # before any noise: a published release is never overwritten
     spent = spend_budget(cfg)  # committed before any data is read or noise drawn; never refunded
     try:
-        out = _run(cfg, mech, spark, data, rng, show)
-    except BaseException:
+        out = _run(cfg, mech, spark, data, rng, show, planned_utc)
+    except BaseException as err:
         if spent is not None:
             spent[0].mark_failed(spent[1].id)
+            err.add_note(spent_kept_note(spent[1]))  # [userfix] the user must know the spend is not refunded
         raise
     if spent is not None:
         spent[0].mark_released(spent[1].id)
@@ -139,7 +154,7 @@ def run_release(
 
 
 def _run(cfg: ReleaseConfig, mech: Any, spark: "SparkSession | None", data: "DataFrame | None",
-         rng: RandomSource, show: Progress) -> Path:
+         rng: RandomSource, show: Progress, created_utc: str | None = None) -> Path:
     if data is None:
         from dpspark.spark.counts import read_input
 
@@ -165,13 +180,14 @@ def _run(cfg: ReleaseConfig, mech: Any, spark: "SparkSession | None", data: "Dat
     if cfg.pad_seconds is not None:  # the noise step's duration must not reveal |S| or the draws (docs/timing)
         pad_until(started, float(cfg.pad_seconds))  # report: decides only when to return
     show("writing the release atomically")
-    out = write_release(cfg, payload, rng.name, mech.release_kind)
+    out = write_release(cfg, payload, rng.name, mech.release_kind, created_utc)
     show(f"release written: {out}")
     return out
 
 
-def write_release(cfg: ReleaseConfig, release: Any, rng_name: str, kind: str | None = None) -> Path:
-    """Write a release for ``cfg`` atomically with the writer of its release kind."""
+def write_release(cfg: ReleaseConfig, release: Any, rng_name: str, kind: str | None = None,
+                  created_utc: str | None = None) -> Path:
+    """Write a release for ``cfg`` atomically with the writer of its release kind (``created_utc``: the plan time)."""
     from dpspark.release.kinds import writer_for
 
     if kind is None:
@@ -181,4 +197,5 @@ def write_release(cfg: ReleaseConfig, release: Any, rng_name: str, kind: str | N
     return writer_for(kind)(
         cfg.output, release=release, universe=cfg.universe, key_columns=list(cfg.key_columns),
         config=cfg.exact_parameters(), input_description=cfg.input.describe(), rng_name=rng_name,
+        created_utc=created_utc,
     )

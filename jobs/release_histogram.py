@@ -1,6 +1,11 @@
 """spark-submit entry point of the dpspark release job.
 
-    spark-submit jobs/release_histogram.py --config conf/queries-stability.toml [--output PATH]
+    spark-submit --properties-file conf/spark-defaults.conf \
+        jobs/release_histogram.py --config conf/queries-stability.toml [--output PATH]
+
+The properties file keeps Spark quiet (warnings only) with its UI off; without
+it the job still turns the UI off and sets the WARN log level when the SparkContext
+starts, unless your Spark conf sets ``spark.ui.enabled`` / ``spark.log.level``.
 
 The same code path as ``dpspark release`` (dpspark.job.run_release); here the
 SparkSession comes from spark-submit (master, resources, --py-files).

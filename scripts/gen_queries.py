@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -59,6 +60,7 @@ def main() -> int:
     users = pa.array(rng.integers(1, args.users + 1, args.rows), pa.int64())
     ts = pa.array(np.sort(rng.integers(1_700_000_000, 1_700_000_000 + 86_400 * 30, args.rows)), pa.int64())
     table = pa.table({"user_id": users, "query": queries, "ts": ts})
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)  # e.g. a fresh demo-output/
     pq.write_table(table, args.out, row_group_size=256_000)
     print(f"wrote {args.out}: {args.rows} rows, {args.users} user ids, vocabulary {len(vocab)}")
     return 0

@@ -69,6 +69,31 @@ ensure_java() {
   return 1
 }
 
+# ensure_cjk_font: `dpspark plot` draws CJK keys with an installed CJK font (dpspark/lookup/plotfont.py) and
+# falls back to the escaped key text without one. As root on Debian/Ubuntu, install fonts-noto-cjk; otherwise
+# only say how. Never fatal.
+ensure_cjk_font() {
+  if command -v fc-list >/dev/null 2>&1 && fc-list :lang=ja family 2>/dev/null | grep -q .; then
+    return 0
+  fi
+  if [ -d /usr/share/fonts/opentype/noto ] && ls /usr/share/fonts/opentype/noto/NotoSansCJK* >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    log "installing fonts-noto-cjk with apt-get (so plots draw CJK keys)"
+    if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk >/dev/null 2>&1 \
+      || { DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null 2>&1 \
+           && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk >/dev/null 2>&1; }; then
+      rm -rf "${MPLCONFIGDIR:-$HOME/.cache/matplotlib}"/fontlist-*.json 2>/dev/null || true  # matplotlib's font cache
+      return 0
+    fi
+    log "could not install fonts-noto-cjk; plots show CJK keys in escaped form (\\uXXXX)"
+    return 0
+  fi
+  log "no CJK font found: plots show CJK keys in escaped form (\\uXXXX); to draw them: sudo apt-get install -y fonts-noto-cjk"
+  return 0
+}
+
 export SPARK_LOCAL_IP="${SPARK_LOCAL_IP:-127.0.0.1}"
 export PYSPARK_PYTHON="$PY"
 export PYSPARK_DRIVER_PYTHON="$PY"

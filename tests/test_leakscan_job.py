@@ -57,6 +57,7 @@ def test_no_secret_in_manifest_logs_ledger_or_errors(spark, tmp_path: Path, capf
     pq.write_table(_table(), good)
     pq.write_table(_table([OVERSIZED]), bad)
     ledger = tmp_path / "ledger.sqlite"
+    users_ledger = tmp_path / "ledger-users.sqlite"
     blobs: dict[str, str | bytes] = {}
 
     ok_cfg = write_config(tmp_path, good, ledger=ledger, max_units=200_000, unit=False, name="ok.toml")
@@ -84,7 +85,8 @@ def test_no_secret_in_manifest_logs_ledger_or_errors(spark, tmp_path: Path, capf
             "more rows than privacy.max_units",
         ),
         "too many units (unit column)": (
-            write_config(tmp_path, bad.with_name("units.parquet"), ledger=ledger, max_units=1000, name="users.toml"),
+            # its own ledger: the ledger pins each dataset's privacy unit, and the others are row-level
+            write_config(tmp_path, bad.with_name("units.parquet"), ledger=users_ledger, max_units=1000, name="users.toml"),
             "more units than privacy.max_units",
         ),
         "missing column": (
@@ -101,4 +103,5 @@ def test_no_secret_in_manifest_logs_ledger_or_errors(spark, tmp_path: Path, capf
         assert code == 2 and expected in log, (name, log[-2000:])
         blobs[name] = log
     blobs["ledger after failures"] = ledger.read_bytes()
+    blobs["unit-column ledger after failures"] = users_ledger.read_bytes()
     assert_no_leaks(blobs, secrets)

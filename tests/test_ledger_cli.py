@@ -55,5 +55,5 @@ def test_budget_ledger_from_environment(tmp_path: Path, monkeypatch: pytest.Monk
     assert path.exists()
     assert "left      epsilon = 1/2" in capsys.readouterr().out
     assert run(["budget", "d", "--total", "1"]) == 2  # raising needs --allow-increase
-    assert "allow_increase" in capsys.readouterr().err
+    assert "--allow-increase" in capsys.readouterr().err
     assert run(["budget", "d", "--total", "1", "--allow-increase"]) == 0

@@ -74,9 +74,10 @@ def test_lookup_key_json(rel: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_lookup_errors(rel: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(["lookup", str(rel), "200,Berlin"]) == 2
-    err = capsys.readouterr().err
-    assert "dpspark lookup: error:" in err and "not in the release's universe" in err
+    assert run(["lookup", str(rel), "200,Berlin"]) == 1  # issue 15 (2.1): marked by position, exit 1
+    captured = capsys.readouterr()
+    assert "(key #1: invalid)" in captured.out and "Berlin" not in captured.out + captured.err
+    assert "invalid key #1:" in captured.err and "not in the release's universe" in captured.err
     assert run(["lookup", str(rel.parent / "missing"), "1,a"]) == 2
     assert "not a release directory" in capsys.readouterr().err
 
@@ -85,7 +86,7 @@ def test_inspect_in_plain_words(rel: Path, capsys: pytest.CaptureFixture[str]) -
     assert run(["inspect", str(rel)]) == 0
     out = capsys.readouterr().out
     for fragment in (
-        "SparseHistogram with GeoSample counts; requested eps = 1/2, delta = 1/1099511627776",
+        "SparseHistogram with GeoSample counts; requested eps = 1/2, delta = 2^-40",
         "e^eps~       41/32",
         "add/remove   eps = ln(41/32)",
         "replacement  eps = ln(1681/1024)",

@@ -118,7 +118,10 @@ def pure_sparse_histogram(
     s_bits = s_bits_for(n, size, delta_s)
     sd = sd_bound(n, size, s_bits)
     if progress is not None:
-        progress(f"pure-sparse: n = {n}, s = 2^{s_bits}")
+        progress(  # public parameters only (s_bits depends on n, |X|, eps and gamma)
+            f"pure-sparse: n = {n:,}; simulating the largest noisy counts among the empty keys "
+            f"(exact arithmetic on {s_bits:,}-bit numbers; the time depends only on n and |X|)"
+        )
     sampler = approx_order_statistics(
         mechanism, s_bits, mode=mode, bin_sampler=bin_sampler, progress=progress, stats=stats
     )

@@ -3,7 +3,9 @@
 Neighbour relation (pinned by review): add or remove one unit, with at most n
 units in any dataset (n public, declared). One count then changes by exactly one.
 Replacement of a unit is two such steps and costs twice the epsilon (and, for
-approximate DP, (1 + e^eps) times the delta) by group privacy.
+approximate DP, (1 + e^eps) times the delta) by group privacy, unless the
+algorithm proves a tighter delta (``PrivacyStatement.replacement_delta``;
+StabilityHistogram: the add/remove delta itself).
 
 Privacy parameters are exact: e^{eps~} = p/q is a Fraction, the randomness
 source's multiplicative bias adds ``bias_epsilon`` (spec errata 12, counted in
@@ -45,6 +47,8 @@ class PrivacyStatement:
     theorem: str
     relation: str = ADD_REMOVE
     notes: str = ""
+    #: a replacement delta proved for this algorithm, tighter than the generic (1 + e^eps) delta (None: generic)
+    replacement_delta: Fraction | None = None
 
     def __repr__(self) -> str:
         return (

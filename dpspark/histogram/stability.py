@@ -10,8 +10,31 @@ Privacy under add/remove [derived from Thm 5.5(i)]: one bin's count moves by one
   (probability delta_M); conditioned on it not appearing the outputs have the
   same law, so Pr[A(D) in T] <= Pr[A(D') in T] + delta_M in both directions.
 Hence **(eps~, delta_M)-DP**, with the changed bin's one mod-d draw adding
-bias_epsilon(1) to eps and a factor (1 + 2^-lam) to delta_M (spec errata 12).
-(Replacement = two steps: (2 eps~, (1 + e^eps~) delta_M).)
+bias_epsilon(1) to eps and a factor (1 + 2^-lam) to delta_M.
+
+Replacement (one unit moves from bin x to bin y != x) is **(2 eps, delta)-DP**,
+(eps, delta) the add/remove statement above: tighter than the generic two-step
+group-privacy bound (2 eps, (1 + e^eps) delta), and what the manifest states.
+Derivation. Write B(c) for one bin's output law (absent, or M(c, U) if > tau;
+absent for c = 0). Bins are independent coordinates and all bins but x, y keep
+their law, so the hockey-stick divergence H_k(P||Q) = sum_o max(0, P(o) - k Q(o))
+at k = e^(2 eps) of the whole output equals that of the pair (B_x, B_y). Per
+coordinate, for counts c, c+1 >= 1: B(c) <= e^eps B(c+1) and B(c+1) <= e^eps B(c)
+pointwise (post-processing of M); B(0) is the point mass on "absent" and
+B(1) puts mass d1 = Pr[M(1,U) > tau] <= delta on "present". The pair moves
+(a, b) -> (a-1, b+1):
+* a >= 2 and b >= 1: both coordinates pure, H = 0.
+* a = 1, b = 0: P = B(1) x absent, Q = absent x B(1); H(P||Q) = d1 +
+  max(0, (1 - d1)(1 - k)) = d1, and the same the other way.
+* a = 1, b >= 1 (and, symmetrically, a >= 2, b = 0): P = B(1) x B(b),
+  Q = absent x B(b+1). H(P||Q) = d1 + sum_w max(0, (1-d1) B(b)(w) - k B(b+1)(w))
+  = d1, since B(b) <= e^eps B(b+1). H(Q||P) = sum_w max(0, B(b+1)(w) - k (1-d1) B(b)(w))
+  <= max(0, 1 - e^eps (1 - d1)) <= d1, since B(b) >= e^-eps B(b+1) and
+  1 - e^eps (1 - d1) - d1 = (1 - e^eps)(1 - d1) <= 0.
+So H <= d1 <= delta in every case, i.e. (2 eps, delta)-DP (the (2 eps, 2 delta_M)
+of composing two (eps, delta_M) coordinates is valid but looser). The bound is
+attained: the pair (1, 0) -> (0, 1) has H = d1 exactly.
+tests/test_stability_replacement.py enumerates the exact law at small n.
 
 FastSample inside: its uniform component alone gives Pr[M(1,U) > b] >= gamma (n-b)/(n+1),
 so gamma must be well below delta. :func:`stability_mechanism` splits delta as
@@ -93,7 +116,9 @@ def stability_histogram(
         bias_epsilon=extra,
         delta=delta_m * grow,
         theorem="BV Thm 5.5(i) under add/remove: (eps~, Pr[M(1,U) > tau])-DP",
-        notes=f"tau = {tau}; delta = Pr[M(1,U) > tau] (exact) <= requested {dl}, times the rng bias factor",
+        notes=f"tau = {tau}; delta = Pr[M(1,U) > tau] (exact) <= requested {dl}, times the rng bias factor; "
+        "replacement: (2 eps, delta), the two changed bins being independent (dpspark.histogram.stability)",
+        replacement_delta=delta_m * grow,
     )
     a = mechanism.accuracy(b)
     a_sim = mechanism.accuracy(b / n) if n > 1 else a

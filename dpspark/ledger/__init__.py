@@ -1,6 +1,13 @@
 """Persistent privacy budget ledger: spend before reading data, never refund, exact basic composition."""
 
-from dpspark.ledger.errors import BudgetExceeded, BudgetNotConfigured, LedgerError, LedgerUnreadable
+from dpspark.ledger.errors import (
+    BudgetExceeded,
+    BudgetNotConfigured,
+    LedgerError,
+    LedgerUnreadable,
+    TotalMismatch,
+    UnitMismatch,
+)
 from dpspark.ledger.store import (
     STATUS_FAILED,
     STATUS_RELEASED,
@@ -10,6 +17,8 @@ from dpspark.ledger.store import (
     LedgerSummary,
     SpendRecord,
     check_dataset_id,
+    unit_key,
+    unit_words,
 )
 
 __all__ = [
@@ -24,5 +33,9 @@ __all__ = [
     "LedgerSummary",
     "LedgerUnreadable",
     "SpendRecord",
+    "TotalMismatch",
+    "UnitMismatch",
     "check_dataset_id",
+    "unit_key",
+    "unit_words",
 ]

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from dpspark.errors import DPSparkError
 
-class LedgerError(RuntimeError):
+
+class LedgerError(DPSparkError, RuntimeError):
     """Base class of every ledger failure."""
 
 
@@ -19,6 +21,14 @@ class LedgerUnreadable(LedgerError):
 
 class BudgetNotConfigured(LedgerError):
     """A spend was attempted on a dataset without a configured total budget."""
+
+
+class TotalMismatch(LedgerError):
+    """A config names a total budget that differs from the ledger's; nothing was spent or changed."""
+
+
+class UnitMismatch(LedgerError):
+    """A spend names a privacy unit other than the one pinned for the dataset; nothing was spent."""
 
 
 class BudgetExceeded(LedgerError):

@@ -12,6 +12,18 @@ Composition is basic (sequential) composition, computed exactly:
 spent epsilon = sum of epsilons, spent delta = sum of deltas, as Fractions.
 A spend is allowed iff spent + requested <= total in both coordinates.
 
+Totals change only by an explicit operator act (:meth:`Ledger.set_total`,
+``dpspark budget DATASET --total ...``). A release config may name totals:
+:meth:`Ledger.spend` then sets them when the dataset has none, accepts them
+when equal, and refuses the spend (:class:`TotalMismatch`, nothing written)
+when they differ. A total the config does not name is left as it is.
+
+The privacy unit is pinned per dataset at its first spend (:meth:`Ledger.spend`'s
+``unit``: the unit column's name, or None for row level, stored as
+``column:NAME`` or ``row``). Budgets spent under different units do not
+compose: a row-level epsilon-release costs k*epsilon at user level for a user
+with k rows. So a spend under another unit is refused (:class:`UnitMismatch`).
+
 Concurrency: every check-and-spend runs inside ``BEGIN IMMEDIATE`` (SQLite's
 write lock is taken before the spent sums are read), with a busy timeout, so
 processes racing for the last budget are serialised and at most the ones that
@@ -32,9 +44,25 @@ from pathlib import Path
 from typing import Any
 
 from dpspark.exact import RationalLike, parse_rational
-from dpspark.ledger.errors import BudgetExceeded, BudgetNotConfigured, LedgerError, LedgerUnreadable
+from dpspark.ledger.errors import (
+    BudgetExceeded,
+    BudgetNotConfigured,
+    LedgerError,
+    LedgerUnreadable,
+    TotalMismatch,
+    UnitMismatch,
+)
 
-SCHEMA_ID = "dpspark-budget-ledger/1"
+SCHEMA_ID = "dpspark-budget-ledger/2"
+#: schema 1 had no units table; a writable open migrates it (adds the table, pins nothing)
+OLD_SCHEMA_IDS = ("dpspark-budget-ledger/1",)
+ROW_UNIT = "row"
+_UNITS_TABLE = """
+CREATE TABLE IF NOT EXISTS units (
+    dataset_id TEXT PRIMARY KEY,
+    unit TEXT NOT NULL,
+    pinned_at TEXT NOT NULL
+)"""
 
 #: dataset ids: 1-200 chars, letters, digits and ``._:@+-``, starting with a letter or digit (no '/', not a path)
 DATASET_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$")
@@ -65,7 +93,7 @@ CREATE TABLE releases (
     finished_at TEXT
 );
 CREATE INDEX releases_by_dataset ON releases (dataset_id, id);
-"""
+""" + _UNITS_TABLE + ";\n"
 
 
 @dataclass(frozen=True)
@@ -103,6 +131,23 @@ class LedgerSummary:
     spent: Budget
     remaining: Budget | None  # None when no total is configured; may be negative if the total was lowered
     releases: tuple[SpendRecord, ...]
+    unit: str | None = None  # the pinned privacy unit ("row" or "column:NAME"); None before the first spend
+
+
+def unit_key(unit_column: str | None) -> str:
+    """The stored form of a privacy unit: ``row`` (one input row is one unit) or ``column:NAME``."""
+    if unit_column is None:
+        return ROW_UNIT
+    if not isinstance(unit_column, str) or not unit_column:
+        raise ValueError("unit must be the unit column's name (a non-empty string) or None for row level")
+    return f"column:{unit_column}"
+
+
+def unit_words(key: str) -> str:
+    """A stored privacy unit in words."""
+    if key == ROW_UNIT:
+        return "row level (each input row is one unit)"
+    return f"unit column {key.split(':', 1)[1]!r} (all rows of one unit count as one)"
 
 
 def check_dataset_id(dataset_id: object) -> str:
@@ -209,7 +254,12 @@ class Ledger:
         if not {"meta", "budgets", "releases"} <= self._tables(conn):
             raise LedgerUnreadable(f"{self.path} is an SQLite file but not a dpspark budget ledger")
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-        if row is None or row[0] != SCHEMA_ID:
+        if row is not None and row[0] in OLD_SCHEMA_IDS and not self.read_only:
+            with self._write(conn):
+                conn.execute(_UNITS_TABLE)
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_ID,))
+            row = (SCHEMA_ID,)
+        if row is None or row[0] not in (SCHEMA_ID, *OLD_SCHEMA_IDS):
             raise LedgerUnreadable(
                 f"budget ledger {self.path} has schema {row[0] if row else None!r}, expected {SCHEMA_ID!r}"
             )
@@ -258,6 +308,16 @@ class Ledger:
             self._stored_fraction(row[1], f"total delta of {dataset_id!r}"),
         )
 
+    def _unit(self, conn: sqlite3.Connection, dataset_id: str) -> str | None:
+        if "units" not in self._tables(conn):  # a schema-1 ledger opened read-only
+            return None
+        row = conn.execute("SELECT unit FROM units WHERE dataset_id = ?", (dataset_id,)).fetchone()
+        if row is None:
+            return None
+        if not isinstance(row[0], str) or not (row[0] == ROW_UNIT or row[0].startswith("column:")):
+            raise LedgerUnreadable(f"budget ledger {self.path} holds a malformed unit for {dataset_id!r}")
+        return str(row[0])
+
     def _records(self, conn: sqlite3.Connection, dataset_id: str) -> list[SpendRecord]:
         rows = conn.execute(
             "SELECT id, dataset_id, epsilon, delta, mechanism, release_path, created_at, status, finished_at "
@@ -281,10 +341,13 @@ class Ledger:
         *,
         allow_increase: bool = False,
     ) -> Budget:
-        """Configure the dataset's total budget (exact). Raising an existing total needs ``allow_increase``.
+        """Set or change the dataset's total budget (exact): the operator's explicit act.
 
-        Setting the same total again is a no-op, so a job may pass its configured
-        total on every run. Lowering is always allowed. Returns the total now in force.
+        Raising an existing total needs ``allow_increase``; lowering is allowed
+        (even below what is spent: ``remaining`` then goes negative and every
+        spend is refused). Setting the same total again is a no-op. A release
+        config's totals never come here: :meth:`spend` checks them
+        (``config_total_epsilon``/``config_total_delta``). Returns the total now in force.
         """
         ds = check_dataset_id(dataset_id)
         eps = _amount(epsilon_total, "epsilon_total")
@@ -294,7 +357,9 @@ class Ledger:
             if old is not None and (eps > old.epsilon or delta > old.delta) and not allow_increase:
                 raise LedgerError(
                     f"dataset {ds!r} already has a total budget of {old} in {self.path}; raising it to "
-                    f"epsilon = {eps}, delta = {delta} needs allow_increase=True (an explicit operator decision)"
+                    f"epsilon = {eps}, delta = {delta} is an explicit operator decision: run "
+                    f"`dpspark budget {ds} --total {eps} --delta-total {delta} --allow-increase` "
+                    "(Python: Ledger.set_total(..., allow_increase=True))"
                 )
             conn.execute(
                 "INSERT INTO budgets (dataset_id, epsilon_total, delta_total, updated_at) VALUES (?, ?, ?, ?) "
@@ -310,6 +375,107 @@ class Ledger:
         with self._connect() as conn:
             return self._total(conn, ds)
 
+    def _check(
+        self,
+        conn: sqlite3.Connection,
+        ds: str,
+        eps: Fraction,
+        delta: Fraction,
+        unit: str,
+        config_total: tuple[Fraction | None, Fraction | None],
+    ) -> tuple[Budget | None, bool]:
+        """Every refusal of a spend, in one read: (total to insert if the config sets it, unit to pin?).
+
+        Raises :class:`TotalMismatch`, :class:`BudgetNotConfigured`,
+        :class:`UnitMismatch` or :class:`BudgetExceeded`; writes nothing.
+        """
+        cfg_eps, cfg_delta = config_total
+        total = self._total(conn, ds)
+        new_total = None
+        how = "change it explicitly with `dpspark budget {ds} --total EPS [--delta-total DELTA] [--allow-increase]`"
+        if total is None:
+            if cfg_eps is None and cfg_delta is not None:
+                raise BudgetNotConfigured(
+                    f"dataset {ds!r} has no total privacy budget in {self.path} and the config names only "
+                    f"total_delta; name total_epsilon too, or {how.format(ds=ds)}"
+                )
+            if cfg_eps is not None:
+                new_total = total = Budget(cfg_eps, cfg_delta if cfg_delta is not None else Fraction(0))
+        else:
+            differ = [
+                f"total_{name} = {cfg} but the ledger's total {name} is {have}"
+                for name, cfg, have in (("epsilon", cfg_eps, total.epsilon), ("delta", cfg_delta, total.delta))
+                if cfg is not None and cfg != have
+            ]
+            if differ:
+                raise TotalMismatch(
+                    f"dataset {ds!r}: the config names {'; and '.join(differ)} ({self.path}). A config never "
+                    f"changes a total; {how.format(ds=ds)}, or make the config match. Nothing was spent."
+                )
+        if total is None:
+            raise BudgetNotConfigured(
+                f"dataset {ds!r} has no total privacy budget in {self.path}; set one first "
+                f"(`dpspark budget {ds} --total EPS`, Ledger.set_total, or total_epsilon in the config's [budget])"
+            )
+        pinned = self._unit(conn, ds)
+        if pinned is not None and pinned != unit:
+            raise UnitMismatch(
+                f"dataset {ds!r} is pinned to the privacy unit {unit_words(pinned)} since its first spend, but this "
+                f"release uses {unit_words(unit)}. Spends under different units do not add up to a valid total "
+                "(a row-level epsilon costs k*epsilon for a unit with k rows), so it is refused; release under "
+                "the pinned unit. Nothing was spent."
+            )
+        spent = self._compose(self._records(conn, ds))
+        left = Budget(total.epsilon - spent.epsilon, total.delta - spent.delta)
+        if eps > left.epsilon or delta > left.delta:
+            raise BudgetExceeded(
+                ds,
+                (eps, delta),
+                (max(left.epsilon, Fraction(0)), max(left.delta, Fraction(0))),
+                (total.epsilon, total.delta),
+            )
+        return new_total, pinned is None
+
+    def _spend_args(
+        self,
+        dataset_id: str,
+        epsilon: RationalLike,
+        delta: RationalLike,
+        unit: str | None,
+        config_total_epsilon: RationalLike | None,
+        config_total_delta: RationalLike | None,
+    ) -> tuple[str, Fraction, Fraction, str, tuple[Fraction | None, Fraction | None]]:
+        ds = check_dataset_id(dataset_id)
+        eps = _amount(epsilon, "epsilon")
+        delta_v = _amount(delta, "delta", below_one=True)
+        cfg_eps = None if config_total_epsilon is None else _amount(config_total_epsilon, "total_epsilon")
+        cfg_delta = None if config_total_delta is None else _amount(config_total_delta, "total_delta", below_one=True)
+        return ds, eps, delta_v, unit_key(unit), (cfg_eps, cfg_delta)
+
+    def check_spend(
+        self,
+        dataset_id: str,
+        epsilon: RationalLike,
+        delta: RationalLike,
+        *,
+        unit: str | None = None,
+        config_total_epsilon: RationalLike | None = None,
+        config_total_delta: RationalLike | None = None,
+    ) -> None:
+        """Raise what :meth:`spend` would raise now, writing nothing (a preflight for ``--dry-run``).
+
+        A later :meth:`spend` still checks again inside its transaction: another
+        process may spend in between.
+        """
+        args = self._spend_args(dataset_id, epsilon, delta, unit, config_total_epsilon, config_total_delta)
+        ds, eps, delta_v, ukey, cfg = args
+        with self._connect() as conn:
+            conn.execute("BEGIN")  # one read snapshot
+            try:
+                self._check(conn, ds, eps, delta_v, ukey, cfg)
+            finally:
+                conn.execute("COMMIT")
+
     def spend(
         self,
         dataset_id: str,
@@ -317,39 +483,43 @@ class Ledger:
         delta: RationalLike,
         mechanism: str,
         release_path: str | os.PathLike[str],
+        *,
+        unit: str | None = None,
+        config_total_epsilon: RationalLike | None = None,
+        config_total_delta: RationalLike | None = None,
     ) -> SpendRecord:
-        """Commit a spend of (epsilon, delta) on ``dataset_id``, or raise :class:`BudgetExceeded`.
+        """Commit a spend of (epsilon, delta) on ``dataset_id``, or raise and record nothing.
 
-        Call it before any data is read or any noise is drawn. The check and the
+        Call it before any data is read or any noise is drawn. The checks and the
         insert are one ``BEGIN IMMEDIATE`` transaction, so concurrent spenders are
         serialised. ``epsilon`` must be an exact rational upper bound on the
-        release's privacy loss (e.g. the requested epsilon). The returned record
-        has status ``spent``; report the outcome with :meth:`mark_released` or
-        :meth:`mark_failed` (the budget stays spent either way).
+        release's privacy loss (e.g. the requested epsilon). ``unit`` is the
+        release's unit column (None: row level); the first spend pins it and a
+        later spend under another unit raises :class:`UnitMismatch`.
+        ``config_total_epsilon`` / ``config_total_delta`` are the totals a
+        release config names (None: not named): they set the total when the
+        dataset has none, must equal it otherwise (:class:`TotalMismatch`), and
+        an unnamed one is left unchanged. Other refusals:
+        :class:`BudgetNotConfigured`, :class:`BudgetExceeded`. The returned
+        record has status ``spent``; report the outcome with
+        :meth:`mark_released` or :meth:`mark_failed` (the budget stays spent).
         """
-        ds = check_dataset_id(dataset_id)
-        eps = _amount(epsilon, "epsilon")
-        delta_v = _amount(delta, "delta", below_one=True)
         if not isinstance(mechanism, str) or not mechanism:
             raise ValueError("mechanism must be a non-empty string")
+        ds, eps, delta_v, ukey, cfg = self._spend_args(
+            dataset_id, epsilon, delta, unit, config_total_epsilon, config_total_delta
+        )
         path = os.fspath(release_path)
         created = _now()
         with self._connect() as conn, self._write(conn):
-            total = self._total(conn, ds)
-            if total is None:
-                raise BudgetNotConfigured(
-                    f"dataset {ds!r} has no total privacy budget in {self.path}; set one first "
-                    "(Ledger.set_total or `dpspark budget DATASET --total EPS`)"
+            new_total, pin = self._check(conn, ds, eps, delta_v, ukey, cfg)
+            if new_total is not None:
+                conn.execute(
+                    "INSERT INTO budgets (dataset_id, epsilon_total, delta_total, updated_at) VALUES (?, ?, ?, ?)",
+                    (ds, str(new_total.epsilon), str(new_total.delta), created),
                 )
-            spent = self._compose(self._records(conn, ds))
-            left = Budget(total.epsilon - spent.epsilon, total.delta - spent.delta)
-            if eps > left.epsilon or delta_v > left.delta:
-                raise BudgetExceeded(
-                    ds,
-                    (eps, delta_v),
-                    (max(left.epsilon, Fraction(0)), max(left.delta, Fraction(0))),
-                    (total.epsilon, total.delta),
-                )
+            if pin:
+                conn.execute("INSERT INTO units (dataset_id, unit, pinned_at) VALUES (?, ?, ?)", (ds, ukey, created))
             cur = conn.execute(
                 "INSERT INTO releases (dataset_id, epsilon, delta, mechanism, release_path, created_at, status) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -358,6 +528,12 @@ class Ledger:
             rid = cur.lastrowid
         assert rid is not None
         return SpendRecord(rid, ds, eps, delta_v, mechanism, path, created, STATUS_SPENT, None)
+
+    def unit(self, dataset_id: str) -> str | None:
+        """The dataset's pinned privacy unit (``row`` or ``column:NAME``), or None before its first spend."""
+        ds = check_dataset_id(dataset_id)
+        with self._connect() as conn:
+            return self._unit(conn, ds)
 
     def _finish(self, spend_id: int, status: str) -> None:
         with self._connect() as conn, self._write(conn):
@@ -384,9 +560,13 @@ class Ledger:
         delta: RationalLike,
         mechanism: str,
         release_path: str | os.PathLike[str],
+        **options: Any,
     ) -> Iterator[SpendRecord]:
-        """``with ledger.spending(...) as rec:`` spends first, then marks released, or failed on any exception."""
-        rec = self.spend(dataset_id, epsilon, delta, mechanism, release_path)
+        """``with ledger.spending(...) as rec:`` spends first, then marks released, or failed on any exception.
+
+        ``options`` are :meth:`spend`'s keyword options (``unit``, ``config_total_epsilon``, ...).
+        """
+        rec = self.spend(dataset_id, epsilon, delta, mechanism, release_path, **options)
         try:
             yield rec
         except BaseException:
@@ -417,11 +597,12 @@ class Ledger:
             try:
                 total = self._total(conn, ds)
                 records = self._records(conn, ds)
+                unit = self._unit(conn, ds)
             finally:
                 conn.execute("COMMIT")
         spent = self._compose(records)
         remaining = None if total is None else Budget(total.epsilon - spent.epsilon, total.delta - spent.delta)
-        return LedgerSummary(ds, total, spent, remaining, tuple(records))
+        return LedgerSummary(ds, total, spent, remaining, tuple(records), unit)
 
     def datasets(self) -> list[str]:
         """Every dataset id with a total or a spend, sorted."""

@@ -6,10 +6,11 @@
 """
 
 from dpspark.lookup.describe import accuracy_text, privacy_text
-from dpspark.lookup.release import Estimate, KeyNotInUniverseError, ReleaseLookup, open_release
+from dpspark.lookup.release import BELOW_THRESHOLD, Estimate, KeyNotInUniverseError, ReleaseLookup, open_release
 from dpspark.release.errors import ReleaseFormatError
 
 __all__ = [
+    "BELOW_THRESHOLD",
     "Estimate",
     "KeyNotInUniverseError",
     "ReleaseFormatError",

@@ -20,7 +20,14 @@ import pyarrow as pa
 from dpspark.compact.decode import CountDecoder
 from dpspark.compact.lookup import evaluate_points
 from dpspark.gf import GF2m
-from dpspark.lookup.keys import KeyNotInUniverseError, encode_key, encode_keys, keys_to_arrow
+from dpspark.lookup.keys import (
+    KeyNotInUniverseError,
+    check_invalid_policy,
+    encode_key,
+    encode_keys,
+    keys_to_arrow,
+    valid_index_words,
+)
 from dpspark.lookup.release import ManifestStatements
 from dpspark.release.compact_reader import open_compact_files, read_coefficients
 from dpspark.release.files import check_data_file
@@ -105,11 +112,17 @@ class CompactReleaseLookup(ManifestStatements):
         """The released noisy count of one key (every key of the universe has one)."""
         return self.count_index(encode_key(self.universe, key))
 
-    def counts(self, keys: Any) -> np.ndarray:
+    def counts(self, keys: Any, invalid: str = "raise") -> np.ndarray:
         """Noisy counts (int64) of many keys; batches use multipoint evaluation when large.
 
-        ``keys`` as for :meth:`dpspark.lookup.ReleaseLookup.counts`.
+        ``keys`` and ``invalid`` ("raise" or "mask") as for :meth:`dpspark.lookup.ReleaseLookup.counts`.
         """
+        if check_invalid_policy(invalid) == "mask":
+            words, valid = valid_index_words(self.universe, keys)
+            values = np.zeros(len(valid), dtype=np.int64)
+            if len(words):
+                values[valid] = self._counts_of_points(points_of_index_words(self.field, words))
+            return np.ma.MaskedArray(values, mask=~valid)
         arrow_keys = keys_to_arrow(self.universe, keys)
         if arrow_keys is None:  # keys beyond Arrow's types: scalar encoding, batched evaluation
             points = self.field.from_int([encode_key(self.universe, k) - 1 for k in keys])

@@ -12,7 +12,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dpspark.universe import OutOfUniverseError, TupleUniverse, Universe
+from dpspark.universe import OutOfUniverseError, TupleUniverse, Universe, index_to_bytes
+
+#: what ``counts(keys, invalid=...)`` does with a key outside the universe
+INVALID_POLICIES = ("raise", "mask")
 
 
 class KeyNotInUniverseError(ValueError):
@@ -69,3 +72,47 @@ def encode_keys(universe: Universe, arrow_keys: Any) -> pa.Array:
         )
     index = encoded.index
     return index.combine_chunks() if isinstance(index, pa.ChunkedArray) else index
+
+
+def check_invalid_policy(invalid: str) -> str:
+    """``invalid`` must be "raise" (a bad key raises) or "mask" (a masked array marks bad keys by position)."""
+    if invalid not in INVALID_POLICIES:
+        raise ValueError(f"invalid must be one of {INVALID_POLICIES}, got {invalid!r}")
+    return invalid
+
+
+def _scalar_words(universe: Universe, keys: list[Any]) -> tuple[pa.Array, np.ndarray]:
+    width = universe.index_width
+    valid = np.zeros(len(keys), dtype=bool)
+    words = []
+    for i, key in enumerate(keys):
+        try:
+            index = encode_key(universe, key)
+        except (KeyNotInUniverseError, TypeError, ValueError):
+            continue
+        valid[i] = True
+        words.append(index_to_bytes(index, width))
+    return pa.array(words, type=pa.binary(width)), valid
+
+
+def valid_index_words(universe: Universe, keys: Any) -> tuple[pa.Array, np.ndarray]:
+    """(index words of the valid keys in order, boolean validity per key); a bad key never raises here."""
+    if not isinstance(keys, (pa.Array, pa.ChunkedArray, pa.Table, pa.RecordBatch, np.ndarray)):
+        keys = list(keys)  # iterated twice at most (Arrow path, then the scalar fallback)
+    try:
+        arrow_keys = keys_to_arrow(universe, keys)
+    except KeyNotInUniverseError:  # some tuple key has the wrong shape
+        arrow_keys = None
+    if arrow_keys is not None:
+        try:
+            encoded = universe.encode_arrow(arrow_keys)
+        except TypeError:
+            encoded = None
+        if encoded is not None:
+            valid = encoded.keep_mask()
+            index = encoded.index.filter(pa.array(valid))
+            index = index.combine_chunks() if isinstance(index, pa.ChunkedArray) else index
+            return index, valid
+        if isinstance(keys, (pa.Array, pa.ChunkedArray, pa.Table, pa.RecordBatch)):
+            return pa.array([], type=pa.binary(universe.index_width)), np.zeros(len(keys), dtype=bool)
+    return _scalar_words(universe, list(keys))

@@ -22,9 +22,17 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dpspark.lookup.describe import accuracy_text, condition_text, privacy_text
-from dpspark.lookup.keys import KeyNotInUniverseError, encode_key, encode_keys, keys_to_arrow
+from dpspark.lookup.keys import (
+    KeyNotInUniverseError,
+    check_invalid_policy,
+    encode_key,
+    encode_keys,
+    keys_to_arrow,
+    valid_index_words,
+)
 from dpspark.release.manifest import DEFAULT_LIMITS, AccuracyInfo, Manifest, ReadLimits, read_manifest
 from dpspark.release.reader import offset_keys, open_release_files, verify_files
 from dpspark.universe import Universe, index_to_bytes
@@ -32,7 +40,11 @@ from dpspark.universe import Universe, index_to_bytes
 if TYPE_CHECKING:
     from dpspark.lookup.compact import CompactReleaseLookup
 
-__all__ = ["Estimate", "KeyNotInUniverseError", "ReleaseLookup", "open_release"]
+__all__ = ["BELOW_THRESHOLD", "Estimate", "KeyNotInUniverseError", "ReleaseLookup", "open_release"]
+
+#: the ``note`` of a bin whose noisy count is at or below the accuracy threshold
+BELOW_THRESHOLD = "below threshold: may be noise"
+NOTE_COLUMN = "note"
 
 
 @dataclass(frozen=True)
@@ -142,13 +154,24 @@ class ReleaseLookup(ManifestStatements):
         word = pa.array([index_to_bytes(index, self._width)], type=pa.binary(self._width))
         return int(self._lookup(self._keys(word))[0])
 
-    def counts(self, keys: Any) -> np.ndarray:
+    def counts(self, keys: Any, invalid: str = "raise") -> np.ndarray:
         """Noisy counts (int64) of many keys, vectorized.
 
         ``keys``: for scalar universes a sequence, numpy array or Arrow array of keys;
         for tuple universes a pyarrow Table/RecordBatch with the key columns, a
         struct array, or a sequence of tuples.
+
+        ``invalid="raise"`` (default): a key outside the universe raises
+        :class:`KeyNotInUniverseError` (naming its position, never the key).
+        ``invalid="mask"``: every valid key is answered and the result is a
+        ``numpy.ma.MaskedArray`` whose mask is True at the invalid keys' positions.
         """
+        if check_invalid_policy(invalid) == "mask":
+            words, valid = valid_index_words(self.universe, keys)
+            values = np.zeros(len(valid), dtype=np.int64)
+            if len(words):
+                values[valid] = self._lookup(self._keys(words))
+            return np.ma.MaskedArray(values, mask=~valid)
         arrow_keys = keys_to_arrow(self.universe, keys)
         if arrow_keys is None:  # keys beyond Arrow's types: scalar path
             return np.array([self.count(k) for k in keys], dtype=np.int64)
@@ -157,14 +180,43 @@ class ReleaseLookup(ManifestStatements):
             return np.zeros(0, dtype=np.int64)
         return self._lookup(self._keys(index))
 
+    def below_threshold(self, noisy_counts: np.ndarray) -> np.ndarray:
+        """Which noisy counts are at or below the accuracy threshold (the per-key bar does not hold there).
+
+        Such a bin may be noise: its true count can be 0 (pure_sparse releases hold
+        random bins from the mixing step and the top-(n+1) empty bins by design).
+        """
+        above = self.manifest.accuracy.per_query_above
+        return np.asarray(noisy_counts) <= above if above >= 0 else np.zeros(len(noisy_counts), dtype=bool)
+
     def table(self, columns: Sequence[str] | None = None) -> pa.Table:
-        """The bins as an Arrow table (decoded key columns, index words, noisy counts)."""
+        """The bins as an Arrow table (decoded key columns, index words, noisy counts, ``note``).
+
+        ``note`` is ``"below threshold: may be noise"`` for bins whose noisy count is
+        at or below the accuracy threshold (:meth:`below_threshold`), else null. It is
+        computed here from the released counts (not stored in the release).
+        """
+        want = list(columns) if columns is not None else None
+        stored = None if want is None else [c for c in want if c != NOTE_COLUMN]
+        if want is not None and NOTE_COLUMN in want and "noisy_count" not in want:
+            stored = [*stored, "noisy_count"]  # type: ignore[list-item]
         try:
-            return self._parquet.read(columns=list(columns) if columns is not None else None)
+            table = self._parquet.read(columns=stored)
         except Exception as exc:
             from dpspark.release.errors import ReleaseFormatError
 
             raise ReleaseFormatError(f"{self.path / 'bins.parquet'}: cannot read the bins ({type(exc).__name__})") from None
+        if want is None or NOTE_COLUMN in want:
+            marked = self.below_threshold(table.column("noisy_count").to_numpy())
+            note = pc.if_else(pa.array(marked), pa.scalar(BELOW_THRESHOLD), pa.scalar(None, pa.string()))
+            table = table.append_column(NOTE_COLUMN, note)
+            if want is not None:
+                table = table.select(want)
+        return table
+
+    def to_pandas(self) -> Any:
+        """The bins as a pandas DataFrame (needs pandas), with the ``note`` column of :meth:`table`."""
+        return self.table().to_pandas()
 
 
 def open_release(
@@ -173,8 +225,12 @@ def open_release(
     """Open a release directory (sparse or compact, by the manifest's kind) for lookups.
 
     With ``verify`` (default) every data file's sha256 is checked once, here;
-    lookups never re-check (``verify=False`` skips it; call ``.verify()``
-    later). Raises :class:`~dpspark.release.errors.ReleaseFormatError` for
+    lookups never re-check. ``verify=False`` skips that check, and gives up
+    the guarantee that the answers are the release's: a damaged or altered
+    data file is then read as is, and can return wrong counts or **wrong
+    keys** (one flipped byte in a key column can show ``Paris`` for another
+    key) without any error. Use it only on files you just verified (call
+    ``.verify()`` later to check). Raises :class:`~dpspark.release.errors.ReleaseFormatError` for
     missing, damaged, wrong-version or oversized releases.
     """
     from dpspark.release.errors import ReleaseFormatError

@@ -75,10 +75,19 @@ class Mechanism(ABC):
 
     # --- public, data-free ------------------------------------------------------------------
     @classmethod
+    def universe_limit_text(cls) -> str:
+        """The largest universe this mechanism takes, in words (string/bytes keys: the largest max_bytes)."""
+        bits = 8 * cls.max_index_width
+        text = (f"mechanism {cls.name!r} takes universes of up to 2^{bits} keys "
+                f"(string/bytes keys: max_bytes <= {cls.max_index_width - 1})")
+        if bits < 256:
+            text += "; only mechanism 'compact' takes larger ones, up to 2^256 keys (max_bytes <= 31)"
+        return text
+
+    @classmethod
     def wide_universe_message(cls) -> str:
         """The refusal for a universe wider than this mechanism's release kind stores."""
-        return (f"mechanism {cls.name!r} supports universes of at most 2^{8 * cls.max_index_width} keys; "
-                "use mechanism 'compact' (m = 192 or 256) for larger universes")
+        return f"the universe has more than 2^{8 * cls.max_index_width} keys; {cls.universe_limit_text()}"
 
     def rows_per_key_reason(self) -> str:
         """Why this mechanism cannot take a per-key contribution above one (shown in the refusal)."""

@@ -58,12 +58,12 @@ class CompactHistogram(Mechanism):
         self.step_epsilon = per_step_epsilon(spec.epsilon, self.k, 1)
         self.compact_plan = self.make_plan(lam)
 
+    @classmethod
+    def universe_limit_text(cls) -> str:
+        return "mechanism 'compact' takes universes of up to 2^256 keys (string/bytes keys: max_bytes <= 31, with m = 256)"
+
     def rows_per_key_reason(self) -> str:
         return "its empty-bin sampler is certified against a count going from 0 to 1; use max_rows_per_key = 1"
-
-    @classmethod
-    def wide_universe_message(cls) -> str:
-        return "mechanism 'compact' supports universes of at most 2^256 keys (m = 256)"
 
     def make_plan(self, lam: int) -> "CompactPlan":
         """The public plan (M, m, G, l); a :class:`MechanismSpecError` when none exists."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpspark.release.coefficients import COEFFICIENTS_FILE, COLUMN, DEFAULT_BATCH_ROWS, write_coefficient_file
 from dpspark.release.exactjson import frac_to_str, int_to_str
+from dpspark.release.manifest import utc_now
 from dpspark.release.writer import exact_config_value, manifest_body, write_release_dir
 from dpspark.universe import Universe
 
@@ -145,7 +146,8 @@ def write_compact_release(
 
     Arguments as for :func:`~dpspark.release.sparse.write_sparse_release`;
     ``batch_rows`` sets the coefficient file's record-batch size and
-    ``created_utc`` pins the creation time (reproducible test vectors).
+    ``created_utc`` pins the creation time (the job passes its start time; test
+    vectors a fixed one); it is also every file's modification time.
     Raises :class:`~dpspark.release.errors.ReleaseExistsError` if the path
     exists and :class:`~dpspark.release.errors.ReleaseWriteError` on OS errors.
     """
@@ -158,11 +160,12 @@ def write_compact_release(
         return build_compact_manifest(
             release=release, universe_spec=spec, universe=universe, key_columns=key_columns, config=config,
             input_description=input_description, rng_name=rng_name, files=files, batch_rows=batch_rows,
-            created_utc=created_utc,
+            created_utc=created,
         )
 
+    created = created_utc or utc_now()
     return write_release_dir(
         out_path, universe,
         lambda tmp: write_coefficient_file(tmp / COEFFICIENTS_FILE, release.coefficients, release.m, batch_rows),
-        build,
+        build, created,
     )

@@ -202,15 +202,29 @@ def _exp_eps_float(exp_eps: Fraction) -> float | None:
     return math.log(exp_eps.numerator) - math.log(exp_eps.denominator)  # report
 
 
+#: algorithms whose replacement delta equals their add/remove delta (proof in dpspark.histogram.stability)
+REPLACEMENT_DELTA_EQUALS_DELTA = ("StabilityHistogram",)
+
+
 def relation_statements(
-    exp_eps: Fraction, bias: Fraction, delta: Fraction, relation: str, theorem: str
+    exp_eps: Fraction,
+    bias: Fraction,
+    delta: Fraction,
+    relation: str,
+    theorem: str,
+    replacement_delta: Fraction | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Manifest entries for add/remove (as stated) and replacement (two add/remove steps).
 
     Replacement by group privacy over two steps: eps' = 2 eps and delta' = (1 + e^eps) delta.
     e^eps = (p/q) e^b is irrational, so delta' is stated as the exact rational upper bound
     (1 + (p/q)/(1 - b)) delta, using e^b <= 1/(1 - b) for 0 <= b < 1.
+    ``replacement_delta`` replaces that delta' by a bound the algorithm proves itself
+    (only ``delta`` itself is accepted: StabilityHistogram's two changed bins are
+    independent coordinates, see :mod:`dpspark.histogram.stability`).
     """
+    if replacement_delta is not None and replacement_delta != delta:
+        raise ValueError("a proved replacement delta must equal the add/remove delta (the only proved case)")
     if bias < 0 or bias >= 1:
         raise ValueError("bias_epsilon must lie in [0, 1)")
     if exp_eps < 1:
@@ -228,7 +242,14 @@ def relation_statements(
         "derivation": f"as stated by {theorem}"[:2000],
     }
     exp2, bias2 = exp_eps * exp_eps, 2 * bias
-    delta2 = (1 + exp_eps / (1 - bias)) * delta
+    delta2 = (1 + exp_eps / (1 - bias)) * delta if replacement_delta is None else replacement_delta
+    derivation = (
+        "eps' = 2 eps; delta' = (1 + e^eps) delta <= (1 + (p/q)/(1 - b)) delta, since e^b <= 1/(1 - b)"
+        if replacement_delta is None
+        else "eps' = 2 eps; delta' = delta: the two changed bins are independent, each (eps, delta) with its "
+        "count-0 side deterministic, and the hockey-stick divergence at e^(2 eps) of such a pair is at most "
+        "delta (derivation in dpspark.histogram.stability)"
+    )
     replacement = {
         "relation": "replace one unit (two add/remove steps; group privacy)",
         "exp_epsilon_tilde": frac_to_str(exp2),
@@ -238,7 +259,7 @@ def relation_statements(
         "delta": frac_to_str(delta2),
         "delta_log2": frac_log2(delta2),
         "pure": delta2 == 0,
-        "derivation": "eps' = 2 eps; delta' = (1 + e^eps) delta <= (1 + (p/q)/(1 - b)) delta, since e^b <= 1/(1 - b)",
+        "derivation": derivation,
     }
     return add_remove, replacement
 
@@ -416,7 +437,10 @@ def _semantic(obj: dict[str, Any], name: str, limits: ReadLimits) -> Manifest:
     if (
         replacement.exp_epsilon_tilde != exp_eps * exp_eps
         or replacement.bias_epsilon != 2 * add_remove.bias_epsilon
-        or replacement.delta != (1 + exp_eps / (1 - add_remove.bias_epsilon)) * add_remove.delta
+        or (
+            replacement.delta != (1 + exp_eps / (1 - add_remove.bias_epsilon)) * add_remove.delta
+            and not (mech["algorithm"] in REPLACEMENT_DELTA_EQUALS_DELTA and replacement.delta == add_remove.delta)
+        )
     ):
         raise _fail(name, "privacy.replacement is not the two-step group-privacy statement of privacy.add_remove")
     acc = obj["accuracy"]

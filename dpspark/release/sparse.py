@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from dpspark.release.layout import BINS_FILE, COUNT_COLUMN, INDEX_COLUMN, build_bins_table, bins_columns
+from dpspark.release.manifest import utc_now
 from dpspark.release.writer import exact_config_value, manifest_body, write_release_dir
 from dpspark.universe import Universe
 
@@ -79,6 +80,7 @@ def build_sparse_manifest(
     input_description: Mapping[str, Any],
     rng_name: str,
     files: dict[str, Any],
+    created_utc: str | None = None,
 ) -> dict[str, Any]:
     """The manifest dict of a sparse release (before sealing)."""
     mech_params = release.parameters.get("mechanism", {}) if isinstance(release.parameters, Mapping) else {}
@@ -96,7 +98,8 @@ def build_sparse_manifest(
         eps_requested=exact_config_value(config, "epsilon", mech_params.get("epsilon")),
         delta_requested=exact_config_value(config, "delta", None) or Fraction(0),  # pure: delta absent or None
         universe_spec=universe_spec, universe=universe, key_columns=key_columns, config=config,
-        input_description=input_description, rng_name=rng_name, created_utc=None, section=("bins", bins), files=files,
+        input_description=input_description, rng_name=rng_name, created_utc=created_utc, section=("bins", bins),
+        files=files,
     )
 
 
@@ -109,13 +112,16 @@ def write_sparse_release(
     config: dict[str, Any],
     input_description: dict[str, Any],
     rng_name: str,
+    created_utc: str | None = None,
 ) -> Path:
     """Write a sparse release directory atomically and return its path.
 
     ``config`` holds the exact parameters to record (``epsilon``, ``delta``,
     ``beta``, ... as exact strings); ``input_description`` the input's path or
     table name and format as given in the config (no data-derived content);
-    ``rng_name`` is ``rng.name`` of the source that drew the noise. Raises
+    ``rng_name`` is ``rng.name`` of the source that drew the noise;
+    ``created_utc`` (default: now) is the manifest's creation time and every
+    file's modification time (the job passes its start time). Raises
     :class:`~dpspark.release.errors.ReleaseExistsError` if the path exists and
     :class:`~dpspark.release.errors.ReleaseWriteError` on OS errors.
     """
@@ -132,7 +138,8 @@ def write_sparse_release(
     def build(spec: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
         return build_sparse_manifest(
             release=release, universe_spec=spec, universe=universe, key_columns=key_columns, config=config,
-            input_description=input_description, rng_name=rng_name, files=files,
+            input_description=input_description, rng_name=rng_name, files=files, created_utc=created,
         )
 
-    return write_release_dir(out_path, universe, write_data, build)
+    created = created_utc or utc_now()
+    return write_release_dir(out_path, universe, write_data, build, created)

@@ -9,7 +9,9 @@ so the two kinds cannot drift apart.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +21,16 @@ from dpspark.exact import parse_rational
 from dpspark.release.atomic import atomic_release_dir
 from dpspark.release.exactjson import frac_to_str, int_to_str
 from dpspark.release.files import file_entry
-from dpspark.release.manifest import FORMAT, MANIFEST_NAME, SCHEMA_VERSION, json_safe, relation_statements, seal_manifest, utc_now
+from dpspark.release.manifest import (
+    FORMAT,
+    MANIFEST_NAME,
+    REPLACEMENT_DELTA_EQUALS_DELTA,
+    SCHEMA_VERSION,
+    json_safe,
+    relation_statements,
+    seal_manifest,
+    utc_now,
+)
 from dpspark.universe import CategoricalUniverse, TupleUniverse, Universe
 
 if TYPE_CHECKING:  # the lookup library must not import the mechanisms
@@ -96,7 +107,8 @@ def manifest_body(
 ) -> dict[str, Any]:
     """The manifest dict (before sealing) shared by every kind; ``section`` is the kind's own (name, content)."""
     add_remove, replacement = relation_statements(
-        privacy.exp_eps, privacy.bias_epsilon, privacy.delta, privacy.relation, privacy.theorem
+        privacy.exp_eps, privacy.bias_epsilon, privacy.delta, privacy.relation, privacy.theorem,
+        replacement_delta=privacy.replacement_delta if algorithm in REPLACEMENT_DELTA_EQUALS_DELTA else None,
     )
     exp_eps = privacy.exp_eps
     return {
@@ -145,20 +157,35 @@ def manifest_body(
     }
 
 
+def utc_timestamp(created_utc: str) -> int:
+    """Seconds since the epoch of a ``YYYY-MM-DDTHH:MM:SSZ`` creation time."""
+    try:
+        when = datetime.strptime(created_utc, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except (TypeError, ValueError):
+        raise ValueError("created_utc must look like 2024-01-31T12:00:00Z") from None
+    return int(when.timestamp())
+
+
 def write_release_dir(
     out_path: str | Path,
     universe: Universe,
     write_data: Callable[[Path], None],
     build_manifest: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]],
+    created_utc: str | None = None,
 ) -> Path:
     """Atomically write a release directory and return its path.
 
     Inside the temporary directory: the universe's value files, then
     ``write_data(tmp)``, then ``manifest.json`` from
     ``build_manifest(universe_spec, files)`` with every file's sha256 and size.
+    With ``created_utc`` (the manifest's creation time; the job passes the time
+    it started, so neither depends on how long the data took), every file's and
+    the directory's modification time is set to it, so they do not show when
+    the job finished either.
     Raises :class:`~dpspark.release.errors.ReleaseExistsError` if the path
     exists and :class:`~dpspark.release.errors.ReleaseWriteError` on OS errors.
     """
+    stamp = None if created_utc is None else utc_timestamp(created_utc)
     with atomic_release_dir(out_path) as tmp:
         spec = universe_section(universe, tmp)
         write_data(tmp)
@@ -167,4 +194,8 @@ def write_release_dir(
             entry = file_entry(child)
             files[child.name] = {"sha256": entry.sha256, "bytes": int_to_str(entry.size)}
         (tmp / MANIFEST_NAME).write_bytes(seal_manifest(build_manifest(spec, files)))
+        if stamp is not None:
+            for child in tmp.iterdir():
+                os.utime(child, (stamp, stamp))
+            os.utime(tmp, (stamp, stamp))  # the rename within the parent leaves the directory's own mtime alone
     return Path(out_path).absolute()

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 DEFAULT_CONF: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
+    "spark.log.level": "ERROR",
     "spark.eventLog.enabled": "false",
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
@@ -72,6 +73,7 @@ def local_session(
     settings = dict(DEFAULT_CONF)
     settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
     settings["spark.ui.enabled"] = "true" if ui else "false"
+    settings["spark.log.level"] = log_level  # applies from SparkContext start (setLogLevel only after it)
     settings["spark.driver.memory"] = driver_memory if driver_memory is not None else DEFAULT_DRIVER_MEMORY
     settings.update(conf or {})
 
@@ -81,3 +83,25 @@ def local_session(
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
     return spark
+
+
+#: What a spark-submit job turns off unless the user set it (``--conf`` or a properties file):
+#: Spark's UI and INFO logs reveal data volume and distinct keys and are curator-only.
+QUIET_SUBMIT_CONF: dict[str, str] = {"spark.ui.enabled": "false", "spark.log.level": "WARN"}
+
+
+def active_session(app_name: str) -> SparkSession:
+    """The spark-submit session, with the UI off and WARN logs unless the user's Spark conf sets them."""
+    ensure_java_home()
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if SparkContext._active_spark_context is not None:  # already running: its static settings are fixed
+        return builder.getOrCreate()
+    SparkContext._ensure_initialized()  # the JVM gateway, so SparkConf() sees spark-submit's settings
+    given = SparkConf()  # what spark-submit passed (--conf, --properties-file, spark-defaults.conf)
+    for key, value in QUIET_SUBMIT_CONF.items():
+        if not given.contains(key):
+            builder = builder.config(key, value)
+    return builder.getOrCreate()
