@@ -338,7 +338,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         ax.set_xlabel(", ".join(rel.manifest.key_columns)
                       + (" (universe order)" if args.order == "universe" else " (largest noisy count first)"))
         ax.set_ylabel("noisy count")
-        eps = rel.manifest.add_remove.epsilon_float
+        eps = rel.manifest.add_remove.epsilon_float()  # report
         shown = "" if eps is None else f", eps ~ {eps:.3g}"  # report
         note = f"; {hidden} bins below threshold hidden" if hidden else ""
         ax.set_title(f"top {len(values)} bins, +-{acc.a_per_query} per key (beta = {short(acc.beta_per_query)}){shown}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import os
 import subprocess
 import sys
@@ -13,7 +15,7 @@ import pytest
 
 from dpspark.cli import main
 from dpspark.config import load_config
-from dpspark.histogram.result import AccuracyStatement, HistogramRelease, PrivacyStatement
+from dpspark.histogram.result import AccuracyStatement, HistogramRelease, add_remove_statement
 from dpspark.release.manifest import read_manifest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,17 +139,18 @@ def test_created_utc_is_the_plan_time_and_every_mtime(tmp_path: Path, monkeypatc
     cfg = load_config(_config(tmp_path))
     release = HistogramRelease(
         algorithm="BasicHistogram", indices=tuple(range(10)), counts=(1,) * 10, universe_size=10, n=10,
-        privacy=PrivacyStatement(exp_eps=job.release_exp_eps(cfg.epsilon), bias_epsilon=job.Fraction(0),
-                                 delta=job.Fraction(0), theorem="test"),
-        accuracy=AccuracyStatement(3, job.Fraction(1, 20), -1, 5, job.Fraction(1, 20), "test"),
+        privacy=add_remove_statement(10, exp_eps=cfg.mechanism_object().counting.exp_eps, bias_epsilon=Fraction(0),
+                                     delta=Fraction(0), theorem="test"),
+        accuracy=AccuracyStatement.histogram(3, Fraction(1, 20), -1, 5, Fraction(1, 20), "test"),
         parameters={"mechanism": {"mechanism": "GeoSample"}},
     )
 
-    def slow_job(cfg: object, spark: object, rng: object, show: object, created_utc: str | None = None) -> Path:
+    def slow_job(cfg: object, mech: object, spark: object, data: object, rng: object, show: object,
+                 created_utc: str | None = None) -> Path:
         time.sleep(1.2)  # the data takes a while: the finishing time must not show
-        return job.write_release(cfg, release, "test", created_utc)  # type: ignore[arg-type]
+        return job.write_release(cfg, release, "test", "sparse", created_utc)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(job, "_run_spark_and_mechanism", slow_job)
+    monkeypatch.setattr(job, "_run", slow_job)
     started = int(time.time())
     out = job.run_release(cfg, progress=lambda m: None)
     created = read_manifest(out).created_utc

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 import os
 import subprocess
 import sys
@@ -14,7 +16,6 @@ from hypothesis import strategies as st
 
 from dpspark.counting.geosample import GeoSample
 from dpspark.histogram.basic import basic_accuracy, basic_privacy
-from dpspark.histogram.result import PrivacyStatement as OldPrivacy
 from dpspark.privacy import (
     AccuracyClaim,
     AccuracyStatement,
@@ -35,6 +36,20 @@ from dpspark.privacy import (
 )
 
 
+@dataclass(frozen=True)
+class OldPrivacy:
+    """The pre-unification histogram statement (exp_eps, bias_epsilon, delta), kept here as the reference."""
+
+    exp_eps: F
+    bias_epsilon: F
+    delta: F
+    theorem: str
+    notes: str = ""
+
+    def epsilon_bound(self) -> float:
+        return math.log(self.exp_eps.numerator) - math.log(self.exp_eps.denominator) + float(self.bias_epsilon)  # report
+
+
 def roundtrip_json(obj: dict) -> dict:
     return json.loads(json.dumps(obj))
 
@@ -46,7 +61,8 @@ def from_old(old: OldPrivacy, n: int) -> PrivacyStatement:
 @pytest.mark.parametrize(
     "old",
     [
-        basic_privacy(GeoSample(n=20, exp_eps=F(2)), 128),
+        OldPrivacy(basic_privacy(GeoSample(n=20, exp_eps=F(2)), 128).exp_eps,
+                   basic_privacy(GeoSample(n=20, exp_eps=F(2)), 128).bias_epsilon, F(0), "basic"),
         OldPrivacy(exp_eps=F(7, 4), bias_epsilon=F(8, 2**128), delta=F(1, 2**3000), theorem="stability"),
         OldPrivacy(exp_eps=F(3**200, 2**300), bias_epsilon=F(0), delta=F(1, 10**9), theorem="pure sparse"),
     ],

@@ -178,8 +178,8 @@ def test_manifest_contents(tmp_path: Path) -> None:
     assert raw["accuracy"]["threshold"] == "12" and m.accuracy.per_query_above == 12
     # replacement = two add/remove steps: exp eps squared, bias doubled, delta (1 + e^eps) delta bound
     p = release.privacy
-    assert m.add_remove.exp_epsilon_tilde == p.exp_eps and m.add_remove.delta == p.delta
-    assert m.replacement.exp_epsilon_tilde == p.exp_eps**2
+    assert m.add_remove.exp_eps == p.exp_eps and m.add_remove.delta == p.delta
+    assert m.replacement.exp_eps == p.exp_eps**2
     assert m.replacement.bias_epsilon == 2 * p.bias_epsilon
     assert m.replacement.delta == (1 + p.exp_eps / (1 - p.bias_epsilon)) * p.delta
     assert m.replacement.delta > (1 + p.exp_eps) * p.delta  # a true upper bound on (1 + e^eps) delta

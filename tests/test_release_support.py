@@ -6,7 +6,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpspark.histogram.result import AccuracyStatement, HistogramRelease, PrivacyStatement
+from dpspark.histogram.result import AccuracyStatement, HistogramRelease, add_remove_statement
 from dpspark.release import write_sparse_release
 from dpspark.rng import SeededRandom, bias_epsilon
 from dpspark.universe import Universe
@@ -35,14 +35,15 @@ def hand_release(
         counts=tuple(counts),
         universe_size=universe.size,
         n=n,
-        privacy=PrivacyStatement(
+        privacy=add_remove_statement(
+            n,
             exp_eps=Fraction(41, 32),
             bias_epsilon=bias_epsilon(2 * n + 1),
             delta=delta,
             theorem="BV Thm 6.8(ii) under add/remove",
             notes="hand-built for tests",
         ),
-        accuracy=AccuracyStatement(9, Fraction(1, 20), per_query_above, 14, Fraction(1, 20), "test"),
+        accuracy=AccuracyStatement.histogram(9, Fraction(1, 20), per_query_above, 14, Fraction(1, 20), "test"),
         parameters={"mechanism": {"mechanism": "GeoSample", "n": n, "epsilon": "1/2", "exp_eps": {"num": 41, "den": 32}},
                     "s_bits": 90, "beta": "1/20"},
     )

@@ -88,5 +88,5 @@ def test_release_manifest_states_the_tighter_replacement_delta(tmp_path: Path) -
     config = {"epsilon": eps, "delta": delta, "beta": "1/20", "mechanism": "stability"}
     m = read_manifest(write(tmp_path, universe, ["v"], rel, config=config))
     assert m.replacement.delta == m.add_remove.delta
-    assert m.replacement.exp_epsilon_tilde == m.add_remove.exp_epsilon_tilde**2
-    assert "independent" in m.replacement.derivation
+    assert m.replacement.exp_eps == m.add_remove.exp_eps**2
+    assert "independent" in m.replacement.theorem

@@ -168,7 +168,7 @@ def toy_compact_histogram(
 ) -> ToyCompactRelease:
     """Algorithm 8.2 over GF(2^sampler.m), m in {2, 6}: the production steps on a toy field (audit only).
 
-    The claim is the production one for this (M, G): ``compact_privacy(M, G, rng.lam).add_remove()``.
+    The claim is the production one for this (M, G): ``compact_privacy(M, G, rng.lam).add_remove(n)``.
     """
     check_mechanism(mechanism, n)
     fld = ToyField(sampler.m)
@@ -182,7 +182,7 @@ def toy_compact_histogram(
         coefficients=tuple(coeffs),
         field=fld,
         sampler=sampler,
-        privacy=compact_privacy(mechanism, sampler, rng.lam).add_remove(),
+        privacy=compact_privacy(mechanism, sampler, rng.lam).add_remove(mechanism.n),
         parameters={"m": fld.m, "modulus": hex(fld.modulus), "ell": n + 1, "n": n},
     )
 

@@ -102,7 +102,7 @@ def compact_histogram(
         universe_size=size,
         mechanism=mechanism,
         sampler=g,
-        privacy=detail.add_remove(),
+        privacy=detail.add_remove(n),
         privacy_detail=detail,
         accuracy=compact_accuracy(mechanism, size, b),
         parameters=params,

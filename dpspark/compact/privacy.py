@@ -39,7 +39,7 @@ from dpspark.compact.samplers import EmptyBinSampler
 from dpspark.counting import CountingMechanism
 from dpspark.histogram.basic import basic_accuracy
 from dpspark.histogram.inputs import is_power_of_two
-from dpspark.histogram.result import ADD_REMOVE, AccuracyStatement, PrivacyStatement, _frac
+from dpspark.histogram.result import AccuracyStatement, PrivacyStatement, _frac, add_remove_statement
 from dpspark.rng import bias_epsilon
 
 THEOREM = (
@@ -72,14 +72,14 @@ class CompactPrivacy:
         """bias_epsilon of the changed bin's biased draws (spec errata 12)."""
         return bias_epsilon(self.rng_draws_per_bin, self.lam)
 
-    def add_remove(self) -> PrivacyStatement:
+    def add_remove(self, n: int) -> PrivacyStatement:
         """The release's statement under add/remove: eps = ln(exp_eps) + (sampler_epsilon + rng_bias)."""
-        return PrivacyStatement(
+        return add_remove_statement(
+            n,
             exp_eps=self.exp_eps,
             bias_epsilon=self.sampler_epsilon + self.rng_bias,
             delta=Fraction(0),
             theorem=THEOREM,
-            relation=ADD_REMOVE,
             notes=(
                 "bias_epsilon here = sampler_epsilon (certified max_v |ln(g(v)/m_0(v))|) + rng bias "
                 f"({self.rng_draws_per_bin} biased draw(s) on the changed bin); replacement costs "

@@ -27,7 +27,7 @@ from dpspark.histogram.inputs import (
     check_universe,
     is_power_of_two,
 )
-from dpspark.histogram.result import AccuracyStatement, HistogramRelease, PrivacyStatement, biased_draw_factor
+from dpspark.histogram.result import AccuracyStatement, HistogramRelease, PrivacyStatement, add_remove_statement, biased_draw_factor, histogram_accuracy
 from dpspark.rng import RandomSource
 
 
@@ -73,7 +73,8 @@ def basic_histogram(
 def basic_privacy(mechanism: CountingMechanism, lam: int) -> PrivacyStatement:
     """eps~-DP under add/remove (Theorem 5.2(i)), plus the changed bin's draw bias."""
     extra, _ = biased_draw_factor(0 if is_power_of_two(mechanism.d) else 1, lam)
-    return PrivacyStatement(
+    return add_remove_statement(
+        mechanism.n,
         exp_eps=mechanism.exp_eps,
         bias_epsilon=extra,
         delta=Fraction(0),
@@ -85,7 +86,7 @@ def basic_accuracy(mechanism: CountingMechanism, bins: int, beta: Fraction) -> A
     """Per-query (a_M(beta), beta) and simultaneous (a_M(beta/bins), beta), exact."""
     a = mechanism.accuracy(beta)
     a_sim = mechanism.accuracy(beta / bins) if bins > 1 else a
-    return AccuracyStatement(
+    return histogram_accuracy(
         a_per_query=a,
         beta_per_query=beta,
         per_query_above=-1,

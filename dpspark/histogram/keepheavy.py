@@ -28,7 +28,7 @@ from dpspark.histogram.basic import noisy_counts
 from dpspark.histogram.distinct import sample_distinct_avoiding
 from dpspark.histogram.inputs import CountsLike, check_beta, check_counts, check_mechanism, check_universe, keep_strictly_heavy
 from dpspark.histogram.ordstat import ord_sample
-from dpspark.histogram.result import AccuracyStatement, HistogramRelease, PrivacyStatement, biased_draw_factor
+from dpspark.histogram.result import AccuracyStatement, HistogramRelease, add_remove_statement, biased_draw_factor, histogram_accuracy
 from dpspark.rng import RandomSource
 
 #: order_statistics(m, t, rng) -> the top t of m iid M(0, U) values, descending
@@ -94,7 +94,8 @@ def keepheavy_simulation(
     xs, ys = heavy_with_sampled_empty_bins(keys, values, size, n, mechanism, rng, sampler)
     # worst path: n mechanism draws, n+1 distinct-element draws, n exact binomial draws
     extra, _ = biased_draw_factor(3 * n + 1, rng.lam)
-    privacy = PrivacyStatement(
+    privacy = add_remove_statement(
+        mechanism.n,
         exp_eps=mechanism.exp_eps,
         bias_epsilon=extra,
         delta=Fraction(0),
@@ -137,7 +138,7 @@ def keepheavy_accuracy(
     half = rest / 2
     a = mechanism.accuracy(half)
     a_sim = mechanism.accuracy(half / universe_size)
-    return AccuracyStatement(
+    return histogram_accuracy(
         a_per_query=a,
         beta_per_query=beta,
         per_query_above=2 * a_sim,

@@ -39,7 +39,7 @@ from dpspark.histogram.inputs import CountsLike, check_beta, check_counts, check
 from dpspark.histogram.keepheavy import keepheavy_accuracy
 from dpspark.histogram.ordstat import BinSampler
 from dpspark.histogram.timing import pad_until
-from dpspark.histogram.result import HistogramRelease, PrivacyStatement, biased_draw_factor
+from dpspark.histogram.result import HistogramRelease, add_remove_statement, biased_draw_factor
 from dpspark.histogram.sparse import approx_order_statistics, sd_bound, s_bits_for, sparse_bias_draws, sparse_core
 from dpspark.rng import RandomSource
 
@@ -133,7 +133,8 @@ def pure_sparse_histogram(
     if progress is not None:
         progress("pure-sparse: done")
     extra, _ = biased_draw_factor(pure_sparse_bias_draws(n, size, mechanism, g), rng.lam)
-    privacy = PrivacyStatement(
+    privacy = add_remove_statement(
+        mechanism.n,
         exp_eps=mechanism.exp_eps,
         bias_epsilon=extra,
         delta=Fraction(0),

@@ -8,9 +8,9 @@ algorithm proves a tighter delta (``PrivacyStatement.replacement_delta``;
 StabilityHistogram: the add/remove delta itself).
 
 Privacy parameters are exact: e^{eps~} = p/q is a Fraction, the randomness
-source's multiplicative bias adds ``bias_epsilon`` (spec errata 12, counted in
-epsilon, never in delta), delta is a Fraction. Floats appear only in
-``describe()`` report fields.
+source's multiplicative bias adds ``bias_epsilon`` (counted in epsilon, never in
+delta), delta is a Fraction. The statements are the shared
+:class:`dpspark.privacy.PrivacyStatement` and :class:`dpspark.privacy.AccuracyStatement`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from dpspark.privacy import AccuracyStatement, AddRemove, PrivacyStatement
 from dpspark.rng import bias_epsilon
 
 ADD_REMOVE = "add/remove one unit, at most n units per dataset (n public)"
@@ -37,69 +38,32 @@ def biased_draw_factor(draws: int, lam: int) -> tuple[Fraction, Fraction]:
     return bias_epsilon(draws, lam), 1 + Fraction(2 * draws, 1 << lam)
 
 
-@dataclass(frozen=True)
-class PrivacyStatement:
-    """(eps, delta)-DP with eps = ln(exp_eps) + bias_epsilon, exactly, under ``relation``."""
-
-    exp_eps: Fraction
-    bias_epsilon: Fraction
-    delta: Fraction
-    theorem: str
-    relation: str = ADD_REMOVE
-    notes: str = ""
-    #: a replacement delta proved for this algorithm, tighter than the generic (1 + e^eps) delta (None: generic)
-    replacement_delta: Fraction | None = None
-
-    def __repr__(self) -> str:
-        return (
-            f"PrivacyStatement(exp_eps={self.exp_eps}, bias_epsilon={_short(self.bias_epsilon)}, "
-            f"delta={_short(self.delta)}, theorem={self.theorem!r})"
-        )
-
-    def epsilon_bound(self) -> float:
-        """eps as a float, for reports only."""
-        return math.log(self.exp_eps.numerator) - math.log(self.exp_eps.denominator) + float(self.bias_epsilon)  # report
-
-    def describe(self) -> dict[str, Any]:
-        """JSON-ready exact statement (big denominators as hex strings)."""
-        return {
-            "relation": self.relation,
-            "epsilon": "ln(exp_eps) + bias_epsilon",
-            "exp_eps": {"num": self.exp_eps.numerator, "den": self.exp_eps.denominator},
-            "bias_epsilon": _frac(self.bias_epsilon),
-            "delta": _frac(self.delta),
-            "pure": self.delta == 0,
-            "theorem": self.theorem,
-            "notes": self.notes,
-            "epsilon_float": self.epsilon_bound(),  # report
-        }
+def add_remove_statement(
+    n: int,
+    *,
+    exp_eps: Fraction,
+    bias_epsilon: Fraction,
+    delta: Fraction,
+    theorem: str,
+    notes: str = "",
+    replacement_delta: Fraction | None = None,
+) -> PrivacyStatement:
+    """(eps, delta)-DP under add/remove of one unit among at most n, eps = ln(exp_eps) + bias_epsilon exactly."""
+    return PrivacyStatement.from_exp_eps(exp_eps, bias_epsilon, delta, theorem, AddRemove(n), notes, replacement_delta)
 
 
-@dataclass(frozen=True)
-class AccuracyStatement:
+def histogram_accuracy(
+    *,
+    a_per_query: int,
+    beta_per_query: Fraction,
+    per_query_above: int,
+    a_simultaneous: int,
+    beta_simultaneous: Fraction,
+    notes: str = "",
+) -> AccuracyStatement:
     """Per-query (a, beta) on counts > ``per_query_above`` (-1: every count) and simultaneous (a, beta)."""
-
-    a_per_query: int
-    beta_per_query: Fraction
-    per_query_above: int
-    a_simultaneous: int
-    beta_simultaneous: Fraction
-    notes: str = ""
-
-    def __repr__(self) -> str:
-        return (
-            f"AccuracyStatement(per_query=(a={self.a_per_query}, beta={_short(self.beta_per_query)}, "
-            f"on counts > {self.per_query_above}), simultaneous=(a={self.a_simultaneous}, "
-            f"beta={_short(self.beta_simultaneous)}))"
-        )
-
-    def describe(self) -> dict[str, Any]:
-        """JSON-ready exact statement."""
-        return {
-            "per_query": {"a": self.a_per_query, "beta": _frac(self.beta_per_query), "on_counts_above": self.per_query_above},
-            "simultaneous": {"a": self.a_simultaneous, "beta": _frac(self.beta_simultaneous)},
-            "notes": self.notes,
-        }
+    return AccuracyStatement.histogram(a_per_query, beta_per_query, per_query_above, a_simultaneous,
+                                       beta_simultaneous, notes)
 
 
 @dataclass(frozen=True)

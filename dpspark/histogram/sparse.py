@@ -37,7 +37,7 @@ from dpspark.histogram.inputs import CountsLike, check_beta, check_counts, check
 from dpspark.histogram.keepheavy import OrderStatistics, heavy_with_sampled_empty_bins, keepheavy_accuracy
 from dpspark.histogram.ordstat import BinSampler, approx_bin_sample, approx_ord_sample
 from dpspark.histogram.timing import pad_until
-from dpspark.histogram.result import HistogramRelease, PrivacyStatement, biased_draw_factor
+from dpspark.histogram.result import HistogramRelease, add_remove_statement, biased_draw_factor
 from dpspark.histogram.stability import check_delta
 from dpspark.rng import RandomSource
 
@@ -138,7 +138,8 @@ def sparse_histogram(
     xs, ys = sparse_core(keys, values, size, n, mechanism, rng, sampler)
     pad_until(start, min_seconds)
     extra, grow = biased_draw_factor(sparse_bias_draws(n, mechanism), rng.lam)
-    privacy = PrivacyStatement(
+    privacy = add_remove_statement(
+        mechanism.n,
         exp_eps=mechanism.exp_eps,
         bias_epsilon=extra,
         delta=(1 + mechanism.exp_eps) * sd * grow,

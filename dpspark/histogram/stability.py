@@ -53,7 +53,7 @@ from dpspark.counting import CountingMechanism, FastSample, choose_exp_eps
 from dpspark.exact import parse_rational
 from dpspark.histogram.basic import noisy_counts
 from dpspark.histogram.inputs import CountsLike, check_beta, check_counts, check_mechanism, check_universe, is_power_of_two
-from dpspark.histogram.result import AccuracyStatement, HistogramRelease, PrivacyStatement, biased_draw_factor
+from dpspark.histogram.result import HistogramRelease, add_remove_statement, biased_draw_factor, histogram_accuracy
 from dpspark.rng import RandomSource
 
 
@@ -111,7 +111,8 @@ def stability_histogram(
     kept = [(x, y) for x, y in zip(keys, ys) if y > tau]
     delta_m = Fraction(mechanism.d - mechanism.scaled_cdf(1, tau), mechanism.d)
     extra, grow = biased_draw_factor(0 if is_power_of_two(mechanism.d) else 1, rng.lam)
-    privacy = PrivacyStatement(
+    privacy = add_remove_statement(
+        mechanism.n,
         exp_eps=mechanism.exp_eps,
         bias_epsilon=extra,
         delta=delta_m * grow,
@@ -122,7 +123,7 @@ def stability_histogram(
     )
     a = mechanism.accuracy(b)
     a_sim = mechanism.accuracy(b / n) if n > 1 else a
-    accuracy = AccuracyStatement(
+    accuracy = histogram_accuracy(
         a_per_query=a,
         beta_per_query=b,
         per_query_above=tau + a,

@@ -6,7 +6,8 @@ import math
 from fractions import Fraction
 
 from dpspark.release.exactjson import frac_log2, frac_to_str
-from dpspark.release.manifest import AccuracyInfo, Manifest, RelationPrivacy
+from dpspark.privacy import AccuracyStatement, PrivacyStatement
+from dpspark.release.manifest import Manifest
 
 #: an exact rational is printed as is up to this many characters; longer ones as a decimal with "…"
 _SHORT = 12
@@ -62,13 +63,14 @@ def short(value: Fraction, exact: bool = False) -> str:
     return frac_to_str(value) if exact else readable(value)
 
 
-def _eps(rel: RelationPrivacy, exact: bool = False) -> str:
-    shown = "" if rel.epsilon_float is None else f" ~ {rel.epsilon_float:.6g}"  # report
+def _eps(rel: PrivacyStatement, exact: bool = False) -> str:
+    approx = rel.epsilon_float()  # report
+    shown = "" if approx is None else f" ~ {approx:.6g}"  # report
     bias = "" if rel.bias_epsilon == 0 else f" + {short(rel.bias_epsilon, exact)}"
-    return f"eps = ln({short(rel.exp_epsilon_tilde, exact)}){bias}{shown}"
+    return f"eps = ln({short(rel.exp_eps, exact)}){bias}{shown}"
 
 
-def _delta(rel: RelationPrivacy, exact: bool = False) -> str:
+def _delta(rel: PrivacyStatement, exact: bool = False) -> str:
     if rel.delta == 0:
         return "delta = 0 (pure DP)"
     log2 = frac_log2(rel.delta)
@@ -78,9 +80,9 @@ def _delta(rel: RelationPrivacy, exact: bool = False) -> str:
     return f"delta = {shown} (~2^{log2:.2f})"  # report
 
 
-def relation_line(rel: RelationPrivacy, exact: bool = False) -> str:
+def relation_line(rel: PrivacyStatement, exact: bool = False) -> str:
     """One relation's (eps, delta) in words; ``exact`` prints every rational in full."""
-    return f"{_eps(rel, exact)}, {_delta(rel, exact)}  [{rel.relation}]"
+    return f"{_eps(rel, exact)}, {_delta(rel, exact)}  [{rel.relation.text()}]"
 
 
 def privacy_text(m: Manifest, exact: bool = False) -> str:
@@ -99,7 +101,7 @@ def privacy_text(m: Manifest, exact: bool = False) -> str:
     return "\n".join(lines)
 
 
-def condition_text(acc: AccuracyInfo, exact: bool = False) -> str:
+def condition_text(acc: AccuracyStatement, exact: bool = False) -> str:
     """When the per-query error bar holds, in words."""
     if acc.per_query_above < 0:
         return f"holds for every key with probability >= 1 - {short(acc.beta_per_query, exact)}"

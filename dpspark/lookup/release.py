@@ -33,7 +33,8 @@ from dpspark.lookup.keys import (
     keys_to_arrow,
     valid_index_words,
 )
-from dpspark.release.manifest import DEFAULT_LIMITS, AccuracyInfo, Manifest, ReadLimits, read_manifest
+from dpspark.privacy.accuracy import AccuracyStatement
+from dpspark.release.manifest import DEFAULT_LIMITS, Manifest, ReadLimits, read_manifest
 from dpspark.release.reader import offset_keys, open_release_files, verify_files
 from dpspark.universe import Universe, index_to_bytes
 
@@ -98,7 +99,7 @@ class ManifestStatements:
         return privacy_text(self.manifest)
 
     @property
-    def accuracy(self) -> AccuracyInfo:
+    def accuracy(self) -> AccuracyStatement:
         """The exact accuracy statement (see ``accuracy_text`` for when the per-query bar holds)."""
         return self.manifest.accuracy
 

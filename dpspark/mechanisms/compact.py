@@ -119,7 +119,7 @@ class CompactHistogram(Mechanism):
         )
         if release.ell != self.n_range + 1:
             raise RuntimeError("internal error: a compact release must have l = k n + 1 coefficients")
-        privacy = scale_statement(release.privacy, self.k, 1)
+        privacy = scale_statement(release.privacy, self.k, 1, self.spec.max_units)
         if not within_epsilon(privacy.exp_eps, privacy.bias_epsilon, self.spec.epsilon):
             raise RuntimeError("internal error: the release's exact epsilon exceeds the configured epsilon")
         return release if privacy is release.privacy else replace(release, privacy=privacy)

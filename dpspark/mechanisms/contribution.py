@@ -19,7 +19,6 @@ privacy), which gives the same formula with delta = 0. With k = c = 1 nothing ch
 
 from __future__ import annotations
 
-from dataclasses import replace
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -37,13 +36,18 @@ def count_range(n: int, keys_per_unit: int, rows_per_key: int) -> int:
     return n * keys_per_unit * rows_per_key
 
 
-def scale_statement(statement: "PrivacyStatement", keys_per_unit: int, rows_per_key: int) -> "PrivacyStatement":
-    """The per-unit statement from the per-step one (see the module docstring); unchanged for k = c = 1."""
+def scale_statement(statement: "PrivacyStatement", keys_per_unit: int, rows_per_key: int, n: int) -> "PrivacyStatement":
+    """The per-unit statement under AddRemove(n) from the per-step one (module docstring); unchanged for k = c = 1.
+
+    A tighter replacement delta proved for one step does not carry over (the generic rule applies).
+    """
     k, c = keys_per_unit, rows_per_key
     if k == 1 and c == 1:
         return statement
-    return replace(
-        statement,
+    from dpspark.histogram.result import add_remove_statement
+
+    return add_remove_statement(
+        n,
         exp_eps=statement.exp_eps ** (k * c),
         bias_epsilon=statement.bias_epsilon * k,
         delta=statement.delta * k,

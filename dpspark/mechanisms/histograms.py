@@ -142,7 +142,7 @@ class CountingHistogram(Mechanism):
         from dataclasses import replace
 
         release = self.histogram((indices, counts), rng, progress)
-        privacy = scale_statement(release.privacy, self.k, self.c)
+        privacy = scale_statement(release.privacy, self.k, self.c, self.spec.max_units)
         if not within_epsilon(privacy.exp_eps, privacy.bias_epsilon, self.spec.epsilon):
             raise RuntimeError("internal error: the release's exact epsilon exceeds the configured epsilon")
         if privacy.delta > (self.spec.delta or 0):

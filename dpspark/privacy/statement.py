@@ -29,6 +29,9 @@ class PrivacyStatement:
     relation: Relation
     theorem: str
     notes: str = ""
+    #: a delta the mechanism itself proves at 2 eps under Substitute(n) (StabilityHistogram: its two changed
+    #: bins are independent coordinates), tighter than the generic (1 + e^eps) delta; None: generic rule
+    replacement_delta: Optional[Fraction] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.measure, (PureDP, ApproxDP, ZCDP)):
@@ -46,12 +49,14 @@ class PrivacyStatement:
         theorem: str,
         relation: Relation,
         notes: str = "",
+        replacement_delta: Any = None,
     ) -> "PrivacyStatement":
         """(eps, delta)-DP with eps = ln(exp_eps) + bias_epsilon exactly (pure when delta = 0)."""
         eps = LogEpsilon(parse_rational(exp_eps, "exp_eps"), parse_rational(bias_epsilon, "bias_epsilon"))
         d = parse_rational(delta, "delta")
         measure: Measure = PureDP(eps) if d == 0 else ApproxDP(eps, d)
-        return cls(measure, relation, theorem, notes)
+        rd = None if replacement_delta is None else parse_rational(replacement_delta, "replacement_delta")
+        return cls(measure, relation, theorem, notes, rd)
 
     # -- views ----------------------------------------------------------------------------------
     @property
@@ -102,6 +107,8 @@ class PrivacyStatement:
         if k == 1 and relation == self.relation:
             return self
         measure = conversions.group_privacy(self.measure, k, bits)
+        if k == 2 and self.replacement_delta is not None and isinstance(measure, ApproxDP):
+            measure = ApproxDP(measure.epsilon, self.replacement_delta)  # the mechanism's own, tighter proof
         how = "the same pairs" if k == 1 else f"group privacy over {k} steps"
         return PrivacyStatement(measure, relation, f"{self.theorem}; under [{relation.text()}] by {how}", self.notes)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from dpspark.release.coefficients import COEFFICIENTS_FILE, COLUMN, DEFAULT_BATCH_ROWS, write_coefficient_file
 from dpspark.release.exactjson import frac_to_str, int_to_str
+from dpspark.privacy.relations import AddRemove
 from dpspark.release.manifest import utc_now
 from dpspark.release.writer import exact_config_value, manifest_body, write_release_dir
 from dpspark.universe import Universe
@@ -124,7 +125,7 @@ def _check_release(release: "CompactRelease", universe: Universe) -> None:
         raise ValueError("the universe has more than 2^m elements")
     if release.ell != release.n + 1 or release.coefficients.shape != (release.ell, release.m // 64):
         raise ValueError("a compact release has l = n + 1 coefficients of m/64 words")
-    if not release.privacy.relation.startswith("add/remove") or release.privacy.delta != 0:
+    if not isinstance(release.privacy.relation, AddRemove) or release.privacy.delta != 0:
         raise ValueError("compact release privacy must be pure and stated under add/remove of one unit")
     if release.accuracy.per_query_above != -1:
         raise ValueError("a compact release's per-query error bar holds for every key")

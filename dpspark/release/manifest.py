@@ -39,6 +39,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping
 
+from dpspark.privacy.accuracy import AccuracyStatement
+from dpspark.privacy.relations import AddRemove, Substitute
+from dpspark.privacy.statement import PrivacyStatement
 from dpspark.release.errors import ReleaseFormatError
 from dpspark.release.exactjson import frac_log2, frac_to_str, int_to_str, str_to_frac, str_to_int
 from dpspark.release.schema import SchemaViolation, manifest_schema, validate
@@ -80,33 +83,9 @@ class FileEntry:
     size: int
 
 
-@dataclass(frozen=True)
-class RelationPrivacy:
-    """(eps, delta)-DP under one neighbour relation; eps = ln(exp_epsilon_tilde) + bias_epsilon exactly."""
-
-    relation: str
-    exp_epsilon_tilde: Fraction
-    bias_epsilon: Fraction
-    delta: Fraction
-    epsilon_float: float | None
-    derivation: str
-
-    @property
-    def pure(self) -> bool:
-        """True when delta is 0."""
-        return self.delta == 0
-
-
-@dataclass(frozen=True)
-class AccuracyInfo:
-    """Per-query (a, beta) on true counts > ``per_query_above`` (-1: all counts) and simultaneous (a, beta)."""
-
-    a_per_query: int
-    beta_per_query: Fraction
-    per_query_above: int
-    a_simultaneous: int
-    beta_simultaneous: Fraction
-    notes: str
+#: the parsed statements are the shared types of :mod:`dpspark.privacy` (one definition for writer and reader)
+RelationPrivacy = PrivacyStatement
+AccuracyInfo = AccuracyStatement
 
 
 @dataclass(frozen=True)
@@ -153,9 +132,9 @@ class Manifest:
     exp_epsilon_tilde: Fraction
     theorem: str
     privacy_notes: str
-    add_remove: RelationPrivacy
-    replacement: RelationPrivacy
-    accuracy: AccuracyInfo
+    add_remove: PrivacyStatement
+    replacement: PrivacyStatement
+    accuracy: AccuracyStatement
     universe_spec: dict[str, Any]
     universe_size: int
     index_width: int
@@ -408,7 +387,7 @@ def _frac(text: str, name: str, where: str, max_bits: int = 4096) -> Fraction:
         raise _fail(name, f"{where}: {exc}") from None
 
 
-def _relation(obj: dict[str, Any], name: str, where: str, delta_bits: int, bias_bits: int = 4096) -> RelationPrivacy:
+def _relation(obj: dict[str, Any], name: str, where: str, delta_bits: int, relation: Any, bias_bits: int = 4096) -> PrivacyStatement:
     exp = _frac(obj["exp_epsilon_tilde"], name, f"{where}.exp_epsilon_tilde")
     bias = _frac(obj["bias_epsilon"], name, f"{where}.bias_epsilon", bias_bits)
     delta = _frac(obj["delta"], name, f"{where}.delta", delta_bits)
@@ -416,7 +395,9 @@ def _relation(obj: dict[str, Any], name: str, where: str, delta_bits: int, bias_
         raise _fail(name, f"{where}: privacy parameters out of range (need e^eps >= 1, 0 <= bias < 1, 0 <= delta <= 1)")
     if obj["pure"] != (delta == 0):
         raise _fail(name, f"{where}: 'pure' contradicts delta")
-    return RelationPrivacy(obj["relation"], exp, bias, delta, obj["epsilon_float"], obj["derivation"])
+    derivation = obj["derivation"]
+    theorem = derivation[len("as stated by "):] if derivation.startswith("as stated by ") else derivation
+    return PrivacyStatement.from_exp_eps(exp, bias, delta, theorem, relation)
 
 
 def _semantic(obj: dict[str, Any], name: str, limits: ReadLimits) -> Manifest:
@@ -430,12 +411,17 @@ def _semantic(obj: dict[str, Any], name: str, limits: ReadLimits) -> Manifest:
     privacy = obj["privacy"]
     # a compact release's bias holds the sampler's exact bound, whose denominator grows with d
     bias_bits = 4 * limits.max_sampler_d_bits if obj["kind"] == "compact" else 4096
-    add_remove = _relation(privacy["add_remove"], name, "privacy.add_remove", limits.max_delta_bits, bias_bits)
-    replacement = _relation(privacy["replacement"], name, "privacy.replacement", limits.max_delta_bits + 4200, bias_bits + 8)
-    if add_remove.exp_epsilon_tilde != exp_eps:
+    max_units = _int(obj["max_units"], name, "max_units", 256)
+    if max_units < 1:
+        raise _fail(name, "max_units must be >= 1")
+    add_remove = _relation(privacy["add_remove"], name, "privacy.add_remove", limits.max_delta_bits,
+                           AddRemove(max_units), bias_bits)
+    replacement = _relation(privacy["replacement"], name, "privacy.replacement", limits.max_delta_bits + 4200,
+                            Substitute(max_units), bias_bits + 8)
+    if add_remove.exp_eps != exp_eps:
         raise _fail(name, "privacy.add_remove.exp_epsilon_tilde differs from mechanism.epsilon_tilde.exp")
     if (
-        replacement.exp_epsilon_tilde != exp_eps * exp_eps
+        replacement.exp_eps != exp_eps * exp_eps
         or replacement.bias_epsilon != 2 * add_remove.bias_epsilon
         or (
             replacement.delta != (1 + exp_eps / (1 - add_remove.bias_epsilon)) * add_remove.delta
@@ -444,21 +430,21 @@ def _semantic(obj: dict[str, Any], name: str, limits: ReadLimits) -> Manifest:
     ):
         raise _fail(name, "privacy.replacement is not the two-step group-privacy statement of privacy.add_remove")
     acc = obj["accuracy"]
-    accuracy = AccuracyInfo(
-        a_per_query=_int(acc["per_query"]["a"], name, "accuracy.per_query.a", 256),
-        beta_per_query=_frac(acc["per_query"]["beta"], name, "accuracy.per_query.beta"),
-        per_query_above=_int(acc["per_query"]["holds_for_true_counts_above"], name, "accuracy.per_query.holds_for_true_counts_above", 256),
-        a_simultaneous=_int(acc["simultaneous"]["a"], name, "accuracy.simultaneous.a", 256),
-        beta_simultaneous=_frac(acc["simultaneous"]["beta"], name, "accuracy.simultaneous.beta"),
-        notes=acc["notes"],
-    )
-    if _int(acc["threshold"], name, "accuracy.threshold", 256) != accuracy.per_query_above:
+    above = _int(acc["per_query"]["holds_for_true_counts_above"], name, "accuracy.per_query.holds_for_true_counts_above", 256)
+    betas = (_frac(acc["per_query"]["beta"], name, "accuracy.per_query.beta"),
+             _frac(acc["simultaneous"]["beta"], name, "accuracy.simultaneous.beta"))
+    if _int(acc["threshold"], name, "accuracy.threshold", 256) != above:
         raise _fail(name, "accuracy.threshold differs from accuracy.per_query.holds_for_true_counts_above")
-    for beta in (accuracy.beta_per_query, accuracy.beta_simultaneous):
+    for beta in betas:
         if not 0 <= beta <= 1:
             raise _fail(name, "accuracy: beta must lie in [0, 1]")
-    if accuracy.per_query_above < -1:
+    if above < -1:
         raise _fail(name, "accuracy.threshold must be >= -1")
+    a_pq = _int(acc["per_query"]["a"], name, "accuracy.per_query.a", 256)
+    a_sim = _int(acc["simultaneous"]["a"], name, "accuracy.simultaneous.a", 256)
+    if a_pq < 0 or a_sim < 0:
+        raise _fail(name, "accuracy: error bars must be >= 0")
+    accuracy = AccuracyStatement.histogram(a_pq, betas[0], above, a_sim, betas[1], acc["notes"])
     universe_size = _int(obj["universe_size"], name, "universe_size", 257)
     if universe_size > 1 << 256:
         raise _fail(name, "universe_size is above 2^256")
@@ -475,7 +461,6 @@ def _semantic(obj: dict[str, Any], name: str, limits: ReadLimits) -> Manifest:
     if MANIFEST_NAME in files:
         raise _fail(name, "the manifest cannot list itself as a data file")
     kind = obj["kind"]
-    max_units = _int(obj["max_units"], name, "max_units", 256)
     compact = None
     if kind == "compact":
         if "bins" in obj:
@@ -527,8 +512,8 @@ def _compact(
     limits: ReadLimits,
     max_units: int,
     universe_size: int,
-    add_remove: RelationPrivacy,
-    accuracy: AccuracyInfo,
+    add_remove: PrivacyStatement,
+    accuracy: AccuracyStatement,
 ) -> CompactInfo:
     """Semantic checks of the ``compact`` section; sizes are checked before anything is allocated."""
     from dpspark.gf.field import modulus_int, modulus_string
@@ -578,7 +563,7 @@ def _compact(
     if eps_den < 1:
         raise _fail(name, "compact.counting_mechanism.exp_eps.den must be a positive integer")
     exp_eps = Fraction(eps_num, eps_den)
-    if exp_eps <= 1 or exp_eps != add_remove.exp_epsilon_tilde:
+    if exp_eps <= 1 or exp_eps != add_remove.exp_eps:
         raise _fail(name, "compact.counting_mechanism.exp_eps must be > 1 and equal privacy.add_remove.exp_epsilon_tilde")
     if fast:
         num = _int(mech["gamma"]["num"], name, "compact.counting_mechanism.gamma.num", 8)

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from dpspark.release.layout import BINS_FILE, COUNT_COLUMN, INDEX_COLUMN, build_bins_table, bins_columns
+from dpspark.privacy.relations import AddRemove
 from dpspark.release.manifest import utc_now
 from dpspark.release.writer import exact_config_value, manifest_body, write_release_dir
 from dpspark.universe import Universe
@@ -65,7 +66,7 @@ def _check_release(release: "HistogramRelease", universe: Universe) -> tuple[lis
     cnt = _int_array(counts, "counts")
     if cnt is None or (len(cnt) and (cnt.min() < 0 or int(cnt.max()) > release.n)):
         raise ValueError("a released count is outside [0, n] (or not an int64)")
-    if not release.privacy.relation.startswith("add/remove"):
+    if not isinstance(release.privacy.relation, AddRemove):
         raise ValueError("release privacy must be stated under add/remove of one unit")
     return sorted_idx, cnt[np.asarray(order, dtype=np.int64)].tolist()
 

@@ -107,7 +107,7 @@ def manifest_body(
 ) -> dict[str, Any]:
     """The manifest dict (before sealing) shared by every kind; ``section`` is the kind's own (name, content)."""
     add_remove, replacement = relation_statements(
-        privacy.exp_eps, privacy.bias_epsilon, privacy.delta, privacy.relation, privacy.theorem,
+        privacy.exp_eps, privacy.bias_epsilon, privacy.delta, privacy.relation.text(), privacy.theorem,
         replacement_delta=privacy.replacement_delta if algorithm in REPLACEMENT_DELTA_EQUALS_DELTA else None,
     )
     exp_eps = privacy.exp_eps

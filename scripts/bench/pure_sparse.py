@@ -66,7 +66,7 @@ def run(n: int, mode: str, seed: int) -> tuple[dict[str, object], tuple[tuple[in
         "a_per_query": acc.a_per_query,
         "per_query_on_counts_above": acc.per_query_above,
         "a_simultaneous": acc.a_simultaneous,
-        "epsilon_float": rel.privacy.epsilon_bound(),  # report
+        "epsilon_float": rel.privacy.epsilon_float(),  # report
         "comparisons_decided_by_interval": stats.get("decided", 0),
         "comparisons_exact_fallback": stats.get("exact", 0),
     }
