@@ -54,15 +54,15 @@ def _cmd_release(args: argparse.Namespace) -> int:
     progress = stderr_progress()  # [userfix] the clock starts before Spark: JVM start-up shows as progress
     progress(f"checking {args.config}")
     cfg = load_config(args.config, output=args.output)  # every config error surfaces before Spark starts
+    from dpspark.job import plan_text, preflight
+
     if args.dry_run:
-        import json
-
-        print(json.dumps(describe_plan(cfg), indent=1, default=str))
+        print(plan_text(describe_plan(cfg)))
+        preflight(cfg)  # a failing check (existing output, exhausted budget, ...) exits non-zero
+        print("checks           all data-free checks pass; nothing was read and nothing was spent")
         return 0
-    from dpspark.release import check_output_path
-
     cfg.output.parent.mkdir(parents=True, exist_ok=True)
-    check_output_path(cfg.output)  # refuse an existing release before any Spark session starts
+    preflight(cfg)  # output path and budget: refused before any Spark session starts
     spark = remote = None
     if args.use_active_spark:
         from dpspark.spark.java import ensure_java_home

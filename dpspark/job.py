@@ -87,6 +87,72 @@ def describe_plan(cfg: ReleaseConfig) -> dict[str, Any]:
     }
 
 
+def preflight(cfg: ReleaseConfig) -> None:
+    """Every check that needs no data, before any engine starts and before any spend.
+
+    The spec and the mechanism's certified plan were checked when ``cfg`` was built; this adds the output
+    path (a published release is never overwritten) and the ledger (totals, unit, budget left). Raises the
+    first failure as a :class:`~dpspark.errors.DPSparkError`.
+    """
+    from dpspark.release import check_output_path
+
+    cfg.mechanism_object()
+    check_output_path(cfg.output)
+    if cfg.budget is not None:
+        import tempfile
+
+        from dpspark.ledger import Ledger
+
+        def check(path: Path) -> None:
+            Ledger(path).check_spend(
+                cfg.budget.dataset, cfg.epsilon, cfg.delta or 0, unit=cfg.unit_column,  # type: ignore[union-attr]
+                config_total_epsilon=cfg.budget.total_epsilon, config_total_delta=cfg.budget.total_delta,  # type: ignore[union-attr]
+            )
+
+        if cfg.budget.ledger.exists():
+            check(cfg.budget.ledger)
+        else:  # a new ledger: the same checks against an empty one, without creating the real file
+            with tempfile.TemporaryDirectory() as tmp:
+                check(Path(tmp) / "ledger.sqlite")
+
+
+def plan_text(plan: dict[str, Any]) -> str:
+    """The ``--dry-run`` plan in plain words (numbers shortened; exact values stay in the JSON form)."""
+    from fractions import Fraction
+
+    from dpspark.lookup.describe import readable
+
+    def short_value(value: Any) -> str:
+        if isinstance(value, str) and "/" in value and " " not in value:
+            try:
+                return readable(Fraction(value))
+            except (ValueError, ZeroDivisionError):
+                return value
+        if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+            return f"~2^{value.bit_length()}"
+        return str(value)
+
+    lines = [f"mechanism        {plan['mechanism']}"]
+    lines.append(f"passes           {len(plan['passes'])}: " + "; ".join(plan["passes"]))
+    c = plan["contribution"]
+    lines.append(f"privacy unit     {c['unit']} (at most {c['max_units']} units; excess units: {c['on_excess_units']}; "
+                 f"<= {c['max_keys_per_unit']} key(s) per unit, <= {c['max_rows_per_key']} row(s) per key)")
+    for key, value in plan["privacy"].items():
+        lines.append(f"privacy          {key}: {short_value(value)}")
+    for key, value in plan["accuracy"].items():
+        lines.append(f"error bar        {key}: {short_value(value)}")
+    for key, value in plan["plan"].items():
+        if key == "mechanism":
+            continue
+        if isinstance(value, dict):
+            inner = ", ".join(f"{k} = {short_value(v)}" for k, v in value.items() if v is not None)
+            lines.append(f"parameter        {key}: {inner}")
+        else:
+            lines.append(f"parameter        {key}: {short_value(value)}")
+    lines.append(f"output           {plan['output']}")
+    return "\n".join(lines)
+
+
 def spend_budget(cfg: ReleaseConfig) -> Any:
     """Commit the release's (epsilon, delta) to the ledger before any data is read; None without [budget]."""
     if cfg.budget is None:
@@ -140,6 +206,7 @@ def run_release(
     mech = cfg.mechanism_object()  # data-free checks and the certified plan, before any spend
     cfg.output.parent.mkdir(parents=True, exist_ok=True)
     check_output_path(cfg.output)  # before any noise: a published release is never overwritten
+    preflight(cfg)
     spent = spend_budget(cfg)  # committed before any data is read or noise drawn; never refunded
     try:
         out = _run(cfg, mech, spark, data, rng, show, planned_utc)

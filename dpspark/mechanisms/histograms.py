@@ -117,15 +117,16 @@ class CountingHistogram(Mechanism):
         }
 
     def privacy_summary(self) -> dict[str, Any]:
-        """e^eps~ per step and the per-unit epsilon bound (exact), delta."""
+        """The per-unit statement the release will make, exactly: e^eps = (p/q)^(k c), extra, delta."""
+        from dpspark.privacy import AddRemove, PrivacyStatement
+
         extra, grow = biased_draw_factor(self.bias_draws(), self.lam)
-        return {
-            "relation": "add/remove one unit, at most n units",
-            "epsilon": f"ln(({self.counting.exp_eps})^{self.k * self.c}) + {self.k} * {extra}",
-            "epsilon_requested": str(self.spec.epsilon),
-            "delta": str(self.step_delta() * grow * self.k),
-            "delta_requested": None if self.spec.delta is None else str(self.spec.delta),
-        }
+        st = PrivacyStatement.from_exp_eps(self.counting.exp_eps ** (self.k * self.c), extra * self.k,
+                                           self.step_delta() * grow * self.k, self.name, AddRemove(self.spec.max_units))
+        from dpspark.lookup.describe import relation_line
+
+        return {"statement": relation_line(st), "epsilon_requested": str(self.spec.epsilon),
+                "delta_requested": None if self.spec.delta is None else str(self.spec.delta)}
 
     def accuracy_summary(self) -> dict[str, Any]:
         """The per-query error bar a with its beta (exact)."""
