@@ -139,3 +139,22 @@ def test_importing_lookup_does_not_import_spark() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_opening_and_looking_up_a_compact_release_stays_small() -> None:
+    """Open + look up the compact KAV release: no Spark, no sparse histogram code, no writers, no engine."""
+    release = Path(__file__).resolve().parent / "data" / "compact_kav" / "release"
+    code = (
+        "import sys\n"
+        "from dpspark.lookup import open_release\n"
+        f"rel = open_release({str(release)!r})\n"
+        "rel.counts([1, 2, 3])\n"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j', 'flint')\n"
+        "       or any(p in m for p in ('pure_sparse', 'ordstat', 'keepheavy', 'release.writer', 'release.sparse',\n"
+        "                               'dpspark.engine', 'dpspark.mechanisms', 'dpspark.job', 'dpspark.config'))]\n"
+        "assert not bad, bad\n"
+        "print(len([m for m in sys.modules if m.startswith('dpspark')]))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout.strip()) <= 70  # 68 before the engine port (82 with eager package imports)

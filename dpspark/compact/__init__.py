@@ -5,42 +5,56 @@ See :mod:`dpspark.compact.histogram` for the algorithm and its privacy claim,
 :mod:`dpspark.compact.release` for what a reader needs.
 """
 
-from dpspark.compact.construct import conditioned_polynomial, draw_targets, points_of_indexes
-from dpspark.compact.histogram import compact_histogram, lookup_many
-from dpspark.compact.lookup import evaluate, lookup
-from dpspark.compact.parameters import (
-    SUPPORTED_M,
-    choose_field_degree,
-    compact_mechanism,
-    make_sampler,
-    simultaneous_gamma,
-)
-from dpspark.compact.privacy import CompactPrivacy, compact_accuracy, compact_privacy
-from dpspark.compact.release import CompactRelease, mechanism_parameters, rebuild_mechanism, rebuild_sampler
-from dpspark.compact.samplers import BlockSampler, EmptyBinSampler, RoundedCdfSampler, min_scaled_pmf_at_zero
+from dpspark._lazy import lazy_exports
 
+_NAMES = {
+    "conditioned_polynomial": "construct",
+    "draw_targets": "construct",
+    "points_of_indexes": "construct",
+    "compact_histogram": "histogram",
+    "lookup_many": "histogram",
+    "evaluate": "lookup",
+    "lookup": "lookup",
+    "SUPPORTED_M": "parameters",
+    "choose_field_degree": "parameters",
+    "compact_mechanism": "parameters",
+    "make_sampler": "parameters",
+    "simultaneous_gamma": "parameters",
+    "CompactPrivacy": "privacy",
+    "compact_accuracy": "privacy",
+    "compact_privacy": "privacy",
+    "CompactRelease": "release",
+    "mechanism_parameters": "release",
+    "rebuild_mechanism": "release",
+    "rebuild_sampler": "release",
+    "BlockSampler": "samplers",
+    "EmptyBinSampler": "samplers",
+    "RoundedCdfSampler": "samplers",
+    "min_scaled_pmf_at_zero": "samplers",
+}
+__getattr__ = lazy_exports(__name__, _NAMES)
 __all__ = [
-    "SUPPORTED_M",
-    "BlockSampler",
-    "CompactPrivacy",
-    "CompactRelease",
-    "EmptyBinSampler",
-    "RoundedCdfSampler",
-    "choose_field_degree",
-    "compact_accuracy",
-    "compact_histogram",
-    "compact_mechanism",
-    "compact_privacy",
-    "conditioned_polynomial",
-    "draw_targets",
-    "evaluate",
-    "lookup",
-    "lookup_many",
-    "make_sampler",
-    "mechanism_parameters",
-    "min_scaled_pmf_at_zero",
-    "points_of_indexes",
-    "rebuild_mechanism",
-    "rebuild_sampler",
-    "simultaneous_gamma",
+    'BlockSampler',
+    'CompactPrivacy',
+    'CompactRelease',
+    'EmptyBinSampler',
+    'RoundedCdfSampler',
+    'SUPPORTED_M',
+    'choose_field_degree',
+    'compact_accuracy',
+    'compact_histogram',
+    'compact_mechanism',
+    'compact_privacy',
+    'conditioned_polynomial',
+    'draw_targets',
+    'evaluate',
+    'lookup',
+    'lookup_many',
+    'make_sampler',
+    'mechanism_parameters',
+    'min_scaled_pmf_at_zero',
+    'points_of_indexes',
+    'rebuild_mechanism',
+    'rebuild_sampler',
+    'simultaneous_gamma',
 ]

@@ -7,24 +7,34 @@ counting mechanism and a :class:`dpspark.rng.RandomSource`, and return a
 and accuracy statements). Neighbours: add/remove one unit, at most n units.
 """
 
-from dpspark.histogram.basic import basic_histogram
-from dpspark.histogram.keepheavy import keepheavy_reference, keepheavy_simulation
-from dpspark.histogram.pure_sparse import pure_sparse_histogram, random_histogram
-from dpspark.histogram.result import AccuracyStatement, HistogramRelease, PrivacyStatement
-from dpspark.histogram.sparse import sparse_histogram
-from dpspark.histogram.stability import stability_histogram, stability_mechanism, stability_threshold
+from dpspark._lazy import lazy_exports
 
+_NAMES = {
+    "basic_histogram": "basic",
+    "keepheavy_reference": "keepheavy",
+    "keepheavy_simulation": "keepheavy",
+    "pure_sparse_histogram": "pure_sparse",
+    "random_histogram": "pure_sparse",
+    "AccuracyStatement": "result",
+    "HistogramRelease": "result",
+    "PrivacyStatement": "result",
+    "sparse_histogram": "sparse",
+    "stability_histogram": "stability",
+    "stability_mechanism": "stability",
+    "stability_threshold": "stability",
+}
+__getattr__ = lazy_exports(__name__, _NAMES)
 __all__ = [
-    "AccuracyStatement",
-    "HistogramRelease",
-    "PrivacyStatement",
-    "basic_histogram",
-    "keepheavy_reference",
-    "keepheavy_simulation",
-    "pure_sparse_histogram",
-    "random_histogram",
-    "sparse_histogram",
-    "stability_histogram",
-    "stability_mechanism",
-    "stability_threshold",
+    'AccuracyStatement',
+    'HistogramRelease',
+    'PrivacyStatement',
+    'basic_histogram',
+    'keepheavy_reference',
+    'keepheavy_simulation',
+    'pure_sparse_histogram',
+    'random_histogram',
+    'sparse_histogram',
+    'stability_histogram',
+    'stability_mechanism',
+    'stability_threshold',
 ]

@@ -10,23 +10,34 @@ atomically; :func:`read_manifest` and :mod:`dpspark.release.reader` read them,
 rejecting damaged files with :class:`ReleaseFormatError`.
 """
 
-from dpspark.release.atomic import check_output_path
-from dpspark.release.errors import ReleaseExistsError, ReleaseFormatError, ReleaseWriteError
-from dpspark.release.manifest import DEFAULT_LIMITS, SCHEMA_VERSION, Manifest, ReadLimits, parse_manifest, read_manifest
-from dpspark.release.compact import write_compact_release
-from dpspark.release.sparse import write_sparse_release
+from dpspark._lazy import lazy_exports
 
+_NAMES = {
+    "check_output_path": "atomic",
+    "ReleaseExistsError": "errors",
+    "ReleaseFormatError": "errors",
+    "ReleaseWriteError": "errors",
+    "DEFAULT_LIMITS": "manifest",
+    "SCHEMA_VERSION": "manifest",
+    "Manifest": "manifest",
+    "ReadLimits": "manifest",
+    "parse_manifest": "manifest",
+    "read_manifest": "manifest",
+    "write_compact_release": "compact",
+    "write_sparse_release": "sparse",
+}
+__getattr__ = lazy_exports(__name__, _NAMES)
 __all__ = [
-    "DEFAULT_LIMITS",
-    "SCHEMA_VERSION",
-    "Manifest",
-    "ReadLimits",
-    "ReleaseExistsError",
-    "ReleaseFormatError",
-    "ReleaseWriteError",
-    "check_output_path",
-    "parse_manifest",
-    "read_manifest",
-    "write_compact_release",
-    "write_sparse_release",
+    'DEFAULT_LIMITS',
+    'Manifest',
+    'ReadLimits',
+    'ReleaseExistsError',
+    'ReleaseFormatError',
+    'ReleaseWriteError',
+    'SCHEMA_VERSION',
+    'check_output_path',
+    'parse_manifest',
+    'read_manifest',
+    'write_compact_release',
+    'write_sparse_release',
 ]
