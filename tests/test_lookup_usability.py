@@ -121,6 +121,9 @@ def test_table_and_pandas_mark_bins_below_the_threshold(cities: Path) -> None:
     assert "note" not in rel.table(["city", "noisy_count"]).column_names
     frame = rel.to_pandas()
     assert frame.loc[frame["city"] == "Rom", "note"].item() == "below threshold: may be noise"
+    # key columns, the noisy count, then the error bar (engine issue: the to_pandas layout)
+    assert list(frame.columns) == ["city", "noisy_count", "error_bar", "error_bar_beta", "error_bar_holds_above", "note"]
+    assert (frame["error_bar"] == rel.manifest.accuracy.a_per_query).all()
 
 
 def test_lookup_marks_a_below_threshold_count(cities: Path, capsys: pytest.CaptureFixture[str]) -> None:

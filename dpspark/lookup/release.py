@@ -216,8 +216,23 @@ class ReleaseLookup(ManifestStatements):
         return table
 
     def to_pandas(self) -> Any:
-        """The bins as a pandas DataFrame (needs pandas), with the ``note`` column of :meth:`table`."""
-        return self.table().to_pandas()
+        """The bins as a pandas DataFrame: key columns, ``noisy_count``, then the error bar and ``note``.
+
+        ``error_bar`` is the per-query a: |noisy - true| <= a with probability >= 1 - ``error_bar_beta``,
+        for true counts above ``error_bar_holds_above`` (-1: every count); ``note`` marks bins at or below
+        the accuracy threshold. Index words and raw key bytes stay in :meth:`table`.
+        """
+        acc = self.manifest.accuracy
+        columns = self.manifest.raw["bins"]["columns"]
+        keys = [c["name"] for c in columns if c["role"] == "key"]
+        table = self.table(keys + ["noisy_count", NOTE_COLUMN])
+        n = table.num_rows
+        table = table.select(keys + ["noisy_count"])
+        table = table.append_column("error_bar", pa.array([acc.a_per_query] * n, pa.int64()))
+        table = table.append_column("error_bar_beta", pa.array([float(acc.beta_per_query)] * n))  # report
+        table = table.append_column("error_bar_holds_above", pa.array([acc.per_query_above] * n, pa.int64()))
+        table = table.append_column(NOTE_COLUMN, self.table([NOTE_COLUMN]).column(NOTE_COLUMN))
+        return table.to_pandas()
 
 
 def open_release(
