@@ -51,7 +51,7 @@ def _config(tmp_path: Path) -> Path:
 
     data = tmp_path / "in.parquet"
     pq.write_table(pa.table({"query": [ABSENT_KEY]}), data)
-    return write_config(tmp_path / "c.toml", input_path=data, output=tmp_path / "out" / "rel", max_units=10)
+    return write_config(tmp_path / "c.toml", input_path=data, output=tmp_path / "out" / "rel", max_units=1000)
 
 
 def test_cli_refuses_a_non_connect_url_before_spark(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

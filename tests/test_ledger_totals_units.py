@@ -148,7 +148,7 @@ def test_job_passes_config_totals_and_unit_and_says_the_spend_is_kept(
     def boom(*args: object) -> Path:
         raise RuntimeError("simulated failure after the spend")
 
-    monkeypatch.setattr(job, "_run_spark_and_mechanism", boom)
+    monkeypatch.setattr(job, "_run", boom)
     cfg = load_config(_release_config(tmp_path, 'total_epsilon = "1"', 'unit_column = "user"'))
     assert cfg.budget is not None and cfg.budget.total_delta is None
     with pytest.raises(RuntimeError) as err:
@@ -172,9 +172,11 @@ def test_cli_prints_the_spend_kept_note(tmp_path: Path, monkeypatch: pytest.Monk
     from dpspark.cli import main
 
     def boom(*args: object) -> Path:
-        raise RuntimeError("simulated failure after the spend")
+        from dpspark.spark.counts import InputError
 
-    monkeypatch.setattr(job, "_run_spark_and_mechanism", boom)
+        raise InputError("simulated failure after the spend")  # a user-facing error, caught by the CLI
+
+    monkeypatch.setattr(job, "_run", boom)
     _release_config(tmp_path, 'total_epsilon = "1"')
     assert main(["release", "--config", str(tmp_path / "c.toml")]) == 2
     err = capsys.readouterr().err
