@@ -14,13 +14,16 @@ Example (see ``conf/*.toml`` for commented versions)::
     max_bytes = 16
 
     [privacy]
-    mechanism = "stability"            # pure_sparse | stability | dense | compact
+    mechanism = "stability"            # a registered mechanism: dpspark.mechanisms.names()
     # compact only: m = 128 (GF(2^m); default the smallest that fits), sampler = "rounded-cdf"
     epsilon = "1"                      # exact: a quoted string, never a TOML float
     delta = "1e-9"                     # stability only
     beta = "1/20"                      # error bars hold with probability >= 1 - beta
     max_units = 1000000                # n: public bound on the number of units (never computed from data)
-    unit_column = "user_id"            # optional: each unit contributes one row
+    unit_column = "user_id"            # optional: the privacy unit (default: every row is a unit)
+    max_keys_per_unit = 1              # with unit_column: distinct keys a unit counts in (epsilon/k per bin)
+    max_rows_per_key = 1               # with unit_column: rows a unit adds to one key's count (dense only)
+    on_excess_units = "truncate"       # more than max_units units: keep max_units by keyed hash, or "refuse"
     out_of_universe = "drop"           # or "error" (a curator-side check)
     pad_seconds = 60                   # optional: the driver's noise step takes at least this long (timing channel)
 
