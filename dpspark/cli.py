@@ -8,6 +8,7 @@ import time
 from typing import Sequence
 
 from dpspark import __version__
+from dpspark.errors import DPSparkError
 
 
 def _cmd_mechanism(args: argparse.Namespace) -> int:
@@ -55,9 +56,12 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
         print(json.dumps(describe_plan(cfg), indent=1, default=str))
         return 0
-    from dpspark.release import check_output_path
+    from dpspark.release import ReleaseWriteError, check_output_path
 
-    cfg.output.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        cfg.output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:  # a user-given path: one clean line, like every other user-facing error
+        raise ReleaseWriteError(err.errno, f"{cfg.output.parent}: cannot create the directory ({err.strerror})") from None
     check_output_path(cfg.output)  # refuse an existing release before any Spark session starts
     spark = remote = None
     if args.use_active_spark:
@@ -133,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.count = [0, 1, 10]
     try:
         return int(args.func(args))
-    except (ValueError, TypeError, OSError, RuntimeError) as err:
+    except DPSparkError as err:  # only user-facing errors: a programming bug surfaces as a traceback
         print(f"dpspark {args.command}: error: {err}", file=sys.stderr)
         return 2
 

@@ -42,6 +42,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping
 
+from dpspark.errors import DPSparkError
 from dpspark.exact import parse_rational
 from dpspark.universe import Universe, UniverseConfigError, universe_from_dict
 
@@ -68,7 +69,7 @@ _SECTIONS: dict[str, tuple[set[str], set[str]]] = {
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(DPSparkError, ValueError):
     """A release config is invalid; the message names the file and the field."""
 
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable, Union
 from dpspark.config import ReleaseConfig
 from dpspark.counting import FastSample, GeoSample, choose_exp_eps
 from dpspark.counting.base import CountingMechanism
+from dpspark.errors import DPSparkError
 from dpspark.exact import exp_lower_bound
 from dpspark.histogram import HistogramRelease, basic_histogram, pure_sparse_histogram, stability_histogram
 from dpspark.histogram.stability import stability_mechanism
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
 Progress = Callable[[str], None]
 
 
-class CuratorError(ValueError):
+class CuratorError(DPSparkError, ValueError):
     """The data breaks a declared public bound (e.g. more units than max_units). Raised before any noise."""
 
 

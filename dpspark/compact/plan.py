@@ -22,6 +22,7 @@ from dpspark.compact.privacy import compact_privacy
 from dpspark.compact.samplers import SAMPLERS, EmptyBinSampler
 from dpspark.counting import CountingMechanism, FastSample
 from dpspark.counting.exp_eps import denominator_for, exp_eps_at_most
+from dpspark.errors import DPSparkError
 from dpspark.exact import exp_lower_bound
 from dpspark.rng import DEFAULT_LAMBDA
 
@@ -29,7 +30,7 @@ from dpspark.rng import DEFAULT_LAMBDA
 SAMPLER_SHARE = Fraction(1, 10)
 
 
-class CompactPlanError(ValueError):
+class CompactPlanError(DPSparkError, ValueError):
     """The public parameters admit no compact release (the message names only public parameters)."""
 
 

@@ -29,6 +29,7 @@ from dpspark.counting import bigint
 from dpspark.counting.base import CountingMechanism, require_n
 from dpspark.counting.exp_eps import resolve_exp_eps
 from dpspark.counting.geosample import GeoSample
+from dpspark.errors import ParameterError
 from dpspark.exact import RationalLike, parse_rational
 
 #: Above this many bytes the CDF table is not precomputed (entries are computed on demand).
@@ -39,7 +40,7 @@ def parse_gamma(gamma: object) -> int:
     """Return g for gamma = 1/g; g must be an integer >= 2 (spec errata 1)."""
     value = parse_rational(gamma, "gamma")
     if value.numerator != 1 or value.denominator < 2:
-        raise ValueError(f"gamma must be 1/g with g an integer >= 2 (e.g. \"1/1000\" or \"2^-70\"), got {value}")
+        raise ParameterError(f"gamma must be 1/g with g an integer >= 2 (e.g. \"1/1000\" or \"2^-70\"), got {value}")
     return value.denominator
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from dpspark.errors import DPSparkError
 
-class LedgerError(RuntimeError):
+
+class LedgerError(DPSparkError, RuntimeError):
     """Base class of every ledger failure."""
 
 

@@ -12,10 +12,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dpspark.errors import DPSparkError
 from dpspark.universe import OutOfUniverseError, TupleUniverse, Universe
 
 
-class KeyNotInUniverseError(ValueError):
+class KeyNotInUniverseError(DPSparkError, ValueError):
     """A looked-up key is null, mistyped or not in the release's universe (the key is not echoed)."""
 
 

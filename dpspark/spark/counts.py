@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpspark.config import InputSpec, ReleaseConfig
+from dpspark.errors import DPSparkError
 from dpspark.rng import RandomSource
 from dpspark.spark.encode import with_universe_index
 from dpspark.universe import BytesUniverse, CategoricalUniverse, IntRangeUniverse, TupleUniverse, Universe
@@ -37,7 +38,7 @@ HASH = "__dp_pick"
 UNIT_HASH = "__dp_unit_hash"
 
 
-class InputError(ValueError):
+class InputError(DPSparkError, ValueError):
     """The input does not match the config (missing column, unreadable path, too many units)."""
 
 
