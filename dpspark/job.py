@@ -222,7 +222,7 @@ def _run_spark_and_mechanism(cfg: ReleaseConfig, spark: "SparkSession | None", r
     else:
         release = run_mechanism(cfg, indices, counts, rng, show)
     del indices, counts
-    if cfg.pad_seconds is not None:  # spec errata 10: the noise step's duration must not reveal |S| or the draws
+    if cfg.pad_seconds is not None:  # docs/balcer-vadhan-notes.md §E10: the noise step's duration must not reveal |S| or the draws
         pad_until(started, float(cfg.pad_seconds))  # report: decides only when to return
     show("writing the release atomically")
     out = write_release(cfg, release, rng.name)

@@ -1,6 +1,6 @@
 """Choosing the rational e^{eps~} = p/q that a counting mechanism runs at.
 
-Two rules (spec section 3.2 and errata 2-3):
+Two rules (docs/balcer-vadhan-notes.md §G and §E3):
 
 * ``"pq"`` (default): q = 2^(k+3) with k = max(0, ceil(log2(2/eps))), and
   p = floor(q * L) with L a certified rational lower bound of e^{eps/2}. Then
@@ -51,7 +51,7 @@ def choose_exp_eps(epsilon: Fraction, rule: str = "pq") -> Fraction:
     if rule == "pow2":
         if epsilon > 1:
             raise ParameterError(
-                f"the 'pow2' rule needs epsilon <= 1 (got {epsilon}); use rule='pq' (spec errata 3)"
+                f"the 'pow2' rule needs epsilon <= 1 (got {epsilon}); use rule='pq' (see docs/balcer-vadhan-notes.md §E3)"
             )
         e_ceil = -((-epsilon.denominator) // epsilon.numerator)  # ceil(1/eps)
         k = 1 + clog2(e_ceil)

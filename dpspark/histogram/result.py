@@ -6,7 +6,7 @@ Replacement of a unit is two such steps and costs twice the epsilon (and, for
 approximate DP, (1 + e^eps) times the delta) by group privacy.
 
 Privacy parameters are exact: e^{eps~} = p/q is a Fraction, the randomness
-source's multiplicative bias adds ``bias_epsilon`` (spec errata 12, counted in
+source's multiplicative bias adds ``bias_epsilon`` (docs/balcer-vadhan-notes.md §E12, counted in
 epsilon, never in delta), delta is a Fraction. Floats appear only in
 ``describe()`` report fields.
 """

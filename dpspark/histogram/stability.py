@@ -10,7 +10,7 @@ Privacy under add/remove [derived from Thm 5.5(i)]: one bin's count moves by one
   (probability delta_M); conditioned on it not appearing the outputs have the
   same law, so Pr[A(D) in T] <= Pr[A(D') in T] + delta_M in both directions.
 Hence **(eps~, delta_M)-DP**, with the changed bin's one mod-d draw adding
-bias_epsilon(1) to eps and a factor (1 + 2^-lam) to delta_M (spec errata 12).
+bias_epsilon(1) to eps and a factor (1 + 2^-lam) to delta_M (docs/balcer-vadhan-notes.md §E12).
 (Replacement = two steps: (2 eps~, (1 + e^eps~) delta_M).)
 
 FastSample inside: its uniform component alone gives Pr[M(1,U) > b] >= gamma (n-b)/(n+1),
