@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 import pkgutil
+import subprocess
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -35,7 +38,7 @@ EXPECTED = {
     "ConfigError", "UniverseConfigError", "OutOfUniverseError", "KeyTypeError", "CompactPlanError",
     "ReleaseFormatError", "ReleaseExistsError", "ReleaseWriteError", "SchemaViolation", "KeyNotInUniverseError",
     "LedgerError", "LedgerUnreadable", "BudgetNotConfigured", "BudgetExceeded", "JavaNotFoundError", "InputError",
-    "RemoteSessionError", "CuratorError", "ParameterError", "ParameterTypeError", "DPSparkError",
+    "RemoteSessionError", "SparkStartError", "CuratorError", "ParameterError", "ParameterTypeError", "DPSparkError",
 }
 
 
@@ -180,4 +183,17 @@ def test_key_column_of_the_wrong_type_is_one_line(spark: object, tmp_path: Path,
     line = err.strip().splitlines()[-1]
     assert line.startswith("dpspark release: error: ")
     assert "Spark column 'q' has type StringType, expected an integral type" in line
+    assert not (tmp_path / "rel").exists()
+
+
+@pytest.mark.spark
+def test_a_bad_spark_master_is_one_line(tmp_path: Path) -> None:
+    """A master URL Spark rejects: one line and exit code 2 (a fresh process, so no running session is reused)."""
+    cfg = _config(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run([sys.executable, "-m", "dpspark.cli", "release", "--config", str(cfg), "--master", "bogus"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert "dpspark release: error: cannot start a local Spark session (master 'bogus')" in proc.stderr
     assert not (tmp_path / "rel").exists()
