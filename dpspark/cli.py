@@ -8,6 +8,7 @@ import time
 from typing import Sequence
 
 from dpspark import __version__
+from dpspark.errors import DPSparkError
 
 
 def _cmd_mechanism(args: argparse.Namespace) -> int:
@@ -61,7 +62,12 @@ def _cmd_release(args: argparse.Namespace) -> int:
         preflight(cfg)  # a failing check (existing output, exhausted budget, ...) exits non-zero
         print("checks           all data-free checks pass; nothing was read and nothing was spent")
         return 0
-    cfg.output.parent.mkdir(parents=True, exist_ok=True)
+    from dpspark.release import ReleaseWriteError
+
+    try:
+        cfg.output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:  # a user-given path: one clean line, like every other user-facing error
+        raise ReleaseWriteError(err.errno, f"{cfg.output.parent}: cannot create the directory ({err.strerror})") from None
     preflight(cfg)  # output path and budget: refused before any Spark session starts
     spark = remote = None
     if args.use_active_spark:
@@ -148,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.count = [0, 1, 10]
     try:
         return int(args.func(args))
-    except (ValueError, TypeError, OSError, RuntimeError) as err:
+    except DPSparkError as err:  # only user-facing errors: a programming bug surfaces as a traceback
         print(f"dpspark {args.command}: error: {err}", file=sys.stderr)
         for note in getattr(err, "__notes__", ()):  # e.g. that a failed release's budget stays spent
             print(f"dpspark {args.command}: {note}", file=sys.stderr)

@@ -11,6 +11,7 @@ from typing import Any
 
 from dpspark.lookup.describe import short
 from dpspark.lookup.display import format_table, safe_text
+from dpspark.errors import DPSparkError, ParameterError
 from dpspark.universe import (
     BytesUniverse,
     CategoricalUniverse,
@@ -47,7 +48,7 @@ def split_tuple_key(text: str) -> list[str]:
         ch = text[i]
         if ch == "\\":
             if i + 1 >= len(text) or text[i + 1] not in ",\\":
-                raise ValueError("in a tuple key, a backslash must be followed by ',' or '\\'")
+                raise ParameterError("in a tuple key, a backslash must be followed by ',' or '\\'")
             cur.append(text[i + 1])
             i += 2
             continue
@@ -65,7 +66,7 @@ def _int_text(text: str, what: str) -> int:
     try:
         return int(text.strip(), 10)
     except ValueError:
-        raise ValueError(f"{what}: expected a decimal integer") from None
+        raise ParameterError(f"{what}: expected a decimal integer") from None
 
 
 def _scalar_from_text(u: Universe, text: str, what: str) -> Any:
@@ -84,11 +85,11 @@ def _scalar_from_json(u: Universe, value: Any, what: str) -> Any:
     wants_bytes = isinstance(u, BytesUniverse) or (isinstance(u, HashedUniverse) and u.key_type == "bytes")
     if isinstance(value, dict):
         if set(value) != {"hex"} or not isinstance(value["hex"], str):
-            raise ValueError(f'{what}: a JSON object key must be {{"hex": "..."}}')
+            raise ParameterError(f'{what}: a JSON object key must be {{"hex": "..."}}')
         try:
             return bytes.fromhex(value["hex"])
         except ValueError:
-            raise ValueError(f"{what}: invalid hex") from None
+            raise ParameterError(f"{what}: invalid hex") from None
     if wants_bytes and isinstance(value, str):
         return value.encode("utf-8")
     return value
@@ -101,17 +102,17 @@ def parse_key(universe: Universe, text: str, as_json: bool = False) -> Any:
         try:
             value = json.loads(text)
         except ValueError:
-            raise ValueError("--key-json: a KEY is not valid JSON") from None
+            raise ParameterError("--key-json: a KEY is not valid JSON") from None
         if comps is None:
             return _scalar_from_json(universe, value, "key")
         if not isinstance(value, list) or len(value) != len(comps):
-            raise ValueError(f"--key-json: a tuple key must be a JSON list of {len(comps)} values")
+            raise ParameterError(f"--key-json: a tuple key must be a JSON list of {len(comps)} values")
         return tuple(_scalar_from_json(c, v, f"component {j + 1}") for j, (c, v) in enumerate(zip(comps, value)))
     if comps is None:
         return _scalar_from_text(universe, text, "key")
     parts = split_tuple_key(text)
     if len(parts) != len(comps):
-        raise ValueError(f"a tuple key needs {len(comps)} comma-separated components, got {len(parts)}")
+        raise ParameterError(f"a tuple key needs {len(comps)} comma-separated components, got {len(parts)}")
     return tuple(_scalar_from_text(c, p, f"component {j + 1}") for j, (c, p) in enumerate(zip(comps, parts)))
 
 
@@ -155,7 +156,9 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
 
     try:
         rel = open_release(args.release, verify=not args.no_verify)
-    except ValueError as err:
+        keys = [parse_key(rel.universe, k, args.key_json) for k in args.key]
+        estimates = [rel.estimate(k) for k in keys]
+    except DPSparkError as err:
         return _fail("lookup", err)
     acc = rel.accuracy
     holds = "every key" if acc.per_query_above < 0 else f"true count > {acc.per_query_above}"
@@ -214,7 +217,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         status = _file_status(root, m)
         ok = all(s[2] for s in status)
         universe = load_universe(m, root) if ok else None
-    except ValueError as err:
+    except DPSparkError as err:
         return _fail("inspect", err)
     eps = "not given" if m.epsilon_requested is None else short(m.epsilon_requested, args.exact)
     lines = [
@@ -298,12 +301,12 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     try:
         rel = open_release(args.release, verify=not args.no_verify)
         if not hasattr(rel, "table"):
-            raise ValueError(
+            raise ParameterError(
                 "plot draws the released bins of a sparse release; a compact release has a noisy count for every "
                 "key of the universe and no list of bins: use 'dpspark lookup RELEASE KEY...' for the keys you need"
             )
         table = rel.table()
-    except ValueError as err:
+    except DPSparkError as err:
         return _fail("plot", err)
     from dpspark.lookup.plotfont import covered, drawable_label, font_chain
 

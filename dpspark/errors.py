@@ -11,3 +11,11 @@ from __future__ import annotations
 
 class DPSparkError(Exception):
     """Base of every user-facing dpspark error: bad input, refused budget, unreadable release, ..."""
+
+
+class ParameterError(DPSparkError, ValueError):
+    """A public parameter or argument is invalid: an unreadable or out-of-range epsilon, beta, n, path, key, ..."""
+
+
+class ParameterTypeError(DPSparkError, TypeError):
+    """A public parameter has the wrong type, e.g. a float where an exact value is required (ground rule 1)."""

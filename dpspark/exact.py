@@ -14,27 +14,29 @@ from fractions import Fraction
 from numbers import Rational
 from typing import Union
 
+from dpspark.errors import ParameterError, ParameterTypeError
+
 RationalLike = Union[str, int, Fraction]
 
 _POWER = re.compile(r"^\s*(\d+)\s*(?:\^|\*\*)\s*\(?\s*(-?\d+)\s*\)?\s*$")
 
 
 def parse_rational(value: object, name: str) -> Fraction:
-    """Return ``value`` as an exact Fraction, or raise a TypeError/ValueError naming ``name``.
+    """Return ``value`` as an exact Fraction, or raise ParameterTypeError/ParameterError (a TypeError/ValueError) naming it.
 
     Accepted: int (not bool), Fraction (or any exact ``numbers.Rational``), and
     strings such as "1/10", "0.1", "1e-3", "2^-70" or "2**-70".
     """
     if isinstance(value, bool):
-        raise TypeError(f"{name} must be a str, int or Fraction, not bool")
+        raise ParameterTypeError(f"{name} must be a str, int or Fraction, not bool")
     if isinstance(value, float) or type(value).__module__ == "numpy" and "float" in type(value).__name__:
-        raise TypeError(
+        raise ParameterTypeError(
             f"{name} was given as a float ({type(value).__name__}); floats are not exact "
             f"(0.1 is really 0.1000000000000000055511151231257827...). "
             f"Pass it as a string such as \"1/10\" or \"0.1\", an int, or a fractions.Fraction."
         )
     if isinstance(value, Decimal):
-        raise TypeError(
+        raise ParameterTypeError(
             f"{name} was given as a Decimal; Decimal(0.1) silently carries a float's bits. "
             f"Pass it as a string such as \"1/10\", an int, or a fractions.Fraction."
         )
@@ -47,15 +49,15 @@ def parse_rational(value: object, name: str) -> Fraction:
         if m:
             base, exp = int(m.group(1)), int(m.group(2))
             if base == 0 and exp < 0:
-                raise ValueError(f"{name}: {value!r} divides by zero")
+                raise ParameterError(f"{name}: {value!r} divides by zero")
             return Fraction(base) ** exp
         try:
             return Fraction(value.strip())
         except (ValueError, ZeroDivisionError):
-            raise ValueError(
+            raise ParameterError(
                 f"{name}: cannot read {value!r} as an exact rational; use forms like \"1/10\", \"0.1\" or \"2^-70\""
             ) from None
-    raise TypeError(f"{name} must be a str, int or Fraction, got {type(value).__name__}")
+    raise ParameterTypeError(f"{name} must be a str, int or Fraction, got {type(value).__name__}")
 
 
 def clog2(x: int) -> int:

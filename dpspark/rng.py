@@ -9,10 +9,10 @@ file or an environment variable, only by code that constructs it explicitly.
 Strict time
 -----------
 No method loops on a random outcome. ``uniform(N)`` for N not a power of two
-uses the lambda-extra-bits reduction of the spec (section 3.4): draw
+uses the lambda-extra-bits reduction (docs/balcer-vadhan-notes.md §E12): draw
 ``bitlen(N) + lam`` bits and reduce mod N. Every value in [1, N] then has
 probability within a factor (1 +- 2^-lam) of 1/N. This is a *multiplicative*
-error, so it is accounted in epsilon, never in delta (spec errata 12): a
+error, so it is accounted in epsilon, never in delta (same section): a
 mechanism that feeds one such draw to a count costs at most
 ``ln((1+2^-lam)/(1-2^-lam)) <= 2^(2-lam)`` extra epsilon per draw that differs
 in distribution between neighbours. :func:`bias_epsilon` returns that exact

@@ -3,10 +3,10 @@
 For a mechanism M with integer scaled CDF F_{M,c}, the verifier
 
 * builds the exact pmf of M(c, U) as Fractions from scaled-CDF differences
-  (never from a closed form, spec errata 2);
+  (never from a closed form, docs/balcer-vadhan-notes.md §E2);
 * checks that ``sample(c, u)`` implements that CDF, at every interval edge
   u in {F(z-1)+1, F(z)} and a few interior points, and over every u when d is
-  tiny (spec errata 4);
+  tiny (docs/balcer-vadhan-notes.md §E4);
 * computes the exact worst privacy ratio max over c, c' = c +- 1 and z of
   Pr[M(c)=z] / Pr[M(c')=z], infinite if some z is possible under c only.
 

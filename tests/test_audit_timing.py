@@ -1,4 +1,4 @@
-"""Timing side channels (spec errata 10): step counts through the public APIs stay within public bounds.
+"""Timing side channels (docs/balcer-vadhan-notes.md §E10): step counts through the public APIs stay within public bounds.
 
 * The counting mechanisms' binary search runs exactly ceil(log2(n+1)) CDF
   evaluations for every count c and every u (counted by wrapping ``_cdf``,

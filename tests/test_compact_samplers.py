@@ -102,7 +102,7 @@ def test_min_scaled_pmf_closed_form_matches_scan(mech) -> None:
 
 
 def test_geosample_fallback_has_no_gamma_floor() -> None:
-    """Errata 8: for the GeoSample fallback, min m_0 is below gamma/(n+1) (2^-32.1 vs 2^-27.7 here)."""
+    """docs/balcer-vadhan-notes.md §E8: for the GeoSample fallback, min m_0 is below gamma/(n+1) (2^-32.1 vs 2^-27.7 here)."""
     exp_eps = exp_eps_at_most(Fraction(1, 10), denominator_for(Fraction(1, 10)))
     mech = FastSample(n=200, gamma=Fraction(1, 2**20), exp_eps=exp_eps)
     assert mech.fallback is not None
@@ -217,7 +217,7 @@ def test_field_degree_smallest_supported() -> None:
 
 
 def test_field_degree_uses_exact_min_for_geosample() -> None:
-    """Errata 8: GeoSample's min m_0 (2^-71.9 here) rules out m = 64 although |X| = 2^16 fits."""
+    """docs/balcer-vadhan-notes.md §E8: GeoSample's min m_0 (2^-71.9 here) rules out m = 64 although |X| = 2^16 fits."""
     mech = GeoSample(n=120, exp_eps=Fraction(3, 2))
     e2 = Fraction(1, 10)
     s64 = RoundedCdfSampler(mech, 64)

@@ -143,7 +143,7 @@ def test_interval_bounds_contain_the_exact_vector() -> None:
 def test_adaptive_bin_sample_is_identical_including_straddles(
     s_bits: int, cases: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Errata 11: same output as the exact algorithm for every U, including U placed on B_l and B_l + 1."""
+    """docs/balcer-vadhan-notes.md §E11: same output as the exact algorithm for every U, including U placed on B_l and B_l + 1."""
     packed_calls = []
     real_packed = binsample_fast.interval_conv_exp_packed
 

@@ -9,7 +9,7 @@ it. :func:`toy_compact_histogram` is Algorithm 8.2 exactly as
 :func:`dpspark.compact.compact_histogram` runs it (the production
 ``noisy_counts``, ``draw_targets``, samplers and ``compact_privacy``; p = L_S +
 Z_S R with R from one ``rng.bits`` draw), only over a small field GF(2^m),
-m = 2 * 3^j in {2, 6}, modulus z^m + z^(m/2) + 1 (spec section 7.1).
+m = 2 * 3^j in {2, 6}, modulus z^m + z^(m/2) + 1 (BV Lemma 8.1; docs/balcer-vadhan-notes.md §C1).
 
 Exact law at one bin (the derived identity of :mod:`dpspark.compact.privacy`).
 For neighbours D (bin x with count c >= 1) and D' (x empty, everything else

@@ -1,4 +1,4 @@
-"""Step-count instrumentation for timing side channels (spec errata 10).
+"""Step-count instrumentation for timing side channels (docs/balcer-vadhan-notes.md §E10).
 
 Strict time means every loop has a public worst-case bound and iteration
 counts may vary only below it. These helpers count steps through public

@@ -1,4 +1,4 @@
-"""The conditional sampling step of Lemma 8.1(iv) in the form p = L_S + Z_S * R (spec section 7.1).
+"""The conditional sampling step of Lemma 8.1(iv) in the form p = L_S + Z_S * R (docs/balcer-vadhan-notes.md §C1).
 
 Points and values (iota and phi). A field element e has the integer int(e)
 (bit i = coefficient of z^i, dpspark.gf's ``to_int``); iota(e) = int(e) + 1

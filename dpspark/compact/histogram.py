@@ -1,4 +1,4 @@
-"""CompactHistogram_{M,G} (Balcer-Vadhan Algorithm 8.2, Theorem 8.3; spec sections 7.1-7.4).
+"""CompactHistogram_{M,G} (Balcer-Vadhan Algorithm 8.2, Theorem 8.3; docs/balcer-vadhan-notes.md §C1-§C3).
 
 1. S = supp(D); noisy counts v_x = M(c_x, U_x) for x in S (BasicHistogram on S).
 2. p uniform of degree <= n with G(iota(p(phi(x)))) = v_x for x in S:
@@ -11,14 +11,14 @@ see :mod:`dpspark.compact.privacy`): under add/remove of one unit (at most n
 units per dataset), pure (eps~ + sampler_epsilon + bias)-DP with
 e^{eps~} = M.exp_eps, sampler_epsilon a certified rational bound on
 max_v |ln(g(v)/m_0(v))| (<= epsilon2 by the choice of m), and bias =
-bias_epsilon(<= 2) for the changed bin's mod-N draws (spec errata 12).
+bias_epsilon(<= 2) for the changed bin's mod-N draws (docs/balcer-vadhan-notes.md §E12).
 Replacement: 2 eps~ + eps_a + eps_b + 2 bias.
 Accuracy: per-query (a_M(beta), beta) on every bin; simultaneous
 (a_M(beta/|X|), beta) by a union bound (needs gamma < beta/|X|, see
 :func:`dpspark.compact.parameters.compact_mechanism`).
 Time: |S| noisy counts (ceil(log2(n+1)) CDF steps each), one subproduct tree
 on |S| points and one product of sizes |S|+1 and l-|S|. The loop over S differs
-by one between neighbours (spec errata 10); construction time depends on |S|.
+by one between neighbours (docs/balcer-vadhan-notes.md §E10); construction time depends on |S|.
 """
 
 from __future__ import annotations

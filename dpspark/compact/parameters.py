@@ -21,7 +21,7 @@ def simultaneous_gamma(universe_size: int, beta: RationalLike) -> Fraction:
     """gamma = 2^-k, the largest power-of-two 1/g with gamma <= beta / (2|X|).
 
     Then beta/|X| - gamma >= beta/(2|X|) > 0, which the simultaneous accuracy
-    a_M(beta/|X|) needs (spec section 7.4(iii)).
+    a_M(beta/|X|) needs (BV Thm 8.6(iii); docs/balcer-vadhan-notes.md §C4).
     """
     b = parse_rational(beta, "beta")
     if not 0 < b < 1:
@@ -75,7 +75,7 @@ def choose_field_degree(
 ) -> int:
     """Smallest m in ``candidates`` with 2^m >= |X| and sampler_epsilon(m) <= epsilon2.
 
-    The sampler bound uses the EXACT minimum of m_0(v) over v (spec errata 8;
+    The sampler bound uses the EXACT minimum of m_0(v) over v (docs/balcer-vadhan-notes.md §E8;
     the GeoSample fallback has no gamma/(n+1) floor). Raises ValueError if no
     supported m fits; the message names only public parameters.
     """

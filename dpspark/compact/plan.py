@@ -4,7 +4,7 @@ Everything here depends on public inputs only (n, |X|, epsilon, beta, gamma,
 m, sampler kind) and runs before Spark starts, so an impossible request (|X|
 above 2^m, no supported m fits) is a config error, never a failed job.
 
-Budget split under add/remove (spec section 7.2 / 7.4, ref convention
+Budget split under add/remove (docs/balcer-vadhan-notes.md §C4, reference convention
 eps_c = 0.9 eps, eps2 = 0.1 eps): the counting mechanism gets
 e^{eps~} = p/q <= e^{9 eps/10} and the empty-bin sampler's certified bound
 max_v |ln(g(v)/m_0(v))| must be <= eps/10. The plan then certifies
@@ -22,6 +22,7 @@ from dpspark.compact.privacy import compact_privacy
 from dpspark.compact.samplers import SAMPLERS, EmptyBinSampler
 from dpspark.counting import CountingMechanism, FastSample
 from dpspark.counting.exp_eps import denominator_for, exp_eps_at_most
+from dpspark.errors import DPSparkError
 from dpspark.exact import exp_lower_bound
 from dpspark.rng import DEFAULT_LAMBDA
 
@@ -29,7 +30,7 @@ from dpspark.rng import DEFAULT_LAMBDA
 SAMPLER_SHARE = Fraction(1, 10)
 
 
-class CompactPlanError(ValueError):
+class CompactPlanError(DPSparkError, ValueError):
     """The public parameters admit no compact release (the message names only public parameters)."""
 
 
@@ -65,7 +66,7 @@ class CompactPlan:
 
 
 def round_gamma(gamma: Fraction) -> Fraction:
-    """gamma rounded down to the form 1/g with g an integer >= 2 (spec errata 1)."""
+    """gamma rounded down to the form 1/g with g an integer >= 2 (docs/balcer-vadhan-notes.md §E1)."""
     if not 0 < gamma < 1:
         raise CompactPlanError("gamma must lie in (0, 1)")
     return Fraction(1, max(2, -(-gamma.denominator // gamma.numerator)))

@@ -1,6 +1,6 @@
 """Exact privacy and accuracy statements of CompactHistogram (BV Theorem 8.3, derived form).
 
-Derivation (spec section 7.2, re-derived for add/remove neighbours). Write
+Derivation (docs/balcer-vadhan-notes.md §C2, for add/remove neighbours). Write
 m_c(v) = Pr[M(c,U) = v], g(v) = Pr[G(U0) = v], d0 = 2^m, l = n + 1 and
 S = supp(D) (|S| <= n < l). The release p has degree <= n; given the noisy
 counts v_s, each u_s is uniform on G^{-1}(v_s) (d0 g(v_s) elements) and p is
@@ -22,7 +22,7 @@ e^{-eps_a} m_0 <= g <= e^{eps_b} m_0 (certified rationals, see
 2 eps~ + eps_a + eps_b (a removed bin and a new bin contribute eps~+eps_a and
 eps~+eps_b, never the same side twice).
 
-Randomness bias (spec errata 12): the factors of unchanged bins are identical
+Randomness bias (docs/balcer-vadhan-notes.md §E12): the factors of unchanged bins are identical
 functions of their draws under D and D', so only the changed bin's draws
 count: its noisy count U ~ Unif([1, d]) (biased unless d is a power of two)
 and its u_s ~ Unif(G^{-1}(v)) (counted as biased always). R is drawn with
@@ -69,7 +69,7 @@ class CompactPrivacy:
 
     @property
     def rng_bias(self) -> Fraction:
-        """bias_epsilon of the changed bin's biased draws (spec errata 12)."""
+        """bias_epsilon of the changed bin's biased draws (docs/balcer-vadhan-notes.md §E12)."""
         return bias_epsilon(self.rng_draws_per_bin, self.lam)
 
     def add_remove(self, n: int) -> PrivacyStatement:

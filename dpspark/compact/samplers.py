@@ -1,4 +1,4 @@
-"""Empty-bin samplers G : [1, d0] -> [0, n] with d0 = 2^m (spec sections 7.3-7.4).
+"""Empty-bin samplers G : [1, d0] -> [0, n] with d0 = 2^m (docs/balcer-vadhan-notes.md §C3).
 
 CompactHistogram stores h(x) = G(iota(p(phi(x)))), so for a bin outside the
 data's support the released value is G(U0) with U0 uniform on [1, d0]. Both
@@ -6,12 +6,12 @@ samplers here are non-decreasing, so every preimage G^{-1}(v) is an integer
 interval [lo(v), hi(v)] and the intervals tile [1, d0] in order of v; the
 construction draws u_x uniformly from the interval of the noisy count v_x.
 
-* :class:`RoundedCdfSampler` (spec section 7.4, [derived]): F_G(v) =
+* :class:`RoundedCdfSampler` (docs/balcer-vadhan-notes.md §C3, derived): F_G(v) =
   ceil(2^m F_{M,0}(v) / d), G(u0) = min{v : F_G(v) >= u0}. Production sampler.
 * :class:`BlockSampler` (paper Algorithm 8.5 / Lemma 8.4): block = floor(d0/d),
   rem = d0 mod d, f(u0) maps [1, d0] onto [1, d] with the blocks of size
   block+1 at the LOW end, G(u0) = M(0, f(u0)). Test-only reference (its m has
-  to be thousands of bits at realistic sizes, spec errata 8).
+  to be thousands of bits at realistic sizes, docs/balcer-vadhan-notes.md §E8).
 
 Privacy-relevant bounds (exact rationals). Write m_0(v) = Pr[M(0,U) = v] and
 g(v) = Pr[G(U0) = v]. :meth:`EmptyBinSampler.ratio_bounds` returns certified
@@ -43,7 +43,7 @@ def min_scaled_pmf_at_zero(mechanism: CountingMechanism) -> int:
     * GeoSample (and FastSample's GeoSample fallback), e^{eps~} = p/q: the
       differences are p^n (v = 0), q^v p^(n-1-v) (p-q) (0 < v < n, decreasing)
       and q^n (v = n), so the minimum is q^(n-1) min(q, p-q) (for n = 1: min(p, q)).
-      This is NOT gamma/(n+1) of d (spec errata 8).
+      This is NOT gamma/(n+1) of d (docs/balcer-vadhan-notes.md §E8).
     * FastSample with t < n: every difference is d' + (g-1)(n+1) dF'(v) with
       dF' >= 0, and dF'(n) = 0, so the minimum is d' = (p+q) p^t, i.e.
       m_0 >= gamma/(n+1).
@@ -137,7 +137,7 @@ class EmptyBinSampler(ABC):
 
 
 class RoundedCdfSampler(EmptyBinSampler):
-    """F_G(v) = ceil(2^m F_{M,0}(v) / d); G(u0) = min{v : F_G(v) >= u0} (spec section 7.4).
+    """F_G(v) = ceil(2^m F_{M,0}(v) / d); G(u0) = min{v : F_G(v) >= u0} (docs/balcer-vadhan-notes.md §C3).
 
     |F_G(v) - F_G(v-1) - 2^m dF(v)/d| < 1 for every v, so with
     eta = d / (2^m min_v dF(v)) (exact, :func:`min_scaled_pmf_at_zero`):

@@ -17,13 +17,14 @@ from fractions import Fraction
 from typing import Any
 
 from dpspark.counting import bigint
+from dpspark.errors import ParameterError, ParameterTypeError
 from dpspark.exact import RationalLike, parse_rational
 from dpspark.rng import RandomSource
 
 
 def _check_int(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        raise ParameterTypeError(f"{name} must be an int, got {type(value).__name__}")
     return value
 
 
@@ -130,7 +131,7 @@ class CountingMechanism(ABC):
         """
         b = parse_rational(beta, "beta")
         if not 0 < b < 1:
-            raise ValueError(f"beta must be in (0, 1), got {b}")
+            raise ParameterError(f"beta must be in (0, 1), got {b}")
         lo, hi = 0, self.n  # a = n always works: the tail is then empty
         while lo < hi:
             mid = (lo + hi) // 2
@@ -143,7 +144,7 @@ class CountingMechanism(ABC):
     def _check_c(self, c: int) -> None:
         _check_int(c, "c")
         if not 0 <= c <= self.n:
-            raise ValueError(f"c must be a count in [0, n] = [0, {self.n}]")
+            raise ParameterError(f"c must be a count in [0, n] = [0, {self.n}]")
 
     @property
     def epsilon_tilde(self) -> float:
@@ -162,5 +163,5 @@ def require_n(n: object) -> int:
     _check_int(n, "n")
     assert isinstance(n, int)
     if n < 1:
-        raise ValueError(f"n (the public bound on counts) must be an integer >= 1, got {n}")
+        raise ParameterError(f"n (the public bound on counts) must be an integer >= 1, got {n}")
     return n

@@ -1,6 +1,6 @@
 """Choosing the rational e^{eps~} = p/q that a counting mechanism runs at.
 
-Two rules (spec section 3.2 and errata 2-3):
+Two rules (docs/balcer-vadhan-notes.md §G and §E3):
 
 * ``"pq"`` (default): q = 2^(k+3) with k = max(0, ceil(log2(2/eps))), and
   p = floor(q * L) with L a certified rational lower bound of e^{eps/2}. Then
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from dpspark.errors import ParameterError, ParameterTypeError
 from dpspark.exact import RationalLike, clog2, exp_lower_bound, parse_rational
 
 RULES = ("pq", "pow2")
@@ -27,10 +28,10 @@ RULES = ("pq", "pow2")
 def exp_eps_at_most(target: Fraction, q: int) -> Fraction:
     """The largest p/q (fixed q) with p/q <= e^{target}, certified; requires p > q."""
     if target <= 0:
-        raise ValueError("epsilon must be > 0")
+        raise ParameterError("epsilon must be > 0")
     p = (q * exp_lower_bound(target)).__floor__()
     if p <= q:
-        raise ValueError(f"epsilon {target} is too small for denominator {q}: e^epsilon rounds to 1")
+        raise ParameterError(f"epsilon {target} is too small for denominator {q}: e^epsilon rounds to 1")
     return Fraction(p, q)
 
 
@@ -44,27 +45,27 @@ def denominator_for(epsilon: Fraction) -> int:
 def choose_exp_eps(epsilon: Fraction, rule: str = "pq") -> Fraction:
     """Return e^{eps~} = p/q for a mechanism 'at epsilon' (eps~ <= eps/2) under ``rule``."""
     if epsilon <= 0:
-        raise ValueError(f"epsilon must be > 0, got {epsilon}")
+        raise ParameterError(f"epsilon must be > 0, got {epsilon}")
     if rule == "pq":
         return exp_eps_at_most(epsilon / 2, denominator_for(epsilon))
     if rule == "pow2":
         if epsilon > 1:
-            raise ValueError(
-                f"the 'pow2' rule needs epsilon <= 1 (got {epsilon}); use rule='pq' (spec errata 3)"
+            raise ParameterError(
+                f"the 'pow2' rule needs epsilon <= 1 (got {epsilon}); use rule='pq' (see docs/balcer-vadhan-notes.md §E3)"
             )
         e_ceil = -((-epsilon.denominator) // epsilon.numerator)  # ceil(1/eps)
         k = 1 + clog2(e_ceil)
         x = 1 << k
         return Fraction(x + 1, x)
-    raise ValueError(f"rule must be one of {RULES}, got {rule!r}")
+    raise ParameterError(f"rule must be one of {RULES}, got {rule!r}")
 
 
 def check_exp_eps(value: Fraction) -> Fraction:
     """Validate a user-given e^{eps~} = p/q: rational with p > q >= 1."""
     if not isinstance(value, Fraction):
-        raise TypeError("exp_eps must be a fractions.Fraction p/q")
+        raise ParameterTypeError("exp_eps must be a fractions.Fraction p/q")
     if value <= 1:
-        raise ValueError(f"exp_eps = p/q must be > 1 (eps~ > 0), got {value}")
+        raise ParameterError(f"exp_eps = p/q must be > 1 (eps~ > 0), got {value}")
     return value
 
 
@@ -73,10 +74,10 @@ def resolve_exp_eps(
 ) -> tuple[Fraction | None, Fraction, str]:
     """(epsilon, exp_eps, rule) from a constructor's exactly-one-of ``epsilon`` / ``exp_eps`` arguments."""
     if (epsilon is None) == (exp_eps is None):
-        raise ValueError("give exactly one of epsilon (paper convention, eps~ <= eps/2) or exp_eps = p/q")
+        raise ParameterError("give exactly one of epsilon (paper convention, eps~ <= eps/2) or exp_eps = p/q")
     if exp_eps is not None:
         return None, check_exp_eps(exp_eps), "exp_eps"
     eps = parse_rational(epsilon, "epsilon")
     if eps <= 0:
-        raise ValueError(f"epsilon must be > 0, got {eps}")
+        raise ParameterError(f"epsilon must be > 0, got {eps}")
     return eps, choose_exp_eps(eps, rule), rule

@@ -11,7 +11,7 @@ uniform count. With e^{eps~} = p/q, d' = (p+q) p^t and d = (n+1) g d':
     F'(z) = d'                                      otherwise
     F(z)  = (z+1) d' + (g-1)(n+1) F'(z)  (z < n),   F(n) = d.
 
-Tight truncation (spec section 3.3, errata 2):
+Tight truncation (docs/balcer-vadhan-notes.md §T and §E2):
 t* = min{t >= 0 : 2 q^(t+1) (g-1)(n+1) <= (p-q) p^t}. This is exactly the
 condition of Lemma 3.2' with eps = eps' = eps~, P = Unif([0,n]) and
 SD = tau(t) = Pr[|Geo(eps~)| > t], because tanh(eps~/2) = (p-q)/(p+q).
@@ -29,6 +29,7 @@ from dpspark.counting import bigint
 from dpspark.counting.base import CountingMechanism, require_n
 from dpspark.counting.exp_eps import resolve_exp_eps
 from dpspark.counting.geosample import GeoSample
+from dpspark.errors import ParameterError
 from dpspark.exact import RationalLike, parse_rational
 
 #: Above this many bytes the CDF table is not precomputed (entries are computed on demand).
@@ -36,10 +37,10 @@ TABLE_LIMIT_BYTES = 256 << 20
 
 
 def parse_gamma(gamma: object) -> int:
-    """Return g for gamma = 1/g; g must be an integer >= 2 (spec errata 1)."""
+    """Return g for gamma = 1/g; g must be an integer >= 2 (docs/balcer-vadhan-notes.md §E1)."""
     value = parse_rational(gamma, "gamma")
     if value.numerator != 1 or value.denominator < 2:
-        raise ValueError(f"gamma must be 1/g with g an integer >= 2 (e.g. \"1/1000\" or \"2^-70\"), got {value}")
+        raise ParameterError(f"gamma must be 1/g with g an integer >= 2 (e.g. \"1/1000\" or \"2^-70\"), got {value}")
     return value.denominator
 
 
@@ -68,7 +69,7 @@ def tight_t(p: int, q: int, g: int, n: int) -> int:
 class FastSample(CountingMechanism):
     """FastSample_{n, eps, gamma} with the tight truncation t*.
 
-    Privacy (Theorem 4.10(i), sharpened by Lemma 3.2' as in spec section 3.3):
+    Privacy (Theorem 4.10(i), sharpened by Lemma 3.2' as in docs/balcer-vadhan-notes.md §T):
     for |c - c'| = 1 and every z, Pr[M(c,U)=z] <= e^{eps~} Pr[M(c',U)=z] with
     e^{eps~} = ``exp_eps`` = p/q exactly, whenever ``truncation_condition(t)``
     holds, which the default t = t* guarantees. (The test hook ``t=`` can force

@@ -8,7 +8,7 @@ With e^{eps~} = p/q (p > q >= 1), d = (p+q) * p^(n-1) and the integer scaled CDF
 
 GeoSample(c, U) = min{z : F(z) >= U} is distributed exactly as the two-sided
 geometric mechanism at eps~ clamped to [0, n] (Theorem 4.7(i); the paper's
-(x, y, 2x+1) is (q, p, p+q), spec section 3.2, checked exactly in the tests).
+(x, y, 2x+1) is (q, p, p+q), docs/balcer-vadhan-notes.md §G, checked exactly in the tests).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ApproxBinSample with identical outputs, deciding comparisons by integer interval arithmetic (spec errata 11).
+"""ApproxBinSample with identical outputs, deciding comparisons by integer interval arithmetic (docs/balcer-vadhan-notes.md §E11).
 
 :func:`dpspark.histogram.ordstat.approx_bin_sample` is a deterministic function
 of (m, p, s, t, U). Its only output-relevant steps are the comparisons

@@ -29,7 +29,7 @@ def _as_int(value: Any, what: str) -> int:
 
 
 def check_universe(universe_size: Any, n: int, *, sparse: bool) -> int:
-    """Validate |X| (an int >= 1; >= 2n+1 for the sparse algorithms, spec section 5.2)."""
+    """Validate |X| (an int >= 1; >= 2n+1 for the sparse algorithms, BV Alg 6.4)."""
     size = _as_int(universe_size, "universe_size")
     if size < 1:
         raise ValueError("universe_size must be >= 1")
@@ -87,7 +87,7 @@ def check_counts(counts: CountsLike, universe_size: int, n: int) -> tuple[list[i
 
 
 def check_beta(beta: Any) -> Fraction:
-    """beta decides nothing released but must still be exact (spec errata 6): in (0, 1)."""
+    """beta decides nothing released but must still be exact (docs/balcer-vadhan-notes.md §E6): in (0, 1)."""
     b = parse_rational(beta, "beta")
     if not 0 < b < 1:
         raise ValueError("beta must lie in (0, 1)")

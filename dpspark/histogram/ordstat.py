@@ -210,7 +210,7 @@ def approx_bin_sample(m: int, num: int, den: int, s: int, t: int, u: int) -> int
     min(l, t) for the first l in [k/2, k) with B_l = sum_{j<=l} b_j >= u
     (b = ApproxConvExp(a, m, s, k)); t if none. Prop 6.17: over U ~ Unif([s])
     the output is within statistical distance m(t+1)/s of min(Bin(m, p), t).
-    The early exit is allowed by spec errata 10 (public bound 2t).
+    The early exit is allowed by docs/balcer-vadhan-notes.md §E10 (public bound 2t).
     """
     if not 1 <= u <= s:
         raise ValueError("u must lie in [1, s]")

@@ -2,14 +2,14 @@
 
 With probability 1 - gamma release SparseHistogram_{M, delta_s}(D); otherwise a
 sample of P: draw x_1..x_n uniformly from X^n, give each distinct x_i a count
-uniform on **{0, ..., n}** (spec section 5.9 fix: {1..n} gives the empty
+uniform on **{0, ..., n}** (docs/balcer-vadhan-notes.md §P: {1..n} gives the empty
 histogram probability 0 and breaks full support), release the nonzero ones.
 
 Privacy under add/remove, re-derived (Lemma 3.2' with eps = eps' = eps~):
 * KeepHeavy is eps~-DP (post-processing of BasicHistogram; one count moves by one).
 * SparseHistogram is within SD delta_SD = n|X|(n+2)/2^S of KeepHeavy pointwise.
 * Output range R: partial vectors with at most n nonzero bins, counts in [1, n].
-  P has full support on R and min_r P(r) >= (3|X|)^-n (spec 5.9; exact tests).
+  P has full support on R and min_r P(r) >= (3|X|)^-n (docs/balcer-vadhan-notes.md §P; exact tests).
 * For each r: (1-g) a_D(r) + g P(r) <= e^eps~ [(1-g) a_D'(r) + g P(r)]
   + (1-g)(1 + e^eps~) delta_SD - (e^eps~ - 1) g P(r), and the last two terms are
   <= 0 as soon as delta_SD <= tanh(eps~/2) (g/(1-g)) min_r P(r). With
@@ -17,7 +17,7 @@ Privacy under add/remove, re-derived (Lemma 3.2' with eps = eps' = eps~):
       delta_s = ((p-q)/(p+q)) * (gamma/(1-gamma)) * (3|X|)^-n      (exact Fraction)
   and S = the smallest s_bits with n|X|(n+2)/2^S <= delta_s.
 Result: **pure eps~-DP** (no doubling), eps = ln(p/q) + bias_epsilon(k) with k
-the public worst-case count of mod-N draws on one path (spec errata 12).
+the public worst-case count of mod-N draws on one path (docs/balcer-vadhan-notes.md §E12).
 Replacement neighbours: 2 eps~.
 
 Accuracy (Thm 6.10(ii)-(iii)): Thm 6.2's bounds with extra failure mass
@@ -53,7 +53,7 @@ def check_gamma(gamma: Any) -> Fraction:
 
 
 def mixing_min_probability_bound(universe_size: int, n: int) -> Fraction:
-    """(3|X|)^-n, a lower bound on min_r P(r) over the output range (spec 5.9)."""
+    """(3|X|)^-n, a lower bound on min_r P(r) over the output range (docs/balcer-vadhan-notes.md §P)."""
     return Fraction(1, (3 * universe_size) ** n)
 
 

@@ -9,13 +9,13 @@ post-processing). Under add/remove KeepHeavy is eps~-DP, so for every T
 Pr[A(D) in T] <= Pr[KH(D) in T] + delta_SD <= e^eps~ Pr[KH(D') in T] + delta_SD
 <= e^eps~ Pr[A(D') in T] + (1 + e^eps~) delta_SD:
 **(eps~, (1 + p/q) delta_SD)-DP** (Thm 6.8(ii), which has 2 eps~ for replacement).
-The mod-N bias (spec errata 12) of at most k = n + (n+1) non-power-of-two
+The mod-N bias (docs/balcer-vadhan-notes.md §E12) of at most k = n + (n+1) non-power-of-two
 draws on any path adds bias_epsilon(k) to eps and a factor (1 + 2k 2^-lam) to delta.
 Accuracy: Thm 6.2 plus delta_SD of extra failure probability.
 Time: Õ(n (T_M + log d + T_F) + n log|X| log(n|X|/delta)); ``mode="adaptive"``
-gives outputs identical to ``mode="exact"`` (spec errata 11).
+gives outputs identical to ``mode="exact"`` (docs/balcer-vadhan-notes.md §E11).
 
-Strict time (spec errata 10): every loop has a public bound (|S| <= n noisy
+Strict time (docs/balcer-vadhan-notes.md §E10): every loop has a public bound (|S| <= n noisy
 counts, n+1 distinct draws of ceil(log2|X|) rounds, n order-statistic levels,
 ApproxBinSample's doubling up to 2t). Iteration counts may vary below those
 bounds (|S| differs by one between neighbours; early exits), and Python

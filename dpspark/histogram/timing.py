@@ -1,4 +1,4 @@
-"""Optional wall-clock padding of a driver mechanism (spec errata 10).
+"""Optional wall-clock padding of a driver mechanism (docs/balcer-vadhan-notes.md §E10).
 
 Iteration counts below their public bounds and Python big-integer arithmetic
 make running time data-dependent. Where an adversary may observe the driver's

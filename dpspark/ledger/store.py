@@ -43,6 +43,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from dpspark.errors import ParameterError
 from dpspark.exact import RationalLike, parse_rational
 from dpspark.ledger.errors import (
     BudgetExceeded,
@@ -153,7 +154,7 @@ def unit_words(key: str) -> str:
 def check_dataset_id(dataset_id: object) -> str:
     """Validate a declared dataset id (not a path: no '/', see ``DATASET_ID``)."""
     if not isinstance(dataset_id, str) or not DATASET_ID.match(dataset_id):
-        raise ValueError(
+        raise ParameterError(
             "dataset_id must be a declared identifier of 1-200 characters from [A-Za-z0-9._:@+-] "
             "starting with a letter or digit (not a file path, so a copy or rename cannot reset the budget)"
         )
@@ -163,9 +164,9 @@ def check_dataset_id(dataset_id: object) -> str:
 def _amount(value: RationalLike, name: str, *, below_one: bool = False) -> Fraction:
     out = parse_rational(value, name)
     if out < 0:
-        raise ValueError(f"{name} must be >= 0, got {out}")
+        raise ParameterError(f"{name} must be >= 0, got {out}")
     if below_one and out >= 1:
-        raise ValueError(f"{name} must be < 1, got {out}")
+        raise ParameterError(f"{name} must be < 1, got {out}")
     return out
 
 

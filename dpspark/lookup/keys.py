@@ -12,13 +12,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from dpspark.errors import DPSparkError
 from dpspark.universe import OutOfUniverseError, TupleUniverse, Universe, index_to_bytes
 
 #: what ``counts(keys, invalid=...)`` does with a key outside the universe
 INVALID_POLICIES = ("raise", "mask")
 
 
-class KeyNotInUniverseError(ValueError):
+class KeyNotInUniverseError(DPSparkError, ValueError):
     """A looked-up key is null, mistyped or not in the release's universe (the key is not echoed)."""
 
 

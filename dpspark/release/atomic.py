@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from dpspark.errors import ParameterError
 from dpspark.release.errors import ReleaseExistsError, ReleaseWriteError
 
 MANIFEST_NAME = "manifest.json"
@@ -39,7 +40,7 @@ def check_output_path(out_path: str | Path) -> Path:
     """Refuse an output path that already exists (call this before drawing any noise); returns it absolute."""
     final = Path(out_path).absolute()
     if not final.name or final.name in (".", ".."):
-        raise ValueError(f"{out_path}: not a usable release directory name")
+        raise ParameterError(f"{out_path}: not a usable release directory name")
     if (final / MANIFEST_NAME).exists():
         raise ReleaseExistsError(
             f"{final}: a release already exists there; refusing to overwrite it "

@@ -22,6 +22,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from dpspark.errors import DPSparkError
+
 _KNOWN = {
     "$schema", "$id", "$defs", "$comment", "title", "description",
     "type", "enum", "const", "properties", "required", "additionalProperties", "propertyNames",
@@ -39,7 +41,7 @@ _TYPES = {
 }
 
 
-class SchemaViolation(ValueError):
+class SchemaViolation(DPSparkError, ValueError):
     """An instance does not satisfy the schema; ``path`` locates the offending value."""
 
     def __init__(self, path: str, message: str) -> None:

@@ -58,6 +58,7 @@ from dpspark.universe import (
     TupleUniverse,
     Universe,
 )
+from dpspark.universe.errors import KeyTypeError
 from dpspark.universe.int_range import INT64_MAX, INT64_MIN
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ class _Stages:
 def _check_type(df: DataFrame, column: str, universe: Universe, allowed: tuple[str, ...], what: str) -> None:
     dtype = type(df.schema[column].dataType).__name__
     if dtype not in allowed:
-        raise TypeError(f"{universe.label}: Spark column '{column}' has type {dtype}, expected {what}")
+        raise KeyTypeError(f"{universe.label}: Spark column '{column}' has type {dtype}, expected {what}")
 
 
 def _component(

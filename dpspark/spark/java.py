@@ -19,6 +19,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from dpspark.errors import DPSparkError
+
 MIN_JAVA_VERSION = 17
 INSTALL_HINT = "apt-get install -y openjdk-17-jre-headless"
 _JVM_DIR = Path("/usr/lib/jvm")
@@ -26,7 +28,7 @@ _PREFERRED = (17, 21)
 _VERSION_RE = re.compile(r'version "(\d+)(?:\.(\d+))?')
 
 
-class JavaNotFoundError(RuntimeError):
+class JavaNotFoundError(DPSparkError, RuntimeError):
     """No usable Java runtime (>= 17, with jdk.incubator.vector) was found."""
 
 

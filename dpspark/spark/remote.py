@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from dpspark.errors import DPSparkError
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -40,7 +42,7 @@ CONNECT_TIMEOUT_S = 15.0
 _ZIP_DATE = (2020, 1, 1, 0, 0, 0)
 
 
-class RemoteSessionError(RuntimeError):
+class RemoteSessionError(DPSparkError, RuntimeError):
     """A Spark Connect session cannot be built (bad URL, missing client packages)."""
 
 

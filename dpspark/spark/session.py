@@ -7,6 +7,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from dpspark.errors import DPSparkError
 from dpspark.spark.java import ensure_java_home
 
 if TYPE_CHECKING:
@@ -40,6 +41,10 @@ DEFAULT_CONF: dict[str, str] = {
 #: ``conf`` sets one. Spark's own default is 1g, which makes the pages too small
 #: for the large aggregation hash map above.
 DEFAULT_DRIVER_MEMORY = "3g"
+
+
+class SparkStartError(DPSparkError, RuntimeError):
+    """The local Spark session could not start (bad master URL, Java gateway failure, port in use, ...)."""
 
 
 def local_session(
@@ -80,7 +85,11 @@ def local_session(
     builder = SparkSession.builder.master(cores).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    except Exception as err:  # raised by Spark or Py4J: a setting or the machine, not a dpspark bug
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise SparkStartError(f"cannot start a local Spark session (master {cores!r}): {first[:300]}") from err
     spark.sparkContext.setLogLevel(log_level)
     return spark
 

@@ -8,7 +8,7 @@ words; see :mod:`dpspark.universe.wide` for the word format.
 
 from dpspark.universe.base import EncodedKeys, Universe
 from dpspark.universe.categorical import CategoricalUniverse, values_sha256
-from dpspark.universe.errors import OutOfUniverseError, UniverseConfigError
+from dpspark.universe.errors import KeyTypeError, OutOfUniverseError, UniverseConfigError
 from dpspark.universe.hashed import HashedUniverse
 from dpspark.universe.int_range import IntRangeUniverse
 from dpspark.universe.parse import KINDS, universe_from_dict
@@ -24,6 +24,7 @@ __all__ = [
     "EncodedKeys",
     "HashedUniverse",
     "IntRangeUniverse",
+    "KeyTypeError",
     "OutOfUniverseError",
     "StringUniverse",
     "TupleUniverse",

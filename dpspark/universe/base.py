@@ -1,7 +1,7 @@
 """The universe interface shared by every kind.
 
-A universe is a public map between keys and indexes [1, |X|] (spec section 1:
-"arbitrary keys need a public injective encoding into [|X|]"). Every kind
+A universe is a public map between keys and indexes [1, |X|] (Balcer-Vadhan's
+model: keys reach the algorithms through a public injective encoding, docs/balcer-vadhan-notes.md §N). Every kind
 except ``hashed`` is a bijection. Internally each kind works with the 0-based
 offset ``index - 1``; the public methods add the 1.
 

@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 
 from dpspark.universe import wide
 from dpspark.universe.base import Universe, null_mask
-from dpspark.universe.errors import UniverseConfigError
+from dpspark.universe.errors import KeyTypeError, UniverseConfigError
 from dpspark.universe.int_range import INT64_MAX, INT64_MIN, is_plain_int
 
 VALUE_TYPES = ("string", "int")
@@ -132,11 +132,11 @@ class CategoricalUniverse(Universe):
         nulls = null_mask(array)
         if self.value_type == "string":
             if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
-                raise TypeError(f"{self.label}: key column has Arrow type {array.type}, expected string")
+                raise KeyTypeError(f"{self.label}: key column has Arrow type {array.type}, expected string")
             value_set = self._arrow_values.cast(array.type)
         else:
             if not pa.types.is_integer(array.type):
-                raise TypeError(f"{self.label}: key column has Arrow type {array.type}, expected an integer type")
+                raise KeyTypeError(f"{self.label}: key column has Arrow type {array.type}, expected an integer type")
             if pa.types.is_uint64(array.type):
                 # values above int64 max are never members; null them before the cast
                 array = pc.if_else(pc.greater(array, pa.scalar(INT64_MAX, pa.uint64())), None, array)

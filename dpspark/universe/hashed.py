@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from dpspark.universe import wide
 from dpspark.universe.base import Universe, null_mask
+from dpspark.universe.errors import KeyTypeError
 from dpspark.universe.int_range import INT64_MAX, INT64_MIN, is_plain_int
 
 KEY_TYPES = ("string", "bytes", "int")
@@ -118,7 +119,7 @@ class HashedUniverse(Universe):
         t = array.type
         if self.key_type == "int":
             if not pa.types.is_integer(t):
-                raise TypeError(f"{self.label}: key column has Arrow type {t}, expected an integer type")
+                raise KeyTypeError(f"{self.label}: key column has Arrow type {t}, expected an integer type")
             if pa.types.is_uint64(t):
                 big = array.fill_null(0).to_numpy(zero_copy_only=False) > np.uint64(INT64_MAX)
                 member &= ~big
@@ -134,10 +135,10 @@ class HashedUniverse(Universe):
                 elif pa.types.is_large_string(t):
                     binary = array.cast(pa.large_binary())
                 else:
-                    raise TypeError(f"{self.label}: key column has Arrow type {t}, expected string")
+                    raise KeyTypeError(f"{self.label}: key column has Arrow type {t}, expected string")
             else:
                 if not (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
-                    raise TypeError(f"{self.label}: key column has Arrow type {t}, expected binary")
+                    raise KeyTypeError(f"{self.label}: key column has Arrow type {t}, expected binary")
                 binary = array
             offset_type = np.int64 if pa.types.is_large_binary(binary.type) else np.int32
             offs = np.frombuffer(binary.buffers()[1], dtype=offset_type)[binary.offset : binary.offset + rows + 1]

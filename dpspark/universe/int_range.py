@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from dpspark.universe import wide
 from dpspark.universe.base import Universe, null_mask
+from dpspark.universe.errors import KeyTypeError
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -73,7 +74,7 @@ class IntRangeUniverse(Universe):
 
     def _encode_offsets(self, array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if not pa.types.is_integer(array.type):
-            raise TypeError(f"{self.label}: key column has Arrow type {array.type}, expected an integer type")
+            raise KeyTypeError(f"{self.label}: key column has Arrow type {array.type}, expected an integer type")
         nulls = null_mask(array)
         signed = pa.types.is_signed_integer(array.type)
         if signed:

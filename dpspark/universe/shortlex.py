@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from dpspark.universe import wide
 from dpspark.universe.base import Universe, null_mask
+from dpspark.universe.errors import KeyTypeError
 from dpspark.universe.int_range import is_plain_int
 
 #: Largest max_bytes whose universe fits in 2^256 indexes.
@@ -142,7 +143,7 @@ class BytesUniverse(_ShortlexUniverse):
 
     def _binary_view(self, array: pa.Array) -> pa.Array:
         if not (pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type)):
-            raise TypeError(f"{self.label}: key column has Arrow type {array.type}, expected binary")
+            raise KeyTypeError(f"{self.label}: key column has Arrow type {array.type}, expected binary")
         return array
 
     def _decode_offsets(self, offsets: np.ndarray) -> pa.Array:
@@ -188,7 +189,7 @@ class StringUniverse(_ShortlexUniverse):
             return array.cast(pa.binary())
         if pa.types.is_large_string(array.type):
             return array.cast(pa.large_binary())
-        raise TypeError(f"{self.label}: key column has Arrow type {array.type}, expected string")
+        raise KeyTypeError(f"{self.label}: key column has Arrow type {array.type}, expected string")
 
     def _decode_offsets(self, offsets: np.ndarray) -> pa.Array:
         binary = self._decode_binary(offsets)

@@ -4,14 +4,14 @@ Index words
 -----------
 A universe index i in [1, |X|] travels through Arrow and Spark as a
 **big-endian FixedSizeBinary(W)**, W = 16 when |X| <= 2^128 and W = 32 when
-|X| <= 2^256 (spec errata 9: Spark decimals cannot hold 2^128). The word holds
+|X| <= 2^256 (docs/balcer-vadhan-notes.md §E9: Spark decimals cannot hold 2^128). The word holds
 ``i mod 2^(8W)``. The only index that wraps is i = 2^(8W), possible only when
 |X| = 2^(8W) exactly (for example a 128-bit hashed universe), and it is stored
 as the all-zero word; index 0 never occurs otherwise. Use
 :func:`index_to_bytes` / :func:`index_from_bytes` rather than raw
 ``int.from_bytes`` so that this one case is handled. Note that
 ``(int.from_bytes(word, 'big') - 1) mod 2^(8W)`` is always the 0-based offset
-i - 1, which is what a GF(2^m) embedding (spec section 7.1, phi = iota^-1)
+i - 1, which is what a GF(2^m) embedding (docs/balcer-vadhan-notes.md §C1, phi = iota^-1)
 needs.
 
 Vectorized arithmetic

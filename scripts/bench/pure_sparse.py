@@ -7,7 +7,7 @@ FastSample with e^{eps~} <= e^1 (pq rule), gamma_F = 2^-72 (< beta2/|X| so the
 simultaneous bound is meaningful), mixing gamma = beta/3. The dataset is a
 deterministic Zipf-like spread of n units over pseudo-random 64-bit indices.
 For n <= --exact-up-to the exact mode is run too and must give an identical
-release under the same SeededRandom (spec errata 11).
+release under the same SeededRandom (docs/balcer-vadhan-notes.md §E11).
 """
 
 from __future__ import annotations
