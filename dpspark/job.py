@@ -244,7 +244,7 @@ def _run(cfg: ReleaseConfig, mech: Any, spark: "SparkSession | None", data: "Dat
 
     ctx = SparkContext(data, rng, noise_progress, passes=len(mech.stages()))
     payload = mech.run(ctx, rng, noise_progress)
-    if cfg.pad_seconds is not None:  # the noise step's duration must not reveal |S| or the draws (docs/timing)
+    if cfg.pad_seconds is not None:  # the noise step's duration must not reveal |S| or the draws (docs/balcer-vadhan-notes.md §E10)
         pad_until(started, float(cfg.pad_seconds))  # report: decides only when to return
     show("writing the release atomically")
     out = write_release(cfg, payload, rng.name, mech.release_kind, created_utc)
