@@ -96,8 +96,8 @@ def test_pure_privacy_ratio_on_tiny_instance() -> None:
 
 
 def test_coin_selects_with_probability_gamma(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(pure_sparse, "sparse_core", lambda *a: ([1], [2]))
-    monkeypatch.setattr(pure_sparse, "random_histogram", lambda *a: ([3], [1]))
+    monkeypatch.setattr(pure_sparse, "heavy_with_sampled_empty_bins", lambda *a, **k: ([1], [2]))
+    monkeypatch.setattr(pure_sparse, "random_histogram", lambda *a, **k: ([3], [1]))
     law = exact_law(lambda r: pure_sparse_histogram({}, 5, 2, MECH, "2/7", r, beta="1/2").indices)
     assert law == {(1,): Fraction(5, 7), (3,): Fraction(2, 7)}
 
@@ -126,7 +126,7 @@ def test_progress_is_identical_whatever_the_data_and_the_coin() -> None:
         msgs: list[str] = []
         pure_sparse_histogram(data, 40, 8, mech, "1/2", SeededRandom(seed), progress=msgs.append, beta="9/10")
         seen.append(msgs)
-    assert all(m == seen[0] for m in seen) and 2 <= len(seen[0]) <= 12
+    assert all(m == seen[0] for m in seen) and 2 <= len(seen[0]) <= 30
 
 
 def test_pure_sparse_error_paths() -> None:

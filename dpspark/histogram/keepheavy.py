@@ -25,7 +25,7 @@ from typing import Any
 
 from dpspark.counting import CountingMechanism
 from dpspark.histogram.basic import noisy_counts
-from dpspark.histogram.distinct import sample_distinct_avoiding
+from dpspark.histogram.distinct_fast import sample_distinct_avoiding_chunked
 from dpspark.histogram.inputs import CountsLike, check_beta, check_counts, check_mechanism, check_universe, keep_strictly_heavy
 from dpspark.histogram.ordstat import ord_sample
 from dpspark.histogram.result import AccuracyStatement, HistogramRelease, PrivacyStatement, biased_draw_factor
@@ -57,10 +57,19 @@ def heavy_with_sampled_empty_bins(
     mechanism: CountingMechanism,
     rng: RandomSource,
     order_statistics: OrderStatistics,
+    *,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[list[int], list[int]]:
-    """Steps 2-6 of Alg 6.4 / 6.21 on validated inputs (keys ascending, values > 0)."""
+    """Steps 2-6 of Alg 6.4 / 6.21 on validated inputs (keys ascending, values > 0).
+
+    ``progress`` gets stage names and fractions of the public n+1 empty-bin draws only.
+    """
+    if progress is not None:
+        progress("keep-heavy: noisy counts of the nonzero bins")
     ys = noisy_counts(keys, dict(zip(keys, values)), mechanism, rng)
-    empty = [x - 1 for x in sample_distinct_avoiding(universe_size, [k + 1 for k in keys], n + 1, rng)]
+    # Alg A.3 draw for draw (same outputs as distinct.sample_distinct_avoiding), chunked for large n
+    chosen = sample_distinct_avoiding_chunked(universe_size, [k + 1 for k in keys], n + 1, rng, progress=progress)
+    empty = [x - 1 for x in chosen]
     tops = order_statistics(universe_size - len(keys), n + 1, rng)
     return keep_strictly_heavy(list(zip(keys, ys)) + list(zip(empty, tops)), n + 1)
 

@@ -36,11 +36,11 @@ from typing import Any
 from dpspark.counting import CountingMechanism
 from dpspark.exact import parse_rational
 from dpspark.histogram.inputs import CountsLike, check_beta, check_counts, check_mechanism, check_universe, is_power_of_two
-from dpspark.histogram.keepheavy import keepheavy_accuracy
+from dpspark.histogram.keepheavy import heavy_with_sampled_empty_bins, keepheavy_accuracy
 from dpspark.histogram.ordstat import BinSampler
 from dpspark.histogram.timing import pad_until
 from dpspark.histogram.result import HistogramRelease, PrivacyStatement, biased_draw_factor
-from dpspark.histogram.sparse import approx_order_statistics, sd_bound, s_bits_for, sparse_bias_draws, sparse_core
+from dpspark.histogram.sparse import approx_order_statistics, sd_bound, s_bits_for, sparse_bias_draws
 from dpspark.rng import RandomSource
 
 
@@ -63,12 +63,19 @@ def mixing_delta(exp_eps: Fraction, gamma: Fraction, universe_size: int, n: int)
     return Fraction(p - q, p + q) * gamma / (1 - gamma) * mixing_min_probability_bound(universe_size, n)
 
 
-def random_histogram(universe_size: int, n: int, rng: RandomSource) -> tuple[list[int], list[int]]:
+def random_histogram(
+    universe_size: int, n: int, rng: RandomSource, *, progress: Callable[[str], None] | None = None
+) -> tuple[list[int], list[int]]:
     """A sample of P (Alg 6.9 step 2): n uniform positions, counts uniform on {0..n}, nonzero kept, ascending.
 
     Always exactly 2n draws: position i's count is used if i is the first occurrence of its position.
+    ``progress`` gets two stage messages (public).
     """
+    if progress is not None:
+        progress("mixing sample: positions")
     positions = [rng.uniform(universe_size) - 1 for _ in range(n)]
+    if progress is not None:
+        progress("mixing sample: counts")
     draws = [rng.uniform(n + 1) - 1 for _ in range(n)]
     chosen: dict[int, int] = {}
     for x, c in zip(positions, draws):
@@ -122,8 +129,8 @@ def pure_sparse_histogram(
     sampler = approx_order_statistics(
         mechanism, s_bits, mode=mode, bin_sampler=bin_sampler, progress=progress, stats=stats
     )
-    sparse_out = sparse_core(keys, values, size, n, mechanism, rng, sampler)
-    random_out = random_histogram(size, n, rng)
+    sparse_out = heavy_with_sampled_empty_bins(keys, values, size, n, mechanism, rng, sampler, progress=progress)
+    random_out = random_histogram(size, n, rng, progress=progress)
     coin = rng.uniform(g.denominator)  # <= numerator with probability gamma
     xs, ys = random_out if coin <= g.numerator else sparse_out
     pad_until(start, min_seconds)
