@@ -162,3 +162,30 @@ def test_modes_identical_at_bench_scale() -> None:
         a = pure_sparse_histogram(data, 1 << 64, 150, mech, "1/60", SeededRandom(seed), mode="adaptive")
         b = pure_sparse_histogram(data, 1 << 64, 150, mech, "1/60", SeededRandom(seed), mode="exact")
         assert (a.indices, a.counts) == (b.indices, b.counts)
+
+
+@pytest.mark.parametrize(
+    ("n", "size", "geo", "seeds"),
+    [(40, 1 << 64, False, (5, 6)), (64, 10**19 + 7, False, (1,)), (50, 1 << 40, True, (2, 3)), (90, 1 << 64, False, (9,))],
+)
+def test_modes_identical_at_more_sizes_and_seeds(n: int, size: int, geo: bool, seeds: tuple[int, ...]) -> None:
+    """Adaptive (CDF bounds on the top bits of U) and exact releases coincide under the seeded stream."""
+    mech = GeoSample(n=n, exp_eps=Fraction(2)) if geo else FastSample(n=n, exp_eps=Fraction(21, 8), gamma=Fraction(1, 1 << 72))
+    data = {(i * 0x9E3779B97F4A7C15) % size: 1 + i % 5 for i in range(n // 4)}
+    for seed in seeds:
+        stats: dict[str, int] = {}
+        a = pure_sparse_histogram(data, size, n, mech, "1/60", SeededRandom(seed), mode="adaptive", stats=stats)
+        b = pure_sparse_histogram(data, size, n, mech, "1/60", SeededRandom(seed), mode="exact")
+        assert (a.indices, a.counts) == (b.indices, b.counts)
+        assert stats["decided"] >= 1 and "cdf_fallback" not in stats and "exact" not in stats
+
+
+@pytest.mark.slow
+def test_modes_identical_at_bench_limit() -> None:
+    """n = 300, the benchmark's --exact-up-to default, |X| = 2^64 (about 50 s: the exact mode is slow)."""
+    mech = FastSample(n=300, exp_eps=Fraction(21, 8), gamma=Fraction(1, 1 << 72))
+    data = {(i * 0x9E3779B97F4A7C15) % (1 << 64): 1 + i % 9 for i in range(60)}
+    for seed in (11,):
+        a = pure_sparse_histogram(data, 1 << 64, 300, mech, "1/60", SeededRandom(seed), mode="adaptive")
+        b = pure_sparse_histogram(data, 1 << 64, 300, mech, "1/60", SeededRandom(seed), mode="exact")
+        assert (a.indices, a.counts) == (b.indices, b.counts)
