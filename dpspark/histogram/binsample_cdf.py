@@ -34,11 +34,12 @@ If neither holds, the call falls back to
 algorithm's for every input; tests check this, including U placed on B_l, B_l + 1.
 
 Strict time (timing caveat): work is at most t + 1 terms and 2 log2(m) powering steps
-(public bounds; it stops early at the output, like the doubling it replaces). The
-fallback happens only if U - 1 lands within about (H - L) + 3 2^(S-P) of an examined
-s F(l): probability at most t 2^-250 per call with the precisions below, so below
-2^-200 per release for any n < 2^40. Its extra time (and the low bits of U being read)
-is not hidden; benchmarks count it, manifests and logs never mention it.
+(public bounds; it stops early at the output, like the doubling it replaces). A
+comparison is undecided only if R lies within 3 + (H - L)/2^(V-P) < 4 of 2^P F(l), i.e.
+for at most 5 of the 2^P values of R; so a call falls back with probability at most
+5 t 2^-256, a release (n levels, t <= n + 1) with probability at most 5 n (n+1) 2^-256,
+below 2^-170 for n < 2^40. The fallback's extra time (and the reading of U's low
+bits) is not hidden; benchmarks count it ("cdf_fallback"), manifests and logs never do.
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ def cdf_path_applies(m: int, t: int, s_bits: int) -> bool:
 def precisions(m: int, t: int) -> tuple[int, int]:
     """(V, W): fixed-point bits of the CDF sums and mantissa bits of the terms (speed/fallback only).
 
-    The band H - L is below 2^V (m 2^-W + 4 (m + t) 2^-W + (t+1) 2^-V) <= 2^(V - P - 30).
+    The band H - L is about 2^V (m 2^-W + 4 (m + t) 2^-W + (t+1) 2^-V), below 2^(V - P - 30)
+    (tests check < 2^(V - P - 20)); only the fallback probability depends on these choices.
     """
     v = TOP_BITS + t.bit_length() + 32
     return v, v + 2 * m.bit_length() + 32
