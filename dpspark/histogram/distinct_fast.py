@@ -21,13 +21,14 @@ reference implementation. Tests compare both implementations draw for draw.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from math import isqrt
 
 import numpy as np
 
 from dpspark.histogram.distinct import sample_distinct_avoiding
 from dpspark.rng import RandomSource
 
-#: chunk size B: chunks hold B..2B elements (a split happens above 2B)
+#: least chunk size B: chunks hold B..2B elements (a split happens above 2B); B grows as sqrt(2r)
 CHUNK = 512
 
 
@@ -37,7 +38,7 @@ def sample_distinct_avoiding_chunked(
     r: int,
     rng: RandomSource,
     *,
-    chunk: int = CHUNK,
+    chunk: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[int]:
     """Same output as :func:`dpspark.histogram.distinct.sample_distinct_avoiding` for the same ``rng`` state.
@@ -45,6 +46,8 @@ def sample_distinct_avoiding_chunked(
     ``progress`` gets "empty bins: k0% of r draws" at every tenth of the public r.
     """
     avoid = list(avoid)
+    if chunk is None:  # sqrt(2r) (public; |A| <= r for KeepHeavy) balances O(B) inserts and O(#chunks) updates
+        chunk = max(CHUNK, isqrt(2 * r) if isinstance(r, int) and r > 0 else 0)
     if isinstance(universe, bool) or not isinstance(universe, int) or universe > 1 << 64 or chunk < 1:
         return sample_distinct_avoiding(universe, avoid, r, rng)
     if isinstance(r, bool) or not isinstance(r, int) or r < 0 or r > universe - len(avoid) or universe < 1:

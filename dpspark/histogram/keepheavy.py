@@ -133,6 +133,24 @@ def _round_up(x: Fraction, bits: int = 64) -> Fraction:
     return Fraction(-((-x.numerator * scale) // x.denominator), scale)
 
 
+def accuracy_at(mechanism: CountingMechanism, beta: Fraction, bits: int = 256) -> int:
+    """``mechanism.accuracy(beta)``, the same value, via short dyadic brackets when beta's denominator is huge.
+
+    With delta_SD in beta, its denominator has about 66 n bits and each of the
+    accuracy search's comparisons multiplies by it (seconds at n = 10^6). accuracy()
+    is non-increasing in beta, so a(up(beta)) <= a(beta) <= a(down(beta)) for the
+    2^-bits roundings; when the two ends agree that is the value, else it is computed exactly.
+    """
+    if beta.denominator.bit_length() <= bits:
+        return mechanism.accuracy(beta)
+    scale = 1 << bits
+    down = Fraction((beta.numerator * scale) // beta.denominator, scale)
+    high = mechanism.accuracy(_round_up(beta, bits))
+    if down > 0 and mechanism.accuracy(down) == high:
+        return high
+    return mechanism.accuracy(beta)
+
+
 def keepheavy_accuracy(
     mechanism: CountingMechanism, universe_size: int, beta: Fraction, extra: Fraction, note: str = ""
 ) -> AccuracyStatement:
@@ -144,8 +162,8 @@ def keepheavy_accuracy(
     if rest <= 0:
         raise ValueError("beta must exceed the algorithm's extra failure probability (gamma + delta)")
     half = rest / 2
-    a = mechanism.accuracy(half)
-    a_sim = mechanism.accuracy(half / universe_size)
+    a = accuracy_at(mechanism, half)
+    a_sim = accuracy_at(mechanism, half / universe_size)
     return AccuracyStatement(
         a_per_query=a,
         beta_per_query=beta,

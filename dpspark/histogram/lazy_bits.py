@@ -60,8 +60,14 @@ class LazyBits:
 
 
 def _seeded_exact(rng: RandomSource) -> bool:
-    # Only the unmodified SeededRandom stream layout is reproduced here.
-    return type(rng) is SeededRandom and type(rng)._bytes is SeededRandom._bytes
+    # Only the unmodified SeededRandom stream layout is reproduced here (tests pin it
+    # against rng.bits); anything else is read eagerly.
+    return (
+        type(rng) is SeededRandom
+        and type(rng)._bytes is SeededRandom._bytes
+        and isinstance(getattr(rng, "_seed", None), bytes)
+        and isinstance(getattr(rng, "_counter", None), int)
+    )
 
 
 def draw_lazy_bits(rng: RandomSource, k: int, top_bits: int) -> LazyBits:
