@@ -60,7 +60,7 @@ def _mutant(old: str, new: str):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize(
     ("old", "new"),
-    [("base = start + 1 + u", "base = start + u"), ("keys[c + 1 :] -= one", "pass"), ("side=\"left\"", "side=\"right\"")],
+    [("start + 1 + u, rounds", "start + u, rounds"), ("keys[c + 1 :] -= one", "pass"), ("side=\"left\"", "side=\"right\"")],
 )
 def test_mutants_are_caught(old: str, new: str) -> None:
     """The identity check has teeth: each one-line bug changes some output."""
@@ -94,3 +94,15 @@ def test_progress_names_only_public_fractions() -> None:
     msgs: list[str] = []
     sample_distinct_avoiding_chunked(1 << 64, [7, 9], 200, SeededRandom(0), progress=msgs.append)
     assert msgs == [f"empty bins: {10 * q}% of 200 draws" for q in range(1, 10)]
+
+
+@pytest.mark.parametrize("avoid", [[], [1], [9, 10, 11], list(range(2, 300, 3))])
+def test_every_draw_runs_the_same_fixed_rounds(avoid: list[int]) -> None:
+    """Strict time: one searchsorted and exactly search_rounds(B) in-chunk rounds per draw, whatever u and T."""
+    from dpspark.audit.timing import count_line_hits
+    from dpspark.histogram.distinct_fast import _count_below, search_rounds
+
+    for chunk in (2, 512):
+        with count_line_hits([(_count_below, "mid = (lo + hi) >> 1")]) as hits:
+            sample_distinct_avoiding_chunked(1000, avoid, 50, SeededRandom(len(avoid)), chunk=chunk)
+        assert hits["_count_below"] == 50 * search_rounds(chunk)

@@ -56,48 +56,59 @@ def sample_distinct_avoiding_chunked(
     if any(taken[i] == taken[i - 1] for i in range(1, len(taken))) or (taken and (taken[0] < 1 or taken[-1] > universe)):
         return sample_distinct_avoiding(universe, avoid, r, rng)
     free = universe - len(taken)
+    rounds = search_rounds(chunk)
     out: list[int] = []
     if not taken:
         if r == 0:
             return out
-        out.append(rng.uniform(free))  # nothing taken: the u-th free element is u (u may be 2^64 here only)
+        u = rng.uniform(free)
+        _count_below([], 0, rounds)  # the same fixed rounds as every other draw
+        out.append(u)  # nothing taken: the u-th free element is u (u may be 2^64 only here)
         taken = out[:]
     chunks = [taken[i : i + chunk] for i in range(0, len(taken), chunk)]
     # keys[c] = free elements below chunk c's first element = first - (its global index) - 1 (< 2^64)
     keys = np.array([c[0] - i * chunk - 1 for i, c in enumerate(chunks)], dtype=np.uint64)
     one = np.uint64(1)
     uint = np.uint64
-    rounds = (2 * chunk + 1).bit_length()
     ticks = {r * q // 10: 10 * q for q in range(1, 10)} if progress is not None and r >= 10 else {}
     for i in range(len(out), r):
         if i in ticks:
             progress(f"empty bins: {ticks[i]}% of {r} draws")  # type: ignore[misc]
         u = rng.uniform(free - i)
         c = int(keys.searchsorted(uint(u), side="left")) - 1
-        if c < 0:  # u lies below the first element of T: y = u, at the very front
-            c, local, j = 0, 0, 0
-            block = chunks[0]
-        else:
-            block = chunks[c]
-            start = block[0] - int(keys[c]) - 1  # global index of block[0]
-            base = start + 1 + u  # count local i with block[i] - i < base; block[0] counts
-            lo, hi = 1, len(block)  # the count lies in [lo, hi]
-            for _ in range(rounds):
-                mid = (lo + hi) >> 1
-                if mid < hi and block[mid] - mid < base:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            local = lo
-            j = start + local
+        below = c < 0  # u lies below the first element of T: y = u, at the very front
+        c = max(c, 0)
+        block = chunks[c]
+        start = block[0] - int(keys[c]) - 1  # global index of block[0]
+        local = _count_below(block, start + 1 + u, rounds)  # searched even when `below`: fixed work
+        if below:
+            local = 0
+        j = start + local if not below else 0
         y = u + j
         block.insert(local, y)
         if local == 0:
             keys[c] = uint(y - j - 1)
         keys[c + 1 :] -= one
         if len(block) > 2 * chunk:
-            head_index = y - u - local  # global index of block[0] (= j - local)
+            head_index = j - local  # global index of block[0]
             chunks[c : c + 1] = [block[:chunk], block[chunk:]]
             keys = np.insert(keys, c + 1, uint(block[chunk] - (head_index + chunk) - 1))
         out.append(y)
     return out
+
+
+def search_rounds(chunk: int) -> int:
+    """The fixed number of in-chunk binary-search rounds per draw: enough for 2B + 1 candidate counts."""
+    return (2 * chunk + 1).bit_length()
+
+
+def _count_below(block: list[int], base: int, rounds: int) -> int:
+    """#{i : block[i] - i < base} for sorted ``block`` whose first element counts, in exactly ``rounds`` rounds."""
+    lo, hi = 1, len(block)  # the count lies in [lo, hi] (when block[0] counts)
+    for _ in range(rounds):
+        mid = (lo + hi) >> 1
+        if mid < hi and block[mid] - mid < base:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo

@@ -41,6 +41,7 @@ from fractions import Fraction
 from typing import Any
 
 import gmpy2
+import numpy as np
 
 from dpspark.counting import CountingMechanism
 from dpspark.exact import parse_rational
@@ -101,8 +102,14 @@ def random_histogram(
     chosen: dict[int, int] = {}
     for x, c in zip(positions, draws):
         chosen.setdefault(x, c)
-    kept = sorted((x, c) for x, c in chosen.items() if c > 0)
-    return [x for x, _ in kept], [c for _, c in kept]
+    kept = [x for x, c in chosen.items() if c > 0]  # distinct positions: sorting them alone suffices
+    if universe_size <= 1 << 64:  # numpy sorts uint64 in C; tolist() gives back Python ints
+        order = np.array(kept, dtype=np.uint64)
+        order.sort()
+        xs = order.tolist()
+    else:
+        xs = sorted(kept)
+    return xs, [chosen[x] for x in xs]
 
 
 def pure_sparse_bias_draws(n: int, universe_size: int, mechanism: CountingMechanism, gamma: Fraction) -> int:
@@ -146,7 +153,10 @@ def pure_sparse_histogram(
     s_bits = s_bits_for(n, size, delta_s)
     sd = sd_bound(n, size, s_bits)
     if progress is not None:
-        progress(f"pure-sparse: n = {n}, s = 2^{s_bits}")
+        progress(  # public parameters only (s_bits depends on n, |X|, eps and gamma)
+            f"pure-sparse: n = {n:,}; simulating the largest noisy counts among the empty keys "
+            f"(exact arithmetic on {s_bits:,}-bit numbers; the time depends only on n and |X|)"
+        )
     sampler = approx_order_statistics(
         mechanism, s_bits, mode=mode, bin_sampler=bin_sampler, progress=progress, stats=stats
     )
