@@ -24,7 +24,7 @@ from dpspark.audit import CountingRandom, count_calls, count_line_hits, histogra
 from dpspark.counting import FastSample, GeoSample
 from dpspark.counting.base import CountingMechanism
 from dpspark.histogram import basic_histogram, pure_sparse_histogram, sparse_histogram, stability_histogram
-from dpspark.histogram.distinct import kth_missing
+from dpspark.histogram.distinct_fast import CHUNK, _count_below, search_rounds
 from dpspark.histogram.ordstat import approx_bin_sample
 from dpspark.histogram.pure_sparse import mixing_delta
 from dpspark.histogram.sparse import s_bits_for
@@ -153,10 +153,10 @@ def test_sparse_loop_counts_within_public_bounds(pair: tuple[dict[int, int], dic
         assert rand <= bound.random_draws
         assert 1 <= len(levels) <= bound.order_statistic_levels
         assert all(iterations <= 2 * t for t, iterations in levels)  # ApproxBinSample's doubling: public bound 2t
-        # n+1 distinct empty bins, each exactly ceil(log2 |X|) rank-query rounds
-        with count_line_hits([(kth_missing, "mid = (lo + hi) >> 1")]) as rounds:
+        # n+1 distinct empty bins (chunked Alg A.3), each exactly search_rounds(B) in-chunk rounds
+        with count_line_hits([(_count_below, "mid = (lo + hi) >> 1")]) as rounds:
             call(SeededRandom(seed))
-        assert rounds["kth_missing"] == (N + 1) * ceil_log2(SIZE)
+        assert rounds["_count_below"] == (N + 1) * search_rounds(CHUNK)
 
 
 @pytest.mark.parametrize("algorithm", ["sparse", "pure_sparse"])

@@ -227,3 +227,27 @@ def test_ordstat_error_paths() -> None:
         approx_ord_sample(5, 2, cdf_of(mech), 2, 0, SeededRandom(0))
     with pytest.raises(ValueError):
         bernoulli_vector(3, 2, 16)
+
+
+def test_approx_ord_sample_lazy_cdf_sampler_identical_under_seeded_rng() -> None:
+    """The lazy U (top bits first) with CDF-bound decisions gives the exact path's outputs, level by level."""
+    from dpspark.histogram.binsample_cdf import approx_bin_sample_cdf
+
+    mech = FastSample(n=60, exp_eps=Fraction(3, 2), gamma="1/1000")
+    s_bits = 2000
+    s = 1 << s_bits
+
+    def exact_sampler(m: int, num: int, den: int, t: int, u: int) -> int:
+        return approx_bin_sample(m, num, den, s, t, u)
+
+    for seed in range(3):
+        for m in ((1 << 40) + 7, 500, 61):
+            stats: dict[str, int] = {}
+            want = approx_ord_sample(m, 61, cdf_of(mech), 60, s_bits, SeededRandom(seed), bin_sampler=exact_sampler)
+            got = approx_ord_sample(
+                m, 61, cdf_of(mech), 60, s_bits, SeededRandom(seed),
+                lazy_sampler=lambda mm, num, den, t, u: approx_bin_sample_cdf(mm, num, den, s_bits, t, u, stats),
+            )
+            assert got == want and stats["decided"] >= 1
+    with pytest.raises(ValueError):
+        approx_ord_sample(5, 2, cdf_of(mech), 60, 300, SeededRandom(0), bin_sampler=exact_sampler, lazy_sampler=lambda *a: 0)

@@ -140,7 +140,7 @@ def histogram_step_bounds(algorithm: str, n: int, universe_size: int, bins: int 
     * BasicHistogram: exactly |X'| noisy counts, one draw each.
     * StabilityHistogram: <= n noisy counts (the nonzero bins), one draw each.
     * SparseHistogram: <= n noisy counts, n+1 distinct empty bins (one draw each,
-      ceil(log2 |X|) rank queries each), n order-statistic levels (one draw each).
+      a fixed number of search rounds each), n order-statistic levels (one draw each).
     * PureSparseHistogram: Sparse plus 2n draws of P and one mixing coin.
     * CompactHistogram: <= n noisy counts (one draw each), <= n target draws
       (one each, from the preimage interval), one rng.bits draw for R;

@@ -25,7 +25,7 @@ from typing import Any
 
 from dpspark.counting import CountingMechanism
 from dpspark.histogram.basic import noisy_counts
-from dpspark.histogram.distinct import sample_distinct_avoiding
+from dpspark.histogram.distinct_fast import sample_distinct_avoiding_chunked
 from dpspark.histogram.inputs import CountsLike, check_beta, check_counts, check_mechanism, check_universe, keep_strictly_heavy
 from dpspark.histogram.ordstat import ord_sample
 from dpspark.histogram.result import AccuracyStatement, HistogramRelease, add_remove_statement, biased_draw_factor, histogram_accuracy
@@ -57,10 +57,19 @@ def heavy_with_sampled_empty_bins(
     mechanism: CountingMechanism,
     rng: RandomSource,
     order_statistics: OrderStatistics,
+    *,
+    progress: Callable[[str], None] | None = None,
 ) -> tuple[list[int], list[int]]:
-    """Steps 2-6 of Alg 6.4 / 6.21 on validated inputs (keys ascending, values > 0)."""
+    """Steps 2-6 of Alg 6.4 / 6.21 on validated inputs (keys ascending, values > 0).
+
+    ``progress`` gets stage names and fractions of the public n+1 empty-bin draws only.
+    """
+    if progress is not None:
+        progress("keep-heavy: noisy counts of the nonzero bins")
     ys = noisy_counts(keys, dict(zip(keys, values)), mechanism, rng)
-    empty = [x - 1 for x in sample_distinct_avoiding(universe_size, [k + 1 for k in keys], n + 1, rng)]
+    # Alg A.3 draw for draw (same outputs as distinct.sample_distinct_avoiding), chunked for large n
+    chosen = sample_distinct_avoiding_chunked(universe_size, [k + 1 for k in keys], n + 1, rng, progress=progress)
+    empty = [x - 1 for x in chosen]
     tops = order_statistics(universe_size - len(keys), n + 1, rng)
     return keep_strictly_heavy(list(zip(keys, ys)) + list(zip(empty, tops)), n + 1)
 
@@ -125,6 +134,24 @@ def _round_up(x: Fraction, bits: int = 64) -> Fraction:
     return Fraction(-((-x.numerator * scale) // x.denominator), scale)
 
 
+def accuracy_at(mechanism: CountingMechanism, beta: Fraction, bits: int = 256) -> int:
+    """``mechanism.accuracy(beta)``, the same value, via short dyadic brackets when beta's denominator is huge.
+
+    With delta_SD in beta, its denominator has about 66 n bits and each of the
+    accuracy search's comparisons multiplies by it (seconds at n = 10^6). accuracy()
+    is non-increasing in beta, so a(up(beta)) <= a(beta) <= a(down(beta)) for the
+    2^-bits roundings; when the two ends agree that is the value, else it is computed exactly.
+    """
+    if beta.denominator.bit_length() <= bits:
+        return mechanism.accuracy(beta)
+    scale = 1 << bits
+    down = Fraction((beta.numerator * scale) // beta.denominator, scale)
+    high = mechanism.accuracy(_round_up(beta, bits))
+    if down > 0 and mechanism.accuracy(down) == high:
+        return high
+    return mechanism.accuracy(beta)
+
+
 def keepheavy_accuracy(
     mechanism: CountingMechanism, universe_size: int, beta: Fraction, extra: Fraction, note: str = ""
 ) -> AccuracyStatement:
@@ -136,8 +163,8 @@ def keepheavy_accuracy(
     if rest <= 0:
         raise ValueError("beta must exceed the algorithm's extra failure probability (gamma + delta)")
     half = rest / 2
-    a = mechanism.accuracy(half)
-    a_sim = mechanism.accuracy(half / universe_size)
+    a = accuracy_at(mechanism, half)
+    a_sim = accuracy_at(mechanism, half / universe_size)
     return histogram_accuracy(
         a_per_query=a,
         beta_per_query=beta,

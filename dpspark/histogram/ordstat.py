@@ -30,11 +30,14 @@ from typing import Any
 
 import gmpy2
 
+from dpspark.histogram.lazy_bits import LazyBits, draw_level_uniform
 from dpspark.rng import RandomSource
 
 Cdf = Callable[[int], int]
 #: bin_sampler(m, num, den, t, u) -> min-truncated binomial draw for p = num/den, u in [1, s]
 BinSampler = Callable[[int, int, int, int, int], int]
+#: lazy_sampler(m, num, den, t, u_minus_1) -> the same draw, given U - 1 as :class:`LazyBits`
+LazyBinSampler = Callable[[int, int, int, int, LazyBits], int]
 
 
 def _check_cdf_args(m: int, t: int, n: int) -> None:
@@ -262,6 +265,7 @@ def approx_ord_sample(
     rng: RandomSource,
     *,
     bin_sampler: BinSampler | None = None,
+    lazy_sampler: LazyBinSampler | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> list[int]:
     """ApproxOrdSample (Alg 6.20): approximately the top t of m iid values with scaled CDF ``cdf``.
@@ -270,14 +274,21 @@ def approx_ord_sample(
     Prop 6.19: SD(output, OrdSample) <= sum_v m (t_v + 1)/s <= n m (t+1)/s.
     ``bin_sampler(m, num, den, t, u)`` defaults to the exact :func:`approx_bin_sample`;
     :func:`dpspark.histogram.binsample_fast.approx_bin_sample_adaptive` gives identical outputs faster.
+    ``lazy_sampler`` (exclusive with ``bin_sampler``) gets U - 1 as :class:`LazyBits` instead,
+    drawn by :func:`dpspark.histogram.lazy_bits.draw_level_uniform`: same law and, under the
+    seeded generator, the same stream use and value as ``rng.bits(s_bits)``, so
+    :func:`dpspark.histogram.binsample_cdf.approx_bin_sample_cdf` gives identical outputs
+    while reading about 256 bits of each U instead of s_bits.
     The level loop runs n times (public); ``progress`` gets at most 10 coarse messages
     (fraction of levels done), never a level's result.
     """
     _check_cdf_args(m, t, n)
     if isinstance(s_bits, bool) or not isinstance(s_bits, int) or s_bits < 1:
         raise ValueError("s_bits must be an int >= 1")
+    if bin_sampler is not None and lazy_sampler is not None:
+        raise ValueError("give bin_sampler or lazy_sampler, not both")
     s = 1 << s_bits
-    if bin_sampler is None:
+    if bin_sampler is None and lazy_sampler is None:
 
         def bin_sampler(mm: int, num: int, den: int, tt: int, u: int) -> int:
             return approx_bin_sample(mm, num, den, s, tt, u)
@@ -291,7 +302,11 @@ def approx_ord_sample(
         if t_rem > 0:
             low = int(cdf(v - 1))
             num, den = (prev - low, prev) if prev else (0, 1)
-            ell = bin_sampler(m_rem, num, den, t_rem, rng.bits(s_bits) + 1)
+            if lazy_sampler is not None:
+                ell = lazy_sampler(m_rem, num, den, t_rem, draw_level_uniform(rng, s_bits))
+            else:
+                assert bin_sampler is not None
+                ell = bin_sampler(m_rem, num, den, t_rem, rng.bits(s_bits) + 1)
             prev = low
         counts.append(ell)
         m_rem -= ell

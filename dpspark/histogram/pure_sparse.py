@@ -23,7 +23,14 @@ Replacement neighbours: 2 eps~.
 Accuracy (Thm 6.10(ii)-(iii)): Thm 6.2's bounds with extra failure mass
 gamma + delta_SD. Strict time: both branches are always computed and the coin
 only selects, so neither time nor ``progress`` reveals the branch; progress
-messages are coarse level fractions, never per-level results.
+messages name a stage and a fraction of its public work (n+1 empty-bin draws,
+n levels, 2n mixing draws), never a data-derived count or a level's result.
+
+Speed (outputs unchanged): ``mode="adaptive"`` decides each order-statistic level
+from certified binomial-CDF bounds on the top 256 bits of its U
+(:mod:`dpspark.histogram.binsample_cdf`, :mod:`dpspark.histogram.lazy_bits`), and the
+empty bins are drawn with :mod:`dpspark.histogram.distinct_fast`; both give the exact
+evaluation's outputs under the seeded generator, in O(n) big-integer work of bounded size.
 """
 
 from __future__ import annotations
@@ -33,14 +40,17 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
+import gmpy2
+import numpy as np
+
 from dpspark.counting import CountingMechanism
 from dpspark.exact import parse_rational
 from dpspark.histogram.inputs import CountsLike, check_beta, check_counts, check_mechanism, check_universe, is_power_of_two
-from dpspark.histogram.keepheavy import keepheavy_accuracy
+from dpspark.histogram.keepheavy import heavy_with_sampled_empty_bins, keepheavy_accuracy
 from dpspark.histogram.ordstat import BinSampler
 from dpspark.histogram.timing import pad_until
 from dpspark.histogram.result import HistogramRelease, add_remove_statement, biased_draw_factor
-from dpspark.histogram.sparse import approx_order_statistics, sd_bound, s_bits_for, sparse_bias_draws, sparse_core
+from dpspark.histogram.sparse import approx_order_statistics, sd_bound, s_bits_for, sparse_bias_draws
 from dpspark.rng import RandomSource
 
 
@@ -53,8 +63,11 @@ def check_gamma(gamma: Any) -> Fraction:
 
 
 def mixing_min_probability_bound(universe_size: int, n: int) -> Fraction:
-    """(3|X|)^-n, a lower bound on min_r P(r) over the output range (docs/balcer-vadhan-notes.md §P)."""
-    return Fraction(1, (3 * universe_size) ** n)
+    """(3|X|)^-n, a lower bound on min_r P(r) over the output range (docs/balcer-vadhan-notes.md §P).
+
+    GMP computes the power (about 66 n bits at |X| = 2^64): CPython's pow takes ~20 s at n = 10^6.
+    """
+    return Fraction(1, int(gmpy2.mpz(3 * universe_size) ** n))
 
 
 def mixing_delta(exp_eps: Fraction, gamma: Fraction, universe_size: int, n: int) -> Fraction:
@@ -63,18 +76,40 @@ def mixing_delta(exp_eps: Fraction, gamma: Fraction, universe_size: int, n: int)
     return Fraction(p - q, p + q) * gamma / (1 - gamma) * mixing_min_probability_bound(universe_size, n)
 
 
-def random_histogram(universe_size: int, n: int, rng: RandomSource) -> tuple[list[int], list[int]]:
+def random_histogram(
+    universe_size: int, n: int, rng: RandomSource, *, progress: Callable[[str], None] | None = None
+) -> tuple[list[int], list[int]]:
     """A sample of P (Alg 6.9 step 2): n uniform positions, counts uniform on {0..n}, nonzero kept, ascending.
 
-    Always exactly 2n draws: position i's count is used if i is the first occurrence of its position.
+    Always exactly 2n draws (all positions, then all counts): position i's count is used
+    if i is the first occurrence of its position. ``progress`` gets "mixing sample: k0% of
+    2n draws" at every tenth (public).
     """
-    positions = [rng.uniform(universe_size) - 1 for _ in range(n)]
-    draws = [rng.uniform(n + 1) - 1 for _ in range(n)]
+    positions: list[int] = []
+    draws: list[int] = []
+    done = 0
+    for tenth in range(1, 11):
+        upto = 2 * n * tenth // 10
+        if upto > done and done < n:
+            stop = min(upto, n)
+            positions += [rng.uniform(universe_size) - 1 for _ in range(stop - done)]
+            done = stop
+        if upto > done:
+            draws += [rng.uniform(n + 1) - 1 for _ in range(upto - done)]
+            done = upto
+        if progress is not None and tenth < 10:
+            progress(f"mixing sample: {10 * tenth}% of {2 * n} draws")
     chosen: dict[int, int] = {}
     for x, c in zip(positions, draws):
         chosen.setdefault(x, c)
-    kept = sorted((x, c) for x, c in chosen.items() if c > 0)
-    return [x for x, _ in kept], [c for _, c in kept]
+    kept = [x for x, c in chosen.items() if c > 0]  # distinct positions: sorting them alone suffices
+    if universe_size <= 1 << 64:  # numpy sorts uint64 in C; tolist() gives back Python ints
+        order = np.array(kept, dtype=np.uint64)
+        order.sort()
+        xs = order.tolist()
+    else:
+        xs = sorted(kept)
+    return xs, [chosen[x] for x in xs]
 
 
 def pure_sparse_bias_draws(n: int, universe_size: int, mechanism: CountingMechanism, gamma: Fraction) -> int:
@@ -125,13 +160,10 @@ def pure_sparse_histogram(
     sampler = approx_order_statistics(
         mechanism, s_bits, mode=mode, bin_sampler=bin_sampler, progress=progress, stats=stats
     )
-    sparse_out = sparse_core(keys, values, size, n, mechanism, rng, sampler)
-    random_out = random_histogram(size, n, rng)
+    sparse_out = heavy_with_sampled_empty_bins(keys, values, size, n, mechanism, rng, sampler, progress=progress)
+    random_out = random_histogram(size, n, rng, progress=progress)
     coin = rng.uniform(g.denominator)  # <= numerator with probability gamma
     xs, ys = random_out if coin <= g.numerator else sparse_out
-    pad_until(start, min_seconds)
-    if progress is not None:
-        progress("pure-sparse: done")
     extra, _ = biased_draw_factor(pure_sparse_bias_draws(n, size, mechanism, g), rng.lam)
     privacy = add_remove_statement(
         mechanism.n,
@@ -141,6 +173,10 @@ def pure_sparse_histogram(
         theorem="BV Thm 6.10(i) via Lemma 3.2' (eps = eps' = eps~) under add/remove",
         notes="delta_SD = n|X|(n+2)/2^s_bits <= ((p-q)/(p+q)) (gamma/(1-gamma)) (3|X|)^-n",
     )
+    accuracy = keepheavy_accuracy(mechanism, size, b, g + sd, "extra = gamma + delta_SD")
+    pad_until(start, min_seconds)
+    if progress is not None:
+        progress("pure-sparse: done")
     return HistogramRelease(
         algorithm="PureSparseHistogram",
         indices=tuple(xs),
@@ -148,6 +184,6 @@ def pure_sparse_histogram(
         universe_size=size,
         n=n,
         privacy=privacy,
-        accuracy=keepheavy_accuracy(mechanism, size, b, g + sd, "extra = gamma + delta_SD"),
+        accuracy=accuracy,
         parameters={"mechanism": mechanism.describe(), "gamma": str(g), "s_bits": s_bits, "beta": str(b), "mode": mode},
     )

@@ -32,10 +32,11 @@ from typing import Any
 
 from dpspark.counting import CountingMechanism
 from dpspark.exact import clog2
-from dpspark.histogram.binsample_fast import approx_bin_sample_adaptive
+from dpspark.histogram.binsample_cdf import approx_bin_sample_cdf
 from dpspark.histogram.inputs import CountsLike, check_beta, check_counts, check_mechanism, check_universe, is_power_of_two
 from dpspark.histogram.keepheavy import OrderStatistics, heavy_with_sampled_empty_bins, keepheavy_accuracy
-from dpspark.histogram.ordstat import BinSampler, approx_bin_sample, approx_ord_sample
+from dpspark.histogram.lazy_bits import LazyBits
+from dpspark.histogram.ordstat import BinSampler, LazyBinSampler, approx_bin_sample, approx_ord_sample
 from dpspark.histogram.timing import pad_until
 from dpspark.histogram.result import HistogramRelease, add_remove_statement, biased_draw_factor
 from dpspark.histogram.stability import check_delta
@@ -73,11 +74,12 @@ def approx_order_statistics(
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}")
     n = mechanism.n
+    lazy_sampler: LazyBinSampler | None = None
     if bin_sampler is None:
-        if mode == "adaptive":
+        if mode == "adaptive":  # CDF bounds on the top bits of U; identical outputs (binsample_cdf)
 
-            def bin_sampler(m: int, num: int, den: int, t: int, u: int) -> int:
-                return approx_bin_sample_adaptive(m, num, den, s_bits, t, u, stats)
+            def lazy_sampler(m: int, num: int, den: int, t: int, u: LazyBits) -> int:
+                return approx_bin_sample_cdf(m, num, den, s_bits, t, u, stats)
 
         else:
             s = 1 << s_bits
@@ -87,7 +89,8 @@ def approx_order_statistics(
 
     def draw(m: int, t: int, rng: RandomSource) -> list[int]:
         return approx_ord_sample(
-            m, t, lambda v: mechanism.scaled_cdf(0, v), n, s_bits, rng, bin_sampler=bin_sampler, progress=progress
+            m, t, lambda v: mechanism.scaled_cdf(0, v), n, s_bits, rng,
+            bin_sampler=bin_sampler, lazy_sampler=lazy_sampler, progress=progress,
         )
 
     return draw

@@ -1,8 +1,10 @@
 """Benchmark PureSparseHistogram at |X| = 2^64, eps = 1, beta = 1/20 (add/remove neighbours).
 
-Usage: .venv/bin/python scripts/bench/pure_sparse.py [--n 100 1000 10000] [--exact-up-to 300] [--seed 1]
+Usage: .venv/bin/python scripts/bench/pure_sparse.py [--n 100 1000 10000] [--exact-up-to 300] [--seed 1] [--progress]
 
-Prints a table and writes bench-results/pure_sparse.json. The mechanism is
+Prints a table (n, mode, s_bits, wall seconds, CPU seconds, released bins, accuracy
+figures, fallbacks of the adaptive comparisons, the longest wall-clock gap between
+progress lines, 1-minute load average) and writes bench-results/pure_sparse.json. The mechanism is
 FastSample with e^{eps~} <= e^1 (pq rule), gamma_F = 2^-72 (< beta2/|X| so the
 simultaneous bound is meaningful), mixing gamma = beta/3. The dataset is a
 deterministic Zipf-like spread of n units over pseudo-random 64-bit indices.
@@ -14,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import sys
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -42,16 +46,28 @@ def dataset(n: int) -> dict[int, int]:
     return out
 
 
-def run(n: int, mode: str, seed: int) -> tuple[dict[str, object], tuple[tuple[int, ...], tuple[int, ...]]]:
+def run(
+    n: int, mode: str, seed: int, show_progress: bool = False
+) -> tuple[dict[str, object], tuple[tuple[int, ...], tuple[int, ...]]]:
     """One release; returns (figures, released partial vector)."""
     t0 = time.perf_counter()
     mech = FastSample(n=n, exp_eps=choose_exp_eps(2 * EPSILON), gamma=GAMMA_F)
     t1 = time.perf_counter()
     c1 = time.process_time()
     stats: dict[str, int] = {}
-    rel = pure_sparse_histogram(dataset(n), UNIVERSE, n, mech, GAMMA, SeededRandom(seed), beta=BETA, mode=mode, stats=stats)
+    stamps = [t1]  # report: wall-clock time of each progress line, for the longest silent gap
+
+    def progress(msg: str) -> None:
+        stamps.append(time.perf_counter())
+        if show_progress:
+            print(f"  [{stamps[-1] - t1:8.2f} s] {msg}", file=sys.stderr, flush=True)  # report
+
+    rel = pure_sparse_histogram(
+        dataset(n), UNIVERSE, n, mech, GAMMA, SeededRandom(seed), beta=BETA, mode=mode, stats=stats, progress=progress
+    )
     t2 = time.perf_counter()
     c2 = time.process_time()
+    stamps.append(t2)
     acc = rel.accuracy
     figures: dict[str, object] = {
         "n": n,
@@ -67,8 +83,12 @@ def run(n: int, mode: str, seed: int) -> tuple[dict[str, object], tuple[tuple[in
         "per_query_on_counts_above": acc.per_query_above,
         "a_simultaneous": acc.a_simultaneous,
         "epsilon_float": rel.privacy.epsilon_float(),  # report
-        "comparisons_decided_by_interval": stats.get("decided", 0),
+        "levels_decided_by_cdf_bounds": stats.get("decided", 0),
+        "cdf_bound_fallbacks": stats.get("cdf_fallback", 0),
         "comparisons_exact_fallback": stats.get("exact", 0),
+        "progress_lines": len(stamps) - 2,
+        "max_progress_gap_s": round(max(b - a for a, b in zip(stamps, stamps[1:])), 3),  # report
+        "load_avg_1min": round(os.getloadavg()[0], 2),  # report
     }
     return figures, (rel.indices, rel.counts)
 
@@ -80,21 +100,26 @@ def main() -> None:
     parser.add_argument("--exact-up-to", type=int, default=300)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", default="bench-results/pure_sparse.json")
+    parser.add_argument("--progress", action="store_true", help="print the release's progress lines (stderr)")
     args = parser.parse_args()
     rows = []
-    header = f"{'n':>6} {'mode':>8} {'s_bits':>8} {'wall_s':>9} {'cpu_s':>9} {'bins':>6} {'a_pq':>5} {'above':>6} {'a_sim':>6} {'exact_fb':>8}"
+    header = (
+        f"{'n':>7} {'mode':>8} {'s_bits':>9} {'wall_s':>9} {'cpu_s':>9} {'bins':>6} {'a_pq':>5} {'above':>6} {'a_sim':>6} "
+        f"{'fallbk':>6} {'max_gap_s':>9} {'load':>5}"
+    )
     print(header)
     for n in args.n:
         modes = ["adaptive"] + (["exact"] if n <= args.exact_up_to else [])
         outputs = []
         for mode in modes:
-            fig, out = run(n, mode, args.seed)
+            fig, out = run(n, mode, args.seed, args.progress)
             outputs.append(out)
             rows.append(fig)
+            fallbacks = int(fig["cdf_bound_fallbacks"]) + int(fig["comparisons_exact_fallback"])  # type: ignore[call-overload]
             print(
-                f"{n:>6} {mode:>8} {fig['s_bits']:>8} {fig['release_s']:>9.2f} {fig['release_cpu_s']:>9.2f} {fig['released_bins']:>6} "
+                f"{n:>7} {mode:>8} {fig['s_bits']:>9} {fig['release_s']:>9.2f} {fig['release_cpu_s']:>9.2f} {fig['released_bins']:>6} "
                 f"{fig['a_per_query']:>5} {fig['per_query_on_counts_above']:>6} {fig['a_simultaneous']:>6} "
-                f"{fig['comparisons_exact_fallback']:>8}",
+                f"{fallbacks:>6} {fig['max_progress_gap_s']:>9.2f} {fig['load_avg_1min']:>5.1f}",
                 flush=True,
             )
         if len(outputs) == 2 and outputs[0] != outputs[1]:
