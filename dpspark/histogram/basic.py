@@ -32,8 +32,12 @@ from dpspark.rng import RandomSource
 
 
 def noisy_counts(bins: list[int], counts: dict[int, int], mechanism: CountingMechanism, rng: RandomSource) -> list[int]:
-    """M(c_x, U_x) for each x in ``bins`` (in the given order), one fresh U_x each."""
-    return [mechanism.draw(counts.get(x, 0), rng) for x in bins]
+    """M(c_x, U_x) for each x in ``bins`` (in the given order), one fresh U_x each.
+
+    One batched call (``mechanism.draw_many``): under a seeded source the same
+    stream blocks and outputs as one ``draw`` per bin, in order.
+    """
+    return mechanism.draw_many([counts.get(x, 0) for x in bins], rng).tolist()
 
 
 def basic_histogram(
