@@ -16,9 +16,9 @@ the scalar path's ceil(log2(n+1)) big-integer comparisons:
   D = (n+1) g), computed in int64 within 2 below the truth. So the true value
   lies in [A~_c + wtab[k], A~_c + wtab[k] + E).
 * The comparison at j is *decided* true if A~_c + wtab[k] + E <= N and false if
-  A~_c + wtab[k] >= N + 1. Two ``searchsorted`` calls count the decided-true
-  and the not-decided-false prefixes of the window; if they agree, the first
-  false j is known exactly. If it lies beyond the window (FastSample's tails,
+  A~_c + wtab[k] >= N + 1. One ``searchsorted`` counts the decided-true prefix
+  of the window; if the next entry is decided false, the first false j is
+  known exactly. If it lies beyond the window (FastSample's tails,
   where C is linear in z), min{z : C(z) > x} = floor(x D) - (0 or (g-1)(n+1)),
   decided when floor(x D) is the same at both ends of x's interval.
 * Otherwise the count is a *tie* and is redone exactly by the scalar search
@@ -91,8 +91,10 @@ def batch_sample(counts: np.ndarray, top: np.ndarray, n: int, tables: BatchTable
         y2 = top - a
     else:
         y2 = top
-    k = np.searchsorted(wtab, y2 - error, side="right")  # decided true: wtab[k'] <= N - E - a
-    tie = np.searchsorted(wtab, y2, side="right") != k  # some window entry neither decided true nor false
+    k = np.searchsorted(wtab, y2 - error, side="right")  # decided true: wtab[k'] <= N - E - a for k' < k
+    # tie iff the next entry is not decided false either (wtab[k] <= N - a); one gather, not a second search
+    tie = wtab[np.minimum(k, size - 1)] <= y2
+    tie &= k < size
     z = c + (tables.jlo + k)
     if tables.uniform is not None:
         low, high = k == 0, k == size
