@@ -79,6 +79,8 @@ class FastSample(CountingMechanism):
     Accuracy: see :meth:`accuracy` (exact, includes the gamma uniform mixture).
     Time: exactly ceil(log2(n+1)) CDF evaluations, each O(1) big-int operations
     on O(t log p + log(n g))-bit ints thanks to a precomputed table.
+    Batches: :meth:`draw_many` gives the same outputs from 63-bit prefixes of
+    each U (dpspark.counting.batch; a rare tie redoes one count exactly).
     """
 
     name = "FastSample"

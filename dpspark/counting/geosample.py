@@ -34,7 +34,9 @@ class GeoSample(CountingMechanism):
     convention) eps~ <= epsilon/2; with ``exp_eps`` given, eps~ = ln(exp_eps).
     Randomness: one U uniform on [1, d] (``draw`` adds the rng's multiplicative
     bias bound, see :func:`dpspark.rng.bias_epsilon`).
-    Time: exactly ceil(log2(n+1)) scaled-CDF evaluations on O(n log p)-bit ints.
+    Time: exactly ceil(log2(n+1)) scaled-CDF evaluations on O(n log p)-bit ints;
+    :meth:`draw_many` gives the same outputs from 63-bit prefixes of each U
+    (dpspark.counting.batch; a rare tie redoes one count exactly).
     """
 
     name = "GeoSample"

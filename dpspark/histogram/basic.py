@@ -5,7 +5,7 @@ with independent U_x. Privacy under add/remove (one count moves by one, all
 other bins have identical output laws): if M is eps~-DP for counting queries
 (Def 4.2, e^{eps~} = p/q), the release is **eps~-DP** (Theorem 5.2(i), which
 states 2 eps~ for replacement = two add/remove steps). The bins' U_x are
-independent, so only the changed bin's single draw carries the rng's mod-d bias:
+independent, so only the changed bin's single draw carries the rng's reduction bias:
 eps = ln(p/q) + bias_epsilon(1) (0 extra when d is a power of two).
 Accuracy: per-query (a_M(beta), beta); simultaneous (a_M(beta/|X'|), beta) by a
 union bound (Theorem 5.2(ii)-(iii)).
