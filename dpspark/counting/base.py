@@ -41,7 +41,7 @@ class CountingMechanism(ABC):
     n: int
     d: int
     exp_eps: Fraction
-    #: Test hook: E of the batched descent is max(own error bound, this); raise it to force ties.
+    #: Test hook: E of the batched sampler is max(own error bound, this); raise it to force ties.
     tie_margin: int = 0
     #: Number of batched draws redone exactly after a tie (in memory only: benchmarks read it;
     #: never logged or written to a release).
@@ -106,7 +106,7 @@ class CountingMechanism(ABC):
 
         Same law as ``[draw(c, rng) for c in counts]``; under
         :class:`dpspark.rng.SeededRandom` the same stream blocks and the same
-        outputs. Sources with ``lazy_uniforms`` get the batched descent of
+        outputs. Sources with ``lazy_uniforms`` get the batched sampler of
         :mod:`dpspark.counting.batch` (top 63 bits of each U decide almost
         every draw; see its timing caveat); others get the scalar loop. Needs n < 2^62.
         """
