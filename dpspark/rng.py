@@ -9,14 +9,23 @@ file or an environment variable, only by code that constructs it explicitly.
 Strict time
 -----------
 No method loops on a random outcome. ``uniform(N)`` for N not a power of two
-uses the lambda-extra-bits reduction (docs/balcer-vadhan-notes.md §E12): draw
-``bitlen(N) + lam`` bits and reduce mod N. Every value in [1, N] then has
-probability within a factor (1 +- 2^-lam) of 1/N. This is a *multiplicative*
-error, so it is accounted in epsilon, never in delta (same section): a
+uses the lambda-extra-bits reduction: draw X uniform on [0, 2^L) with
+``L = bitlen(N) + lam`` and return the *multiply-shift* reduction
+``floor(X * N / 2^L) + 1``. Every value in [1, N] then has probability within a
+factor (1 +- 2^-lam) of 1/N (proof in :func:`multiply_shift_preimages`). This
+is a *multiplicative* error, so it is accounted in epsilon, never in delta (docs/balcer-vadhan-notes.md §E12): a
 mechanism that feeds one such draw to a count costs at most
 ``ln((1+2^-lam)/(1-2^-lam)) <= 2^(2-lam)`` extra epsilon per draw that differs
 in distribution between neighbours. :func:`bias_epsilon` returns that exact
 rational bound for k draws. Powers of two are drawn exactly, with no bias.
+
+Why multiply-shift rather than ``X mod N`` (same bound): a *prefix* of X's
+bits fixes the top bits of the result, since X in [P 2^(L-k), (P+1) 2^(L-k))
+gives X/2^L in [P/2^k, (P+1)/2^k). :meth:`_ByteSource.lazy_uniforms` exposes
+that: a batch of draws whose top 63 bits are read at once and whose full
+L-bit X is read only on request. Batched samplers
+(``CountingMechanism.draw_many``) decide almost every comparison from the
+prefix.
 """
 
 from __future__ import annotations
@@ -25,18 +34,39 @@ import hashlib
 import os
 
 import gmpy2
+import numpy as np
 from fractions import Fraction
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-#: Default number of extra bits for the mod-N reduction.
+#: Default number of extra bits for the multiply-shift reduction.
 DEFAULT_LAMBDA = 128
+
+#: Bits of X known at once in a :class:`LazyUniforms` batch (fits a non-negative int64).
+PREFIX_BITS = 63
+
+
+def multiply_shift_preimages(n: int, L: int, v: int) -> int:
+    """#{X in [0, 2^L) : floor(X n / 2^L) = v}, for v in [0, n): either floor(2^L/n) or ceil(2^L/n).
+
+    Proof of the bias bound. floor(X n / 2^L) = v iff v 2^L <= X n < (v+1) 2^L
+    iff ceil(v a) <= X < ceil((v+1) a) with a = 2^L / n, so the count is
+    ceil(v a + a) - ceil(v a), which lies in {floor(a), ceil(a)} (for every real
+    y, ceil(y + a) - ceil(y) is floor(a) or floor(a) + 1, and it is an integer
+    within distance < 1 of a). Hence Pr[v] = count / 2^L satisfies
+    |Pr[v] n - 1| = |count - a| n / 2^L < n / 2^L. With L = bitlen(n) + lam and
+    n < 2^bitlen(n), n / 2^L < 2^-lam: every value has probability within a
+    factor (1 +- 2^-lam) of 1/n, the same bound as X mod n with L bits
+    (tests/test_rng.py checks it by enumerating every X at small sizes).
+    """
+    return -((-(v + 1) << L) // n) + ((-v << L) // n)
 
 
 def bias_epsilon(draws: int, lam: int = DEFAULT_LAMBDA) -> Fraction:
     """Exact upper bound on the extra privacy loss of ``draws`` biased draws.
 
     Each draw of :meth:`RandomSource.uniform` with N not a power of two gives
-    probabilities in [(1-a)/N, (1+a)/N] with a = 2^-lam, so a likelihood ratio
+    probabilities in [(1-a)/N, (1+a)/N] with a = 2^-lam (multiply-shift
+    reduction, see :func:`multiply_shift_preimages`), so a likelihood ratio
     between two output distributions moves by at most (1+a)/(1-a), and
     ln((1+a)/(1-a)) <= 2a/(1-a) <= 4a = 2^(2-lam) for lam >= 1.
     """
@@ -70,11 +100,11 @@ class _ByteSource:
 
     def __init__(self, lam: int = DEFAULT_LAMBDA) -> None:
         if not isinstance(lam, int) or lam < 64:
-            raise ValueError(f"lam (extra bits for mod-N reduction) must be an int >= 64, got {lam!r}")
+            raise ValueError(f"lam (extra bits for the multiply-shift reduction) must be an int >= 64, got {lam!r}")
         self.lam = lam
         self._last_n: int | None = None
         self._last_mpz = gmpy2.mpz(1)
-        #: number of uniform() draws that used the biased mod-N reduction
+        #: number of uniform() draws that used the biased multiply-shift reduction
         self.biased_draws = 0
 
     def _bytes(self, k: int) -> bytes:  # pragma: no cover - abstract
@@ -96,10 +126,11 @@ class _ByteSource:
             raise ValueError(f"n must be an int >= 1, got {n!r}")
         if n & (n - 1) == 0:
             return self.bits(n.bit_length() - 1) + 1
-        if n.bit_length() > 512:  # GMP's division is far faster than CPython's on big ints
+        if n.bit_length() > 512:  # GMP's multiplication is far faster than CPython's on big ints
             return int(self.uniform_mpz(n))
         self.biased_draws += 1
-        return self.bits(n.bit_length() + self.lam) % n + 1
+        L = n.bit_length() + self.lam
+        return ((self.bits(L) * n) >> L) + 1
 
     def uniform_mpz(self, n: int) -> "gmpy2.mpz":
         """Same distribution (and bias accounting) as :meth:`uniform`, returned as a gmpy2 mpz.
@@ -113,7 +144,61 @@ class _ByteSource:
         if n & (n - 1) == 0:
             return gmpy2.mpz(self.bits(n.bit_length() - 1)) + 1
         self.biased_draws += 1
-        return gmpy2.f_mod(gmpy2.mpz(self.bits(n.bit_length() + self.lam)), self._last_mpz) + 1
+        L = n.bit_length() + self.lam
+        return ((gmpy2.mpz(self.bits(L)) * self._last_mpz) >> L) + 1
+
+    def uniform_bits(self, n: int) -> int:
+        """L, the number of random bits X that :meth:`uniform` reads for n (log2 n for a power of two)."""
+        return n.bit_length() - 1 if n & (n - 1) == 0 else n.bit_length() + self.lam
+
+    def lazy_uniforms(self, n: int, count: int) -> "LazyUniforms":
+        """``count`` draws with the law of :meth:`uniform` (n), of which only the top bits are read now.
+
+        Draw i is u_i = floor(X_i n / 2^L) + 1 with X_i uniform on [0, 2^L),
+        L = :meth:`uniform_bits` (n). ``top[i] = floor(X_i 2^63 / 2^L)`` is
+        available at once; :meth:`LazyUniforms.exact` returns u_i on request.
+        Under :class:`SeededRandom` the draws use the same stream blocks, in
+        the same order, as ``count`` calls of :meth:`uniform`, and give the same
+        values; other sources only guarantee the same law.
+        """
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"n must be an int >= 1, got {n!r}")
+        if not isinstance(count, int) or count < 0:
+            raise ValueError(f"count must be an int >= 0, got {count!r}")
+        if n & (n - 1):
+            self.biased_draws += count
+        L = self.uniform_bits(n)
+        if L == 0:  # n = 1: uniform() reads no bits at all
+            return LazyUniforms(n, 0, np.zeros(count, dtype=np.int64), lambda i: 0)
+        return self._lazy(n, L, count)
+
+    def _lazy(self, n: int, L: int, count: int) -> "LazyUniforms":  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class LazyUniforms:
+    """A batch of uniform draws on [1, n] whose top bits are known and whose full value is read on request.
+
+    ``top`` (int64 numpy array): floor(X_i 2^63 / 2^L), so X_i / 2^L lies in
+    [top_i / 2^63, (top_i + 1) / 2^63). ``exact(i)`` = floor(X_i n / 2^L) + 1.
+    """
+
+    def __init__(self, n: int, L: int, top: np.ndarray, full: Any) -> None:
+        self.n, self.L, self.top = n, L, top
+        self._full = full  # i -> X_i (the whole L-bit integer)
+        self._n = gmpy2.mpz(n)
+
+    def __len__(self) -> int:
+        return len(self.top)
+
+    def exact(self, i: int) -> "gmpy2.mpz":
+        """u_i = floor(X_i n / 2^L) + 1 exactly (reads the rest of X_i's bits the first time)."""
+        return ((gmpy2.mpz(self._full(i)) * self._n) >> self.L) + 1
+
+
+def _top_of(x: int, L: int) -> int:
+    """floor(x 2^63 / 2^L) for an L-bit x."""
+    return x >> (L - PREFIX_BITS) if L >= PREFIX_BITS else x << (PREFIX_BITS - L)
 
 
 class SystemRandom(_ByteSource):
@@ -145,6 +230,27 @@ class SystemRandom(_ByteSource):
         self._pos += k
         return out
 
+    def _lazy(self, n: int, L: int, count: int) -> LazyUniforms:
+        # Same law, different byte order than ``uniform``: the 64-bit prefixes of
+        # all draws come first, and X_i's remaining L - 64 bits are fresh bytes
+        # read only if exact(i) is called (independent of the prefix, so X_i is
+        # uniform on [0, 2^L) either way).
+        if count == 0:
+            return LazyUniforms(n, L, np.zeros(0, dtype=np.int64), lambda i: 0)
+        words = np.frombuffer(self._bytes(8 * count), dtype=">u8").astype(np.uint64)
+        if L <= 64:
+            xs = words >> np.uint64(64 - L)
+            top = (xs << np.uint64(PREFIX_BITS - L)) if L <= PREFIX_BITS else (xs >> np.uint64(L - PREFIX_BITS))
+            return LazyUniforms(n, L, top.astype(np.int64), lambda i: int(xs[i]))
+        rest: dict[int, int] = {}
+
+        def full(i: int) -> int:
+            if i not in rest:
+                rest[i] = self.bits(L - 64)
+            return (int(words[i]) << (L - 64)) | rest[i]
+
+        return LazyUniforms(n, L, (words >> np.uint64(1)).astype(np.int64), full)
+
 
 class SeededRandom(_ByteSource):
     """Deterministic SHAKE-256 counter-mode stream, for tests only.
@@ -170,6 +276,30 @@ class SeededRandom(_ByteSource):
         h = hashlib.shake_256(self._seed + self._counter.to_bytes(16, "big"))
         self._counter += 1
         return h.digest(k)
+
+    def _lazy(self, n: int, L: int, count: int) -> LazyUniforms:
+        # Block i of the batch is the block the i-th uniform(n) call would read;
+        # SHAKE's output for 8 bytes is a prefix of its output for more, so the
+        # top bits come from an 8-byte digest and X_i from a re-squeeze of the
+        # same block when asked for.
+        first = self._counter
+        self._counter += count
+        nbytes = (L + 7) >> 3
+        shift = 8 * nbytes - L
+        seed = self._seed
+
+        def full(i: int) -> int:
+            block = hashlib.shake_256(seed + (first + i).to_bytes(16, "big"))
+            return int.from_bytes(block.digest(nbytes), "big") >> shift
+
+        if nbytes <= 8:
+            top = [_top_of(full(i), L) for i in range(count)]
+        else:
+            top = [
+                int.from_bytes(hashlib.shake_256(seed + (first + i).to_bytes(16, "big")).digest(8), "big") >> 1
+                for i in range(count)
+            ]
+        return LazyUniforms(n, L, np.array(top, dtype=np.int64), full)
 
 
 def default_source() -> RandomSource:

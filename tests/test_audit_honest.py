@@ -55,9 +55,11 @@ PIPELINES = {
 @pytest.mark.parametrize("name", sorted(PIPELINES))
 @pytest.mark.parametrize("pair", [({3: 1}, {}), ({3: 2, 5: 1}, {3: 1, 5: 1})], ids=["new-key", "count-2-vs-1"])
 def test_honest_histogram_passes_and_the_audit_has_teeth(name: str, pair: tuple[dict[int, int], dict[int, int]]) -> None:
-    """1,000 runs per side (PureSparse 2,000), false alarm <= 1e-6; the claim is the release's own statement."""
+    """1,000 runs per side (PureSparse 3,000), false alarm <= 1e-6; the claim is the release's own statement."""
     make, events = PIPELINES[name]
-    runs = 2 * RUNS if name == "pure_sparse" else RUNS  # PureSparse's mixing dilutes the effect the teeth need
+    # PureSparse's mixing dilutes the effect the teeth need: at 2,000 runs the eps = 0 claim was rejected
+    # for only 3 of 4 seeds, at 3,000 for 10 of 10
+    runs = 3 * RUNS if name == "pure_sparse" else RUNS
     run = make()
     d, d_prime = pair
     claim = Claim.from_statement(run(d, SeededRandom(0)).privacy)

@@ -13,10 +13,14 @@ Probabilities are exact Fractions F/d; no float decides an output.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from dpspark.counting import bigint
+from dpspark.counting.batch import BatchTables, batch_sample
 from dpspark.errors import ParameterError, ParameterTypeError
 from dpspark.exact import RationalLike, parse_rational
 from dpspark.rng import RandomSource
@@ -28,12 +32,21 @@ def _check_int(value: object, name: str) -> int:
     return value
 
 
+#: Above this n the batched path is not used (its int64 arithmetic needs n + 1 < 2^62).
+BATCH_MAX_N = (1 << 62) - 2
+
+
 class CountingMechanism(ABC):
     """A non-decreasing deterministic M(c, u) with an exact integer scaled CDF."""
 
     n: int
     d: int
     exp_eps: Fraction
+    #: Test hook: E of the batched sampler is max(own error bound, this); raise it to force ties.
+    tie_margin: int = 0
+    #: Number of batched draws redone exactly after a tie (in memory only: benchmarks read it;
+    #: never logged or written to a release).
+    batch_ties: int = 0
 
     @abstractmethod
     def _cdf(self, c: int, z: int) -> Any:
@@ -88,6 +101,43 @@ class CountingMechanism(ABC):
         self._check_c(c)
         fast = getattr(rng, "uniform_mpz", None) if bigint.active() == "gmpy2" else None
         return self._search(c, fast(self.d) if fast is not None else rng.uniform(self.d))
+
+    def draw_many(self, counts: Sequence[int] | np.ndarray, rng: RandomSource) -> np.ndarray:
+        """M(c_i, U_i) for every count, independent U_i; int64 numpy array in the order given.
+
+        Same law as ``[draw(c, rng) for c in counts]``; under
+        :class:`dpspark.rng.SeededRandom` the same stream blocks and the same
+        outputs. Sources with ``lazy_uniforms`` get the batched sampler of
+        :mod:`dpspark.counting.batch` (top 63 bits of each U decide almost
+        every draw; see its timing caveat); others get the scalar loop. Needs n < 2^62.
+        """
+        cs = self._check_counts(counts)
+        lazy_uniforms = getattr(rng, "lazy_uniforms", None)
+        tables = self._batch_tables() if lazy_uniforms is not None and self.n <= BATCH_MAX_N else None
+        if tables is None:
+            return np.array([self.draw(int(c), rng) for c in cs], dtype=np.int64)
+        lazy = lazy_uniforms(self.d, len(cs))
+        out, tie = batch_sample(cs, lazy.top, self.n, tables, max(tables.error, self.tie_margin))
+        for i in np.flatnonzero(tie):  # rare (see dpspark.counting.batch) unless tie_margin forces it
+            self.batch_ties += 1
+            out[i] = self._search(int(cs[i]), lazy.exact(int(i)))
+        return out
+
+    def _batch_tables(self) -> BatchTables | None:
+        """Tables of :func:`dpspark.counting.batch.batch_sample`, or None for the scalar loop."""
+        return None
+
+    def _check_counts(self, counts: Sequence[int] | np.ndarray) -> np.ndarray:
+        arr = np.asarray(counts)
+        if arr.ndim != 1:
+            raise ValueError(f"counts must be a 1-D array or list, got shape {arr.shape}")
+        if arr.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+            raise TypeError(f"counts must be integers, got dtype {arr.dtype}")
+        if int(arr.min()) < 0 or int(arr.max()) > self.n:
+            raise ValueError(f"every count must lie in [0, n] = [0, {self.n}]")
+        return arr.astype(np.int64)
 
     def pmf(self, c: int) -> list[Fraction]:
         """Exact pmf of M(c, U) over [0, n], from scaled-CDF differences (small n only)."""

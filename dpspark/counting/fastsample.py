@@ -25,8 +25,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from dpspark.counting import bigint
 from dpspark.counting.base import CountingMechanism, require_n
+from dpspark.counting.batch import BatchTables
 from dpspark.counting.exp_eps import resolve_exp_eps
 from dpspark.counting.geosample import GeoSample
 from dpspark.errors import ParameterError
@@ -77,6 +80,8 @@ class FastSample(CountingMechanism):
     Accuracy: see :meth:`accuracy` (exact, includes the gamma uniform mixture).
     Time: exactly ceil(log2(n+1)) CDF evaluations, each O(1) big-int operations
     on O(t log p + log(n g))-bit ints thanks to a precomputed table.
+    Batches: :meth:`draw_many` gives the same outputs from 63-bit prefixes of
+    each U (dpspark.counting.batch; a rare tie redoes one count exactly).
     """
 
     name = "FastSample"
@@ -169,6 +174,34 @@ class FastSample(CountingMechanism):
                 pos = probe
             step >>= 1
         return pos + 1
+
+    def _batch_tables(self) -> BatchTables | None:
+        """Tables of the batched sampler (dpspark.counting.batch), computed once from public values.
+
+        With D = (n+1) g and d = D d', C(c+j) 2^63 = A_c + W(j) where
+        A_c = (c+1) 2^63 / D and W(j) = 2^63 (j d' + T(j)) / d, T(j) = M F'(j)
+        (0 for j < -t, M d' for j >= t): strictly increasing in j. ``wtab`` holds
+        the exact floors of W on j in [-t-1, t] (2t + 2 big-integer divisions);
+        beyond it C is linear in z (the uniform tails). A_c is computed as
+        (c+1) floor(2^63/D) + mulhi(c+1, floor(frac(2^63/D) 2^64)), less than
+        1 + (c+1)/2^64 < 2 below the truth; with the floor of W, E = 3.
+        """
+        if self.fallback is not None:
+            return self.fallback._batch_tables()
+        if self.t >= self.n:  # forced t (test hook) only: W(t) would reach 2^63
+            return None
+        cached: BatchTables | None = getattr(self, "_batch", None)
+        if cached is None:
+            t, d, dprime = self.t, bigint.big(self.d), self._dprime
+            scaled = [0]
+            scaled += self._table if self._table is not None else [self._mult * self._fprime_offset(j) for j in range(-t, t)]
+            scaled.append(self._full)
+            wtab = np.array([int(((j * dprime + v) << 63) // d) for j, v in zip(range(-t - 1, t + 1), scaled)], dtype=np.int64)
+            big_d = (self.n + 1) * self.g
+            rint, rem = divmod(1 << 63, big_d)
+            uniform = (rint, (rem << 64) // big_d, big_d, (self.g - 1) * (self.n + 1))
+            cached = self._batch = BatchTables(wtab, -t - 1, 3, uniform)
+        return cached
 
     def describe(self) -> dict[str, Any]:
         """Exact parameters for a manifest."""

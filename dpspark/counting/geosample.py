@@ -16,8 +16,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
+
 from dpspark.counting import bigint
 from dpspark.counting.base import CountingMechanism, require_n
+from dpspark.counting.batch import BatchTables
 from dpspark.counting.exp_eps import resolve_exp_eps
 from dpspark.exact import RationalLike
 
@@ -31,7 +34,9 @@ class GeoSample(CountingMechanism):
     convention) eps~ <= epsilon/2; with ``exp_eps`` given, eps~ = ln(exp_eps).
     Randomness: one U uniform on [1, d] (``draw`` adds the rng's multiplicative
     bias bound, see :func:`dpspark.rng.bias_epsilon`).
-    Time: exactly ceil(log2(n+1)) scaled-CDF evaluations on O(n log p)-bit ints.
+    Time: exactly ceil(log2(n+1)) scaled-CDF evaluations on O(n log p)-bit ints;
+    :meth:`draw_many` gives the same outputs from 63-bit prefixes of each U
+    (dpspark.counting.batch; a rare tie redoes one count exactly).
     """
 
     name = "GeoSample"
@@ -64,6 +69,41 @@ class GeoSample(CountingMechanism):
         if z < c:
             return self._qpow_times(c - z, self._p ** (self.n - c + z))
         return self._d - self._qpow_times(z - c + 1, self._p ** (self.n - 1 - z + c))
+
+    def _batch_tables(self) -> BatchTables | None:
+        """Tables of the batched sampler (dpspark.counting.batch): C(z) = F(z)/d depends on j = z - c only.
+
+        C = q^k p / ((p+q) p^k) at j = -k < 0 and 1 - q^(j+1) / ((p+q) p^j) at
+        j >= 0: exact floors of C 2^63, tabulated from j = 0 outwards until
+        they reach 0 (below) or 2^63 - 1 (above), where they stay (C is
+        monotone in j and 0 < C < 1 on [-n, n-1]), or to j = -n or n - 1. A first
+        false j beyond the window then gives z <= 0 or z >= n, which the clamp
+        decides. Loop bounds: about 63 / log2(p/q) per side, and n. E = 1.
+        """
+        cached: BatchTables | None = getattr(self, "_batch", None)
+        if cached is None:
+            p, q, n = self.p, self.q, self.n
+            one = 1 << 63
+            below: list[int] = []
+            num, den = p, (p + q)  # C(-k) = num q^k / (den p^k)
+            for k in range(1, n + 1):  # public bound; stops early at 0
+                num *= q
+                den *= p
+                below.append((num << 63) // den)
+                if below[-1] == 0:
+                    break
+            above: list[int] = []
+            num, den = q, (p + q)  # 1 - C(j) = num / den = q^(j+1) / ((p+q) p^j)
+            for j in range(n):  # public bound; stops early at 2^63 - 1
+                if j:
+                    num *= q
+                    den *= p
+                above.append(one - (-((-num << 63) // den)))
+                if above[-1] == one - 1:
+                    break
+            wtab = np.array(below[::-1] + above, dtype=np.int64)
+            cached = self._batch = BatchTables(wtab, -len(below), 1, None)
+        return cached
 
     def describe(self) -> dict[str, Any]:
         """Exact parameters for a manifest."""

@@ -5,7 +5,7 @@ with independent U_x. Privacy under add/remove (one count moves by one, all
 other bins have identical output laws): if M is eps~-DP for counting queries
 (Def 4.2, e^{eps~} = p/q), the release is **eps~-DP** (Theorem 5.2(i), which
 states 2 eps~ for replacement = two add/remove steps). The bins' U_x are
-independent, so only the changed bin's single draw carries the rng's mod-d bias:
+independent, so only the changed bin's single draw carries the rng's reduction bias:
 eps = ln(p/q) + bias_epsilon(1) (0 extra when d is a power of two).
 Accuracy: per-query (a_M(beta), beta); simultaneous (a_M(beta/|X'|), beta) by a
 union bound (Theorem 5.2(ii)-(iii)).
@@ -32,8 +32,12 @@ from dpspark.rng import RandomSource
 
 
 def noisy_counts(bins: list[int], counts: dict[int, int], mechanism: CountingMechanism, rng: RandomSource) -> list[int]:
-    """M(c_x, U_x) for each x in ``bins`` (in the given order), one fresh U_x each."""
-    return [mechanism.draw(counts.get(x, 0), rng) for x in bins]
+    """M(c_x, U_x) for each x in ``bins`` (in the given order), one fresh U_x each.
+
+    One batched call (``mechanism.draw_many``): under a seeded source the same
+    stream blocks and outputs as one ``draw`` per bin, in order.
+    """
+    return mechanism.draw_many([counts.get(x, 0) for x in bins], rng).tolist()
 
 
 def basic_histogram(
