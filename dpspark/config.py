@@ -73,6 +73,10 @@ _SECTIONS: dict[str, tuple[set[str], set[str]]] = {
 }
 
 
+#: the source name of a spec given as Python dicts (``ReleaseSpec.from_dict``)
+PYTHON_SOURCE = "<python>"
+
+
 class ConfigError(DPSparkError, ValueError):
     """A release config is invalid; the message names the file and the field."""
 
@@ -141,7 +145,7 @@ class ReleaseSpec:
         return load_config(path, output=output)
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any], *, base_dir: str | os.PathLike[str] = ".", name: str = "<python>",
+    def from_dict(cls, raw: Mapping[str, Any], *, base_dir: str | os.PathLike[str] = ".", name: str = PYTHON_SOURCE,
                   input_given: bool = False) -> "ReleaseSpec":
         """Validate a config given as Python dicts (the TOML sections); ``input_given``: the caller supplies the data."""
         return parse_config(raw, Path(base_dir) / name, input_given=input_given)
@@ -198,13 +202,19 @@ def _fail(source: Path, msg: str) -> ConfigError:
     return ConfigError(f"{source}: {msg}")
 
 
+class ConfigFloatError(ConfigError, TypeError):
+    """A privacy amount given as a float: not exact, so refused (a TypeError, as everywhere in dpspark)."""
+
+
 def _exact(section: Mapping[str, Any], key: str, source: Path, where: str = "privacy") -> Fraction:
     value = section[key]
     if isinstance(value, float):
-        raise _fail(
-            source,
-            f"{where}.{key} is a TOML float ({value!r}), which is not exact; quote it, e.g. {key} = \"{value}\"",
-        )
+        if source.name == PYTHON_SOURCE:
+            raise ConfigFloatError(
+                f"{key} is a float ({value!r}), which is not exact (a binary float is not the number you typed); "
+                f"pass a string or a Fraction, e.g. {key}=\"{value}\"")
+        raise ConfigFloatError(
+            f"{source}: {where}.{key} is a TOML float ({value!r}), which is not exact; quote it, e.g. {key} = \"{value}\"")
     try:
         return parse_rational(value, f"{where}.{key}")
     except (TypeError, ValueError) as err:
