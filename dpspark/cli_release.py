@@ -206,6 +206,26 @@ def _file_status(root: Path, manifest: Any) -> list[tuple[str, str, bool]]:
     return out
 
 
+def contribution_words(config: dict[str, Any]) -> str:
+    """The configured unit and contribution rules, in words (the rule, never what it did to the data)."""
+    unit = config.get("unit_column")
+    k, c = config.get("max_keys_per_unit", 1), config.get("max_rows_per_key", 1)
+    rule = config.get("on_excess_units", "refuse (before the engine port)")
+    text = f"unit = {'column ' + repr(unit) if unit else 'one row'}; each unit counts in <= {k} key(s), "
+    text += f"adding <= {c} to a key's count; more than n units: {rule}"
+    return text
+
+
+def unbounded_words(m: Any, exact: bool) -> str:
+    """The guarantee when the number of units is not bounded: truncation to n units is 2-stable."""
+    from dpspark.lookup.describe import relation_line
+    from dpspark.privacy import truncated_statement
+
+    if (m.raw.get("config") or {}).get("on_excess_units") != "truncate":
+        return "none stated: with on_excess_units = 'refuse' the guarantee assumes at most n units"
+    return relation_line(truncated_statement(m.add_remove), exact) + " (truncation to n units is 2-stable)"
+
+
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from dpspark.lookup.describe import accuracy_text, privacy_text, relation_line
     from dpspark.release.manifest import read_manifest
@@ -229,6 +249,8 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         ("add/remove", relation_line(m.add_remove, args.exact)),
         ("replacement", relation_line(m.replacement, args.exact)),
         ("n", f"{m.max_units} units at most (declared, public)"),
+        ("contribution", contribution_words(m.raw.get("config") or {})),
+        ("unbounded", unbounded_words(m, args.exact)),
         ("universe", universe_words(universe, m.key_columns) if universe else f"{m.universe_spec.get('kind')} (files failed)"),
         ("key columns", ", ".join(m.key_columns)),
         ("input", ", ".join(f"{k} = {v}" for k, v in m.input.items()) or "(not described)"),

@@ -185,10 +185,11 @@ class ReleaseSpec:
             "unit_column": self.unit_column,
             "out_of_universe": self.out_of_universe,
             "pad_seconds": None if self.pad_seconds is None else str(self.pad_seconds),
+            # the configured contribution rules (never whether truncation removed anyone)
+            "max_keys_per_unit": self.max_keys_per_unit,
+            "max_rows_per_key": self.max_rows_per_key,
+            "on_excess_units": self.on_excess_units,
         }
-        if (self.max_keys_per_unit, self.max_rows_per_key, self.on_excess_units) != (1, 1, "truncate"):
-            out.update(max_keys_per_unit=self.max_keys_per_unit, max_rows_per_key=self.max_rows_per_key,
-                       on_excess_units=self.on_excess_units)
         cls = mechanism_class(self.mechanism)
         extra = {k: v for k, v in cls(self).exact_options().items() if k != "gamma"} if cls.options else {}
         return {**out, **extra}
