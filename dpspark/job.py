@@ -107,6 +107,7 @@ def preflight(cfg: ReleaseConfig) -> None:
             Ledger(path).check_spend(
                 cfg.budget.dataset, cfg.epsilon, cfg.delta or 0, unit=cfg.unit_column,  # type: ignore[union-attr]
                 config_total_epsilon=cfg.budget.total_epsilon, config_total_delta=cfg.budget.total_delta,  # type: ignore[union-attr]
+                max_units=cfg.max_units,
             )
 
         if cfg.budget.ledger.exists():
@@ -165,7 +166,7 @@ def spend_budget(cfg: ReleaseConfig) -> Any:
     record = ledger.spend(
         cfg.budget.dataset, cfg.epsilon, cfg.delta or 0, cfg.mechanism, str(cfg.output),
         unit=cfg.unit_column, config_total_epsilon=cfg.budget.total_epsilon,
-        config_total_delta=cfg.budget.total_delta,
+        config_total_delta=cfg.budget.total_delta, max_units=cfg.max_units,
     )
     return ledger, record
 

@@ -197,3 +197,35 @@ def test_budget_cli_names_the_flag_and_shows_the_unit(tmp_path: Path, capsys: py
     assert "unit column 'user'" in capsys.readouterr().out
     with pytest.raises(LedgerError):
         Ledger(path).set_total("d", "2")
+
+
+def test_n_is_pinned_with_the_unit_and_older_ledgers_migrate(tmp_path: Path) -> None:
+    """Spends compose under one relation: add/remove among at most the pinned n units."""
+    import sqlite3
+
+    from dpspark.ledger.store import SCHEMA_ID
+
+    path = tmp_path / "n.sqlite"
+    led = Ledger(path)
+    led.set_total("ds", 4)
+    led.spend("ds", 1, 0, "dense", "r1", unit="user", max_units=1000)
+    assert led.pinned_max_units("ds") == 1000
+    with pytest.raises(UnitMismatch, match="pinned to n = 1000 units"):
+        led.check_spend("ds", 1, 0, unit="user", max_units=2000)
+    with pytest.raises(UnitMismatch, match="max_units = 2000"):
+        led.spend("ds", 1, 0, "dense", "r2", unit="user", max_units=2000)
+    assert len(led.releases("ds")) == 1  # the refusal spent nothing
+    led.spend("ds", 1, 0, "dense", "r3", unit="user", max_units=1000)
+    # a schema-2 ledger (no pinned n) migrates on a writable open and pins n at its next spend
+    conn = sqlite3.connect(path)
+    conn.execute("ALTER TABLE units DROP COLUMN max_units")
+    conn.execute("UPDATE meta SET value = 'dpspark-budget-ledger/2' WHERE key = 'schema'")
+    conn.commit()
+    conn.close()
+    old = Ledger(path)
+    assert old.pinned_max_units("ds") is None
+    old.spend("ds", 1, 0, "dense", "r4", unit="user", max_units=500)
+    assert old.pinned_max_units("ds") == 500
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == SCHEMA_ID
+    conn.close()

@@ -54,15 +54,16 @@ from dpspark.ledger.errors import (
     UnitMismatch,
 )
 
-SCHEMA_ID = "dpspark-budget-ledger/2"
-#: schema 1 had no units table; a writable open migrates it (adds the table, pins nothing)
-OLD_SCHEMA_IDS = ("dpspark-budget-ledger/1",)
+SCHEMA_ID = "dpspark-budget-ledger/3"
+#: schema 1 had no units table, schema 2 no pinned n; a writable open migrates them (pins nothing)
+OLD_SCHEMA_IDS = ("dpspark-budget-ledger/1", "dpspark-budget-ledger/2")
 ROW_UNIT = "row"
 _UNITS_TABLE = """
 CREATE TABLE IF NOT EXISTS units (
     dataset_id TEXT PRIMARY KEY,
     unit TEXT NOT NULL,
-    pinned_at TEXT NOT NULL
+    pinned_at TEXT NOT NULL,
+    max_units TEXT
 )"""
 
 #: dataset ids: 1-200 chars, letters, digits and ``._:@+-``, starting with a letter or digit (no '/', not a path)
@@ -258,6 +259,9 @@ class Ledger:
         if row is not None and row[0] in OLD_SCHEMA_IDS and not self.read_only:
             with self._write(conn):
                 conn.execute(_UNITS_TABLE)
+                columns = {r[1] for r in conn.execute("PRAGMA table_info(units)")}
+                if "max_units" not in columns:  # schema 2: the pinned n arrived with schema 3
+                    conn.execute("ALTER TABLE units ADD COLUMN max_units TEXT")
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_ID,))
             row = (SCHEMA_ID,)
         if row is None or row[0] not in (SCHEMA_ID, *OLD_SCHEMA_IDS):
@@ -318,6 +322,19 @@ class Ledger:
         if not isinstance(row[0], str) or not (row[0] == ROW_UNIT or row[0].startswith("column:")):
             raise LedgerUnreadable(f"budget ledger {self.path} holds a malformed unit for {dataset_id!r}")
         return str(row[0])
+
+    def _pinned_n(self, conn: sqlite3.Connection, dataset_id: str) -> int | None:
+        """The dataset's pinned n (max_units), or None (not pinned yet, or an older ledger read-only)."""
+        if "units" not in self._tables(conn):
+            return None
+        if "max_units" not in {r[1] for r in conn.execute("PRAGMA table_info(units)")}:
+            return None
+        row = conn.execute("SELECT max_units FROM units WHERE dataset_id = ?", (dataset_id,)).fetchone()
+        if row is None or row[0] is None:
+            return None
+        if not isinstance(row[0], str) or not row[0].isdigit():
+            raise LedgerUnreadable(f"budget ledger {self.path} holds a malformed n for {dataset_id!r}")
+        return int(row[0])
 
     def _records(self, conn: sqlite3.Connection, dataset_id: str) -> list[SpendRecord]:
         rows = conn.execute(
@@ -384,6 +401,7 @@ class Ledger:
         delta: Fraction,
         unit: str,
         config_total: tuple[Fraction | None, Fraction | None],
+        max_units: int | None = None,
     ) -> tuple[Budget | None, bool]:
         """Every refusal of a spend, in one read: (total to insert if the config sets it, unit to pin?).
 
@@ -426,6 +444,14 @@ class Ledger:
                 "(a row-level epsilon costs k*epsilon for a unit with k rows), so it is refused; release under "
                 "the pinned unit. Nothing was spent."
             )
+        pinned_n = self._pinned_n(conn, ds)
+        if pinned_n is not None and max_units is not None and pinned_n != max_units:
+            raise UnitMismatch(
+                f"dataset {ds!r} is pinned to n = {pinned_n} units at most (max_units) since its first spend, but this "
+                f"release declares max_units = {max_units}. Every spend's statement is under add/remove among at "
+                "most n units, and they add up to a valid total only under the same n; release with the pinned "
+                "max_units. Nothing was spent."
+            )
         spent = self._compose(self._records(conn, ds))
         left = Budget(total.epsilon - spent.epsilon, total.delta - spent.delta)
         if eps > left.epsilon or delta > left.delta:
@@ -462,6 +488,7 @@ class Ledger:
         unit: str | None = None,
         config_total_epsilon: RationalLike | None = None,
         config_total_delta: RationalLike | None = None,
+        max_units: int | None = None,
     ) -> None:
         """Raise what :meth:`spend` would raise now, writing nothing (a preflight for ``--dry-run``).
 
@@ -473,7 +500,7 @@ class Ledger:
         with self._connect() as conn:
             conn.execute("BEGIN")  # one read snapshot
             try:
-                self._check(conn, ds, eps, delta_v, ukey, cfg)
+                self._check(conn, ds, eps, delta_v, ukey, cfg, max_units)
             finally:
                 conn.execute("COMMIT")
 
@@ -488,6 +515,7 @@ class Ledger:
         unit: str | None = None,
         config_total_epsilon: RationalLike | None = None,
         config_total_delta: RationalLike | None = None,
+        max_units: int | None = None,
     ) -> SpendRecord:
         """Commit a spend of (epsilon, delta) on ``dataset_id``, or raise and record nothing.
 
@@ -496,7 +524,9 @@ class Ledger:
         serialised. ``epsilon`` must be an exact rational upper bound on the
         release's privacy loss (e.g. the requested epsilon). ``unit`` is the
         release's unit column (None: row level); the first spend pins it and a
-        later spend under another unit raises :class:`UnitMismatch`.
+        later spend under another unit raises :class:`UnitMismatch`; ``max_units``
+        (the release's n) is pinned alongside, so every spend composes under the
+        same relation (add/remove among at most n units).
         ``config_total_epsilon`` / ``config_total_delta`` are the totals a
         release config names (None: not named): they set the total when the
         dataset has none, must equal it otherwise (:class:`TotalMismatch`), and
@@ -513,14 +543,18 @@ class Ledger:
         path = os.fspath(release_path)
         created = _now()
         with self._connect() as conn, self._write(conn):
-            new_total, pin = self._check(conn, ds, eps, delta_v, ukey, cfg)
+            new_total, pin = self._check(conn, ds, eps, delta_v, ukey, cfg, max_units)
             if new_total is not None:
                 conn.execute(
                     "INSERT INTO budgets (dataset_id, epsilon_total, delta_total, updated_at) VALUES (?, ?, ?, ?)",
                     (ds, str(new_total.epsilon), str(new_total.delta), created),
                 )
+            n_text = None if max_units is None else str(int(max_units))
             if pin:
-                conn.execute("INSERT INTO units (dataset_id, unit, pinned_at) VALUES (?, ?, ?)", (ds, ukey, created))
+                conn.execute("INSERT INTO units (dataset_id, unit, pinned_at, max_units) VALUES (?, ?, ?, ?)",
+                             (ds, ukey, created, n_text))
+            elif n_text is not None and self._pinned_n(conn, ds) is None:
+                conn.execute("UPDATE units SET max_units = ? WHERE dataset_id = ?", (n_text, ds))
             cur = conn.execute(
                 "INSERT INTO releases (dataset_id, epsilon, delta, mechanism, release_path, created_at, status) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -529,6 +563,12 @@ class Ledger:
             rid = cur.lastrowid
         assert rid is not None
         return SpendRecord(rid, ds, eps, delta_v, mechanism, path, created, STATUS_SPENT, None)
+
+    def pinned_max_units(self, dataset_id: str) -> int | None:
+        """The dataset's pinned n (max_units), or None before a spend that declared one."""
+        ds = check_dataset_id(dataset_id)
+        with self._connect() as conn:
+            return self._pinned_n(conn, ds)
 
     def unit(self, dataset_id: str) -> str | None:
         """The dataset's pinned privacy unit (``row`` or ``column:NAME``), or None before its first spend."""
