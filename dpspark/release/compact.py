@@ -109,7 +109,7 @@ def build_compact_manifest(
     return manifest_body(
         kind="compact", algorithm="CompactHistogram",
         counting=counting["mechanism"] + (" (GeoSample fallback)" if counting.get("fallback") else ""),
-        n=release.n, parameters=release.parameters, privacy=release.privacy, accuracy=release.accuracy,
+        n=int(config.get("max_units", release.n)), parameters=release.parameters, privacy=release.privacy, accuracy=release.accuracy,
         privacy_notes=release.privacy.notes + "; the replacement statement below is the (looser) two-step group-privacy bound",
         eps_requested=exact_config_value(config, "epsilon", None), delta_requested=Fraction(0),
         universe_spec=universe_spec, universe=universe, key_columns=key_columns, config=config,

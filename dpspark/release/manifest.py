@@ -144,6 +144,8 @@ class Manifest:
     bins: dict[str, Any] | None
     files: dict[str, FileEntry]
     compact: CompactInfo | None = None
+    #: every count lies in [0, count_range]: max_units x max_keys_per_unit x max_rows_per_key (config)
+    count_range: int = 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -461,11 +463,13 @@ def _semantic(obj: dict[str, Any], name: str, limits: ReadLimits) -> Manifest:
     if MANIFEST_NAME in files:
         raise _fail(name, "the manifest cannot list itself as a data file")
     kind = obj["kind"]
+    keys_per_unit = _bound(obj["config"], "max_keys_per_unit", name)
+    rows_per_key = _bound(obj["config"], "max_rows_per_key", name)
     compact = None
     if kind == "compact":
         if "bins" in obj:
             raise _fail(name, "a compact release has no bins section")
-        compact = _compact(obj, files, name, limits, max_units, universe_size, add_remove, accuracy)
+        compact = _compact(obj, files, name, limits, max_units, universe_size, add_remove, accuracy, keys_per_unit)
     elif "compact" in obj:
         raise _fail(name, "a sparse release has no compact section")
     bins = obj.get("bins")
@@ -502,7 +506,16 @@ def _semantic(obj: dict[str, Any], name: str, limits: ReadLimits) -> Manifest:
         bins=bins,
         files=files,
         compact=compact,
+        count_range=max_units * keys_per_unit * rows_per_key,
     )
+
+
+def _bound(config: Any, key: str, name: str) -> int:
+    """A contribution bound recorded in the config section (1 when absent: releases before the engine port)."""
+    value = config.get(key, 1) if isinstance(config, dict) else 1
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000:
+        raise _fail(name, f"config.{key} must be an integer in [1, 1000000]")
+    return value
 
 
 def _compact(
@@ -514,8 +527,13 @@ def _compact(
     universe_size: int,
     add_remove: PrivacyStatement,
     accuracy: AccuracyStatement,
+    keys_per_unit: int = 1,
 ) -> CompactInfo:
-    """Semantic checks of the ``compact`` section; sizes are checked before anything is allocated."""
+    """Semantic checks of the ``compact`` section; sizes are checked before anything is allocated.
+
+    With ``max_keys_per_unit = k`` the polynomial is built for total count <= k n (l = k n + 1) at epsilon/k,
+    and the add/remove statement is k times the per-step one (group privacy).
+    """
     from dpspark.gf.field import modulus_int, modulus_string
     from dpspark.release.coefficients import MAX_BATCH_ROWS, max_metadata_bytes
     from dpspark.rng import bias_epsilon
@@ -529,8 +547,9 @@ def _compact(
     if _int(fld["modulus"], name, "compact.field.modulus", 300) != modulus_int(m) or fld["modulus_polynomial"] != modulus_string(m):
         raise _fail(name, f"compact.field: the modulus is not dpspark's modulus for m = {m} ({modulus_string(m)})")
     ell = _int(sec["ell"], name, "compact.ell", 256)
-    if ell != max_units + 1:
-        raise _fail(name, "compact.ell must be n + 1 (max_units + 1)")
+    count_range = keys_per_unit * max_units
+    if ell != count_range + 1:
+        raise _fail(name, "compact.ell must be k n + 1 (max_keys_per_unit x max_units + 1)")
     if _int(coef["rows"], name, "compact.coefficients.rows", 256) != ell:
         raise _fail(name, "compact.coefficients.rows differs from compact.ell")
     if universe_size > 1 << m:
@@ -548,8 +567,8 @@ def _compact(
     if not need <= declared <= need + max_metadata_bytes(ell, batch_rows):
         raise _fail(name, f"files.{fname} declares {declared} bytes, but {ell} coefficients of {width} bytes need "
                     f"{need} bytes plus at most {max_metadata_bytes(ell, batch_rows)} bytes of metadata")
-    if _int(mech["n"], name, "compact.counting_mechanism.n", 256) != max_units:
-        raise _fail(name, "compact.counting_mechanism.n differs from max_units")
+    if _int(mech["n"], name, "compact.counting_mechanism.n", 256) != count_range:
+        raise _fail(name, "compact.counting_mechanism.n differs from k n (max_keys_per_unit x max_units)")
     d = _int(mech["d"], name, "compact.counting_mechanism.d", limits.max_sampler_d_bits)
     if _int(samp["d"], name, "compact.sampler.d", limits.max_sampler_d_bits) != d:
         raise _fail(name, "compact.sampler.d differs from compact.counting_mechanism.d")
@@ -563,7 +582,7 @@ def _compact(
     if eps_den < 1:
         raise _fail(name, "compact.counting_mechanism.exp_eps.den must be a positive integer")
     exp_eps = Fraction(eps_num, eps_den)
-    if exp_eps <= 1 or exp_eps != add_remove.exp_eps:
+    if exp_eps <= 1 or exp_eps**keys_per_unit != add_remove.exp_eps:
         raise _fail(name, "compact.counting_mechanism.exp_eps must be > 1 and equal privacy.add_remove.exp_epsilon_tilde")
     if fast:
         num = _int(mech["gamma"]["num"], name, "compact.counting_mechanism.gamma.num", 8)
@@ -586,8 +605,8 @@ def _compact(
         raise _fail(name, "compact.privacy_pieces: sampler_epsilon must be max(eps_a, eps_b) >= 0")
     if rng_bias != bias_epsilon(draws, lam):
         raise _fail(name, "compact.privacy_pieces.rng_bias is not bias_epsilon(rng_draws_per_bin, rng_lambda)")
-    if add_remove.bias_epsilon != sampler_eps + rng_bias or not add_remove.pure:
-        raise _fail(name, "privacy.add_remove must be pure with bias_epsilon = sampler_epsilon + rng_bias")
+    if add_remove.bias_epsilon != keys_per_unit * (sampler_eps + rng_bias) or not add_remove.pure:
+        raise _fail(name, "privacy.add_remove must be pure with bias_epsilon = k (sampler_epsilon + rng_bias)")
     epsilon2 = _frac(sec["epsilon2"], name, "compact.epsilon2")
     if sampler_eps > epsilon2:
         raise _fail(name, "compact.privacy_pieces.sampler_epsilon exceeds compact.epsilon2")

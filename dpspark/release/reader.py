@@ -121,8 +121,8 @@ def read_sorted_bins(pf: pq.ParquetFile, manifest: Manifest, path: Path) -> Sort
     if len(keys) > 1 and not bool(np.all(keys[1:] > keys[:-1])):
         raise ReleaseFormatError(f"{path}: bins are not strictly ascending by index (duplicated or out of order)")
     counts = counts_col.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-    if len(counts) and (counts.min() < 0 or int(counts.max()) > manifest.max_units):
-        raise ReleaseFormatError(f"{path}: a noisy count lies outside [0, n]")
+    if len(counts) and (counts.min() < 0 or int(counts.max()) > manifest.count_range):
+        raise ReleaseFormatError(f"{path}: a noisy count lies outside [0, k c n]")
     return SortedBins(offsets=keys, counts=counts)
 
 

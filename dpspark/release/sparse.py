@@ -94,7 +94,7 @@ def build_sparse_manifest(
     }
     return manifest_body(
         kind="sparse", algorithm=release.algorithm, counting=str(mech_params.get("mechanism", "unknown")),
-        n=release.n, parameters=release.parameters, privacy=release.privacy, accuracy=release.accuracy,
+        n=int(config.get("max_units", release.n)), parameters=release.parameters, privacy=release.privacy, accuracy=release.accuracy,
         privacy_notes=release.privacy.notes,
         eps_requested=exact_config_value(config, "epsilon", mech_params.get("epsilon")),
         delta_requested=exact_config_value(config, "delta", None) or Fraction(0),  # pure: delta absent or None
