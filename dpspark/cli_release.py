@@ -156,8 +156,6 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
 
     try:
         rel = open_release(args.release, verify=not args.no_verify)
-        keys = [parse_key(rel.universe, k, args.key_json) for k in args.key]
-        estimates = [rel.estimate(k) for k in keys]
     except DPSparkError as err:
         return _fail("lookup", err)
     acc = rel.accuracy
@@ -167,7 +165,7 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
     for pos, text in enumerate(args.key, start=1):
         try:
             value = rel.estimate(parse_key(rel.universe, text, args.key_json))
-        except ValueError as err:  # KeyNotInUniverseError and key-syntax errors never contain the key
+        except DPSparkError as err:  # KeyNotInUniverseError and key-syntax errors never contain the key
             invalid.append(f"key #{pos}: {err}")
             rows.append((f"(key #{pos}: invalid)", "-", "-", "see below"))
             continue
@@ -249,7 +247,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         ("add/remove", relation_line(m.add_remove, args.exact)),
         ("replacement", relation_line(m.replacement, args.exact)),
         ("n", f"{m.max_units} units at most (declared, public)"),
-        ("contribution", contribution_words(m.raw.get("config") or {})),
+        ("units", contribution_words(m.raw.get("config") or {})),
         ("unbounded", unbounded_words(m, args.exact)),
         ("universe", universe_words(universe, m.key_columns) if universe else f"{m.universe_spec.get('kind')} (files failed)"),
         ("key columns", ", ".join(m.key_columns)),

@@ -122,7 +122,7 @@ def read_sorted_bins(pf: pq.ParquetFile, manifest: Manifest, path: Path) -> Sort
         raise ReleaseFormatError(f"{path}: bins are not strictly ascending by index (duplicated or out of order)")
     counts = counts_col.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
     if len(counts) and (counts.min() < 0 or int(counts.max()) > manifest.count_range):
-        raise ReleaseFormatError(f"{path}: a noisy count lies outside [0, k c n]")
+        raise ReleaseFormatError(f"{path}: a noisy count lies outside [0, n] (the count range: max_units x max_keys_per_unit x max_rows_per_key)")
     return SortedBins(offsets=keys, counts=counts)
 
 

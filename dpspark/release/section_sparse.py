@@ -1,0 +1,29 @@
+"""The ``bins`` section of a sparse release's manifest: the bins file and its columns.
+
+Registered for the ``sparse`` kind in :mod:`dpspark.release.sections`; the envelope
+(:mod:`dpspark.release.manifest`) has checked the common parts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dpspark.release.manifest import FileEntry, ReadLimits
+    from dpspark.release.sections import SectionContext
+
+SECTION_KEY = "bins"
+
+
+def parse_bins_section(
+    obj: dict[str, Any], files: "dict[str, FileEntry]", name: str, limits: "ReadLimits", ctx: "SectionContext"
+) -> dict[str, Any]:
+    """The ``bins`` section, after checking that its file is listed under ``files``."""
+    from dpspark.release.manifest import _fail
+
+    bins = obj.get("bins")
+    if bins is None:
+        raise _fail(name, "a sparse release needs a bins section")
+    if bins["file"] not in files:
+        raise _fail(name, f"the bins file {bins['file']!r} is not listed under files")
+    return {"bins": bins}
