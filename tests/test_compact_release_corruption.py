@@ -140,7 +140,7 @@ def test_absurd_ell_and_inconsistent_sizes_are_refused_before_allocation(good: P
     msg = _declared(path, ell=big, coefficients__rows=big)
     assert "file size limit" in msg or "need" in msg
     path = _copy(good, tmp_path / "b")
-    assert "ell must be n + 1" in _declared(path, ell="22", coefficients__rows="22")
+    assert "ell must be k n + 1" in _declared(path, ell="22", coefficients__rows="22")
     assert "rows differs" in _declared(_copy(good, tmp_path / "c"), coefficients__rows="22")
     assert "byte width" in _declared(_copy(good, tmp_path / "d"), coefficients__byte_width=16)
     msg = _declared(_copy(good, tmp_path / "e"), field__m=128)
