@@ -121,7 +121,7 @@ class ReleaseSpec:
     source: Path
     input: InputSpec
     key_columns: tuple[str, ...]
-    universe: Universe
+    universe: Universe | None
     universe_spec: dict[str, Any]
     mechanism: str
     epsilon: Fraction
@@ -138,6 +138,8 @@ class ReleaseSpec:
     max_keys_per_unit: int = 1
     max_rows_per_key: int = 1
     on_excess_units: str = "truncate"
+    #: the mechanism's own config sections, parsed by it (e.g. ``[queries]``)
+    sections: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike[str], *, output: str | None = None) -> "ReleaseSpec":
@@ -245,12 +247,24 @@ def parse_config(
 ) -> ReleaseConfig:
     """Validate a parsed TOML document (see :func:`load_config`)."""
     base = source.parent
-    unknown = sorted(set(raw) - set(_SECTIONS))
+    mech_cls = _mechanism_class_of(raw, source)
+    needs_keys = getattr(mech_cls, "needs_keys", True)
+    own_sections = dict(getattr(mech_cls, "sections", {}))
+    unknown = sorted(set(raw) - set(_SECTIONS) - set(own_sections))
     if unknown:
-        raise _fail(source, f"unknown section(s) {', '.join(map(repr, unknown))}; expected {', '.join(_SECTIONS)}")
+        expected = ", ".join([*_SECTIONS, *own_sections])
+        raise _fail(source, f"unknown section(s) {', '.join(map(repr, unknown))}; expected {expected}")
+    for name in own_sections:
+        if name not in raw:
+            raise _fail(source, f"missing section [{name}] (mechanism {mech_cls.name!r} needs it)")
+    if not needs_keys:
+        extra = sorted(k for k in ("keys", "universe") if k in raw)
+        if extra:
+            raise _fail(source, f"[{extra[0]}] does not apply to mechanism {mech_cls.name!r}; remove it")
     for name, (required, optional) in _SECTIONS.items():
         sec = raw.get(name)
-        if name in ("input", "keys", "universe", "privacy") and sec is None and not (name == "input" and input_given):
+        needed = name in ("input", "privacy") or (needs_keys and name in ("keys", "universe"))
+        if needed and sec is None and not (name == "input" and input_given):
             raise _fail(source, f"missing section [{name}]")
         if sec is None:
             continue
@@ -294,25 +308,36 @@ def parse_config(
         raise _fail(source, "input.options must be a table of strings")
     input_spec = InputSpec(in_path, table, fmt if in_path else None, {str(k): str(v) for k, v in options.items()})
 
-    cols = raw["keys"]["columns"]
-    if isinstance(cols, str):
-        cols = [cols]
-    if not isinstance(cols, list) or not cols or not all(isinstance(c, str) and c for c in cols):
-        raise _fail(source, "keys.columns must be a non-empty list of column names")
-    if len(set(cols)) != len(cols):
-        raise _fail(source, "keys.columns has a duplicate column")
+    cols: list[str] = []
+    universe: Universe | None = None
+    if needs_keys:
+        cols = raw["keys"]["columns"]
+        if isinstance(cols, str):
+            cols = [cols]
+        if not isinstance(cols, list) or not cols or not all(isinstance(c, str) and c for c in cols):
+            raise _fail(source, "keys.columns must be a non-empty list of column names")
+        if len(set(cols)) != len(cols):
+            raise _fail(source, "keys.columns has a duplicate column")
 
-    uspec = dict(raw["universe"])
-    try:
-        universe = universe_from_dict(uspec, base_dir=base)
-    except UniverseConfigError as err:
-        text = str(err)
-        if "above the maximum of 2^256" in text:  # [userfix] one message with the chosen mechanism's real limit
-            text = text.split(" (max_bytes must be")[0] + "; " + universe_limit_text((raw.get("privacy") or {}).get("mechanism"))
-        raise _fail(source, f"[universe] {text}") from None
-    ncomp = len(uspec.get("components", [])) if uspec.get("kind") == "tuple" else 1
-    if ncomp != len(cols):
-        raise _fail(source, f"keys.columns names {len(cols)} column(s) but the universe has {ncomp} component(s)")
+        uspec = dict(raw["universe"])
+        try:
+            universe = universe_from_dict(uspec, base_dir=base)
+        except UniverseConfigError as err:
+            text = str(err)
+            if "above the maximum of 2^256" in text:  # [userfix] one message with the chosen mechanism's real limit
+                text = text.split(" (max_bytes must be")[0] + "; " + universe_limit_text((raw.get("privacy") or {}).get("mechanism"))
+            raise _fail(source, f"[universe] {text}") from None
+        ncomp = len(uspec.get("components", [])) if uspec.get("kind") == "tuple" else 1
+        if ncomp != len(cols):
+            raise _fail(source, f"keys.columns names {len(cols)} column(s) but the universe has {ncomp} component(s)")
+    sections: dict[str, Any] = {}
+    for name, parse in own_sections.items():
+        if not isinstance(raw[name], (dict, list)):
+            raise _fail(source, f"[{name}] must be a table or an array of tables")
+        try:
+            sections[name] = parse(raw[name])
+        except (TypeError, ValueError) as err:
+            raise _fail(source, f"[{name}] {err}") from None
 
     priv = raw["privacy"]
     from dpspark.mechanisms.base import MechanismSpecError
@@ -404,7 +429,7 @@ def parse_config(
         input=input_spec,
         key_columns=tuple(cols),
         universe=universe,
-        universe_spec=universe.to_dict(),
+        universe_spec={} if universe is None else universe.to_dict(),
         mechanism=mechanism,
         epsilon=epsilon,
         delta=delta,
@@ -420,12 +445,26 @@ def parse_config(
         max_keys_per_unit=bounds["max_keys_per_unit"],
         max_rows_per_key=bounds["max_rows_per_key"],
         on_excess_units=excess,
+        sections=sections,
     )
     try:
         spec.mechanism_object()  # the mechanism's data-free checks and certified plan, before any Spark
     except MechanismSpecError as err:
         raise _fail(source, str(err)) from None
     return spec
+
+
+def _mechanism_class_of(raw: Mapping[str, Any], source: Path) -> Any:
+    """The registered class of ``privacy.mechanism`` (a ConfigError naming the choices when unknown)."""
+    from dpspark.mechanisms.registry import UnknownMechanismError, mechanism_class
+
+    priv = raw.get("privacy")
+    if not isinstance(priv, dict) or "mechanism" not in priv:
+        raise _fail(source, "missing section [privacy] with a mechanism")
+    try:
+        return mechanism_class(priv["mechanism"])
+    except UnknownMechanismError as err:
+        raise _fail(source, str(err)) from None
 
 
 def universe_limit_text(mechanism: object) -> str:

@@ -62,10 +62,14 @@ class Mechanism(ABC):
     max_index_width: ClassVar[int] = 16
     #: whether a unit may add more than one row to a key's count (privacy.max_rows_per_key > 1)
     supports_rows_per_key: ClassVar[bool] = False
+    #: whether the release is keyed: [keys] and [universe] are required (histograms), or refused (answers, samples)
+    needs_keys: ClassVar[bool] = True
+    #: the mechanism's own config sections and their parsers (e.g. {"queries": parse_queries})
+    sections: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, spec: "ReleaseSpec") -> None:
         self.spec = spec
-        if spec.universe.index_width > self.max_index_width:
+        if spec.universe is not None and spec.universe.index_width > self.max_index_width:
             raise MechanismSpecError(self.wide_universe_message())
         if spec.max_rows_per_key > 1 and not self.supports_rows_per_key:
             raise MechanismSpecError(
