@@ -87,7 +87,7 @@ def test_release_prints_before_spark_starts(tmp_path: Path, monkeypatch: pytest.
 
     def no_spark(*args: object, **kwargs: object) -> None:
         seen.append(capsys.readouterr().err)
-        raise RuntimeError("no Spark in this test")
+        raise session.SparkStartError("no Spark in this test")  # a user-facing error: the CLI reports it
 
     monkeypatch.setattr(session, "local_session", no_spark)
     assert main(["release", "--config", str(_config(tmp_path)), "--master", "local[1]"]) == 2

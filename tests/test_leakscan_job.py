@@ -81,12 +81,15 @@ def test_no_secret_in_manifest_logs_ledger_or_errors(spark, tmp_path: Path, capf
             "outside the declared universe",
         ),
         "too many units": (
-            write_config(tmp_path, good, ledger=ledger, max_units=100_000, unit=False, name="units.toml"),
+            # its own ledger (the ledger pins n with the unit); refusal instead of the default truncation
+            write_config(tmp_path, good, ledger=tmp_path / "ledger-n.sqlite", max_units=100_000, unit=False,
+                         name="units.toml", extra_privacy='on_excess_units = "refuse"'),
             "more rows than privacy.max_units",
         ),
         "too many units (unit column)": (
             # its own ledger: the ledger pins each dataset's privacy unit, and the others are row-level
-            write_config(tmp_path, bad.with_name("units.parquet"), ledger=users_ledger, max_units=1000, name="users.toml"),
+            write_config(tmp_path, bad.with_name("units.parquet"), ledger=users_ledger, max_units=1000, name="users.toml",
+                         extra_privacy='on_excess_units = "refuse"'),
             "more units than privacy.max_units",
         ),
         "missing column": (
