@@ -81,3 +81,31 @@ def test_multi_pass_reads_once_and_passes_public_output_forward(spark, tmp_path:
     assert ctx.passes_run == 2
     assert [b["units"] for b in second] == [b["units"] for b in first]  # same batch key in every pass
     ctx.df.unpersist()
+
+
+def test_outer_products_are_exact_with_an_exact_norm_test(spark, tmp_path: Path) -> None:
+    """sum y y^T over rows with ||y||^2 <= B^2, y = A x: exact integers, boundary rows decided exactly."""
+    from fractions import Fraction
+
+    from dpspark.engine.stages import OuterProductStage
+
+    # x in units of 1/4 (scale_bits = 2); the third row sits exactly on the norm boundary, the fourth just outside
+    rows = [(1.0, 0.5, 1), (0.25, -0.75, 2), (1.5, 2.0, 3), (1.5, 2.25, 4), (None, 1.0, 5)]
+    t = pa.table({"a": [r[0] for r in rows], "b": [r[1] for r in rows], "u": [r[2] for r in rows]})
+    pq.write_table(t, tmp_path / "o.parquet")
+    A = ((2, 1), (0, 1))
+    bound_sq = (2 * 6 + 8) ** 2 + 8 ** 2  # ||A x||^2 of row 3 in fixed point: x = (6, 8) -> y = (20, 8)
+    stage = OuterProductStage(columns=("a", "b"), scale_bits=2, norm_bound_sq=bound_sq, matrix=A)
+    ctx = SparkContext(spark.read.parquet(str(tmp_path / "o.parquet")), SeededRandom(b"op"))
+    (out,) = ctx.outer_products(stage)
+    want_rows = []
+    for a, b, _ in rows:
+        x = [int(Fraction(a or 0) * 4), int(Fraction(b) * 4)]
+        y = [sum(r * v for r, v in zip(row, x)) for row in A]
+        if y[0] ** 2 + y[1] ** 2 <= bound_sq:
+            want_rows.append(y)
+    assert out["kept"] == len(want_rows) == 4  # row 3 sits exactly on the bound and passes; row 4 fails
+    for i, j in stage.pairs():
+        assert out[f"sum_{i}_{j}"] == sum(y[i] * y[j] for y in want_rows)
+    with pytest.raises(ValueError, match="unit id column"):
+        OuterProductStage(columns=("a",), scale_bits=0, norm_bound_sq=4, batches=2)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from dpspark.engine.stages import CountsStage, SumsStage
+from dpspark.engine.stages import CountsStage, OuterProductStage, SumsStage
 from dpspark.errors import DPSparkError
 
 if TYPE_CHECKING:
@@ -43,6 +43,22 @@ class SparkContext:
         if self._batch_secret is None:
             self._batch_secret = self.rng.bits(128).to_bytes(16, "big")
         return self._batch_secret
+
+    def outer_products(self, stage: "OuterProductStage") -> list[dict[str, int]]:
+        """Per batch (ascending; one entry without batches): {"batch", "kept", "sum_i_j"...} as exact ints."""
+        from dpspark.spark.outer import KEPT, outer_product_sums, pair_column
+        from dpspark.spark.sums import BATCH
+
+        self.progress(f"pass {self.passes_run + 1}: outer products on Spark")
+        secret = self.batch_secret() if stage.batches is not None else None
+        table = outer_product_sums(self.df, stage, secret)
+        self.passes_run += 1
+        out: dict[int, dict[str, int]] = {}
+        for r in table.to_pylist():
+            b = int(r.pop(BATCH, 0) or 0)
+            out[b] = {k: (0 if v is None else int(v)) for k, v in r.items()}
+        names = [KEPT] + [pair_column(i, j) for i, j in stage.pairs()]
+        return [{"batch": b, **out.get(b, dict.fromkeys(names, 0))} for b in range(stage.batches or 1)]
 
     def sums(self, stage: "SumsStage") -> list[dict[str, int]]:
         """Per batch (ascending; one entry without batches): {"batch", "units", "sum_<col>"...} as exact ints."""

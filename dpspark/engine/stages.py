@@ -104,3 +104,51 @@ class SumsStage:
     def input_columns(self) -> list[str]:
         """Every input column the stage reads."""
         return list(self.columns) + ([self.unit_column] if self.unit_column else [])
+
+
+@dataclass(frozen=True)
+class OuterProductStage:
+    """Exact sums of outer products x x^T of fixed-point row vectors that pass an exact norm test.
+
+    * each row's vector is x = round(v * 2^scale_bits) over ``columns`` (integers; NULL counts as 0), then, if
+      ``matrix`` is given, y = A x with the public integer matrix A (a preconditioner quantised to fixed point
+      *before* it enters the pass, so the norm test below is exact);
+    * the norm test keeps a row iff ||y||_2^2 <= ``norm_bound_sq`` (an integer, in the same fixed-point units),
+      decided on exact decimal(38,0) integers - a float never decides membership;
+    * the result is the number of kept rows and the upper triangle of sum_rows y y^T, all exact integers,
+      optionally per disjoint batch of ``unit_column`` ids (as :class:`SumsStage`; each unit one row).
+    """
+
+    columns: tuple[str, ...]
+    scale_bits: int
+    norm_bound_sq: int
+    matrix: tuple[tuple[int, ...], ...] | None = None
+    batches: int | None = None
+    #: the unit id column batches hash (a row's position would move when a row is inserted)
+    unit_column: str | None = None
+
+    def __post_init__(self) -> None:
+        d = len(self.columns)
+        if self.batches is not None and self.unit_column is None:
+            raise ValueError("batches need a unit id column: a row's position is not a stable batch key")
+        if d < 1:
+            raise ValueError("an outer-product stage needs at least one column")
+        if not 0 <= self.scale_bits <= 30:
+            raise ValueError("scale_bits must lie in [0, 30] (values are stored as int32-range integers)")
+        if self.norm_bound_sq < 0:
+            raise ValueError("norm_bound_sq must be >= 0")
+        if self.matrix is not None and any(len(row) != d for row in self.matrix):
+            raise ValueError("the matrix needs one row of len(columns) integers per output coordinate")
+        # every kept row has |y_i| <= sqrt(norm_bound_sq), so |y_i y_j| <= norm_bound_sq; rows of 2^40 at most
+        if self.norm_bound_sq * (1 << 40) > DECIMAL38_MAX:
+            raise ValueError("norm_bound_sq is too large for exact decimal(38,0) sums over 2^40 rows")
+
+    @property
+    def dimension(self) -> int:
+        """The length of y (rows of the matrix, or the number of columns)."""
+        return len(self.matrix) if self.matrix is not None else len(self.columns)
+
+    def pairs(self) -> list[tuple[int, int]]:
+        """The upper-triangle index pairs (i <= j), in the order of the result's ``sum_i_j`` columns."""
+        d = self.dimension
+        return [(i, j) for i in range(d) for j in range(i, d)]
