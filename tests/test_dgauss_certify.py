@@ -101,3 +101,19 @@ def test_certified_table_rows() -> None:
     assert [r["sigma"] for r in rows] == ["1", "3/2", "7"]
     assert all(r["ok"] and r["eta_max"] == "0" for r in rows)
     assert rows[2]["rho"][0] == str(Fraction(1, 98))
+
+
+def test_statement_composes_coordinates_under_add_remove() -> None:
+    from fractions import Fraction
+
+    from dpspark.noise import DiscreteGaussian
+    from dpspark.privacy import ZCDP, AddRemove
+
+    g = DiscreteGaussian(sigma=4)
+    st = g.statement([1, 2, 1], n=100)
+    assert isinstance(st.measure, ZCDP) and st.relation == AddRemove(100)
+    assert st.rho == g.zcdp_rho(1) * 2 + g.zcdp_rho(2) == Fraction(1 + 4 + 1, 2 * 16)  # eta = 0: exactly sum s^2/(2 sigma^2)
+    cks = st.to_approx_dp("1/1000000")  # the certified zCDP -> (eps, delta) conversions
+    bs = st.to_approx_dp("1/1000000", method="bun_steinke")
+    assert cks.delta == bs.delta == Fraction(1, 10**6)
+    assert cks.epsilon.le(bs.epsilon.upper()) and bs.epsilon.le(Fraction(7, 2))  # rho + 2 sqrt(rho ln 1e6) ~ 3.40

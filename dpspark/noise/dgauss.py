@@ -360,6 +360,20 @@ class DiscreteGaussian:
             raise DGaussError("no zCDP certificate: the uniform floor is too small (h may vanish)")
         return max(self.rho0(s), lam)
 
+    def statement(self, shifts: "list[int] | int", n: int) -> Any:
+        """The certified release statement for a vector of integer shifts (one per noised coordinate).
+
+        rho = sum_i rho(s_i) (independent coordinates compose by adding rho), stated as
+        :class:`dpspark.privacy.ZCDP` under add/remove of one unit among at most ``n`` (the shifts are the
+        most one unit moves each coordinate).
+        """
+        from dpspark.privacy import AddRemove, PrivacyStatement, ZCDP
+
+        vector = [shifts] if isinstance(shifts, int) else list(shifts)
+        rho = sum((self.zcdp_rho(s) for s in vector), Fraction(0))
+        return PrivacyStatement(ZCDP(rho), AddRemove(n), "Canonne-Kamath-Steinke 2020 (ideal law) with the "
+                                "mixture certificate of dpspark.noise.dgauss_certify on the implemented law")
+
     @property
     def eta(self) -> Fraction:
         """Certified eta with rho(s) <= (1 + eta) s^2/(2 sigma^2) for every shift s >= 1."""
