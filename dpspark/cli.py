@@ -47,7 +47,7 @@ def _cmd_mechanism(args: argparse.Namespace) -> int:
 def _cmd_release(args: argparse.Namespace) -> int:
     """Validate a config, then run the release job on Spark (embedded local, or the active spark-submit session)."""
     from dpspark.config import load_config
-    from dpspark.job import describe_plan, run_release, stderr_progress
+    from dpspark.job import choose_engine, describe_plan, run_release, stderr_progress
 
     cfg = load_config(args.config, output=args.output)  # every config error surfaces before Spark starts
     if args.dry_run:
@@ -60,7 +60,14 @@ def _cmd_release(args: argparse.Namespace) -> int:
     cfg.output.parent.mkdir(parents=True, exist_ok=True)
     check_output_path(cfg.output)  # refuse an existing release before any Spark session starts
     spark = remote = None
-    if args.use_active_spark:
+    engine = args.engine
+    if engine == "arrow" and (args.use_active_spark or args.remote or args.master):
+        raise ValueError("--engine arrow runs on this machine without Spark; drop --master/--remote")
+    if args.use_active_spark or args.remote or args.master:
+        engine = "spark"
+    if engine == "arrow" or (engine is None and choose_engine(cfg, None, False) == "arrow"):
+        engine = "arrow"  # a local file without --master/--remote: pyarrow on this machine, no JVM
+    elif args.use_active_spark:
         from dpspark.spark.java import ensure_java_home
 
         ensure_java_home()
@@ -78,7 +85,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
         spark = local_session("dpspark-release", args.master, conf=job_spark_conf(cfg))
     try:
-        out = run_release(cfg, spark=spark, progress=stderr_progress())
+        out = run_release(cfg, spark=spark, progress=stderr_progress(), engine=engine)
     finally:
         if remote is not None:
             remote.stop()  # releases the server-side session and its uploaded artifacts
@@ -109,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--remote", default=None, metavar="sc://HOST:PORT",
         help="run the Spark side on a Spark Connect server (needs dpspark[connect]); noise is drawn here",
+    )
+    rel.add_argument(
+        "--engine", choices=["arrow", "spark"], default=None,
+        help="arrow: count with pyarrow on this machine (default for a local file without --master/--remote); "
+             "spark: an embedded local Spark session",
     )
     rel.add_argument("--dry-run", action="store_true", help="validate the config and show the mechanism; read no data")
     rel.add_argument("--use-active-spark", action="store_true", help=argparse.SUPPRESS)  # spark-submit entry point

@@ -104,7 +104,7 @@ def test_xxhash64_matches_spark_on_random_values(spark) -> None:
     from pyspark.sql import functions as F
 
     g = np.random.default_rng(17)
-    n = 3000
+    n = 1000
     longs = g.integers(-2**63, 2**63 - 1, n, dtype=np.int64)
     longs[:4] = [0, -1, 2**63 - 1, -2**63]
     ints = g.integers(-2**31, 2**31 - 1, n).astype(np.int32)
@@ -135,18 +135,28 @@ def test_xxhash64_reference_vectors_and_refusals() -> None:
 
 # ------------------------------------------------------------------------------------------ equality
 @pytest.mark.spark
+def test_core_cases_equal_on_both_engines(spark, data: Path) -> None:
+    """The fast subset (the full matrix is marked slow): row level, unit level with k, c and truncation."""
+    both(spark, data, stage("tuple", unit_column=None))
+    both(spark, data, stage(unit_column="user", max_units=100, max_keys_per_unit=3, max_rows_per_key=2))
+
+
+@pytest.mark.slow
+@pytest.mark.spark
 @pytest.mark.parametrize("universe", sorted(UNIVERSES))
 def test_row_level_counts_equal_for_every_universe_kind(spark, data: Path, universe: str) -> None:
     idx, cnt = both(spark, data, stage(universe, unit_column=None))
     assert idx and sum(cnt) > 0
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.parametrize("universe", ["int_range", "tuple", "string_wide", "hashed"])
 def test_unit_level_pick_equal_for_universe_kinds(spark, data: Path, universe: str) -> None:
     both(spark, data, stage(universe))
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.parametrize("unit", ["user", "user_s", "user_i32"])
 @pytest.mark.parametrize("k,c", [(1, 1), (3, 1), (1, 4), (3, 2)])
@@ -155,6 +165,7 @@ def test_unit_level_bounds_equal_for_int_and_string_units(spark, data: Path, uni
     assert sum(cnt) <= 500 * k * c
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 @pytest.mark.parametrize("unit", ["user", "user_s"])
 def test_unit_truncation_equal(spark, data: Path, unit: str) -> None:
@@ -164,6 +175,7 @@ def test_unit_truncation_equal(spark, data: Path, unit: str) -> None:
     both(spark, data, stage(unit_column=unit, max_units=37))
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 def test_row_level_truncation_and_refusals_equal(spark, data: Path) -> None:
     idx, cnt = both(spark, data, stage("categorical", unit_column=None, max_units=1000))
@@ -175,6 +187,7 @@ def test_row_level_truncation_and_refusals_equal(spark, data: Path) -> None:
     both(spark, data, stage(max_units=10**4, on_excess_units="refuse", max_keys_per_unit=2))
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 def test_out_of_universe_drop_and_error_equal(spark, data: Path) -> None:
     for universe in ("int_range", "categorical", "string", "tuple"):
@@ -186,6 +199,7 @@ def test_out_of_universe_drop_and_error_equal(spark, data: Path) -> None:
     both(spark, data, ok)
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 def test_csv_strings_and_inferred_ints_equal(spark, tmp_path: Path) -> None:
     t = make_table(1200, seed=9).select(["user", "user_s", "cat"])
@@ -212,3 +226,58 @@ def test_arrow_context_reads_a_table_and_refuses_remote_paths(tmp_path: Path) ->
     pcsv.write_csv(t, tmp_path / "t.csv")
     with pytest.raises(InputError, match="not reproduced by the Arrow engine"):
         ArrowContext(tmp_path / "t.csv", SeededRandom(b"t"), options={"multiLine": "true"})
+
+
+# ------------------------------------------------------------------------------------------ the job
+def _release_config(tmp_path: Path, data: Path, name: str, mechanism: str) -> Path:
+    delta = 'delta = "1e-6"' if mechanism == "stability" else ""
+    text = f"""
+[input]
+path = "{data}"
+[keys]
+columns = ["key"]
+[universe]
+kind = "int_range"
+lo = 0
+hi = 40
+[privacy]
+mechanism = "{mechanism}"
+epsilon = "1"
+{delta}
+max_units = 300
+unit_column = "user"
+max_keys_per_unit = 2
+[output]
+path = "{name}"
+"""
+    p = tmp_path / f"{name}.toml"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("mechanism", ["stability", "dense"])
+def test_release_bins_identical_on_both_engines(spark, data: Path, tmp_path: Path, mechanism: str) -> None:
+    from dpspark.config import load_config
+    from dpspark.job import run_release
+
+    quiet = lambda m: None  # noqa: E731
+    on_arrow = run_release(load_config(_release_config(tmp_path, data, "a", mechanism)), engine="arrow",
+                           rng=SeededRandom(b"job"), progress=quiet)
+    on_spark = run_release(load_config(_release_config(tmp_path, data, "s", mechanism)), spark=spark,
+                           rng=SeededRandom(b"job"), progress=quiet)
+    assert pq.read_table(on_arrow / "bins.parquet").equals(pq.read_table(on_spark / "bins.parquet"))
+
+
+def test_engine_choice(tmp_path: Path, data: Path) -> None:
+    from dpspark.config import ConfigError, load_config
+    from dpspark.job import choose_engine
+
+    cfg = load_config(_release_config(tmp_path, data, "c", "dense"))
+    assert choose_engine(cfg, None, have_spark=False) == "arrow"  # a local file, no session: no JVM
+    assert choose_engine(cfg, None, have_spark=True) == "spark"  # a session or DataFrame given: Spark
+    assert choose_engine(cfg, "spark", have_spark=False) == "spark"
+    with pytest.raises(ConfigError, match="engine 'arrow' reads a local file input only"):
+        choose_engine(cfg, "arrow", have_spark=True)
+    with pytest.raises(ConfigError, match="engine must be"):
+        choose_engine(cfg, "duckdb", have_spark=False)
