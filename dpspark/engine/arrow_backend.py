@@ -114,7 +114,10 @@ def open_dataset(source: Any, format: str | None = None,
                              "reproduce; use engine 'spark'")
         if fmt == "json":
             file_format = ds.JsonFileFormat()
-        elif fmt in ("parquet", "orc"):
+        elif fmt == "parquet":  # no pre-buffering: it reads whole column chunks ahead (836 MB at 10^8 rows)
+            file_format = ds.ParquetFileFormat(
+                default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False))
+        elif fmt == "orc":
             file_format = fmt
         else:
             raise InputError(f"the Arrow engine reads parquet, csv, orc and json, not {fmt!r}")
