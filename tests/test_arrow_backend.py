@@ -281,3 +281,34 @@ def test_engine_choice(tmp_path: Path, data: Path) -> None:
         choose_engine(cfg, "arrow", have_spark=True)
     with pytest.raises(ConfigError, match="engine must be"):
         choose_engine(cfg, "duckdb", have_spark=False)
+
+
+def test_cli_release_defaults_to_arrow_for_a_local_file(tmp_path: Path, data: Path,
+                                                        capfd: pytest.CaptureFixture[str]) -> None:
+    from dpspark.cli import main
+
+    cfg = _release_config(tmp_path, data, "cli", "stability")
+    assert main(["release", "--config", str(cfg)]) == 0
+    log = capfd.readouterr().err
+    assert "counting keys on Arrow" in log and "Spark" not in log
+    assert main(["release", "--config", str(cfg), "--output", str(tmp_path / "x"), "--engine", "arrow",
+                 "--master", "local[1]"]) == 2
+    assert "--engine arrow runs on this machine without Spark" in capfd.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_json_lines_and_orc_equal(spark, tmp_path: Path) -> None:
+    import json
+
+    import pyarrow.orc as porc
+
+    t = make_table(1500, seed=13).select(["user", "user_s", "cat", "key"])
+    with open(tmp_path / "rows.json", "w", encoding="utf-8") as f:
+        for row in t.to_pylist():
+            f.write(json.dumps(row) + "\n")
+    porc.write_table(t, tmp_path / "rows.orc")
+    for fmt in ("json", "orc"):
+        path = tmp_path / f"rows.{fmt}"
+        both(spark, path, stage("tuple", unit_column="user", max_units=90, max_keys_per_unit=2, max_rows_per_key=2), fmt=fmt)
+        both(spark, path, stage("categorical", unit_column="user_s", max_keys_per_unit=2), fmt=fmt)
