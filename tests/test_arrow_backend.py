@@ -312,3 +312,26 @@ def test_json_lines_and_orc_equal(spark, tmp_path: Path) -> None:
         path = tmp_path / f"rows.{fmt}"
         both(spark, path, stage("tuple", unit_column="user", max_units=90, max_keys_per_unit=2, max_rows_per_key=2), fmt=fmt)
         both(spark, path, stage("categorical", unit_column="user_s", max_keys_per_unit=2), fmt=fmt)
+
+
+def test_fixed_width_hash_and_tie_breaks_match_the_general_paths() -> None:
+    from dpspark.engine.arrow_backend import _first_k_per_unit
+    from dpspark.engine.xxhash64 import hash_bytes, hash_fixed
+
+    g = np.random.default_rng(5)
+    for width in (8, 16, 24, 32, 40, 13):
+        m = g.integers(0, 256, (300, width), dtype=np.uint8)
+        seeds = g.integers(-2**63, 2**63 - 1, 300, dtype=np.int64).view(np.uint64)
+        assert np.array_equal(hash_fixed(m, seeds), hash_bytes(np.arange(301) * width, m.reshape(-1), seeds))
+    # many 64-bit hash ties inside units: the index word (unsigned bytes) must decide, as Spark's ORDER BY does
+    n = 400
+    units = g.integers(0, 40, n)
+    pick = g.integers(-3, 3, n).astype(np.int64)
+    words = g.integers(0, 256, (n, 16), dtype=np.uint8)
+    for k in (1, 2, 5):
+        got = set(_first_k_per_unit(units, pick, words, k).tolist())
+        want = set()
+        for u in set(units.tolist()):
+            rows = [r for r in range(n) if units[r] == u]
+            want |= set(sorted(rows, key=lambda r: (int(pick[r]), words[r].tobytes()))[:k])
+        assert got == want

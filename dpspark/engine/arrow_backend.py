@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 from dpspark.engine.context import CuratorError, finish_counts
 from dpspark.engine.stages import CountsStage
 from dpspark.engine.xxhash64 import SPARK_SEED, hash_bytes, hash_fixed, hash_int, hash_long
-from dpspark.spark.counts import InputError, _mix64
+from dpspark.spark.counts import InputError, _mix64, distinct_keys_keep_indexes
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from dpspark.universe import Universe
 
 ROWS = "__dp_rows"
+UNIT_ID = "__dp_unit_id"
 INDEX = "__dp_index"
 
 #: Spark CSV reader options the Arrow reader reproduces; anything else needs the Spark engine.
@@ -181,32 +182,59 @@ def arrow_counts(dataset: "ds.Dataset", stage: CountsStage, rng: "RandomSource",
         per_index = pa.table({INDEX: index.filter(keep), ROWS: counts}).group_by(INDEX).aggregate([(ROWS, "sum")])
         return _to_python(per_index.column(INDEX), per_index.column(ROWS + "_sum"))
     int32_units = csv_infer and _csv_ints_fit_int32(dataset, unit)
-    grouped = _bound_units(grouped, unit, stage, secret, int32_units)
+    # Each distinct unit once: its id (a dictionary index) and Spark's xxhash64(unit), which is both the
+    # truncation's UNIT_HASH and the seed of the chained xxhash64(unit, index) of the pick.
+    encoded_units = pc.dictionary_encode(_one_chunk(grouped.column(unit)))
+    ids = encoded_units.indices
+    unit_hash = spark_hash(encoded_units.dictionary, unit, int32_units=int32_units)
+    grouped = grouped.select(cols + [ROWS]).append_column(UNIT_ID, ids)
+    kept_units = _bound_units(unit_hash, stage, secret)
+    if kept_units is not None:
+        grouped = grouped.filter(pa.array(kept_units[ids.to_numpy(zero_copy_only=False)]))
     keys = grouped.select(cols).group_by(cols).aggregate([])
     index, _member, keep = _encode(keys, stage.universe, cols, stage.out_of_universe)
     index_of = keys.filter(keep).append_column(INDEX, index.filter(keep))
-    joined = grouped.join(index_of, keys=cols, join_type="inner")
+    pairs = grouped.join(index_of, keys=cols, join_type="inner")
     bounded = stage.max_keys_per_unit > 1 or stage.max_rows_per_key > 1
+    if not distinct_keys_keep_indexes(stage.universe):  # distinct keys may share an index: one row per (unit, index)
+        pairs = pairs.group_by([UNIT_ID, INDEX]).aggregate([(ROWS, "sum")] if bounded else [])
+        pairs = pairs.rename_columns([ROWS if c == ROWS + "_sum" else c for c in pairs.column_names])
     if bounded:
-        pairs = joined.group_by([unit, INDEX]).aggregate([(ROWS, "sum")])
-        rows = np.minimum(pairs.column(ROWS + "_sum").to_numpy(), stage.max_rows_per_key)
+        rows = np.minimum(pairs.column(ROWS).to_numpy(), stage.max_rows_per_key)
     else:
-        pairs = joined.group_by([unit, INDEX]).aggregate([])
         rows = np.ones(pairs.num_rows, dtype=np.int64)
     words = _index_matrix(pairs.column(INDEX))
-    unit_hash = hash_fixed(words, seed=spark_hash(pairs.column(unit), unit, int32_units=int32_units))
-    pick = keyed_mix(unit_hash, secret).view(np.int64)
+    unit_ids = _one_chunk(pairs.column(UNIT_ID)).to_numpy(zero_copy_only=False)
+    pick = keyed_mix(hash_fixed(words, seed=unit_hash[unit_ids]), secret).view(np.int64)
     del secret
-    unit_ids = pc.dictionary_encode(_one_chunk(pairs.column(unit))).indices.to_numpy(zero_copy_only=False)
-    limbs = words.view(">u8").astype(np.uint64)  # big-endian 64-bit limbs: lexicographic = unsigned byte order
-    order = np.lexsort(tuple(limbs[:, j] for j in reversed(range(limbs.shape[1]))) + (pick, unit_ids))
-    sorted_units = unit_ids[order]
-    starts = np.flatnonzero(np.r_[True, sorted_units[1:] != sorted_units[:-1]])
-    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-    chosen = order[rank < stage.max_keys_per_unit]
+    chosen = _first_k_per_unit(unit_ids, pick, words, stage.max_keys_per_unit)
     kept = pa.table({INDEX: pairs.column(INDEX).take(pa.array(chosen)), ROWS: pa.array(rows[chosen], pa.int64())})
     per_index = kept.group_by(INDEX).aggregate([(ROWS, "sum")])
     return _to_python(per_index.column(INDEX), per_index.column(ROWS + "_sum"))
+
+
+def _first_k_per_unit(unit_ids: np.ndarray, pick: np.ndarray, words: np.ndarray, k: int) -> np.ndarray:
+    """Row numbers of each unit's k first pairs in (keyed hash signed, index word) order (Spark's row_number).
+
+    Units with at most k pairs keep them all without sorting. The others are sorted by (unit, hash); the
+    index word only breaks ties of the 64-bit hash within a unit, so it joins the sort only if one occurs.
+    """
+    per_unit = np.bincount(unit_ids)
+    crowded = np.flatnonzero(per_unit[unit_ids] > k)
+    if len(crowded) == 0:
+        return np.arange(len(unit_ids))
+    u, h = unit_ids[crowded], pick[crowded]
+    order = np.lexsort((h, u))
+    su, sh = u[order], h[order]
+    if np.any((su[1:] == su[:-1]) & (sh[1:] == sh[:-1])):  # a hash tie inside a unit: order by index word too
+        limbs = words[crowded].view(">u8").astype(np.uint64)  # big-endian limbs: lexicographic = unsigned bytes
+        order = np.lexsort(tuple(limbs[:, j] for j in reversed(range(limbs.shape[1]))) + (h, u))
+        su = u[order]
+    starts = np.flatnonzero(np.r_[True, su[1:] != su[:-1]])
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    keep = np.ones(len(unit_ids), dtype=bool)
+    keep[crowded[order[rank >= k]]] = False
+    return np.flatnonzero(keep)
 
 
 def _group_count(dataset: "ds.Dataset", columns: list[str]) -> pa.Table:
@@ -252,22 +280,23 @@ def _encode(keys: pa.Table, universe: "Universe", cols: list[str],
     return encoded.index, encoded.in_universe, keep
 
 
-def _bound_units(grouped: pa.Table, unit: str, stage: CountsStage, secret: bytes, int32_units: bool) -> pa.Table:
-    """The excess-units rule of the Spark stage: refuse, or keep the n units with the smallest keyed hash."""
-    units = pc.unique(_one_chunk(grouped.column(unit)))
+def _bound_units(unit_hash: np.ndarray, stage: CountsStage, secret: bytes) -> np.ndarray | None:
+    """The excess-units rule of the Spark stage over the distinct units (given by their xxhash64).
+
+    Returns None to keep every unit, or a mask keeping the n units with the smallest (keyed hash, unit
+    hash) in signed 64-bit order; raises :class:`CuratorError` for "refuse" with more than n units.
+    """
+    if len(unit_hash) <= stage.max_units:
+        return None
     if stage.on_excess_units == "refuse":
-        if len(units) > stage.max_units:
-            raise CuratorError(
-                f"the input holds more units than privacy.max_units = {stage.max_units} and on_excess_units = "
-                "'refuse' (curator-side check, before any noise was drawn); raise max_units or use 'truncate'")
-        return grouped
-    if len(units) <= stage.max_units:
-        return grouped
+        raise CuratorError(
+            f"the input holds more units than privacy.max_units = {stage.max_units} and on_excess_units = "
+            "'refuse' (curator-side check, before any noise was drawn); raise max_units or use 'truncate'")
     truncation_key = bytes(b ^ 0x5C for b in secret)  # the Spark stage's derived key
-    unit_hash = spark_hash(units, unit, int32_units=int32_units)
     ranked = keyed_mix(unit_hash, truncation_key).view(np.int64)
-    order = np.lexsort((unit_hash.view(np.int64), ranked))[: stage.max_units]
-    return grouped.filter(pc.is_in(grouped.column(unit), value_set=units.take(pa.array(order))))
+    mask = np.zeros(len(unit_hash), dtype=bool)
+    mask[np.lexsort((unit_hash.view(np.int64), ranked))[: stage.max_units]] = True
+    return mask
 
 
 def _csv_ints_fit_int32(dataset: "ds.Dataset", unit: str) -> bool:
