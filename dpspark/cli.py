@@ -50,7 +50,7 @@ def _cmd_mechanism(args: argparse.Namespace) -> int:
 def _cmd_release(args: argparse.Namespace) -> int:
     """Validate a config, then run the release job on Spark (embedded local, or the active spark-submit session)."""
     from dpspark.config import load_config
-    from dpspark.job import describe_plan, run_release, stderr_progress
+    from dpspark.job import choose_engine, describe_plan, run_release, stderr_progress
 
     progress = stderr_progress()  # [userfix] the clock starts before Spark: JVM start-up shows as progress
     progress(f"checking {args.config}")
@@ -70,7 +70,16 @@ def _cmd_release(args: argparse.Namespace) -> int:
         raise ReleaseWriteError(err.errno, f"{cfg.output.parent}: cannot create the directory ({err.strerror})") from None
     preflight(cfg)  # output path and budget: refused before any Spark session starts
     spark = remote = None
-    if args.use_active_spark:
+    engine = args.engine
+    if engine == "arrow" and (args.use_active_spark or args.remote or args.master):
+        from dpspark.config import ConfigError
+
+        raise ConfigError("--engine arrow runs on this machine without Spark; drop --master/--remote")
+    if args.use_active_spark or args.remote or args.master:
+        engine = "spark"
+    if engine == "arrow" or (engine is None and choose_engine(cfg, None, False) == "arrow"):
+        engine = "arrow"  # a local file without --master/--remote: pyarrow on this machine, no JVM
+    elif args.use_active_spark:
         from dpspark.spark.java import ensure_java_home
 
         ensure_java_home()
@@ -90,7 +99,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
         progress("starting local Spark (the JVM takes 10-20 s)")
         spark = local_session("dpspark-release", args.master, conf=job_spark_conf(cfg))
     try:
-        out = run_release(cfg, spark=spark, progress=progress)
+        out = run_release(cfg, spark=spark, progress=progress, engine=engine)
     finally:
         if remote is not None:
             remote.stop()  # releases the server-side session and its uploaded artifacts
@@ -130,6 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument(
         "--remote", default=None, metavar="sc://HOST:PORT",
         help="run the Spark side on a Spark Connect server (needs dpspark[connect]); noise is drawn here",
+    )
+    rel.add_argument(
+        "--engine", choices=["arrow", "spark"], default=None,
+        help="arrow: count with pyarrow on this machine (default for a local file without --master/--remote); "
+             "spark: an embedded local Spark session",
     )
     rel.add_argument("--dry-run", action="store_true", help="validate the config and show the mechanism; read no data")
     rel.add_argument("--use-active-spark", action="store_true", help=argparse.SUPPRESS)  # spark-submit entry point

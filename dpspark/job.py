@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 Progress = Callable[[str], None]
 
 __all__ = [
-    "CuratorError", "count_mechanism", "describe_plan", "gamma_for", "job_spark_conf", "run_mechanism",
+    "CuratorError", "choose_engine", "count_mechanism", "describe_plan", "gamma_for", "job_spark_conf", "run_mechanism",
     "run_release", "spend_budget", "stderr_progress", "within_epsilon", "write_release",
 ]
 
@@ -192,11 +192,14 @@ def run_release(
     rng: RandomSource | None = None,
     progress: Progress | None = None,
     data: "DataFrame | None" = None,
+    engine: str | None = None,
 ) -> Path:
     """Run a whole release; returns the path of the published release directory.
 
     ``data`` is an already-loaded Spark DataFrame (the :class:`dpspark.Session` path); otherwise the
-    spec's input is read with ``spark`` (an embedded local session when None).
+    spec's input is read with ``spark`` (an embedded local session when None). ``engine``: "arrow"
+    counts a local file input with pyarrow on this machine (no JVM), "spark" on Spark; None picks
+    "arrow" for a local file input when neither ``spark`` nor ``data`` is given, else "spark".
     """
     from dpspark.release import check_output_path
     from dpspark.release.manifest import utc_now
@@ -204,13 +207,14 @@ def run_release(
     planned_utc = utc_now()  # [userfix] created_utc is the plan time: it must not depend on the data's size
     show = progress or stderr_progress()
     rng = rng or default_source()
+    engine = choose_engine(cfg, engine, spark is not None or data is not None)
     mech = cfg.mechanism_object()  # data-free checks and the certified plan, before any spend
     cfg.output.parent.mkdir(parents=True, exist_ok=True)
     check_output_path(cfg.output)  # before any noise: a published release is never overwritten
     preflight(cfg)
     spent = spend_budget(cfg)  # committed before any data is read or noise drawn; never refunded
     try:
-        out = _run(cfg, mech, spark, data, rng, show, planned_utc)
+        out = _run(cfg, mech, spark, data, rng, show, engine, planned_utc)
     except BaseException as err:
         if spent is not None:
             spent[0].mark_failed(spent[1].id)
@@ -221,9 +225,31 @@ def run_release(
     return out
 
 
+def choose_engine(cfg: ReleaseConfig, engine: str | None, have_spark: bool) -> str:
+    """The backend of a release: "arrow" for a local file input unless Spark is given or asked for."""
+    from dpspark.config import ConfigError
+
+    if engine is None and have_spark:
+        return "spark"
+    if engine not in (None, "arrow", "spark"):
+        raise ConfigError(f"engine must be 'arrow' or 'spark', got {engine!r}")
+    if engine == "spark":
+        return engine
+    from dpspark.engine.arrow_backend import is_local_path
+
+    path = getattr(getattr(cfg, "input", None), "path", None)
+    local = path is not None and is_local_path(str(path))
+    if engine is None:
+        return "arrow" if local else "spark"
+    if have_spark or not local:
+        raise ConfigError("engine 'arrow' reads a local file input only, without a Spark session or DataFrame; "
+                          "use engine 'spark'")
+    return engine
+
+
 def _run(cfg: ReleaseConfig, mech: Any, spark: "SparkSession | None", data: "DataFrame | None",
-         rng: RandomSource, show: Progress, created_utc: str | None = None) -> Path:
-    if data is None:
+         rng: RandomSource, show: Progress, engine: str = "spark", created_utc: str | None = None) -> Path:
+    if engine != "arrow" and data is None:
         from dpspark.spark.counts import read_input
 
         if spark is None:
@@ -243,7 +269,13 @@ def _run(cfg: ReleaseConfig, mech: Any, spark: "SparkSession | None", data: "Dat
             return
         show(msg)
 
-    ctx = SparkContext(data, rng, noise_progress, passes=len(mech.stages()))
+    if engine == "arrow":  # a local file counted with pyarrow on this machine; re-scanned per pass
+        from dpspark.engine.arrow_backend import ArrowContext
+
+        ctx: Any = ArrowContext(str(cfg.input.path), rng, noise_progress, format=cfg.input.format,
+                                options=cfg.input.options)
+    else:
+        ctx = SparkContext(data, rng, noise_progress, passes=len(mech.stages()))
     payload = mech.run(ctx, rng, noise_progress)
     if cfg.pad_seconds is not None:  # the noise step's duration must not reveal |S| or the draws (docs/balcer-vadhan-notes.md §E10)
         pad_until(started, float(cfg.pad_seconds))  # report: decides only when to return
