@@ -177,13 +177,15 @@ def test_key_column_of_the_wrong_type_is_one_line(spark: object, tmp_path: Path,
     """Spark analysis finds a string column where the universe wants integers: a KeyTypeError, not a traceback."""
     cfg = _config(tmp_path)
     cfg.write_text(cfg.read_text().replace('kind = "string"\nmax_bytes = 4', 'kind = "int_range"\nlo = 0\nhi = 9'))
-    assert cli.main(["release", "--config", str(cfg)]) == 2
-    err = capsys.readouterr().err  # progress lines, then the error
-    assert "Traceback" not in err
-    line = err.strip().splitlines()[-1]
-    assert line.startswith("dpspark release: error: ")
-    assert "Spark column 'q' has type StringType, expected an integral type" in line
-    assert not (tmp_path / "rel").exists()
+    for engine, message in (("spark", "Spark column 'q' has type StringType, expected an integral type"),
+                            ("arrow", "key column has Arrow type string, expected an integer type")):
+        assert cli.main(["release", "--config", str(cfg), "--engine", engine]) == 2
+        err = capsys.readouterr().err  # progress lines, then the error
+        assert "Traceback" not in err
+        line = err.strip().splitlines()[-1]
+        assert line.startswith("dpspark release: error: ")
+        assert message in line
+        assert not (tmp_path / "rel").exists()
 
 
 @pytest.mark.spark
