@@ -350,7 +350,7 @@ def _taylor_pieces(p: int, M: int, J: int, theta: Fraction, shifts: int, bits: i
             raise CalibrationRefused("table resolution too coarse at the truncation edge (increase bits)")
         rho = ((1 + th) * eta.log1p() - th * (-eta).log1p()).exp()
         m1 = (rho - 1) + rho * D / C + arb(4 * J + 2) / W
-        m1_max = m1_max.union(m1) if s > 1 else m1
+        m1_max = m1.upper() if s == 1 else m1_max.max(m1.upper())  # max over shifts of upper bounds
     return _Pieces(m1=m1_max, tau=tau, C=C)
 
 
@@ -383,7 +383,7 @@ def _exact_pieces(noise: BoundedNoise, J: int, theta: Fraction, shifts: int) -> 
                 continue
             acc += w[a] * (th * (lw(j) - lw(j + s))).expm1()
         m1 = acc / W
-        m1_max = m1 if m1_max is None else m1_max.union(m1)
+        m1_max = m1.upper() if m1_max is None else m1_max.max(m1.upper())  # max over shifts of upper bounds
     return _Pieces(m1=m1_max, tau=tau)
 
 
@@ -428,9 +428,7 @@ def certify_chernoff(
         t = arb(fmpq(th.numerator, th.denominator))
         e = arb(fmpq(eps.numerator, eps.denominator))
         m1 = pc.m1
-        m1 = arb(0).union(m1) if m1.lower() < 0 else m1  # shift 0 has m = 1
-        if not m1.upper() > -1:
-            raise CalibrationRefused("MGF enclosure too wide")
+        m1 = m1.max(arb(0))  # an upper bound; shift 0 has m = 1
         log_core = k * m1.log1p() - t * e + t * t.log() - (1 + t) * t.log1p()
         bound = k * pc.tau + log_core.exp()
         return _to_fraction_upper(bound)
