@@ -131,3 +131,39 @@ def test_taylor_certificate_bounds_exact_enumeration() -> None:
     exact = certify_chernoff(M, "p2", k, eps, 1, J, th, bits, noise=noise)
     taylor = certify_chernoff(M, "p2", k, eps, 1, J, th, bits)
     assert exact <= taylor <= exact * Fraction(1001, 1000)
+
+
+@pytest.mark.parametrize("family,M,k", [("p1", 4, 3), ("p2", 6, 1), ("p2", 6, 2), ("p2", 6, 3)])
+def test_pld_certificate_bounds_exact_delta(family: str, M: int, k: int) -> None:
+    """The certified PLD composition is >= the exact delta and close to it at tiny M."""
+    from dpspark.noise.bounded_pld import pld_delta
+
+    noise = BoundedNoise(M, family, bits=24)
+    eps = Fraction(3, 2)
+    exact = worst_exact_delta(noise, k, 1, eps)
+    pld = pld_delta(noise, k, eps, eta=Fraction(1, 1 << 14))
+    assert exact <= pld <= exact * Fraction(3, 2)
+
+
+def test_pld_mutant_rounding_losses_down_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PLD that rounds the privacy losses down instead of up undercuts the exact delta."""
+    from dpspark.noise import bounded_pld
+
+    noise = BoundedNoise(6, "p2", bits=24)
+    eps = Fraction(3, 2)
+    exact = worst_exact_delta(noise, 2, 1, eps)
+    coarse = Fraction(1, 4)
+    assert bounded_pld.pld_delta(noise, 2, eps, eta=coarse) >= exact
+    monkeypatch.setattr(bounded_pld, "_ROUND_UP", False)
+    assert bounded_pld.pld_delta(noise, 2, eps, eta=coarse) < exact
+
+
+def test_log_concavity_check() -> None:
+    from dpspark.noise.bounded_pld import is_log_concave
+
+    noise = BoundedNoise(30, "p2", bits=64)
+    assert is_log_concave(noise)
+    t = noise.table()
+    t[3] = t[2] + 1  # weight 1 at |j| = 3 between two large ones: not log-concave
+    bumped = BoundedNoise.from_table(30, "p2", 64, t)
+    assert not is_log_concave(bumped)
