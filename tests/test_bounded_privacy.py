@@ -161,9 +161,10 @@ def test_pld_mutant_rounding_losses_down_is_caught(monkeypatch: pytest.MonkeyPat
 def test_log_concavity_check() -> None:
     from dpspark.noise.bounded_pld import is_log_concave
 
-    noise = BoundedNoise(30, "p2", bits=64)
+    assert not is_log_concave(BoundedNoise(30, "p2", bits=64))  # rounding breaks it in the far tail (|j| = 28)
+    noise = BoundedNoise(30, "p2", bits=200)
     assert is_log_concave(noise)
     t = noise.table()
     t[3] = t[2] + 1  # weight 1 at |j| = 3 between two large ones: not log-concave
-    bumped = BoundedNoise.from_table(30, "p2", 64, t)
+    bumped = BoundedNoise.from_table(30, "p2", 200, t)
     assert not is_log_concave(bumped)
