@@ -141,7 +141,7 @@ def test_pld_certificate_bounds_exact_delta(family: str, M: int, k: int) -> None
     noise = BoundedNoise(M, family, bits=24)
     eps = Fraction(3, 2)
     exact = worst_exact_delta(noise, k, 1, eps)
-    pld = pld_delta(noise, k, eps, eta=Fraction(1, 1 << 14))
+    pld = pld_delta(noise, k, eps, eta=Fraction(1, 1 << 10))
     assert exact <= pld <= exact * Fraction(3, 2)
 
 
