@@ -62,7 +62,12 @@ def run_point(sweep: str, k: int, eps: str, delta: str, pld_max_k: int) -> dict:
 
 
 def x_of(rec: dict) -> float:
-    return {"k": float(rec["k"]), "delta": -math.log10(float(rec["delta"])), "epsilon": float(rec["epsilon"])}[rec["sweep"]]  # report
+    from fractions import Fraction
+
+    d, e = Fraction(rec["delta"]), Fraction(rec["epsilon"])
+    return {"k": float(rec["k"]),  # report
+            "delta": (math.log(d.denominator) - math.log(d.numerator)) / math.log(10),  # report
+            "epsilon": float(e)}[rec["sweep"]]  # report
 
 
 def crossings(recs: list[dict], a: str, b: str) -> list[float]:
