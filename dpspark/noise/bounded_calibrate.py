@@ -92,12 +92,12 @@ class _FloatModel:
     """Float estimates of the certificate, used only to propose (M, J, theta)."""
 
     def __init__(self, p: int, k: int, eps: float, shifts: int) -> None:
-        self.p, self.k, self.eps, self.shifts = p, k, eps, shifts
-        np = _np()
+        self.p, self.k, self.eps, self.shifts = p, k, eps, shifts  # report
+        np = _np()  # report
         # Z = int_{-1}^{1} e^{-f}: Simpson on a fine grid (report-grade accuracy is enough here)
-        t = np.linspace(0.0, 1.0, 200001)[:-1]
-        xs = np.sin(t * np.pi / 2)
-        w = np.cos(t * np.pi / 2) * np.pi / 2
+        t = np.linspace(0.0, 1.0, 200001)[:-1]  # report
+        xs = np.sin(t * np.pi / 2)  # report
+        w = np.cos(t * np.pi / 2) * np.pi / 2  # report
         self.Z = 2 * float(np.sum(np.exp(-(1 - xs * xs) ** (-p)) * w) * (t[1] - t[0]))  # report
 
     def f(self, x: float) -> float:
@@ -111,88 +111,88 @@ class _FloatModel:
         return math.log(2) - self.f(L) - math.log(self.fprime(L)) - math.log(self.Z)  # report
 
     def L_for(self, log_tau: float) -> float:
-        lo, hi = 1e-9, 1 - 1e-15
+        lo, hi = 1e-9, 1 - 1e-15  # report
         for _ in range(200):
-            mid = (lo + hi) / 2
+            mid = (lo + hi) / 2  # report
             if self.log_tail(mid) > log_tau:
-                lo = mid
+                lo = mid  # report
             else:
-                hi = mid
-        return hi
+                hi = mid  # report
+        return hi  # report
 
     def prep(self, M: int, J: int, s: int) -> tuple[Any, ...]:
         """Arrays for :meth:`m1` at (M, J, s) that do not depend on theta."""
-        np = _np()
-        p, h = self.p, s / M
+        np = _np()  # report
+        p, h = self.p, s / M  # report
         if J <= 20000:
-            x = np.arange(1, J + 1) / M
-            wts = np.ones_like(x)
-            C = None
+            x = np.arange(1, J + 1) / M  # report
+            wts = np.ones_like(x)  # report
+            C = None  # report
         else:
-            L = J / M
-            t = np.linspace(0.0, 1.0, 2001)
-            x = L * np.sin(t * np.pi / 2)
-            wts = M * L * np.cos(t * np.pi / 2) * np.pi / 2 * (t[1] - t[0])
-            wts[0] *= 0.5
-            wts[-1] *= 0.5
+            L = J / M  # report
+            t = np.linspace(0.0, 1.0, 2001)  # report
+            x = L * np.sin(t * np.pi / 2)  # report
+            wts = M * L * np.cos(t * np.pi / 2) * np.pi / 2 * (t[1] - t[0])  # report
+            wts[0] *= 0.5  # report
+            wts[-1] *= 0.5  # report
             C = M * math.e * self.Z  # report
-        a, dp, dm, d2 = _diffs(p, x, h)
-        c = np.exp(1 - a ** (-p)) * wts
+        a, dp, dm, d2 = _diffs(p, x, h)  # report
+        c = np.exp(1 - a ** (-p)) * wts  # report
         if C is None:
             C = 1 + 2 * float(np.sum(c))  # report
-        _, dp0, _, _ = _diffs(p, 0.0, h)
-        return c, dp, dm, d2, C, dp0
+        _, dp0, _, _ = _diffs(p, 0.0, h)  # report
+        return c, dp, dm, d2, C, dp0  # report
 
     def m1(self, prep: tuple[Any, ...], theta: float) -> float:
         """Estimate of m_s(theta) - 1 (bulk part) from :meth:`prep` arrays."""
-        np = _np()
-        c, dp, dm, d2, C, dp0 = prep
+        np = _np()  # report
+        c, dp, dm, d2, C, dp0 = prep  # report
         with np.errstate(over="ignore", invalid="ignore"):
-            H = c * (np.expm1(theta * d2) - np.expm1(theta * dp) * np.expm1(theta * dm))
+            H = c * (np.expm1(theta * d2) - np.expm1(theta * dp) * np.expm1(theta * dm))  # report
             bulk = float(np.sum(H))  # report
         zero = math.expm1(min(theta * dp0, 700))  # report
         return (zero + bulk) / C  # report
 
     def log_delta(self, M: int, frac: float, theta: float | None = None) -> tuple[float, float, int]:
         """(ln delta estimate, theta, J) at M with the tail budget frac * delta."""
-        k, eps = self.k, self.eps
-        L = self.L_for(math.log(frac) + self._log_delta_target - math.log(k))
-        J = min(M - 1 - self.shifts, math.ceil(L * M))
+        k, eps = self.k, self.eps  # report
+        L = self.L_for(math.log(frac) + self._log_delta_target - math.log(k))  # report
+        J = min(M - 1 - self.shifts, math.ceil(L * M))  # report
         if J < 0:
-            return math.inf, 1.0, 0
+            return math.inf, 1.0, 0  # report
         log_ktau = math.log(k) + self.log_tail(J / M) if J > 0 else 0.0  # report
 
-        preps = [self.prep(M, J, s) for s in range(1, self.shifts + 1)]
+        preps = [self.prep(M, J, s) for s in range(1, self.shifts + 1)]  # report
 
         def phi(th: float) -> float:
             try:
-                m1 = max(self.m1(pr, th) for pr in preps)
+                m1 = max(self.m1(pr, th) for pr in preps)  # report
             except (OverflowError, FloatingPointError):
-                return math.inf
+                return math.inf  # report
             if not math.isfinite(m1) or m1 <= -1:
-                return math.inf
+                return math.inf  # report
             return k * math.log1p(max(m1, 0.0)) - th * eps + th * math.log(th) - (1 + th) * math.log1p(th)  # report
 
         if theta is None:
             lo, hi = math.log(1e-2), math.log(1e3 * (1 - self._log_delta_target) / eps + 1e3)  # report
-            g = (math.sqrt(5) - 1) / 2
-            c, d = hi - g * (hi - lo), lo + g * (hi - lo)
-            fc, fd = phi(math.exp(c)), phi(math.exp(d))
+            g = (math.sqrt(5) - 1) / 2  # report
+            c, d = hi - g * (hi - lo), lo + g * (hi - lo)  # report
+            fc, fd = phi(math.exp(c)), phi(math.exp(d))  # report
             for _ in range(48):
                 if fc < fd:
-                    hi, d, fd = d, c, fc
-                    c = hi - g * (hi - lo)
-                    fc = phi(math.exp(c))
+                    hi, d, fd = d, c, fc  # report
+                    c = hi - g * (hi - lo)  # report
+                    fc = phi(math.exp(c))  # report
                 else:
-                    lo, c, fc = c, d, fd
-                    d = lo + g * (hi - lo)
-                    fd = phi(math.exp(d))
-            theta = math.exp((lo + hi) / 2)
-        val = phi(theta)
-        big = max(log_ktau, val)
+                    lo, c, fc = c, d, fd  # report
+                    d = lo + g * (hi - lo)  # report
+                    fd = phi(math.exp(d))  # report
+            theta = math.exp((lo + hi) / 2)  # report
+        val = phi(theta)  # report
+        big = max(log_ktau, val)  # report
         return big + math.log(math.exp(log_ktau - big) + math.exp(val - big)), theta, J  # report
 
-    _log_delta_target = 0.0
+    _log_delta_target = 0.0  # report
 
 
 # ----------------------------------------------------------------------------- certified pieces
