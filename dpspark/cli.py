@@ -157,6 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dpspark.cli_budget import add_budget_commands
 
     add_budget_commands(sub)
+    from dpspark.cli_calibrate import add_calibrate_commands
+
+    add_calibrate_commands(sub)
     return parser
 
 
