@@ -99,3 +99,14 @@ def test_local_session_settings(spark):
     assert spark.conf.get("spark.sql.execution.arrow.pyspark.enabled") == "true"
     assert os.environ["SPARK_LOCAL_IP"] == "127.0.0.1"
     assert inspect_java_home(os.environ["JAVA_HOME"]).major >= 17
+
+
+@pytest.mark.spark
+def test_a_running_session_is_reused_unchanged(spark):
+    """Starting a release in-process reuses the active session and leaves its runtime settings alone."""
+    from dpspark.spark.session import local_session
+
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    again = local_session("another", "local[1]", shuffle_partitions=7, conf={"spark.sql.shuffle.partitions": "9"})
+    assert again is spark
+    assert spark.conf.get("spark.sql.shuffle.partitions") == before

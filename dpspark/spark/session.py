@@ -75,6 +75,9 @@ def local_session(
 
     from pyspark.sql import SparkSession
 
+    running = SparkSession.getActiveSession()
+    if running is not None:
+        return running
     settings = dict(DEFAULT_CONF)
     settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
     settings["spark.ui.enabled"] = "true" if ui else "false"
