@@ -193,6 +193,7 @@ def run_release(
     progress: Progress | None = None,
     data: "DataFrame | None" = None,
     engine: str | None = None,
+    arrow_source: Any = None,
 ) -> Path:
     """Run a whole release; returns the path of the published release directory.
 
@@ -200,6 +201,8 @@ def run_release(
     spec's input is read with ``spark`` (an embedded local session when None). ``engine``: "arrow"
     counts a local file input with pyarrow on this machine (no JVM), "spark" on Spark; None picks
     "arrow" for a local file input when neither ``spark`` nor ``data`` is given, else "spark".
+    ``arrow_source`` (a pyarrow Table or a local path) is counted on the Arrow engine instead of the
+    spec's input (the :class:`dpspark.Session` path for pandas, Arrow and file inputs).
     """
     from dpspark.release import check_output_path
     from dpspark.release.manifest import utc_now
@@ -207,14 +210,14 @@ def run_release(
     planned_utc = utc_now()  # [userfix] created_utc is the plan time: it must not depend on the data's size
     show = progress or stderr_progress()
     rng = rng or default_source()
-    engine = choose_engine(cfg, engine, spark is not None or data is not None)
+    engine = "arrow" if arrow_source is not None else choose_engine(cfg, engine, spark is not None or data is not None)
     mech = cfg.mechanism_object()  # data-free checks and the certified plan, before any spend
     cfg.output.parent.mkdir(parents=True, exist_ok=True)
     check_output_path(cfg.output)  # before any noise: a published release is never overwritten
     preflight(cfg)
     spent = spend_budget(cfg)  # committed before any data is read or noise drawn; never refunded
     try:
-        out = _run(cfg, mech, spark, data, rng, show, engine, planned_utc)
+        out = _run(cfg, mech, spark, data, rng, show, engine, planned_utc, arrow_source)
     except BaseException as err:
         if spent is not None:
             spent[0].mark_failed(spent[1].id)
@@ -248,7 +251,8 @@ def choose_engine(cfg: ReleaseConfig, engine: str | None, have_spark: bool) -> s
 
 
 def _run(cfg: ReleaseConfig, mech: Any, spark: "SparkSession | None", data: "DataFrame | None",
-         rng: RandomSource, show: Progress, engine: str = "spark", created_utc: str | None = None) -> Path:
+         rng: RandomSource, show: Progress, engine: str = "spark", created_utc: str | None = None,
+         arrow_source: Any = None) -> Path:
     if engine != "arrow" and data is None:
         from dpspark.spark.counts import read_input
 
@@ -272,8 +276,11 @@ def _run(cfg: ReleaseConfig, mech: Any, spark: "SparkSession | None", data: "Dat
     if engine == "arrow":  # a local file counted with pyarrow on this machine; re-scanned per pass
         from dpspark.engine.arrow_backend import ArrowContext
 
-        ctx: Any = ArrowContext(str(cfg.input.path), rng, noise_progress, format=cfg.input.format,
-                                options=cfg.input.options)
+        if arrow_source is not None:
+            ctx: Any = ArrowContext(arrow_source, rng, noise_progress)
+        else:
+            ctx = ArrowContext(str(cfg.input.path), rng, noise_progress, format=cfg.input.format,
+                               options=cfg.input.options)
     else:
         ctx = SparkContext(data, rng, noise_progress, passes=len(mech.stages()))
     payload = mech.run(ctx, rng, noise_progress)

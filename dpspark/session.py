@@ -37,8 +37,9 @@ class SessionBudgetExceeded(DPSparkError, ValueError):
 class Session:
     """A privacy session over one dataset (see the module docstring).
 
-    ``data``: a Spark DataFrame (its SparkSession is reused), a pandas DataFrame, a pyarrow Table, or a
-    path to a Parquet/CSV/ORC/JSON file or directory. ``budget``: ``{"epsilon": ..., "delta": ...}``
+    ``data``: a Spark DataFrame (its SparkSession is reused; the release runs on Spark), a pandas
+    DataFrame, a pyarrow Table, or a local Parquet/CSV/ORC/JSON path (these run on the Arrow engine, no
+    JVM, unless ``spark=`` is given). ``budget``: ``{"epsilon": ..., "delta": ...}``
     as exact strings, the session's total under add/remove of one unit among at most ``max_units``;
     None for no session budget. ``ledger``/``dataset``: charge a persistent ledger too.
     """
@@ -102,6 +103,23 @@ class Session:
                                 "(an exact upper bound on the release's certified statement)")
 
     # --- data --------------------------------------------------------------------------------
+    def _arrow_source(self) -> Any:
+        """pandas, Arrow and local-file inputs run on the Arrow engine (no JVM) unless a SparkSession was given."""
+        data = self._data
+        if self._spark is not None or (hasattr(data, "sparkSession") and hasattr(data, "schema")):
+            return None
+        import pyarrow as pa
+
+        if isinstance(data, pa.Table):
+            return data
+        if isinstance(data, (str, os.PathLike)):
+            from dpspark.engine.arrow_backend import is_local_path
+
+            return str(Path(data).resolve()) if is_local_path(str(data)) else None
+        if hasattr(data, "columns") and hasattr(data, "dtypes"):  # a pandas DataFrame
+            return pa.Table.from_pandas(data, preserve_index=False)
+        return None
+
     def _frame(self) -> "DataFrame":
         """The input as a Spark DataFrame (created once; a Spark DataFrame is used as it is)."""
         if self._df is not None:
@@ -178,9 +196,10 @@ class Session:
             raise SessionBudgetExceeded(
                 f"this release ({statement.measure.text()}) exceeds the session budget left: "
                 f"{self.budget.remaining.text()}; nothing was read and nothing was spent")
-        df = self._frame()
+        arrow = self._arrow_source()
+        df = None if arrow is not None else self._frame()
         if self.budget is not None:
             self.budget.spend(statement)  # committed before any data is read; never refunded
-        out = run_release(spec, data=df, rng=self.rng, progress=self.progress)
+        out = run_release(spec, data=df, rng=self.rng, progress=self.progress, arrow_source=arrow)
         self.releases.append(out)
         return open_release(out)
