@@ -165,34 +165,30 @@ class PrivacyStatement:
         return f"{self.measure.text()} under [{self.relation.text()}]. Theorem: {self.theorem}."
 
 
-def compose_statements(
-    statements: Iterable[PrivacyStatement], relation: Relation | None = None, bits: int = conversions.DEFAULT_BITS
-) -> PrivacyStatement:
-    """Sequential composition, after converting every statement to ``relation`` (default: the first one's)."""
+def _combine(statements: Iterable[PrivacyStatement], relation: Relation | None, bits: int,
+             rule: Any, how: str) -> PrivacyStatement:
+    """Convert every statement to ``relation`` (default: the first one's), then combine the measures by ``rule``."""
     sts = list(statements)
     if not sts:
         raise PrivacyError("composition of no statements")
     rel = sts[0].relation if relation is None else relation
     conv = [s.under(rel, bits) for s in sts]
-    measure = composition.compose([s.measure for s in conv], bits)
-    return PrivacyStatement(
-        measure, rel, f"sequential composition of {len(conv)} steps", "; ".join(s.theorem for s in conv)
-    )
+    measure = rule([s.measure for s in conv], bits)
+    return PrivacyStatement(measure, rel, how.format(k=len(conv)), "; ".join(s.theorem for s in conv))
+
+
+def compose_statements(
+    statements: Iterable[PrivacyStatement], relation: Relation | None = None, bits: int = conversions.DEFAULT_BITS
+) -> PrivacyStatement:
+    """Sequential composition, after converting every statement to ``relation`` (default: the first one's)."""
+    return _combine(statements, relation, bits, composition.compose, "sequential composition of {k} steps")
 
 
 def parallel_statements(
     statements: Iterable[PrivacyStatement], relation: Relation | None = None, bits: int = conversions.DEFAULT_BITS
 ) -> PrivacyStatement:
     """Parallel composition over disjoint batches of units (batch chosen by unit id, never by content)."""
-    sts = list(statements)
-    if not sts:
-        raise PrivacyError("composition of no statements")
-    rel = sts[0].relation if relation is None else relation
-    conv = [s.under(rel, bits) for s in sts]
-    measure = composition.parallel([s.measure for s in conv], bits)
-    return PrivacyStatement(
-        measure, rel, f"parallel composition over {len(conv)} disjoint batches", "; ".join(s.theorem for s in conv)
-    )
+    return _combine(statements, relation, bits, composition.parallel, "parallel composition over {k} disjoint batches")
 
 
 def truncated_statement(statement: PrivacyStatement, bits: int = conversions.DEFAULT_BITS) -> PrivacyStatement:

@@ -1,38 +1,33 @@
 """Release kinds -> the function that writes one. The job dispatches on a mechanism's ``release_kind`` here.
 
-Every writer takes ``(out_path, *, release, universe, key_columns, config, input_description, rng_name)``
-and writes the release directory atomically. Readers are registered in :mod:`dpspark.lookup.kinds`.
+Every writer takes ``(out_path, *, release, universe, key_columns, config, input_description, rng_name,
+created_utc)`` and writes the release directory atomically. Readers are registered in
+:mod:`dpspark.lookup.kinds`, manifest section codecs in :mod:`dpspark.release.sections`.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from dpspark._lazy import LazyRegistry
 
 Writer = Callable[..., Path]
 
-_BUILTIN: dict[str, str] = {
-    "sparse": "dpspark.release.sparse:write_sparse_release",
-    "compact": "dpspark.release.compact:write_compact_release",
-}
-_REGISTERED: dict[str, Writer] = {}
+_WRITERS = LazyRegistry(
+    {
+        "sparse": "dpspark.release.sparse:write_sparse_release",
+        "compact": "dpspark.release.compact:write_compact_release",
+    },
+    lambda kind: ValueError(f"no writer is registered for release kind {kind!r}"),
+)
 
 
 def register_writer(kind: str, writer: Writer) -> None:
     """Register the writer of release kind ``kind``."""
-    _REGISTERED[kind] = writer
+    _WRITERS.register(kind, writer)
 
 
 def writer_for(kind: str) -> Writer:
     """The writer of release kind ``kind``."""
-    if kind in _REGISTERED:
-        return _REGISTERED[kind]
-    target = _BUILTIN.get(kind)
-    if target is None:
-        raise ValueError(f"no writer is registered for release kind {kind!r}")
-    module, _, attr = target.partition(":")
-    fn: Any = getattr(importlib.import_module(module), attr)
-    _REGISTERED[kind] = fn
-    return fn
+    return _WRITERS.get(kind)
