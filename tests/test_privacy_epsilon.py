@@ -127,3 +127,14 @@ def test_certified_helpers_round_outward() -> None:
     assert lo * lo <= 2 <= hi * hi
     with pytest.raises(PrivacyError):
         certified.ln_bounds(F(0))
+
+
+def test_tiny_extras_keep_the_requested_precision() -> None:
+    """Hypothesis found LogEpsilon(1/(2^32 + 1)) at 200 bits: the 1 +- f forms are used only when tight enough."""
+    a = LogEpsilon(1, F(1, 2**32 + 1))
+    for bits in (16, 64, 200):
+        u, l = a.exp_upper(bits), a.exp_lower(bits)
+        assert mp(l) <= mpmath.exp(mp(a.extra)) <= mp(u)
+        assert (u - l) / u <= F(1, 2 ** (bits - 4))
+    b = LogEpsilon(F(21, 8), F(4, 2**128))  # a release's rng bias: the manifest form stays exp / (1 - f)
+    assert b.exp_upper() == F(21, 8) / (1 - F(4, 2**128))

@@ -548,10 +548,10 @@ def _search_float(model: _FloatModel, delta: Fraction, hint: int | None = None) 
     def ok(M: int) -> tuple[bool, float, int, float]:
         best = (math.inf, 1.0, 0, 0.01)
         for frac in TAIL_FRACTIONS:
-            ld, th, J = model.log_delta(M, float(frac))
+            ld, th, J = model.log_delta(M, float(frac))  # report: a float proposal; the arb certificate decides
             if ld < best[0]:
-                best = (ld, th, J, float(frac))
-        return best[0] <= log_d + math.log(0.98), best[1], best[2], best[3]
+                best = (ld, th, J, float(frac))  # report: proposal only
+        return best[0] <= log_d + math.log(0.98), best[1], best[2], best[3]  # report: proposal only
 
     lo = max(model.shifts + 2, 2)
     if ok(lo)[0]:

@@ -55,7 +55,7 @@ def gaussian_max_error(sigma: float, k: float, beta: float) -> float:
     lo, hi = 0.0, 100.0  # report
     for _ in range(200):
         mid = (lo + hi) / 2  # report
-        if math.erfc(mid / math.sqrt(2)) > q:
+        if math.erfc(mid / math.sqrt(2)) > q:  # report: the Gaussian baseline's quantiles (comparison only)
             lo = mid  # report
         else:
             hi = mid  # report

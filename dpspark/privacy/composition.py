@@ -27,7 +27,8 @@ from dpspark.privacy.errors import IncompatibleMeasures, PrivacyError
 from dpspark.privacy.measures import ApproxDP, Measure, PureDP, ZCDP
 
 
-def _classify(measures: list[Measure]) -> str:
+def _classify(measures: list[Measure]) -> type:
+    """The measure type the composition is stated in: ZCDP if any step is zCDP, else ApproxDP if any, else PureDP."""
     if not measures:
         raise PrivacyError("composition of no measures")
     for m in measures:
@@ -40,7 +41,7 @@ def _classify(measures: list[Measure]) -> str:
             "cannot compose approximate DP with zCDP exactly: convert the zCDP part to (eps, delta)-DP "
             "with a chosen delta first (zcdp_to_approx_dp or zcdp_to_approx_dp_cks)"
         )
-    return "zcdp" if has_z else "approx" if has_a else "pure"
+    return ZCDP if has_z else ApproxDP if has_a else PureDP
 
 
 def _as_zcdp(m: Measure, bits: int) -> ZCDP:
@@ -51,9 +52,9 @@ def compose(measures: Iterable[Measure], bits: int = DEFAULT_BITS) -> Measure:
     """Sequential composition: exact sums per measure; pure steps join zCDP as eps^2/2 (certified up)."""
     ms = list(measures)
     kind = _classify(ms)
-    if kind == "pure":
+    if kind is PureDP:
         return PureDP(sum((m.epsilon for m in ms), LogEpsilon.zero()))  # type: ignore[union-attr]
-    if kind == "approx":
+    if kind is ApproxDP:
         eps = sum((m.epsilon for m in ms), LogEpsilon.zero())  # type: ignore[union-attr]
         delta = sum((m.delta for m in ms), Fraction(0))  # type: ignore[union-attr]
         return ApproxDP(eps, min(Fraction(1), delta))
@@ -64,8 +65,8 @@ def parallel(measures: Iterable[Measure], bits: int = DEFAULT_BITS) -> Measure:
     """Parallel composition over disjoint batches of units: the worst single step, exactly."""
     ms = list(measures)
     kind = _classify(ms)
-    if kind == "pure":
+    if kind is PureDP:
         return PureDP(max_epsilon([m.epsilon for m in ms]))  # type: ignore[union-attr]
-    if kind == "approx":
+    if kind is ApproxDP:
         return ApproxDP(max_epsilon([m.epsilon for m in ms]), max(m.delta for m in ms))  # type: ignore[union-attr]
     return ZCDP(max(_as_zcdp(m, bits).rho for m in ms))

@@ -33,6 +33,11 @@ from dpspark.privacy.errors import PrivacyError
 _TINY_EXTRA = Fraction(1, 1 << 32)
 
 
+def _crude_ok(f: Fraction, bits: int) -> bool:
+    """Whether 1 + f <= e^f <= 1/(1 - f) is tight enough: its relative width ~f^2 within 2^-(bits - 3)."""
+    return abs(f) < _TINY_EXTRA and f * f <= Fraction(1, 1 << max(bits - 3, 0))
+
+
 def _exp_scale(f: Fraction) -> int:
     """Extra grid bits so that an absolute 2^-(bits + scale) error on e^f is relative 2^-bits (e^f >= 4^-ceil(-f))."""
     return 2 + 2 * max(0, math.ceil(-f))
@@ -152,15 +157,15 @@ class LogEpsilon:
     def exp_upper(self, bits: int = 64) -> Fraction:
         """A certified rational upper bound on e^self = exp * e^extra.
 
-        Exact (``exp``) when extra = 0; ``exp / (1 - extra)`` when |extra| < 2^-32
-        (e^f <= 1/(1 - f) for f < 1, slack about f^2, the form the release
-        manifests already use); else exp times an arb upper bound on e^extra
+        Exact (``exp``) when extra = 0; ``exp / (1 - extra)`` when |extra| < 2^-32 and its
+        slack (about f^2) is within the requested precision (e^f <= 1/(1 - f) for f < 1, the
+        form the release manifests already use); else exp times an arb upper bound on e^extra
         with relative precision about 2^-bits.
         """
         f = self.extra
         if f == 0:
             return self.exp
-        if abs(f) < _TINY_EXTRA:
+        if _crude_ok(f, bits):
             return self.exp / (1 - f)
         return self.exp * certified.upper(lambda q: q(f).exp(), bits + _exp_scale(f))
 
@@ -169,7 +174,7 @@ class LogEpsilon:
         f = self.extra
         if f == 0:
             return self.exp
-        if abs(f) < _TINY_EXTRA:
+        if _crude_ok(f, bits):
             return self.exp * (1 + f)
         return self.exp * certified.lower(lambda q: q(f).exp(), bits + _exp_scale(f))
 

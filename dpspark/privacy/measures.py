@@ -101,22 +101,27 @@ Measure = Union[PureDP, ApproxDP, ZCDP]
 def measure_from_description(obj: Any, where: str = "measure") -> Measure:
     """Inverse of ``describe()`` for the three measures."""
     d = require_keys(obj, ("measure",), where)
-    kind = d["measure"]
+    decode = _DECODERS.get(d["measure"]) if isinstance(d["measure"], str) else None
+    if decode is None:
+        raise DescriptionError(f"{where}: unknown measure {d['measure']!r}")
     try:
-        if kind == "pure":
-            return PureDP(LogEpsilon.from_description(require_keys(d, ("epsilon",), where)["epsilon"], f"{where}.epsilon"))
-        if kind == "approx":
-            require_keys(d, ("epsilon", "delta"), where)
-            return ApproxDP(
-                LogEpsilon.from_description(d["epsilon"], f"{where}.epsilon"), dec_frac(d["delta"], f"{where}.delta")
-            )
-        if kind == "zcdp":
-            return ZCDP(dec_frac(require_keys(d, ("rho",), where)["rho"], f"{where}.rho"))
+        return decode(d, where)
     except DescriptionError:
         raise
     except PrivacyError as exc:
         raise DescriptionError(f"{where}: {exc}") from None
-    raise DescriptionError(f"{where}: unknown measure {kind!r}")
+
+
+def _eps(d: Any, where: str) -> LogEpsilon:
+    return LogEpsilon.from_description(require_keys(d, ("epsilon",), where)["epsilon"], f"{where}.epsilon")
+
+
+#: the ``measure`` tag of a description -> its decoder
+_DECODERS: dict[str, Any] = {
+    "pure": lambda d, where: PureDP(_eps(d, where)),
+    "approx": lambda d, where: ApproxDP(_eps(d, where), dec_frac(require_keys(d, ("delta",), where)["delta"], f"{where}.delta")),
+    "zcdp": lambda d, where: ZCDP(dec_frac(require_keys(d, ("rho",), where)["rho"], f"{where}.rho")),
+}
 
 
 def measure_from_budget(budget: Any) -> Measure:

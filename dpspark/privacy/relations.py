@@ -83,16 +83,21 @@ Relation = Union[AddRemove, Substitute, Unbounded]
 def relation_from_description(obj: Any, where: str = "relation") -> Relation:
     """Inverse of ``describe()`` for the three relations (``text`` is ignored)."""
     d = require_keys(obj, ("kind",), where)
-    kind = d["kind"]
-    if kind == "unbounded":
+    tag = d["kind"]
+    cls = _BY_TAG.get(tag) if isinstance(tag, str) else None
+    if cls is None:
+        raise DescriptionError(f"{where}: unknown relation kind {tag!r}")
+    if cls is Unbounded:
         return Unbounded()
-    if kind in ("add_remove", "substitute"):
-        n = dec_int(require_keys(d, ("n",), where)["n"], f"{where}.n", 4096)
-        try:
-            return AddRemove(n) if kind == "add_remove" else Substitute(n)
-        except RelationError as exc:
-            raise DescriptionError(f"{where}: {exc}") from None
-    raise DescriptionError(f"{where}: unknown relation kind {kind!r}")
+    n = dec_int(require_keys(d, ("n",), where)["n"], f"{where}.n", 4096)
+    try:
+        return cls(n)
+    except RelationError as exc:
+        raise DescriptionError(f"{where}: {exc}") from None
+
+
+#: the ``kind`` tag of a description -> its relation class
+_BY_TAG: dict[str, Any] = {"unbounded": Unbounded, "add_remove": AddRemove, "substitute": Substitute}
 
 
 def steps(source: Relation, target: Relation) -> int:
