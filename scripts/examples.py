@@ -2,6 +2,7 @@
 """Run the example configs in conf/ as they are, each to a release in a fresh timestamped directory.
 
 Usage: scripts/examples [CONFIG ...] [--output DIR] [--master local[2]]
+(default engine: Arrow for a local input file, as ``dpspark release``; --master runs them on Spark)
 Only the data the named configs read is generated (at the path each config names, if missing).
 One summary line per release: config, mechanism, seconds, release directory.
 """
@@ -59,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("configs", nargs="*", help="example configs (default: every conf/*.toml)")
     ap.add_argument("--output", default=None, help="parent folder of the releases (default: examples-output/<time>)")
-    ap.add_argument("--master", default="local[2]", help="local Spark master for the embedded session")
+    ap.add_argument("--master", default=None,
+                    help="run on a local Spark master (e.g. local[2]) instead of the default engine (Arrow for local files)")
     args = ap.parse_args(argv)
     configs = [Path(c).resolve() for c in args.configs] or example_configs()
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -74,8 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         mechanism = tomllib.loads(cfg.read_text(encoding="utf-8"))["privacy"]["mechanism"]
         out = out_root / cfg.stem
         started = time.monotonic()
+        where = ["--master", args.master] if args.master else []
         proc = subprocess.run([str(Path(sys.executable).parent / "dpspark"), "release", "--config", str(cfg),
-                               "--output", str(out), "--master", args.master], cwd=ROOT,
+                               "--output", str(out), *where], cwd=ROOT,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seconds = time.monotonic() - started
         status = "ok" if proc.returncode == 0 else f"FAILED (exit {proc.returncode})"
