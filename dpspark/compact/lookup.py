@@ -16,6 +16,7 @@ import numpy as np
 from dpspark.compact.construct import points_of_indexes
 from dpspark.compact.samplers import EmptyBinSampler
 from dpspark.gf import GF2m, horner, horner_many, multipoint_eval
+from dpspark.gf.warmup import ensure_compiled
 
 #: Batches of fewer keys always use Horner (see :func:`use_multipoint` for larger ones).
 MULTIPOINT_MIN = 4096
@@ -58,6 +59,7 @@ def evaluate_points(field: GF2m, coeffs: np.ndarray, points: np.ndarray) -> np.n
     k = points.shape[0]
     if k == 0:
         return field.zeros(0)
+    ensure_compiled(compile_now=False)  # one progress line when numba's cache is cold
     if k == 1:
         return horner(field, coeffs, points[0]).reshape(1, field.w)
     if use_multipoint(k, coeffs.shape[0]):
