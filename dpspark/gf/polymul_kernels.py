@@ -312,3 +312,33 @@ def monic_level_scaled(tree_lo, vals, n, s, taps, dst):  # type: ignore[no-untyp
                 reduce_row(acc, taps, w, dst, o0 + kk)
                 for j in range(w):
                     dst[o0 + kk, j] ^= vals[start + kk, j]
+
+
+@njit(cache=CACHE, nogil=True)
+def newton_unwrap(r, p, p2, exps, hi, e):  # type: ignore[no-untyped-def]
+    """Recover coefficients p..p2-1 of a product P = G H from r = P mod (z^(2p) + sum_{x in exps} z^x).
+
+    Known: P[0:p] = 1, 0, ..., 0 (H inverts G to precision p); exps ascending with exps[0] = 1.
+    The wrapped part is P_hi * L (P_hi = P[2p:], L = sum z^x), so r[k] = P[k] + (P_hi L)[k]; for
+    k < p this is a unit-triangular system for P_hi (L has the z^1 term), solved forward.
+    hi (p - 1 rows) receives P_hi, e (p2 - p rows) receives P[p:p2].
+    """
+    w = r.shape[1]
+    for k in range(1, p):
+        for j in range(w):
+            hi[k - 1, j] = r[k, j]
+        for q in range(1, exps.shape[0]):
+            x = exps[q]
+            if x > k:
+                break
+            for j in range(w):
+                hi[k - 1, j] ^= hi[k - x, j]
+    for k in range(p, p2):
+        for j in range(w):
+            e[k - p, j] = r[k, j]
+        for q in range(exps.shape[0]):
+            x = exps[q]
+            i = k - x
+            if 0 <= i < p - 1:
+                for j in range(w):
+                    e[k - p, j] ^= hi[i, j]

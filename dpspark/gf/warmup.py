@@ -29,7 +29,7 @@ _DONE = False
 #: Entry kernels a compact build compiles (checked in numba's cache before the first build).
 BUILD_KERNELS = frozenset({
     "afft_forward", "afft_inverse", "count_zero_rows", "inv_arrays", "karatsuba_unreduced", "monic_level_lincomb",
-    "monic_level_products", "monic_level_scaled", "mul_arrays", "reduce_rows", "school_unreduced", "sqr_arrays",
+    "monic_level_products", "monic_level_scaled", "mul_arrays", "newton_unwrap", "reduce_rows", "school_unreduced", "sqr_arrays",
 })
 #: Entry kernels a lookup compiles beyond those.
 LOOKUP_KERNELS = frozenset({"horner_agg", "horner_agg_vec", "powers_table", "monic_divmod_school"})
