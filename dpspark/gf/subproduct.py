@@ -64,27 +64,42 @@ def _for_nodes(ranges: list[tuple[int, int, int]], fn: Callable[[int, int, int],
             fn(*r)
 
 
-def _rem_long(field: GF2m, a: np.ndarray, blo: np.ndarray) -> np.ndarray:
+def _rem_long(field: GF2m, a: np.ndarray, blo: np.ndarray, binv: np.ndarray | None = None) -> np.ndarray:
     """a mod (z^d + blo), d = len(blo), exactly d coefficients; cheap when len(a) >> d.
 
     One division of a by a degree-d divisor would invert the reversed divisor
     to precision len(a) - d (Newton iteration over the whole length). Instead
     a is consumed in pieces of d coefficients from the top, r <- (r z^d + piece)
     mod M, so every division has a quotient of at most d coefficients and they
-    all share one inverse series of precision d: O((len a / d) M(d)).
+    all share one inverse series of precision d (``binv``, computed if not
+    given): O((len a / d) M(d)). For large d the transforms of the inverse
+    series and of the divisor are computed once for all pieces.
     """
     d = blo.shape[0]
     n = a.shape[0]
     if n <= 2 * d or d < NEWTON_THRESHOLD:
         return _monic_divmod(field, a, blo)[1]
-    one = field.ones(1).reshape(1, field.w)
-    revb = np.concatenate([one, blo[::-1][: d - 1]])
-    binv = poly_inv_series(field, np.ascontiguousarray(revb), d)
+    if binv is None:
+        one = field.ones(1).reshape(1, field.w)
+        revb = np.concatenate([one, blo[::-1][: d - 1]])
+        binv = poly_inv_series(field, np.ascontiguousarray(revb), d)
+    fft = d >= FFT_THRESHOLD
+    if fft:
+        t = (2 * d - 1).bit_length()
+        fbinv, fblo = _forward_all(field, (np.ascontiguousarray(binv[:d]), blo), t)
     r = np.ascontiguousarray(a[n - d :])  # fewer than d + 1 coefficients: already reduced
     end = n - d
     while end > 0:
         start = max(0, end - d)
-        r = _monic_divmod(field, np.concatenate([a[start:end], r]), blo, binv)[1]
+        piece = np.concatenate([a[start:end], r])
+        if fft and end - start == d:
+            # quotient (d coefficients) = rev(rev(piece)[:d] * binv mod z^d); remainder = low d of piece - q blo
+            fq = AF.forward(field, np.ascontiguousarray(piece[::-1][:d]), t)
+            qrev = _inverse_of_sum(field, ((fq, fbinv),), t)[:d]
+            fq = AF.forward(field, np.ascontiguousarray(qrev[::-1]), t)
+            r = piece[:d] ^ _inverse_of_sum(field, ((fq, fblo),), t)[:d]
+        else:
+            r = _monic_divmod(field, piece, blo, binv)[1]
         end = start
     return r
 
@@ -193,15 +208,17 @@ class SubproductTree:
         n = self.n
         top = len(self.levels) - 1
         root_lo = self.levels[top][:n]
+        # c_j (j = 1..n) = coefficient j-1 of rev(f) / rev(M) mod z^n; stored reversed. The inverse
+        # series of rev(M) also serves the reduction of a longer f modulo M.
+        one = field.ones(1).reshape(1, field.w)
+        revm = np.ascontiguousarray(np.concatenate([one, root_lo[::-1][: n - 1]]))
+        minv = poly_inv_series(field, revm, n)
         if coeffs.shape[0] > n:
-            f = _rem_long(field, coeffs, root_lo)
+            f = _rem_long(field, coeffs, root_lo, minv)
         else:
             f = field.zeros(n)
             f[: coeffs.shape[0]] = coeffs
-        # c_j (j = 1..n) = coefficient j-1 of rev(f) / rev(M) mod z^n; stored reversed
-        one = field.ones(1).reshape(1, field.w)
-        revm = np.ascontiguousarray(np.concatenate([one, root_lo[::-1][: n - 1]]))
-        c = poly_mul_low(field, np.ascontiguousarray(f[::-1]), poly_inv_series(field, revm, n), n)
+        c = poly_mul_low(field, np.ascontiguousarray(f[::-1]), minv, n)
         vals = np.ascontiguousarray(c[::-1])
         level = top
         while level > 0:
