@@ -24,6 +24,7 @@ import numpy as np
 
 from dpspark.compact.samplers import EmptyBinSampler
 from dpspark.gf import GF2m, SubproductTree, poly_derivative, poly_mul
+from dpspark.gf.warmup import ensure_compiled
 from dpspark.rng import RandomSource
 
 
@@ -60,6 +61,7 @@ def conditioned_polynomial(
     r = field.from_random_bits(rng, ell - k)
     if k == 0:
         return r
+    ensure_compiled()  # says so when numba's cache is cold (a one-time compile); data-independent
     tree = SubproductTree(field, points)
     z = tree.root()
     weights = tree.evaluate(poly_derivative(field, z))

@@ -16,6 +16,7 @@ import numpy as np
 from dpspark.compact.construct import points_of_indexes
 from dpspark.compact.samplers import EmptyBinSampler
 from dpspark.gf import GF2m, horner, horner_many, multipoint_eval
+from dpspark.gf.warmup import ensure_compiled
 
 #: Batches of fewer keys always use Horner (see :func:`use_multipoint` for larger ones).
 MULTIPOINT_MIN = 4096
@@ -24,18 +25,20 @@ MULTIPOINT_MIN = 4096
 def use_multipoint(keys: int, ell: int) -> bool:
     """Whether a batch of ``keys`` points on a polynomial of ``ell`` coefficients goes to multipoint_eval.
 
-    Integer cost model fitted to CPU seconds measured at m = 128 on the 2-core
-    bench machine (scripts/bench/compact.py; l = 10^4..10^6, 64..10^5 keys),
-    in units of 10^-10 s, with L = bit length of ``keys``:
-    Horner 21 * keys * l (about 2.1 ns per key and coefficient); multipoint
-    8000 * L^2 * keys (tree and remainder tree) + 13000 * L * l (reducing p
-    modulo the root piecewise). Measured crossovers: about 8000 keys at
-    l = 10^6; at l <= 10^5 Horner is as fast or faster for any batch up to 10^5.
+    Integer cost model in units of 10^-10 CPU seconds at m = 128 on the 2-core
+    bench machine (scripts/bench/compact.py), with L = bit length of ``keys``:
+    Horner 21 * keys * l (about 2.1 ns per key and coefficient, fitted over
+    l = 10^4..10^6, 64..10^5 keys); multipoint 3200 * L^2 * keys (tree and
+    scaled remainder tree) + 6500 * L * l (reducing p modulo the root
+    piecewise). The multipoint constants were 8000 and 13000 before the
+    scaled remainder tree; they were rescaled to its measured 18.9 s CPU for
+    10^5 keys at l = 10^6 (tree 1.7 s, reduction 5.6 s, rest the tree
+    phases), which puts the crossover near 4000-8000 keys at l = 10^6.
     """
     if keys < MULTIPOINT_MIN:
         return False
     lg = keys.bit_length()
-    return 8000 * lg * lg * keys + 13000 * lg * ell < 21 * keys * ell
+    return 3200 * lg * lg * keys + 6500 * lg * ell < 21 * keys * ell
 
 
 def evaluate(field: GF2m, coeffs: np.ndarray, indexes: Sequence[int]) -> list[int]:
@@ -58,6 +61,7 @@ def evaluate_points(field: GF2m, coeffs: np.ndarray, points: np.ndarray) -> np.n
     k = points.shape[0]
     if k == 0:
         return field.zeros(0)
+    ensure_compiled(compile_now=False)  # one progress line when numba's cache is cold
     if k == 1:
         return horner(field, coeffs, points[0]).reshape(1, field.w)
     if use_multipoint(k, coeffs.shape[0]):

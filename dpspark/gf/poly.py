@@ -238,11 +238,46 @@ def poly_inv_series(field: GF2m, g: np.ndarray, k: int) -> np.ndarray:
     p = 1
     while p < k:
         p2 = min(2 * p, k)
-        e = poly_mul_low(field, g[:p2], h, p2)[p:p2]
-        c = poly_mul_low(field, h[: p2 - p], e, p2 - p)
+        if p >= FFT_THRESHOLD:
+            c = _newton_step_fft(field, np.ascontiguousarray(g[:p2]), h, p, p2)
+        else:
+            e = poly_mul_low(field, g[:p2], h, p2)[p:p2]
+            c = poly_mul_low(field, h[: p2 - p], e, p2 - p)
         h = np.concatenate([h, c])
         p = p2
     return h
+
+
+def _newton_step_fft(field: GF2m, g: np.ndarray, h: np.ndarray, p: int, p2: int) -> np.ndarray:
+    """The Newton correction h (g h - 1) / z^p mod z^(p2 - p) with transforms of size 2p only (p a power of two).
+
+    The transform of size 2^t multiplies modulo the subspace polynomial
+    s_t(z) = z^(2^t) + L(z), L = sum of z^(2^i) over the i < t with binomial(t, i)
+    odd (the Cantor-basis subspace is the kernel of (z^2 + z)^(o t)). g h has
+    3p - 1 coefficients, so its top part wraps onto L times it; the known low
+    part g h = 1 mod z^p lets :func:`newton_unwrap` undo the wrap (the middle
+    product trick), and the transform of h serves both products of the step.
+    """
+    from dpspark.gf import additive_fft as AF
+
+    t = (2 * p - 1).bit_length()
+    exps = np.array([1 << i for i in range(t) if (t & i) == i], dtype=np.int64)
+    ex = pool() if threads() > 1 and not _in_pool_worker() else None
+    if ex is not None:
+        fut = ex.submit(AF.forward, field, g, t)
+        fh = AF.forward(field, h, t)
+        fg = fut.result()
+    else:
+        fg = AF.forward(field, g, t)
+        fh = AF.forward(field, h, t)
+    K.mul_arrays(fg, fh, field.taps, fg)
+    r = AF.inverse(field, fg, t)
+    hi = field.zeros(p - 1)
+    e = field.zeros(p2 - p)
+    PK.newton_unwrap(r, p, p2, exps, hi, e)
+    fe = AF.forward(field, e, t)
+    K.mul_arrays(fe, fh, field.taps, fe)
+    return AF.inverse(field, fe, t)[: p2 - p]
 
 
 def _monic_divmod(field: GF2m, a: np.ndarray, blo: np.ndarray, binv: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

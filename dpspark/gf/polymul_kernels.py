@@ -11,7 +11,7 @@ import numpy as np
 from numba import njit
 
 from dpspark.gf.clmul import CACHE, clmul64
-from dpspark.gf.kernels import reduce_row
+from dpspark.gf.kernels import mul_acc, reduce_row
 
 U64 = np.uint64
 
@@ -269,3 +269,76 @@ def monic_divmod_school(a, blo, taps, q):  # type: ignore[no-untyped-def]
                 a[top - d + i, j] ^= tmp[0, j]
         for j in range(w):
             a[top, j] = U64(0)
+
+
+@njit(cache=CACHE, nogil=True)
+def monic_level_scaled(tree_lo, vals, n, s, taps, dst):  # type: ignore[no-untyped-def]
+    """One level of the scaled remainder tree (transposed products), children of size s.
+
+    ``vals`` holds, at each parent's rows, its scaled remainder reversed: Yr of
+    length d = s1 + s2 with Yr[k] = c_(d-k), c_j the coefficient of x^-j in
+    f / M_parent. A child's reversed scaled remainder is a middle product with
+    its sibling M' = z^s' + B': (B' * Yr)[s' : d] + Yr[0 : d - s'].
+    One reduction per output coefficient.
+    """
+    w = vals.shape[1]
+    acc = np.zeros(2 * w, U64)
+    for start in range(0, n, 2 * s):
+        mid = min(start + s, n)
+        end = min(start + 2 * s, n)
+        d = end - start
+        if end == mid:
+            for i in range(start, end):
+                for j in range(w):
+                    dst[i, j] = vals[i, j]
+            continue
+        for child in range(2):
+            o0 = start if child == 0 else mid  # output rows (this child)
+            c = mid - start if child == 0 else end - mid  # this child's size
+            b0 = mid if child == 0 else start  # the sibling's stored coefficients
+            sb = d - c  # sibling size
+            for kk in range(c):
+                k = sb + kk
+                for j in range(2 * w):
+                    acc[j] = U64(0)
+                lo = k - d + 1
+                if lo < 0:
+                    lo = 0
+                hi = sb - 1
+                if hi > k:
+                    hi = k
+                for i in range(lo, hi + 1):
+                    mul_acc(tree_lo, b0 + i, vals, start + k - i, acc, w)
+                reduce_row(acc, taps, w, dst, o0 + kk)
+                for j in range(w):
+                    dst[o0 + kk, j] ^= vals[start + kk, j]
+
+
+@njit(cache=CACHE, nogil=True)
+def newton_unwrap(r, p, p2, exps, hi, e):  # type: ignore[no-untyped-def]
+    """Recover coefficients p..p2-1 of a product P = G H from r = P mod (z^(2p) + sum_{x in exps} z^x).
+
+    Known: P[0:p] = 1, 0, ..., 0 (H inverts G to precision p); exps ascending with exps[0] = 1.
+    The wrapped part is P_hi * L (P_hi = P[2p:], L = sum z^x), so r[k] = P[k] + (P_hi L)[k]; for
+    k < p this is a unit-triangular system for P_hi (L has the z^1 term), solved forward.
+    hi (p - 1 rows) receives P_hi, e (p2 - p rows) receives P[p:p2].
+    """
+    w = r.shape[1]
+    for k in range(1, p):
+        for j in range(w):
+            hi[k - 1, j] = r[k, j]
+        for q in range(1, exps.shape[0]):
+            x = exps[q]
+            if x > k:
+                break
+            for j in range(w):
+                hi[k - 1, j] ^= hi[k - x, j]
+    for k in range(p, p2):
+        for j in range(w):
+            e[k - p, j] = r[k, j]
+        for q in range(exps.shape[0]):
+            x = exps[q]
+            i = k - x
+            if 0 <= i < p - 1:
+                for j in range(w):
+                    e[k - p, j] ^= hi[i, j]

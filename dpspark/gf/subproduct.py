@@ -19,7 +19,20 @@ import numpy as np
 
 from dpspark.gf import polymul_kernels as PK
 from dpspark.gf.field import GF2m
-from dpspark.gf.poly import NEWTON_THRESHOLD, _in_pool_worker, _monic_divmod, poly_derivative, poly_inv_series, poly_mul, pool, threads
+from dpspark.gf import additive_fft as AF
+from dpspark.gf import kernels as K
+from dpspark.gf.poly import (
+    FFT_THRESHOLD,
+    NEWTON_THRESHOLD,
+    _in_pool_worker,
+    _monic_divmod,
+    poly_derivative,
+    poly_inv_series,
+    poly_mul,
+    poly_mul_low,
+    pool,
+    threads,
+)
 
 #: Node size up to which a whole level is one numba call (schoolbook per node).
 SMALL_NODE = 32
@@ -51,29 +64,63 @@ def _for_nodes(ranges: list[tuple[int, int, int]], fn: Callable[[int, int, int],
             fn(*r)
 
 
-def _rem_long(field: GF2m, a: np.ndarray, blo: np.ndarray) -> np.ndarray:
+def _rem_long(field: GF2m, a: np.ndarray, blo: np.ndarray, binv: np.ndarray | None = None) -> np.ndarray:
     """a mod (z^d + blo), d = len(blo), exactly d coefficients; cheap when len(a) >> d.
 
     One division of a by a degree-d divisor would invert the reversed divisor
     to precision len(a) - d (Newton iteration over the whole length). Instead
     a is consumed in pieces of d coefficients from the top, r <- (r z^d + piece)
     mod M, so every division has a quotient of at most d coefficients and they
-    all share one inverse series of precision d: O((len a / d) M(d)).
+    all share one inverse series of precision d (``binv``, computed if not
+    given): O((len a / d) M(d)). For large d the transforms of the inverse
+    series and of the divisor are computed once for all pieces.
     """
     d = blo.shape[0]
     n = a.shape[0]
     if n <= 2 * d or d < NEWTON_THRESHOLD:
         return _monic_divmod(field, a, blo)[1]
-    one = field.ones(1).reshape(1, field.w)
-    revb = np.concatenate([one, blo[::-1][: d - 1]])
-    binv = poly_inv_series(field, np.ascontiguousarray(revb), d)
+    if binv is None:
+        one = field.ones(1).reshape(1, field.w)
+        revb = np.concatenate([one, blo[::-1][: d - 1]])
+        binv = poly_inv_series(field, np.ascontiguousarray(revb), d)
+    fft = d >= FFT_THRESHOLD
+    if fft:
+        t = (2 * d - 1).bit_length()
+        fbinv, fblo = _forward_all(field, (np.ascontiguousarray(binv[:d]), blo), t)
     r = np.ascontiguousarray(a[n - d :])  # fewer than d + 1 coefficients: already reduced
     end = n - d
     while end > 0:
         start = max(0, end - d)
-        r = _monic_divmod(field, np.concatenate([a[start:end], r]), blo, binv)[1]
+        piece = np.concatenate([a[start:end], r])
+        if fft and end - start == d:
+            # quotient (d coefficients) = rev(rev(piece)[:d] * binv mod z^d); remainder = low d of piece - q blo
+            fq = AF.forward(field, np.ascontiguousarray(piece[::-1][:d]), t)
+            qrev = _inverse_of_sum(field, ((fq, fbinv),), t)[:d]
+            fq = AF.forward(field, np.ascontiguousarray(qrev[::-1]), t)
+            r = piece[:d] ^ _inverse_of_sum(field, ((fq, fblo),), t)[:d]
+        else:
+            r = _monic_divmod(field, piece, blo, binv)[1]
         end = start
     return r
+
+
+def _forward_all(field: GF2m, parts: tuple[np.ndarray, ...], t: int) -> list[np.ndarray]:
+    """Additive-FFT values (size 2^t) of each part, spread over the pool from the caller's thread."""
+    if len(parts) > 1 and threads() > 1 and not _in_pool_worker():
+        return list(pool().map(lambda a: AF.forward(field, a, t), parts))
+    return [AF.forward(field, a, t) for a in parts]
+
+
+def _inverse_of_sum(field: GF2m, pairs: tuple[tuple[np.ndarray, np.ndarray], ...], t: int) -> np.ndarray:
+    """The 2^t coefficients of sum fa * fb (pointwise products of transform values)."""
+    acc = np.empty_like(pairs[0][0])
+    K.mul_arrays(pairs[0][0], pairs[0][1], field.taps, acc)
+    if len(pairs) > 1:
+        tmp = np.empty_like(acc)
+        for fa, fb in pairs[1:]:
+            K.mul_arrays(fa, fb, field.taps, tmp)
+            acc ^= tmp
+    return AF.inverse(field, acc, t)
 
 
 class SubproductTree:
@@ -88,6 +135,11 @@ class SubproductTree:
         self.field = field
         self.n = n
         self.levels: list[np.ndarray] = [points.copy()]
+        # spectra[level]: for the children of every full parent (two nodes of size s = 2^level,
+        # s >= FFT_THRESHOLD), the size-2s additive-FFT values of the child's stored coefficients
+        # at rows [2 c0, 2 c0 + 2s) (c0 = the child's first row). Computed once for the
+        # product, reused by evaluate and linear_combination (two forward transforms fewer each).
+        self.spectra: dict[int, np.ndarray] = {}
         s = 1
         while s < n:
             src = self.levels[-1]
@@ -95,17 +147,35 @@ class SubproductTree:
             if s <= SMALL_NODE:
                 PK.monic_level_products(src, n, s, field.taps, dst)
             else:
-                _for_nodes(_node_ranges(n, s), lambda st, mid, end: self._product_node(src, dst, st, mid, end))
+                spec = np.empty((2 * n, field.w), np.uint64) if s >= FFT_THRESHOLD and n >= 2 * s else None
+                if spec is not None:
+                    self.spectra[len(self.levels) - 1] = spec
+                _for_nodes(_node_ranges(n, s), lambda st, mid, end: self._product_node(src, dst, st, mid, end, spec))
             self.levels.append(dst)
             s *= 2
 
-    def _product_node(self, src: np.ndarray, dst: np.ndarray, st: int, mid: int, end: int) -> None:
+    def _full_spectra(self, level: int, st: int, mid: int, end: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The cached transforms of the two children (at ``level``) of the parent [st, end), if full."""
+        spec = self.spectra.get(level)
+        if spec is None or mid - st != end - mid:
+            return None
+        s = mid - st
+        return spec[2 * st : 2 * st + 2 * s], spec[2 * mid : 2 * mid + 2 * s]
+
+    def _product_node(self, src: np.ndarray, dst: np.ndarray, st: int, mid: int, end: int, spec: np.ndarray | None) -> None:
         if mid == end:
             dst[st:end] = src[st:end]
             return
         s1, s2 = mid - st, end - mid
         a, b = src[st:mid], src[mid:end]
-        prod = poly_mul(self.field, a, b)
+        if spec is not None and s1 == s2:
+            t = (2 * s1 - 1).bit_length()
+            fa, fb = _forward_all(self.field, (a, b), t)
+            spec[2 * st : 2 * st + 2 * s1] = fa
+            spec[2 * mid : 2 * mid + 2 * s1] = fb
+            prod = _inverse_of_sum(self.field, ((fa, fb),), t)[: s1 + s2 - 1]
+        else:
+            prod = poly_mul(self.field, a, b)
         dst[st : end - 1] = prod
         dst[end - 1] = 0
         dst[st + s1 : end] ^= b
@@ -122,7 +192,89 @@ class SubproductTree:
     # ------------------------------------------------------------ evaluation
 
     def evaluate(self, coeffs: np.ndarray) -> np.ndarray:
-        """f(x_i) for every point, by the remainder tree (vzGG Alg 10.5)."""
+        """f(x_i) for every point, by the scaled remainder tree (transposed products).
+
+        Bernstein's scaled remainder tree / the transposed multipoint evaluation
+        of Bostan, Lecerf and Schost (2003): with c^v_j the coefficient of x^-j
+        in f / M_v (j = 1..deg M_v), a child u with sibling u' has
+        c^u_j = sum_i m'_i c^v_(j+i) (M_u' = sum m'_i z^i), a middle product,
+        and a leaf z + x_i has c_1 = f(x_i). Only the root needs a power-series
+        inverse; every node below costs one middle product per child instead of
+        an inverse series and two products (vzGG Alg 10.5, kept as
+        :meth:`evaluate_by_division`). Both give the same exact values.
+        """
+        field = self.field
+        coeffs = _check_points(field, coeffs, "coeffs")
+        n = self.n
+        top = len(self.levels) - 1
+        root_lo = self.levels[top][:n]
+        # c_j (j = 1..n) = coefficient j-1 of rev(f) / rev(M) mod z^n; stored reversed. The inverse
+        # series of rev(M) also serves the reduction of a longer f modulo M.
+        one = field.ones(1).reshape(1, field.w)
+        revm = np.ascontiguousarray(np.concatenate([one, root_lo[::-1][: n - 1]]))
+        minv = poly_inv_series(field, revm, n)
+        if coeffs.shape[0] > n:
+            f = _rem_long(field, coeffs, root_lo, minv)
+        else:
+            f = field.zeros(n)
+            f[: coeffs.shape[0]] = coeffs
+        c = poly_mul_low(field, np.ascontiguousarray(f[::-1]), minv, n)
+        vals = np.ascontiguousarray(c[::-1])
+        level = top
+        while level > 0:
+            s = 1 << (level - 1)
+            dst = np.empty_like(vals)
+            child = self.levels[level - 1]
+            if s <= SMALL_NODE:
+                PK.monic_level_scaled(child, vals, n, s, field.taps, dst)
+            else:
+                src = vals
+                lv = level - 1
+                _for_nodes(_node_ranges(n, s), lambda st, mid, end: self._scaled_node(lv, child, src, dst, st, mid, end))
+            vals = dst
+            level -= 1
+        return vals
+
+    def _scaled_node(self, level: int, child: np.ndarray, vals: np.ndarray, dst: np.ndarray, st: int, mid: int, end: int) -> None:
+        field = self.field
+        if mid == end:
+            dst[st:end] = vals[st:end]
+            return
+        yr = vals[st:end]
+        s1, s2 = mid - st, end - mid
+        bl, br = child[st:mid], child[mid:end]
+        cached = self._full_spectra(level, st, mid, end)
+        if cached is not None:
+            # (B * Yr)[s : 2s] = high half of B * Yr[:s] + low half of B * Yr[s:]: four products
+            # of size s from two new forward transforms (the children's are cached) and four inverses
+            s = s1
+            t = (2 * s - 1).bit_length()
+            fbl, fbr = cached
+            fy0, fy1 = _forward_all(field, (yr[:s], yr[s:]), t)
+
+            def half(fb: np.ndarray) -> np.ndarray:
+                out = _inverse_of_sum(field, ((fy0, fb),), t)[s : 2 * s]
+                out ^= _inverse_of_sum(field, ((fy1, fb),), t)[:s]
+                return out
+
+            if threads() > 1 and not _in_pool_worker():
+                fut = pool().submit(half, fbl)
+                left = half(fbr)
+                right = fut.result()
+            else:
+                left = half(fbr)
+                right = half(fbl)
+            left ^= yr[:s]
+            right ^= yr[:s]
+            dst[st:mid] = left
+            dst[mid:end] = right
+            return
+        d = s1 + s2
+        dst[st:mid] = poly_mul(field, br, yr)[s2:d] ^ yr[:s1]
+        dst[mid:end] = poly_mul(field, bl, yr)[s1:d] ^ yr[:s2]
+
+    def evaluate_by_division(self, coeffs: np.ndarray) -> np.ndarray:
+        """f(x_i) for every point, by the remainder tree (vzGG Alg 10.5): the reference for tests and benchmarks."""
         field = self.field
         coeffs = _check_points(field, coeffs, "coeffs")
         n = self.n
@@ -176,20 +328,27 @@ class SubproductTree:
                 PK.monic_level_lincomb(child, vals, n, s, field.taps, dst)
             else:
                 src = vals
-                _for_nodes(_node_ranges(n, s), lambda st, mid, end: self._lincomb_node(child, src, dst, st, mid, end))
+                lv = level - 1
+                _for_nodes(_node_ranges(n, s), lambda st, mid, end: self._lincomb_node(lv, child, src, dst, st, mid, end))
             vals = dst
         return vals
 
-    def _lincomb_node(self, child: np.ndarray, vals: np.ndarray, dst: np.ndarray, st: int, mid: int, end: int) -> None:
+    def _lincomb_node(self, level: int, child: np.ndarray, vals: np.ndarray, dst: np.ndarray, st: int, mid: int, end: int) -> None:
         if mid == end:
             dst[st:end] = vals[st:end]
             return
         s1, s2 = mid - st, end - mid
         vl, vr = vals[st:mid], vals[mid:end]
-        p1 = poly_mul(self.field, vl, child[mid:end])
-        p2 = poly_mul(self.field, vr, child[st:mid])
-        dst[st : end - 1] = p1
-        dst[st : end - 1] ^= p2
+        cached = self._full_spectra(level, st, mid, end)
+        if cached is not None:
+            # vl * B_R + vr * B_L summed in the transform domain: one inverse
+            t = (2 * s1 - 1).bit_length()
+            fbl, fbr = cached
+            fl, fr = _forward_all(self.field, (vl, vr), t)
+            dst[st : end - 1] = _inverse_of_sum(self.field, ((fl, fbr), (fr, fbl)), t)[: s1 + s2 - 1]
+        else:
+            dst[st : end - 1] = poly_mul(self.field, vl, child[mid:end])
+            dst[st : end - 1] ^= poly_mul(self.field, vr, child[st:mid])
         dst[end - 1] = 0
         dst[st + s2 : end] ^= vl
         dst[st + s1 : end] ^= vr

@@ -45,13 +45,18 @@ from dpspark.rng import SeededRandom  # noqa: E402
 UNIVERSE = 2**64
 
 
+CPU: list[float] = []
+
+
 def median_time(fn: Any, repeats: int) -> float:
-    """Median wall seconds of fn over repeats."""
-    out = []
+    """Median wall seconds of fn over repeats (the median process CPU seconds go to CPU[-1])."""
+    out, cpu = [], []
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         fn()
         out.append(time.perf_counter() - t0)  # report
+        cpu.append(time.process_time() - c0)  # report
+    CPU.append(statistics.median(cpu))  # report
     return statistics.median(out)  # report
 
 
@@ -72,6 +77,25 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # report
 
 
+BASELINE = False
+
+
+class baseline_algorithms:
+    """Context: SubproductTree as before the scaled remainder tree (vzGG 10.5 division tree, no cached spectra)."""
+
+    def __enter__(self) -> None:
+        from dpspark.gf.subproduct import SubproductTree
+
+        self.saved = (SubproductTree.evaluate, SubproductTree._full_spectra)
+        SubproductTree.evaluate = SubproductTree.evaluate_by_division  # type: ignore[method-assign]
+        SubproductTree._full_spectra = lambda self, *a: None  # type: ignore[method-assign]
+
+    def __exit__(self, *exc: object) -> None:
+        from dpspark.gf.subproduct import SubproductTree
+
+        SubproductTree.evaluate, SubproductTree._full_spectra = self.saved  # type: ignore[method-assign]
+
+
 def run(ell: int, repeats: int, batch_max: int) -> dict[str, Any]:
     n = ell - 1
     mech = compact_mechanism(n, UNIVERSE, "1", "1/20")
@@ -89,6 +113,11 @@ def run(ell: int, repeats: int, batch_max: int) -> dict[str, Any]:
             release = compact_histogram(counts, UNIVERSE, n, mech, SeededRandom(next(seeds)), epsilon2="1/10")
 
         row[f"build_s_{label}"] = median_time(build, repeats)
+        row[f"build_cpu_s_{label}"] = CPU[-1]
+        if BASELINE:
+            with baseline_algorithms():
+                row[f"build_s_{label}_baseline"] = median_time(build, repeats)
+                row[f"build_cpu_s_{label}_baseline"] = CPU[-1]
         row[f"S_{label}"] = s
         row[f"peak_rss_mb_after_{label}"] = peak_rss_mb()  # sizes run in ascending order: the peak is this size's
     assert release is not None
@@ -245,7 +274,11 @@ def main() -> None:
     ap.add_argument("--batch-ell", type=int, default=1_000_000)
     ap.add_argument("--batch-max", type=int, default=100_000, help="build section: batch-look-up l keys only for l <= this")
     ap.add_argument("--out", default="bench-results/compact.json")
+    ap.add_argument("--baseline", action="store_true",
+                    help="also time every build with the previous algorithms (division remainder tree, no cached spectra)")
     args = ap.parse_args()
+    global BASELINE
+    BASELINE = args.baseline
     if args.lookups_only:
         look = lookup_bench(args)
         print_lookup_table(look)
@@ -263,6 +296,10 @@ def main() -> None:
         r = run(ell, args.repeats if ell < 100_000 else args.repeats_large, args.batch_max)
         r["repeats"] = args.repeats if ell < 100_000 else args.repeats_large
         rows.append(r)
+        if BASELINE:
+            print(f"{'':>8} {'base':>4} {r['build_s_worst_baseline']:>16.3f} {r['build_s_tenth_baseline']:>17.3f}  (previous algorithms, same run;"
+                  f" cpu {r['build_cpu_s_worst_baseline']:.1f} / {r['build_cpu_s_tenth_baseline']:.1f} s)")
+        print(f"{'':>8} {'cpu':>4} {r['build_cpu_s_worst']:>16.3f} {r['build_cpu_s_tenth']:>17.3f}  (new: process cpu seconds)")
         print(
             f"{r['ell']:>8} {r['m']:>4} {r['build_s_worst']:>16.3f} {r['build_s_tenth']:>17.3f} "
             f"{max(r['peak_rss_mb_after_worst'], r['peak_rss_mb_after_tenth']):>9.0f} {r['lookup_single_ms']:>12.3f} "

@@ -1,0 +1,176 @@
+"""Compile the numba kernels of dpspark.gf once, ahead of the first compact build or lookup.
+
+numba compiles a kernel on its first call and stores the machine code in its
+on-disk cache (``__pycache__`` next to the package, or ``NUMBA_CACHE_DIR``);
+later processes load it in milliseconds. The first compact build in a fresh
+install therefore spends tens of seconds compiling. Two ways keep that off
+the user's critical path without output:
+
+* ``python -m dpspark.gf.warmup`` compiles everything into the cache (run it
+  once after installing, e.g. in a container build step);
+* :func:`ensure_compiled`, called at the start of every compact build and
+  lookup batch, prints one progress line when the cache is missing and then
+  compiles all kernels in one go.
+
+Only the compact mechanism imports this package: sparse, stability and dense
+releases never import dpspark.gf or numba (a test checks this).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from types import ModuleType
+
+_DONE = False
+
+#: Entry kernels a compact build compiles (checked in numba's cache before the first build).
+BUILD_KERNELS = frozenset({
+    "afft_forward", "afft_inverse", "count_zero_rows", "inv_arrays", "karatsuba_unreduced", "monic_level_lincomb",
+    "monic_level_products", "monic_level_scaled", "mul_arrays", "newton_unwrap", "reduce_rows", "school_unreduced", "sqr_arrays",
+})
+#: Entry kernels a lookup compiles beyond those.
+LOOKUP_KERNELS = frozenset({"horner_agg", "horner_agg_vec", "powers_table", "monic_divmod_school"})
+
+
+def _kernel_modules() -> list[ModuleType]:
+    from dpspark.gf import additive_fft, horner_kernels, kernels, polymul_kernels
+
+    return [kernels, polymul_kernels, horner_kernels, additive_fft]
+
+
+def _entry_dispatchers() -> list[object]:
+    """The cached numba dispatchers called from Python (inline-only helpers are never compiled alone)."""
+    from numba.core.registry import CPUDispatcher
+
+    out = []
+    for mod in _kernel_modules():
+        for name in dir(mod):
+            obj = getattr(mod, name)
+            if isinstance(obj, CPUDispatcher) and obj.__module__ == mod.__name__:
+                if obj.targetoptions.get("inline", "never") == "always":
+                    continue
+                out.append(obj)
+    return out
+
+
+def cache_missing(names: frozenset[str] | None = None) -> bool:
+    """True when a kernel (of ``names``; default all) has no up-to-date entry in numba's on-disk cache, or there is no cache."""
+    from dpspark.gf.clmul import CACHE
+
+    if not CACHE:
+        return True
+    for disp in _entry_dispatchers():
+        if names is not None and disp.__name__ not in names:  # type: ignore[attr-defined]
+            continue
+        cache = getattr(disp, "_cache", None)
+        cache_file = getattr(cache, "_cache_file", None)
+        index = getattr(cache_file, "_index_path", None)
+        if index is None:
+            return True
+        try:
+            src = sys.modules[disp.__module__].__file__  # type: ignore[attr-defined]
+            if not os.path.exists(index) or (src and os.path.getmtime(index) < os.path.getmtime(src)):
+                return True
+        except OSError:
+            return True
+    return False
+
+
+def compile_build() -> float:
+    """Run the kernels of a compact build once on small inputs (compiling or loading them); wall seconds."""
+    import numpy as np
+
+    from dpspark.gf import GF2m, poly_derivative
+    from dpspark.gf.poly import FFT_THRESHOLD
+    from dpspark.gf.subproduct import SubproductTree
+
+    t0 = time.perf_counter()
+    field = GF2m(128)
+    n = 2 * FFT_THRESHOLD + 3  # large enough for the FFT and Newton paths of every tree phase
+    pts = np.zeros((n, field.w), np.uint64)
+    pts[:, 0] = np.arange(1, n + 1, dtype=np.uint64)
+    tree = SubproductTree(field, pts)
+    weights = tree.evaluate(poly_derivative(field, tree.root()))
+    tree.linear_combination(field.mul(pts, field.inv(weights)))
+    return time.perf_counter() - t0  # report
+
+
+def compile_lookup() -> float:
+    """Run the lookup kernels (Horner paths, multipoint evaluation) once; wall seconds."""
+    import numpy as np
+
+    from dpspark.gf import GF2m, horner, horner_many, multipoint_eval
+
+    t0 = time.perf_counter()
+    f = GF2m(128)
+    c = np.ones((70, f.w), np.uint64)
+    for m in (64, 128, 192, 256):  # one kernel serves every m; the vector kernel has a branch per width
+        g = GF2m(m)
+        cg = np.ones((70, g.w), np.uint64)
+        horner(g, cg, cg[0])
+        horner_many(g, cg, cg[:3])
+    multipoint_eval(f, c, c[:5] ^ np.arange(5, dtype=np.uint64)[:, None])
+    return time.perf_counter() - t0  # report
+
+
+def compile_all() -> float:
+    """Every kernel path a compact build or lookup uses, plus the reference paths; wall seconds."""
+    import numpy as np
+
+    from dpspark.gf import GF2m, horner, horner_many
+
+    secs = compile_build() + compile_lookup()
+    t0 = time.perf_counter()
+    f = GF2m(128)
+    c = np.ones((70, f.w), np.uint64)
+    for method in ("clmul", "table"):
+        horner(f, c, c[0], method)
+        horner(f, c[:40], c[0], method)
+    horner_many(f, c, c[:3], "generic")
+    f.pow(c[:2], 5)
+    f.mul_fixed(f.mul_table(c[0]), c[:2])
+    f.square(c[:2])
+    return secs + time.perf_counter() - t0  # report
+
+
+def ensure_compiled(progress: Callable[[str], None] | None = None, compile_now: bool = True) -> None:
+    """Once per process: if numba's cache lacks a kernel, print one line and (``compile_now``) compile all.
+
+    Without a usable cache (or with ``compile_now`` False, as for a lookup that
+    needs only a few kernels) it only prints the line; the kernels then compile
+    lazily on their first call.
+    """
+    global _DONE
+    if _DONE:
+        return
+    _DONE = True
+    names = BUILD_KERNELS if compile_now else BUILD_KERNELS | LOOKUP_KERNELS
+    if os.environ.get("DPSPARK_GF_SKIP_WARMUP", "") not in ("", "0") or not cache_missing(names):
+        return
+    say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    from dpspark.gf.clmul import CACHE
+
+    if not CACHE:
+        say("dpspark: compiling the GF(2^m) kernels (numba has no writable cache here, so every process compiles them)")
+        return
+    if not compile_now:
+        say("dpspark: compiling the GF(2^m) lookup kernels once (later runs load them from numba's cache)")
+        return
+    say("dpspark: compiling the GF(2^m) kernels once (about a minute; later runs load them from numba's cache)")
+    secs = compile_build()
+    say(f"dpspark: kernels ready after {secs:.0f} s")  # report
+
+
+def main() -> None:
+    """``python -m dpspark.gf.warmup``: compile all kernels into numba's cache now."""
+    missing = cache_missing()
+    secs = compile_all()
+    state = "compiled" if missing else "already cached; loaded"
+    print(f"dpspark.gf kernels {state} in {secs:.1f} s; cache usable: {not cache_missing()}")  # report
+
+
+if __name__ == "__main__":
+    main()
