@@ -81,9 +81,16 @@ def _cmd_calibrate_bounded(args: argparse.Namespace, out: TextIO | None = None) 
 
 def add_calibrate_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register ``dpspark calibrate bounded-noise --k K --epsilon E --delta D [...]``."""
-    cal = subparsers.add_parser("calibrate", help="certified noise calibration tools")
+    example = "dpspark calibrate bounded-noise --k 1000000 --epsilon 1/10 --delta 1e-10"
+    cal = subparsers.add_parser(
+        "calibrate", help="certified noise calibration tools",
+        description="Certified noise calibration tools (JSON on stdout, diagnostics on stderr).",
+        epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
     which = cal.add_subparsers(dest="calibrate_what", required=True)
-    b = which.add_parser("bounded-noise", help="smallest certified M of the Dagan-Kur bounded noise (JSON on stdout)")
+    b = which.add_parser(
+        "bounded-noise", help="smallest certified M of the Dagan-Kur bounded noise (JSON on stdout)",
+        description="The smallest certified M of the Dagan-Kur bounded noise, as JSON on stdout.",
+        epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
     b.add_argument("--k", type=_int_arg, required=True, help="number of (adaptive) queries, e.g. 1000000 or 1e6")
     b.add_argument("--epsilon", required=True, help='exact epsilon, e.g. "0.1" or "1/10"')
     b.add_argument("--delta", required=True, help='exact delta, e.g. "1e-10"')

@@ -146,7 +146,7 @@ def test_created_utc_is_the_plan_time_and_every_mtime(tmp_path: Path, monkeypatc
     )
 
     def slow_job(cfg: object, mech: object, spark: object, data: object, rng: object, show: object,
-                 engine: str = "spark", created_utc: str | None = None) -> Path:
+                 engine: str = "spark", created_utc: str | None = None, arrow_source: object = None) -> Path:
         time.sleep(1.2)  # the data takes a while: the finishing time must not show
         return job.write_release(cfg, release, "test", "sparse", created_utc)  # type: ignore[arg-type]
 
