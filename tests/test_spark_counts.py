@@ -11,6 +11,7 @@ import pytest
 
 from dpspark.config import load_config
 from dpspark.rng import SeededRandom
+from dpspark.engine.stages import CountsStage
 from dpspark.spark.counts import InputError, collect_counts, counts_to_python, read_input, sparse_counts
 
 pytestmark = pytest.mark.spark
@@ -44,7 +45,7 @@ path = "out"
 
 def counts_of(spark, cfg_path: Path, seed: bytes = b"t") -> dict[int, int]:
     cfg = load_config(cfg_path)
-    table = collect_counts(sparse_counts(read_input(spark, cfg.input), cfg, SeededRandom(seed)))
+    table = collect_counts(sparse_counts(read_input(spark, cfg.input), CountsStage.from_spec(cfg), SeededRandom(seed)))
     idx, cnt = counts_to_python(table)
     assert len(set(idx)) == len(idx)
     return dict(zip(idx, cnt))
@@ -89,7 +90,7 @@ def test_contribution_key_never_in_query_plan(spark, tmp_path: Path) -> None:
     t = pa.table({"u": pa.array([1, 2], pa.int64()), "k": pa.array(["a", "b"])})
     cfg = load_config(make_config(tmp_path, t, 'kind = "string"\nmax_bytes = 4'))
     secret = SeededRandom(b"plan").bits(128)
-    df = sparse_counts(read_input(spark, cfg.input), cfg, SeededRandom(b"plan"))
+    df = sparse_counts(read_input(spark, cfg.input), CountsStage.from_spec(cfg), SeededRandom(b"plan"))
     plan = df._jdf.queryExecution().toString()  # noqa: SLF001 - the plan text Spark shows in its UI
     for needle in (f"{secret:x}", str(secret), str(secret >> 64), str(secret & (2**64 - 1)),
                    str((secret >> 64) - 2**64), str((secret & (2**64 - 1)) - 2**64)):

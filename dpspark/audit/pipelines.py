@@ -182,10 +182,11 @@ def spark_pipeline(spark: Any, drivers: Mapping[str, Driver]) -> Pipeline:
     Several drivers share one Spark run, so a mutant and the honest driver are
     audited on the same number of whole-pipeline runs for the cost of one.
     """
+    from dpspark.engine.stages import CountsStage
     from dpspark.spark.counts import collect_counts, counts_to_python, read_input, sparse_counts
 
     def run(cfg: Any, rng: RandomSource) -> dict[str, Any]:
-        table = collect_counts(sparse_counts(read_input(spark, cfg.input), cfg, rng))
+        table = collect_counts(sparse_counts(read_input(spark, cfg.input), CountsStage.from_spec(cfg), rng))
         indexes, counts = counts_to_python(table)
         return {name: driver(cfg, list(indexes), list(counts), rng) for name, driver in drivers.items()}
 

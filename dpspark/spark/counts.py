@@ -121,8 +121,8 @@ def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource) -> "Da
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
 
-    if not isinstance(stage, CountsStage):  # a ReleaseSpec: its count stage
-        stage = CountsStage.from_spec(stage)
+    if not isinstance(stage, CountsStage):
+        raise TypeError("sparse_counts takes a CountsStage (explicit parameters), e.g. CountsStage.from_spec(spec)")
     check_columns(df, stage.columns)
     cols = list(stage.key_columns)
     unit = stage.unit_column

@@ -141,6 +141,7 @@ def main() -> int:
 
     from dpspark.config import parse_config
     from dpspark.rng import SystemRandom
+    from dpspark.engine.stages import CountsStage
     from dpspark.spark.counts import collect_counts, read_input, sparse_counts
     from dpspark.spark.session import DEFAULT_CONF, DEFAULT_DRIVER_MEMORY, local_session
 
@@ -197,7 +198,7 @@ def main() -> int:
     plain_ratio = rows[0]["median_s"] / med
     first = last_stage_id(spark) + 1 if args.profile else 0
     med, times, warm = timed(
-        lambda: collect_counts(sparse_counts(read_input(spark, cfg.input), cfg, SystemRandom())), args.repeats
+        lambda: collect_counts(sparse_counts(read_input(spark, cfg.input), CountsStage.from_spec(cfg), SystemRandom())), args.repeats
     )
     record("dpspark counting stage (encode + count + collect)", med, times, warm)
     counting_ratio = rows[0]["median_s"] / med
