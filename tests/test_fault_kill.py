@@ -170,6 +170,15 @@ def test_killed_release_leaves_nothing_or_a_whole_release(spark, tmp_path: Path,
     gen = np.random.default_rng(20261122)
     plan = [(aim, float(gen.uniform())) for aim in FAST_PLAN]
     results = run_plan(spark, tmp_path, demo_data, plan, seed=1, parallel=len(plan))
+    # The write lasts milliseconds: on a loaded machine the poller can miss it and the kill land after the
+    # rename (a valid "whole" outcome, checked like any other). Retry that one aim, at most twice, so the
+    # suite still shows a kill inside the write.
+    for attempt in range(2):
+        if any(r["leftover_temp_dirs"] for r in results if r["aim"] == TEMP_DIR):
+            break
+        root = tmp_path / f"retry{attempt}"
+        root.mkdir()
+        results += run_plan(spark, root, demo_data, [(TEMP_DIR, 0.0)], seed=10 + attempt, parallel=1)
     states = {r["state"] for r in results}
     # the plan spans both outcomes: an early kill publishes nothing, a kill after the rename keeps the release
     assert states == {"none", "whole"}, results
