@@ -341,13 +341,9 @@ def parse_config(
 
     priv = raw["privacy"]
     from dpspark.mechanisms.base import MechanismSpecError
-    from dpspark.mechanisms.registry import UnknownMechanismError, mechanism_class
+    from dpspark.mechanisms.registry import mechanism_class
 
-    mechanism = priv["mechanism"]
-    try:
-        mech_cls = mechanism_class(mechanism)
-    except UnknownMechanismError as err:
-        raise _fail(source, str(err)) from None
+    mechanism = priv["mechanism"]  # its class, mech_cls, was looked up before the sections were checked
     allowed = COMMON_PRIVACY_FIELDS | {"mechanism", "epsilon", "max_units"} | set(mech_cls.options)
     bad = sorted(set(priv) - allowed)
     if bad:
