@@ -175,6 +175,10 @@ def tail_bound(W: int, sigma: Fraction, R: int, prec: int) -> Fraction:
     """
     m = 2 * R + 1
     a = half_inv_sigma2(sigma)
+    # A wide window (large data_radius) makes e^{-x} underflow any ball: with x = (R+1)^2 a and
+    # m (R+1) a >= 1 the bound is <= 4 W e^{-x} <= 4 W 2^{-x} <= 2^-prec once x >= prec + bitlen(W) + 2.
+    if m * (R + 1) * a >= 1 and (R + 1) ** 2 * a >= prec + W.bit_length() + 2:
+        return Fraction(1, 1 << prec)
     with precision(prec):
         num = 2 * arb(W) * arb(q(-(R + 1) ** 2 * a)).exp()
         den = 1 - arb(q(-2 * m * (R + 1) * a)).exp()
