@@ -15,6 +15,7 @@ _READERS = LazyRegistry(
     {
         "sparse": "dpspark.lookup.release:ReleaseLookup",
         "compact": "dpspark.lookup.compact:CompactReleaseLookup",
+        "gaussian_model": "dpspark.lookup.gaussian_model:GaussianModelLookup",
     },
     lambda kind: ReleaseFormatError(f"manifest.json: unknown release kind {kind!r}"),
 )

@@ -24,6 +24,9 @@ _MECHANISMS = LazyRegistry(
         "stability": "dpspark.mechanisms.histograms:StabilityHistogram",
         "pure_sparse": "dpspark.mechanisms.histograms:PureSparseHistogram",
         "compact": "dpspark.mechanisms.compact:CompactHistogram",
+        "gaussian_covariance": "dpspark.mechanisms.gaussian:GaussianCovariance",
+        "gaussian_mean": "dpspark.mechanisms.gaussian:GaussianMean",
+        "gaussian_learner": "dpspark.mechanisms.gaussian:GaussianLearner",
     },
     lambda name: UnknownMechanismError(f"privacy.mechanism must be one of {names()}, got {name!r}"),
 )
