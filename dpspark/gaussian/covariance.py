@@ -81,6 +81,8 @@ class Run:
     rng: RandomSource
     noises: list[VectorNoise] = field(default_factory=list)
     passes: list[dict[str, Any]] = field(default_factory=list)
+    #: every noisy output, in order (already private; kept for post-processing and tests)
+    outputs: list[list[int]] = field(default_factory=list)
 
     @property
     def rho(self) -> Fraction:
@@ -91,7 +93,9 @@ class Run:
         """Plan, record and add one noise vector."""
         plan = plan_noise(len(values), l2_sq, rho, max_abs, label)
         self.noises.append(plan)
-        return plan.add(values, self.rng)
+        out = plan.add(values, self.rng)
+        self.outputs.append(out)
+        return out
 
 
 def kappa_schedule(kappa: Fraction) -> list[Fraction]:

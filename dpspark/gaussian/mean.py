@@ -59,7 +59,7 @@ def kv_mean(run: Run, matrix: IntMatrix, kappa: Fraction, rho: Fraction, count: 
     radius = ceil_frac((sqrt_upper(2 * x, 32) + 2) * root_k * one)
     sums = run.source.centred_sums(matrix, centres, radius)
     noisy_sums = run.noisy(sums, d * radius * radius, rho / 2, run.bounds.max_units * radius, f"{label} sums")
-    run.passes.append({"pass": f"{label} sums", "radius": radius, "rho": str(run.noises[-1].rho)})
+    run.passes.append({"pass": f"{label} sums", "radius": radius, "centres": centres, "rho": str(run.noises[-1].rho)})
     mean_y = (np.array(centres, dtype=np.float64) + np.array(noisy_sums, dtype=np.float64) / float(count)) / float(one)  # report
     return mean_y
 
