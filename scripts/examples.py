@@ -25,6 +25,7 @@ GENERATORS: dict[str, list[str]] = {
                                "--seed", "11"],
     "peer-workload.parquet": ["scripts/gen_peer_workload.py"],
     "peer-workload-small.parquet": ["scripts/gen_peer_workload.py", "--rows", "1000000", "--keys", "20000"],
+    "gaussian-5d.parquet": ["scripts/gen_gaussian.py", "--rows", "200000", "--dim", "5", "--kappa", "100", "--seed", "5"],
 }
 
 
