@@ -183,3 +183,24 @@ def test_chi2_threshold_is_an_upper_bound() -> None:
         x = math.log(m / float(beta))  # report: comparison only
         assert float(chi2_threshold(d, m, beta)) >= d + 2 * math.sqrt(d * x) + 2 * x  # report
     assert isqrt(4) == 2
+
+
+def test_largest_possible_sum_fits_decimal38_at_the_configured_scale() -> None:
+    from dpspark.gaussian.fixed import DECIMAL38_MAX, GaussianSpecError, choose_scales, default_data_bits
+    from dpspark.spark.pairs import check_pass_capacity
+
+    # the example configs' scale (d = 5, R = 20, kappa = 100, max_units = 200000) and the benchmark target
+    for d, radius, kappa, units in ((5, 20, 100, 200_000), (100, 20, 1000, 10**7)):
+        b = default_data_bits(Fraction(radius), Fraction(kappa))
+        top = 2 * Fraction(kappa) * chi2_threshold(d, units, Fraction(1, 100))
+        scales = choose_scales(b, top, units)
+        t_int = scales.threshold_int(top)
+        assert units * t_int <= DECIMAL38_MAX  # every |sum y_i y_j| <= units T_int
+        check_pass_capacity(units, t_int)
+        # one more matrix bit would not fit: the scale is the largest that does (or the cap of 24)
+        if scales.matrix_bits < 24:
+            assert units * Scales(b, scales.matrix_bits + 1).threshold_int(top) > DECIMAL38_MAX
+    with pytest.raises(ValueError, match="decimal"):
+        check_pass_capacity(10**20, 10**19)
+    with pytest.raises(GaussianSpecError, match="decimal"):
+        choose_scales(20, Fraction(10**6), 10**12, matrix_bits=24)

@@ -5,8 +5,9 @@ KVMean (the zCDP Karwa-Vadhan estimator), run on all d coordinates of y = M x at
    y_j) over [-R' - w, R' + w] (R' >= ||M|| R bounds every |E y_j|), ends clamped. One single moves one
    count per coordinate: l2 sensitivity sqrt(d). The argmax bin's centre is the coarse centre c_j.
 2. Sum pass: sum over singles of clamp(y_j - c_j, -r, r) with r = sqrt(k) (sqrt(2 x) + 2),
-   x = ln(2 d m / beta) (Gaussian tail plus a union bound over the d m coordinates: no value is clamped
-   except w.p. <= beta once |c_j - E y_j| <= 2 sqrt(k)... the argmax bin is within 1.5 w of the mean w.h.p.).
+   x = ln(2 d m / beta): when the argmax bin lies within 1.5 w of E y_j (w.h.p. at the n of KLSU
+   Thm 4.1), a value is clamped only if it is sqrt(2 x) standard deviations from its mean, which
+   happens for no coordinate of any single except w.p. <= beta (Gaussian tail, union bound over d m).
    l2 sensitivity r sqrt(d).
 3. mu_y = c + noisy sum / noisy count; mu^ = M^-1 mu_y (post-processing).
 NaivePME (Alg 5) splits rho over the d coordinates; composing the d coordinates' Gaussian noise as one

@@ -14,15 +14,16 @@ the units the noise is added in:
   units; the rounding adds at most 1 per coordinate to a shift, so Delta_G <= Delta / G + sqrt(D)
   (``dpspark.noise.grid.grid_sensitivity``). G is chosen from public quantities only: sigma is fixed at
   :data:`GRID_SIGMA` and G is the smallest integer whose Delta_G meets the target rho.
-The window: the sampler works mod m around centre 0 with data radius ceil(max_abs / G) + 1, a public
-bound on every coordinate, so the output is x + Z exactly unless |Z| exceeds the body (probability
-below 2^-100 at the default 128 bits).
+The window: the sampler works mod m around centre 0 with data radius the next power of two above
+ceil(max_abs / G), a public bound on every coordinate, so the output is x + Z exactly unless |Z| exceeds
+the body (probability below 2^-100 at the default 128 bits).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any, Sequence
 
 import numpy as np
@@ -66,6 +67,17 @@ class VectorNoise:
                 "l2_sensitivity_grid_units": str(self.sensitivity_grid), "rho": str(self.rho), **self.extra}
 
 
+@lru_cache(maxsize=64)
+def _sampler(sigma: Fraction, radius: int) -> DiscreteGaussian:
+    """The sampler at (sigma, data radius); built once per process (construction certifies its weights)."""
+    return DiscreteGaussian(sigma=sigma, data_radius=radius)
+
+
+def _window(max_abs: int) -> int:
+    """A public data radius >= max_abs + 1: the next power of two (so plans share samplers)."""
+    return 1 << (max_abs + 1).bit_length()
+
+
 def plan_noise(dims: int, l2_sq: int, rho: Fraction, max_abs: int, label: str = "") -> VectorNoise:
     """The cheapest plan meeting ``rho`` for D = ``dims`` coordinates of l2 sensitivity sqrt(l2_sq).
 
@@ -79,16 +91,16 @@ def plan_noise(dims: int, l2_sq: int, rho: Fraction, max_abs: int, label: str = 
     need = delta * delta / (2 * rho)
     if need <= MAX_SIGMA * MAX_SIGMA / 4:
         sigma = smallest_sigma(rho, delta)
-        radius = max_abs + 1
+        radius = _window(max_abs)
         if radius >= MAX_RADIUS:
             raise GaussianSpecError(f"{label}: the largest possible aggregate exceeds the sampler's window")
-        sampler = DiscreteGaussian(sigma=sigma, data_radius=radius)
+        sampler = _sampler(sigma, radius)
         certified = l2_rho(sampler, delta)
         if certified > rho:  # pragma: no cover - eta is 0 with the sampler's default floor
             raise GaussianSpecError(f"{label}: the sampler's certified rho exceeds the target")
         return VectorNoise(dims, l2_sq, 1, sampler, certified, delta, label)
     sigma = GRID_SIGMA
-    probe = DiscreteGaussian(sigma=sigma)
+    probe = _sampler(sigma, 0)
     # allowed Delta_G: (1 + eta) Delta_G^2 / (2 sigma^2) <= rho  <=>  Delta_G <= sigma sqrt(2 rho / (1 + eta))
     allowed_sq = 2 * rho * sigma * sigma / (1 + probe.eta)
     root_d = sqrt_upper(dims, 64)
@@ -99,10 +111,10 @@ def plan_noise(dims: int, l2_sq: int, rho: Fraction, max_abs: int, label: str = 
                                 "(the rounding term sqrt(D) would dominate): raise the budget")
     grid = max(1, ceil_frac(delta / (allowed - root_d - Fraction(1, 1 << 32))))
     sens = grid_sensitivity(grid, dims, l2_squared=l2_sq)
-    radius = ceil_frac(Fraction(max_abs, grid)) + 1
+    radius = _window(ceil_frac(Fraction(max_abs, grid)))
     if radius >= MAX_RADIUS:
         raise GaussianSpecError(f"{label}: the largest possible aggregate exceeds the sampler's window (2^48 grid units)")
-    sampler = DiscreteGaussian(sigma=sigma, data_radius=radius)
+    sampler = _sampler(sigma, radius)
     certified = l2_rho(sampler, sens)
     if certified > rho:  # pragma: no cover - the grid choice above guarantees this
         raise GaussianSpecError(f"{label}: grid plan exceeds its rho")

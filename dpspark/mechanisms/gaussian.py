@@ -154,7 +154,7 @@ class _GaussianBase(Mechanism):
         from dpspark.spark.pairs import SparkGaussianSource
 
         return SparkGaussianSource(ctx.df, self.g["columns"], self.spec.unit_column, self.scales.data_bits,
-                                   self.buckets, ctx.batch_secret(), ctx.progress)
+                                   self.buckets, ctx.batch_secret(), ctx.progress, max_terms=self.spec.max_units)
 
     def learn(self, run: Run) -> dict[str, np.ndarray]:
         """The private estimates (override)."""

@@ -35,7 +35,8 @@ DEC = "decimal(38,0)"
 def check_pass_capacity(max_terms: int, norm_bound_sq: int) -> None:
     """Refuse (data-free) a pass whose largest possible exact sum could leave decimal(38,0).
 
-    Every kept term has |y_i y_j| <= ||y||^2 <= T, and ||y||^2 <= d T during the test; at most max_terms.
+    Every kept term has |y_i y_j| <= ||y||^2 <= T (at most max_terms of them), and after the guard
+    |y_i| <= isqrt(T) the tested norm is at most d T.
     """
     if max_terms * norm_bound_sq > DECIMAL38_MAX:
         raise ValueError("max_units x the norm bound exceeds decimal(38,0): lower the scale")
@@ -60,13 +61,14 @@ class SparkGaussianSource:
     """The :class:`~dpspark.gaussian.source.GaussianSource` of a Spark DataFrame (module docstring)."""
 
     def __init__(self, df: "DataFrame", columns: Sequence[str], unit_column: str, data_bits: int,
-                 buckets: int, secret: bytes, progress=None) -> None:  # type: ignore[no-untyped-def]
+                 buckets: int, secret: bytes, progress=None, max_terms: int = 1 << 40) -> None:  # type: ignore[no-untyped-def]
         from pyspark.sql import functions as F
 
         from dpspark.spark.sums import BATCH, with_batches
 
         check_columns(df, list(columns) + [unit_column])
         self.dimension = d = len(columns)
+        self.max_terms = max(max_terms, d)
         self.passes = 0
         self.progress = progress or (lambda _m: None)
         names = [f"__dp_x{j}" for j in range(d)]
@@ -106,6 +108,7 @@ class SparkGaussianSource:
 
         self.progress(f"pass {self.passes + 1}: filtered second moments on Spark")
         d = len(matrix)
+        check_pass_capacity(max(self.max_terms, d), norm_bound_sq)
         ys = self._apply(self.pairs, "__dp_d", matrix)
         names = [f"__dp_y{i}" for i in range(d)]
         rows = self.pairs.select(*[y.alias(n) for y, n in zip(ys, names)])
