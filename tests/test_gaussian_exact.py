@@ -204,3 +204,27 @@ def test_largest_possible_sum_fits_decimal38_at_the_configured_scale() -> None:
         check_pass_capacity(10**20, 10**19)
     with pytest.raises(GaussianSpecError, match="decimal"):
         choose_scales(20, Fraction(10**6), 10**12, matrix_bits=24)
+
+
+def test_config_refusals_before_any_data(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from dpspark.config import ConfigError, ReleaseSpec
+
+    base = {"input": {"path": str(tmp_path), "format": "parquet"},
+            "gaussian": {"columns": ["a", "b"], "radius": "10", "kappa": "100"},
+            "privacy": {"mechanism": "gaussian_learner", "epsilon": "1", "delta": "1/1000000000", "max_units": 1000,
+                        "unit_column": "uid"},
+            "output": {"path": str(tmp_path / "o")}}
+    spec = ReleaseSpec.from_dict(base)
+    mech = spec.mechanism_object() if hasattr(spec, "mechanism_object") else None
+    if mech is not None:
+        plan = mech.plan()
+        assert plan["passes"] == 1 + len(kappa_schedule(Fraction(100))) + 1 + 3  # count, PPC, final, mean x 3
+    bad = [({"privacy": {k: v for k, v in base["privacy"].items() if k != "unit_column"}}, "unit_column"),
+           ({"gaussian": {**base["gaussian"], "kappa": 0.5}}, "float"),
+           ({"gaussian": {**base["gaussian"], "scale_bits": 4}}, "scale_bits"),
+           ({"gaussian": {**base["gaussian"], "extra": 1}}, "unknown keys"),
+           ({"privacy": {**base["privacy"], "rho": "1"}}, "above privacy.epsilon")]
+    for change, match in bad:
+        with pytest.raises((ConfigError, TypeError, ValueError), match=match):
+            s = ReleaseSpec.from_dict({**base, **change})
+            s.mechanism_object()
