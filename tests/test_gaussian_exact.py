@@ -215,10 +215,8 @@ def test_config_refusals_before_any_data(tmp_path) -> None:  # type: ignore[no-u
                         "unit_column": "uid"},
             "output": {"path": str(tmp_path / "o")}}
     spec = ReleaseSpec.from_dict(base)
-    mech = spec.mechanism_object() if hasattr(spec, "mechanism_object") else None
-    if mech is not None:
-        plan = mech.plan()
-        assert plan["passes"] == 1 + len(kappa_schedule(Fraction(100))) + 1 + 3  # count, PPC, final, mean x 3
+    plan = spec.mechanism_object().plan()
+    assert plan["passes"] == 1 + len(kappa_schedule(Fraction(100))) + 1 + 3  # count, PPC, final, mean x 3
     bad = [({"privacy": {k: v for k, v in base["privacy"].items() if k != "unit_column"}}, "unit_column"),
            ({"gaussian": {**base["gaussian"], "kappa": 0.5}}, "float"),
            ({"gaussian": {**base["gaussian"], "scale_bits": 4}}, "scale_bits"),
