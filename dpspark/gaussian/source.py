@@ -91,6 +91,25 @@ def _apply(matrix: IntMatrix, x: np.ndarray) -> np.ndarray:
     return (x.astype(object) @ m.T)  # exact Python ints (slow path)
 
 
+def moments_of(matrix: IntMatrix, x: np.ndarray, norm_bound_sq: int) -> Moments:
+    """Exact (kept, upper triangle of sum y y^T over ||y||^2 <= T) for y = M x over the int64 rows x."""
+    d = len(matrix)
+    if x.shape[0] == 0:
+        return Moments(0, tuple(0 for _ in upper_pairs(d)))
+    y = _apply(matrix, x)
+    if y.dtype == object:
+        norms = [sum(int(v) * int(v) for v in row) for row in y]
+    else:
+        norms = exact_sq_norms(y)
+    keep = np.array([v <= norm_bound_sq for v in norms], dtype=bool)
+    kept = y[keep]
+    if kept.dtype == object:
+        gram = [[sum(int(a) * int(b) for a, b in zip(kept[:, i], kept[:, j])) for j in range(d)] for i in range(d)]
+    else:
+        gram = exact_gram(kept) if kept.shape[0] else [[0] * d for _ in range(d)]
+    return Moments(int(keep.sum()), tuple(gram[i][j] for i, j in upper_pairs(d)))
+
+
 class ArraySource:
     """Exact aggregates of an in-memory float array on the driver (tests, benchmarks, small inputs).
 
@@ -127,19 +146,7 @@ class ArraySource:
 
     def second_moments(self, matrix: IntMatrix, norm_bound_sq: int) -> Moments:
         self.passes += 1
-        y = _apply(matrix, self._pairs)
-        if y.dtype == object:
-            norms = [sum(int(v) * int(v) for v in row) for row in y]
-        else:
-            norms = exact_sq_norms(y)
-        keep = np.array([v <= norm_bound_sq for v in norms], dtype=bool)
-        kept = y[keep]
-        d = len(matrix)
-        if kept.dtype == object:
-            gram = [[sum(int(a) * int(b) for a, b in zip(kept[:, i], kept[:, j])) for j in range(d)] for i in range(d)]
-        else:
-            gram = exact_gram(kept) if kept.shape[0] else [[0] * d for _ in range(d)]
-        return Moments(int(keep.sum()), tuple(gram[i][j] for i, j in upper_pairs(d)))
+        return moments_of(matrix, self._pairs, norm_bound_sq)
 
     def bin_counts(self, matrix: IntMatrix, lo: Sequence[int], width: int, bins: int) -> np.ndarray:
         self.passes += 1

@@ -12,6 +12,12 @@ Every pass is DataFrame API on exact decimal(38,0): y = M D, a guard |y_i| <= is
 fail the norm test anyway; it keeps y_i^2 inside decimal(38,0)), the norm test ||y||^2 <= T, and the
 sums of y_i y_j; histogram bins and clamped sums likewise. :func:`check_pass_capacity` is the data-free
 bound that the largest possible sum fits decimal(38,0).
+
+For large d the SQL expressions (d^2 products, d(d+1)/2 sums) become too big for Spark's code
+generation; ``kernel="arrow"`` (the default from d >= :data:`ARROW_FROM_D`) computes each partition's
+exact partial sums with numpy instead (:func:`dpspark.gaussian.source.moments_of`: int64 with proven
+bounds, exact limb kernels) in ``mapInArrow``, emits them as decimal(38,0) (index, value) rows, and
+Spark adds the partials exactly (decimal sums are associative).
 """
 
 from __future__ import annotations
@@ -30,6 +36,32 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 DEC = "decimal(38,0)"
+#: from this dimension on, second moments run in mapInArrow with exact numpy kernels
+ARROW_FROM_D = 12
+
+
+def _moments_partials(matrix: IntMatrix, norm_bound_sq: int, d_in: int):  # type: ignore[no-untyped-def]
+    """mapInArrow function: per batch, rows (idx, value): idx -1 = kept count, k = k-th upper entry."""
+    import decimal
+
+    import pyarrow as pa
+
+    from dpspark.gaussian.source import moments_of
+
+    schema_type = pa.decimal128(38, 0)
+
+    def run(batches):  # type: ignore[no-untyped-def]
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            x = np.column_stack([batch.column(j).to_numpy(zero_copy_only=False).astype(np.int64) for j in range(d_in)])
+            mom = moments_of(matrix, x, norm_bound_sq)
+            values = [mom.kept, *mom.upper]
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(list(range(-1, len(values) - 1)), pa.int32()),
+                 pa.array([decimal.Decimal(v) for v in values], schema_type)], names=["idx", "value"])
+
+    return run
 
 
 def check_pass_capacity(max_terms: int, norm_bound_sq: int) -> None:
@@ -61,7 +93,8 @@ class SparkGaussianSource:
     """The :class:`~dpspark.gaussian.source.GaussianSource` of a Spark DataFrame (module docstring)."""
 
     def __init__(self, df: "DataFrame", columns: Sequence[str], unit_column: str, data_bits: int,
-                 buckets: int, secret: bytes, progress=None, max_terms: int = 1 << 40) -> None:  # type: ignore[no-untyped-def]
+                 buckets: int, secret: bytes, progress=None, max_terms: int = 1 << 40,  # type: ignore[no-untyped-def]
+                 kernel: str | None = None) -> None:
         from pyspark.sql import functions as F
 
         from dpspark.spark.sums import BATCH, with_batches
@@ -69,6 +102,9 @@ class SparkGaussianSource:
         check_columns(df, list(columns) + [unit_column])
         self.dimension = d = len(columns)
         self.max_terms = max(max_terms, d)
+        self.kernel = kernel or ("arrow" if d >= ARROW_FROM_D else "sql")
+        if self.kernel not in ("sql", "arrow"):
+            raise ValueError("kernel must be 'sql' or 'arrow'")
         self.passes = 0
         self.progress = progress or (lambda _m: None)
         names = [f"__dp_x{j}" for j in range(d)]
@@ -109,6 +145,8 @@ class SparkGaussianSource:
         self.progress(f"pass {self.passes + 1}: filtered second moments on Spark")
         d = len(matrix)
         check_pass_capacity(max(self.max_terms, d), norm_bound_sq)
+        if self.kernel == "arrow":
+            return self._second_moments_arrow(matrix, norm_bound_sq)
         ys = self._apply(self.pairs, "__dp_d", matrix)
         names = [f"__dp_y{i}" for i in range(d)]
         rows = self.pairs.select(*[y.alias(n) for y, n in zip(ys, names)])
@@ -122,6 +160,20 @@ class SparkGaussianSource:
         out = kept.agg(*aggs).collect()[0]
         self.passes += 1
         return Moments(int(out["kept"]), tuple(int(out[f"s_{i}_{j}"] or 0) for i, j in upper_pairs(d)))
+
+    def _second_moments_arrow(self, matrix: IntMatrix, norm_bound_sq: int) -> Moments:
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import DecimalType, IntegerType, StructField, StructType
+
+        d = len(matrix)
+        longs = self.pairs.select(*[F.col(f"__dp_d{j}").cast("long") for j in range(self.dimension)])  # |D| <= 2^32
+        schema = StructType([StructField("idx", IntegerType(), False), StructField("value", DecimalType(38, 0), False)])
+        parts = longs.mapInArrow(_moments_partials(matrix, norm_bound_sq, self.dimension), schema)
+        totals = {int(r["idx"]): int(r["total"]) for r in
+                  parts.groupBy("idx").agg(F.sum("value").cast(DEC).alias("total")).collect()}
+        self.passes += 1
+        count = len(upper_pairs(d))
+        return Moments(totals.get(-1, 0), tuple(totals.get(k, 0) for k in range(count)))
 
     def bin_counts(self, matrix: IntMatrix, lo: Sequence[int], width: int, bins: int) -> np.ndarray:
         from pyspark.sql import functions as F
