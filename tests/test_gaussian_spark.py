@@ -43,8 +43,8 @@ def test_spark_aggregates_equal_the_driver_backend(spark) -> None:  # type: igno
             src.kernel = kernel
             for mat, t in ((identity(2, 8), 200 * 4**18), (m, 30 * 4**18), (m, 0)):
                 assert src.second_moments(mat, t) == ref.second_moments(mat, t)
-        assert np.array_equal(src.bin_counts(m, [-3000, -4000], 700, 13), ref.bin_counts(m, [-3000, -4000], 700, 13))
-        assert src.centred_sums(m, [100, -50], 900) == ref.centred_sums(m, [100, -50], 900)
+            assert np.array_equal(src.bin_counts(m, [-3000, -4000], 700, 13), ref.bin_counts(m, [-3000, -4000], 700, 13))
+            assert src.centred_sums(m, [100, -50], 900) == ref.centred_sums(m, [100, -50], 900)
     finally:
         src.close()
 

@@ -110,6 +110,29 @@ def moments_of(matrix: IntMatrix, x: np.ndarray, norm_bound_sq: int) -> Moments:
     return Moments(int(keep.sum()), tuple(gram[i][j] for i, j in upper_pairs(d)))
 
 
+def bins_of(matrix: IntMatrix, x: np.ndarray, lo: Sequence[int], width: int, bins: int) -> np.ndarray:
+    """Per coordinate j, exact counts of clamp(floor((y_j - lo_j) / width), 0, bins - 1) over rows y = M x."""
+    d = len(matrix)
+    out = np.zeros((d, bins), dtype=np.int64)
+    if x.shape[0] == 0:
+        return out
+    y = _apply(matrix, x)
+    for j in range(d):
+        col = (y[:, j] - int(lo[j])) // int(width)  # floor division on exact integers
+        col = np.clip(col.astype(object), 0, bins - 1).astype(np.int64)
+        out[j] = np.bincount(col, minlength=bins)
+    return out
+
+
+def centred_of(matrix: IntMatrix, x: np.ndarray, centres: Sequence[int], radius: int) -> list[int]:
+    """Per coordinate j, the exact sum of clamp(y_j - c_j, -r, r) over rows y = M x."""
+    d = len(matrix)
+    if x.shape[0] == 0:
+        return [0] * d
+    y = _apply(matrix, x).astype(object)
+    return [int(np.clip(y[:, j] - int(centres[j]), -radius, radius).sum()) for j in range(d)]
+
+
 class ArraySource:
     """Exact aggregates of an in-memory float array on the driver (tests, benchmarks, small inputs).
 
@@ -150,17 +173,8 @@ class ArraySource:
 
     def bin_counts(self, matrix: IntMatrix, lo: Sequence[int], width: int, bins: int) -> np.ndarray:
         self.passes += 1
-        y = _apply(matrix, self._singles)
-        d = len(matrix)
-        out = np.zeros((d, bins), dtype=np.int64)
-        for j in range(d):
-            col = (y[:, j] - int(lo[j])) // int(width)  # floor division on exact integers
-            col = np.clip(col.astype(object), 0, bins - 1).astype(np.int64)
-            out[j] = np.bincount(col, minlength=bins)
-        return out
+        return bins_of(matrix, self._singles, lo, width, bins)
 
     def centred_sums(self, matrix: IntMatrix, centres: Sequence[int], radius: int) -> list[int]:
         self.passes += 1
-        y = _apply(matrix, self._singles).astype(object)
-        d = len(matrix)
-        return [int(np.clip(y[:, j] - int(centres[j]), -radius, radius).sum()) for j in range(d)]
+        return centred_of(matrix, self._singles, centres, radius)

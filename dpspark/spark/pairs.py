@@ -15,7 +15,7 @@ bound that the largest possible sum fits decimal(38,0).
 
 For large d the SQL expressions (d^2 products, d(d+1)/2 sums) become too big for Spark's code
 generation; ``kernel="arrow"`` (the default from d >= :data:`ARROW_FROM_D`) computes each partition's
-exact partial sums with numpy instead (:func:`dpspark.gaussian.source.moments_of`: int64 with proven
+exact partial sums (second moments, bin counts, clamped sums) with numpy instead (:func:`dpspark.gaussian.source.moments_of`: int64 with proven
 bounds, exact limb kernels) in ``mapInArrow``, emits them as decimal(38,0) (index, value) rows, and
 Spark adds the partials exactly (decimal sums are associative).
 """
@@ -38,6 +38,34 @@ if TYPE_CHECKING:
 DEC = "decimal(38,0)"
 #: from this dimension on, second moments run in mapInArrow with exact numpy kernels
 ARROW_FROM_D = 12
+
+
+def _partials(kind: str, args: tuple, d_in: int):  # type: ignore[no-untyped-def]
+    """mapInArrow function for bins / centred sums: per batch, rows (idx, value) of exact partials."""
+    import decimal
+
+    import pyarrow as pa
+
+    from dpspark.gaussian.source import bins_of, centred_of
+
+    def run(batches):  # type: ignore[no-untyped-def]
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            x = np.column_stack([batch.column(j).to_numpy(zero_copy_only=False).astype(np.int64) for j in range(d_in)])
+            if kind == "bins":
+                flat = bins_of(args[0], x, args[1], args[2], args[3]).reshape(-1)
+                idx = np.flatnonzero(flat)
+                values = [int(flat[i]) for i in idx]
+                idx_list = [int(i) for i in idx]
+            else:
+                values = centred_of(args[0], x, args[1], args[2])
+                idx_list = list(range(len(values)))
+            yield pa.RecordBatch.from_arrays([pa.array(idx_list, pa.int32()),
+                                              pa.array([decimal.Decimal(v) for v in values], pa.decimal128(38, 0))],
+                                             names=["idx", "value"])
+
+    return run
 
 
 def _moments_partials(matrix: IntMatrix, norm_bound_sq: int, d_in: int):  # type: ignore[no-untyped-def]
@@ -175,11 +203,29 @@ class SparkGaussianSource:
         count = len(upper_pairs(d))
         return Moments(totals.get(-1, 0), tuple(totals.get(k, 0) for k in range(count)))
 
+    def _arrow_totals(self, kind: str, args: tuple) -> dict[int, int]:
+        """Exact totals per index of the singles' numpy partials (mapInArrow, decimal sums)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import DecimalType, IntegerType, StructField, StructType
+
+        longs = self.singles.select(*[F.col(f"__dp_s{j}").cast("long") for j in range(self.dimension)])
+        schema = StructType([StructField("idx", IntegerType(), False), StructField("value", DecimalType(38, 0), False)])
+        parts = longs.mapInArrow(_partials(kind, args, self.dimension), schema)
+        return {int(r["idx"]): int(r["total"]) for r in
+                parts.groupBy("idx").agg(F.sum("value").cast(DEC).alias("total")).collect()}
+
     def bin_counts(self, matrix: IntMatrix, lo: Sequence[int], width: int, bins: int) -> np.ndarray:
         from pyspark.sql import functions as F
 
         self.progress(f"pass {self.passes + 1}: per-coordinate histograms on Spark")
         d = len(matrix)
+        if self.kernel == "arrow":
+            totals = self._arrow_totals("bins", (matrix, list(lo), width, bins))
+            self.passes += 1
+            flat = np.zeros(d * bins, dtype=np.int64)
+            for k, v in totals.items():
+                flat[k] = v
+            return flat.reshape(d, bins)
         ys = self._apply(self.singles, "__dp_s", matrix)
         top = [int(lo[j]) + bins * width - 1 for j in range(d)]
         idx = [F.expr(f"div(cast(least(greatest(y{j} - ({int(lo[j])}), 0), {top[j] - int(lo[j])}) as decimal(38,0)), {width})")
@@ -197,6 +243,10 @@ class SparkGaussianSource:
         from pyspark.sql import functions as F
 
         self.progress(f"pass {self.passes + 1}: clamped sums on Spark")
+        if self.kernel == "arrow":
+            totals = self._arrow_totals("sums", (matrix, list(centres), radius))
+            self.passes += 1
+            return [totals.get(j, 0) for j in range(len(matrix))]
         ys = self._apply(self.singles, "__dp_s", matrix)
         r = _dec(radius)
         clamped = [F.least(F.greatest(y - _dec(c), -r), r).cast(DEC) for y, c in zip(ys, centres)]
