@@ -24,6 +24,8 @@ _MECHANISMS = LazyRegistry(
         "stability": "dpspark.mechanisms.histograms:StabilityHistogram",
         "pure_sparse": "dpspark.mechanisms.histograms:PureSparseHistogram",
         "compact": "dpspark.mechanisms.compact:CompactHistogram",
+        "bounded_noise": "dpspark.mechanisms.answers:BoundedNoiseAnswers",
+        "gaussian": "dpspark.mechanisms.answers:GaussianAnswers",
     },
     lambda name: UnknownMechanismError(f"privacy.mechanism must be one of {names()}, got {name!r}"),
 )
