@@ -245,7 +245,8 @@ def choose_engine(cfg: ReleaseConfig, engine: str | None, have_spark: bool, give
         return engine
     from dpspark.mechanisms.registry import mechanism_class
 
-    engines = getattr(mechanism_class(cfg.mechanism), "engines", ("arrow", "spark"))
+    cls = mechanism_class(cfg.mechanism)
+    engines = cls.engines_for(cfg) if hasattr(cls, "engines_for") else getattr(cls, "engines", ("arrow", "spark"))
     if "arrow" not in engines:
         if engine == "arrow":
             raise ConfigError(f"mechanism {cfg.mechanism!r} runs on Spark only (the Arrow engine lacks its "

@@ -15,6 +15,7 @@ _READERS = LazyRegistry(
     {
         "sparse": "dpspark.lookup.release:ReleaseLookup",
         "compact": "dpspark.lookup.compact:CompactReleaseLookup",
+        "answers": "dpspark.lookup.answers:AnswersLookup",
     },
     lambda kind: ReleaseFormatError(f"manifest.json: unknown release kind {kind!r}"),
 )

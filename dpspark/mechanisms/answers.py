@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
 from dpspark.mechanisms.answers_queries import Query, QueryError, Scalar, parse_queries, scalars_of
@@ -135,36 +136,44 @@ def assemble(queries: Sequence[Query], released: Sequence[int], law: NoiseLaw) -
     return out
 
 
+#: the columns of the ``answers`` table; exact rationals are strings ("p/q"), absent values null
+TABLE_COLUMNS = ("name", "kind", "value", "R", "bound95", "conditional_bound", "conditional_bound95",
+                 "noisy_sum", "noisy_count", "condition")
+
+
+def answers_table(answers: Sequence[dict[str, Any]]) -> Any:
+    """The answers as a pyarrow table of strings (exact rationals; post-processing of the noisy integers)."""
+    import pyarrow as pa
+
+    def text(v: Any) -> str | None:
+        return None if v is None else str(v)
+
+    return pa.table({c: pa.array([text(a.get(c)) for a in answers], type=pa.string()) for c in TABLE_COLUMNS})
+
+
 # ----------------------------------------------------------------------------- budget helpers
+@lru_cache(maxsize=32)
 def largest_rho(epsilon: Fraction, delta: Fraction) -> Fraction:
-    """The largest rho on the 2^-30 grid whose certified CKS conversion is <= (epsilon, delta)."""
-    try:
-        from dpspark.mechanisms.zcdp_budget import rho_within  # the shared helper, when present
+    """The largest rho on the 2^-30 grid whose certified CKS conversion is <= (epsilon, delta) (cached)."""
+    from dpspark.mechanisms.zcdp_budget import rho_within
 
-        return rho_within(epsilon, delta)
-    except ImportError:
-        pass
-    from dpspark.privacy.conversions import zcdp_to_approx_dp_cks
-    from dpspark.privacy.measures import ZCDP
+    return rho_within(epsilon, delta)
 
-    def fits(rho: Fraction) -> bool:
-        return zcdp_to_approx_dp_cks(ZCDP(rho), delta).epsilon <= epsilon
 
-    unit = Fraction(1, 1 << 30)
-    lo, hi = 0, 1
-    while fits(hi * unit):
-        lo, hi = hi, hi * 2
-        if hi > 1 << 80:
-            break
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid * unit):
-            lo = mid
-        else:
-            hi = mid
-    if lo == 0:
-        raise MechanismSpecError("no rho >= 2^-30 fits this (epsilon, delta); raise epsilon or delta")
-    return lo * unit
+@lru_cache(maxsize=32)
+def bounded_calibration(k: int, epsilon: Fraction, delta: Fraction, family: str, method: str) -> Any:
+    """calibrate(k, epsilon, delta, sensitivity=1, family, method), cached: a spec is checked several times."""
+    from dpspark.noise.bounded_calibrate import calibrate
+
+    return calibrate(k, epsilon, delta, sensitivity=1, family=family, method=method)
+
+
+@lru_cache(maxsize=32)
+def gaussian_noise(rho_each: Fraction, radius: int) -> Any:
+    """The smallest-grid-sigma DiscreteGaussian with zcdp_rho(1) <= rho_each (cached)."""
+    from dpspark.noise.dgauss import DiscreteGaussian, smallest_sigma
+
+    return DiscreteGaussian(sigma=smallest_sigma(rho_each, 1, data_radius=radius), data_radius=radius)
 
 
 def _parse_choice(choices: tuple[str, ...], what: str) -> Callable[[Any], str]:
@@ -197,6 +206,13 @@ class AnswersMechanism(Mechanism):
         if any(s.delta * spec.max_units >= 10**38 for s in self.scalars):
             raise MechanismSpecError("max_units x a clip bound (fixed point) exceeds decimal(38,0): lower scale_bits")
         self.law = self.calibrate()
+
+    @classmethod
+    def engines_for(cls, spec: "ReleaseSpec") -> tuple[str, ...]:
+        """Spark only when a query has a filter (a Spark SQL predicate); else Spark or Arrow (data-free)."""
+        if any(q.filter is not None for q in spec.sections.get("queries", ())):
+            return ("spark",)
+        return ("arrow", "spark")
 
     def calibrate(self) -> NoiseLaw:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -266,17 +282,25 @@ class AnswersMechanism(Mechanism):
         answers = self.answer_totals(self.totals(ctx), rng)
         return self.payload(answers)
 
+    def section(self) -> dict[str, Any]:
+        """The kind's manifest section: what the bounds mean, k, the noise (the answers are the table)."""
+        det = self.law.abs_bound is not None
+        words = ("every answer is within R of its true value (probability 1); all answers are within bound95 "
+                 "with probability >= 0.95" if det else
+                 "no probability-1 bound (Gaussian noise); all answers are within bound95 with probability >= 0.95")
+        return {"mechanism": self.name, "k": self.k, "queries": len(self.queries), "table": "answers",
+                "deterministic_bound": det, "bounds": words,
+                "noisy_count_means": "a mean over a noisy count states only a conditional bound (column condition)",
+                "noise": dict(self.law.parameters, abs_bound_units=self.law.abs_bound, bound95_units=self.law.bound95)}
+
     def payload(self, answers: list[dict[str, Any]]) -> Any:
         """The :class:`~dpspark.release.statement.StatementRelease` of these answers."""
         from dpspark.release.statement import StatementRelease, standard_statements
 
-        section = {"answers": answers, "k": self.k, "mechanism": self.name,
-                   "queries": [q.describe() for q in self.queries],
-                   "deterministic_bound": self.law.abs_bound is not None}
         return StatementRelease(
             algorithm=self.theorem, parameters=self.plan(),
             privacy=standard_statements(self.statement(), **self.statement_extras()),
-            accuracy=self.accuracy(), section=section)
+            accuracy=self.accuracy(), section=self.section(), tables={"answers": answers_table(answers)})
 
     def statement_extras(self) -> dict[str, Any]:
         return {}
@@ -293,12 +317,11 @@ class BoundedNoiseAnswers(AnswersMechanism):
 
     def calibrate(self) -> NoiseLaw:
         from dpspark.noise.bounded import MAX_TABLE_M, BoundedNoiseError
-        from dpspark.noise.bounded_calibrate import calibrate
 
         family = self.spec.options.get("family", "p2")
         method = self.spec.options.get("method", "chernoff")
         try:
-            cal = calibrate(self.k, self.spec.epsilon, self.spec.delta, sensitivity=1, family=family, method=method)
+            cal = bounded_calibration(self.k, self.spec.epsilon, self.spec.delta, family, method)
         except BoundedNoiseError as err:
             raise MechanismSpecError(f"bounded_noise calibration refused: {err}") from None
         if cal.M > MAX_TABLE_M:
@@ -339,7 +362,7 @@ class GaussianAnswers(AnswersMechanism):
                               "k-fold zCDP composition, CKS20 Cor. 13 conversion")
 
     def calibrate(self) -> NoiseLaw:
-        from dpspark.noise.dgauss import DGaussError, DiscreteGaussian, smallest_sigma
+        from dpspark.noise.dgauss import DGaussError
 
         assert self.spec.delta is not None
         self.rho_budget = largest_rho(self.spec.epsilon, self.spec.delta)
@@ -347,8 +370,7 @@ class GaussianAnswers(AnswersMechanism):
         if radius >= 1 << 48:
             raise MechanismSpecError("max_units must be < 2^48 for the gaussian answers")
         try:
-            sigma = smallest_sigma(self.rho_budget / self.k, 1, data_radius=radius)
-            self.dg = DiscreteGaussian(sigma=sigma, data_radius=radius)
+            self.dg = gaussian_noise(self.rho_budget / self.k, radius)
         except DGaussError as err:
             raise MechanismSpecError(f"gaussian: no sigma <= 10^4 meets rho = {self.rho_budget} / k = {self.k}: "
                                      f"{err}") from None
