@@ -250,19 +250,20 @@ class AnswersMechanism(Mechanism):
         return AccuracyStatement(claims, notes)
 
     # --- with data --------------------------------------------------------------------------
-    def totals(self, ctx: "StageContext") -> list[int]:
-        """The exact statistic of every scalar in one pass (Spark or Arrow)."""
+    def totals(self, ctx: "StageContext", scalars: Sequence[Scalar] | None = None) -> list[int]:
+        """The exact statistic of every scalar (default: the batch's) in one pass, on Spark or Arrow."""
+        scalars = self.scalars if scalars is None else list(scalars)
         progress = getattr(ctx, "progress", lambda _m: None)
         if hasattr(ctx, "df"):
             from dpspark.spark.answers import scalar_totals
 
-            progress(f"pass {getattr(ctx, 'passes_run', 0) + 1}: {self.k} clipped sums on Spark")
-            out = scalar_totals(ctx.df, self.scalars, self.spec.unit_column, self.spec.max_units)
+            progress(f"pass {getattr(ctx, 'passes_run', 0) + 1}: {len(scalars)} clipped sums on Spark")
+            out = scalar_totals(ctx.df, scalars, self.spec.unit_column, self.spec.max_units)
         elif hasattr(ctx, "dataset"):
             from dpspark.engine.arrow_answers import scalar_totals_arrow
 
-            progress(f"pass {getattr(ctx, 'passes_run', 0) + 1}: {self.k} clipped sums on Arrow")
-            out = scalar_totals_arrow(ctx.dataset, self.scalars, self.spec.unit_column)
+            progress(f"pass {getattr(ctx, 'passes_run', 0) + 1}: {len(scalars)} clipped sums on Arrow")
+            out = scalar_totals_arrow(ctx.dataset, scalars, self.spec.unit_column)
         else:
             raise MechanismSpecError(f"mechanism {self.name!r} runs on the Spark or Arrow engine")
         ctx.passes_run = getattr(ctx, "passes_run", 0) + 1
@@ -272,10 +273,15 @@ class AnswersMechanism(Mechanism):
     def sampler(self) -> Callable[["RandomSource"], Callable[[], int]]:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def answer_totals(self, totals: Sequence[int], rng: "RandomSource") -> list[dict[str, Any]]:
-        """The answers from exact totals: k draws of the calibrated law, then post-processing."""
-        released = release_scalars(totals, self.scalars, self.sampler()(rng))
-        return assemble(self.queries, released, self.law)
+    def release(self, totals: Sequence[int], scalars: Sequence[Scalar], rng: "RandomSource") -> list[int]:
+        """The noisy integers y_j = Delta_j (round(x_j / Delta_j) + Z_j), one draw per scalar."""
+        return release_scalars(totals, scalars, self.sampler()(rng))
+
+    def answer_totals(self, totals: Sequence[int], rng: "RandomSource",
+                      queries: Sequence[Query] | None = None) -> list[dict[str, Any]]:
+        """The answers from exact totals: one draw of the calibrated law per scalar, then post-processing."""
+        queries = self.queries if queries is None else tuple(queries)
+        return assemble(queries, self.release(totals, scalars_of(queries), rng), self.law)
 
     def run(self, ctx: "StageContext", rng: "RandomSource", progress: Progress) -> Any:
         """One pass, k noise draws, the statement envelope."""
@@ -419,13 +425,11 @@ class GaussianAnswers(AnswersMechanism):
         dg = self.dg
         return lambda rng: (lambda: dg.draw(rng))
 
-    def answer_totals(self, totals: Sequence[int], rng: "RandomSource") -> list[dict[str, Any]]:
+    def release(self, totals: Sequence[int], scalars: Sequence[Scalar], rng: "RandomSource") -> list[int]:
         """As the base, with the cyclic release (round(x/Delta) + Z) mod m represented around 0."""
         dg = self.dg
         draw = self.sampler()(rng)
-        released = [s.delta * int(dg.wrap(round_half_up(int(x), s.delta) + draw(), 0))
-                    for x, s in zip(totals, self.scalars)]
-        return assemble(self.queries, released, self.law)
+        return [s.delta * int(dg.wrap(round_half_up(int(x), s.delta) + draw(), 0)) for x, s in zip(totals, scalars)]
 
 
 __all__ = ["AnswersMechanism", "BoundedNoiseAnswers", "GaussianAnswers", "NoiseLaw", "QueryError",
