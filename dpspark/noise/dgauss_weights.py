@@ -178,4 +178,7 @@ def tail_bound(W: int, sigma: Fraction, R: int, prec: int) -> Fraction:
     with precision(prec):
         num = 2 * arb(W) * arb(q(-(R + 1) ** 2 * a)).exp()
         den = 1 - arb(q(-2 * m * (R + 1) * a)).exp()
+        tiny = Fraction(1, 1 << (2 * prec))  # a wide window makes the bound astronomically small: cap its size
+        if (num / den).upper() < arb(tiny.numerator) / arb(tiny.denominator):
+            return tiny  # still an upper bound, with a 2*prec-bit denominator instead of billions of bits
         return upper(num / den)
