@@ -55,8 +55,19 @@ def scalar_totals_arrow(dataset: Any, scalars: Sequence[Scalar], unit_column: st
     if unit_column is not None:
         table = table.filter(pc.is_valid(table[unit_column]))
     rows = table.num_rows
+    from dpspark.engine.answers_plan import split, totals_from_histogram
+
+    groups, rest = split(scalars, unit_column)
+    hist: dict[int, int] = {}
+    for grp in groups:  # many row-level sums of one column: one histogram (answers_plan)
+        col = table[grp.column].cast(pa.float64()).to_numpy(zero_copy_only=False)
+        v = np.clip(_fixed(col, grp.scale_bits, 1 << 52), grp.L, grp.H)
+        values, counts = np.unique(v, return_counts=True)
+        hist.update(totals_from_histogram(values.tolist(), counts.tolist(), grp, scalars))
     per_row: dict[str, np.ndarray] = {}
     for j, s in enumerate(scalars):
+        if j in hist:
+            continue
         if s.column is None:
             per_row[f"a{j}"] = np.ones(rows, dtype=np.int64)
         else:
@@ -70,6 +81,9 @@ def scalar_totals_arrow(dataset: Any, scalars: Sequence[Scalar], unit_column: st
         units = {k: np.asarray(g[f"{k}_sum"].to_numpy(zero_copy_only=False), dtype=object) for k in per_row}
     out = []
     for j, s in enumerate(scalars):
+        if j in hist:
+            out.append(hist[j])
+            continue
         v = units[f"a{j}"]
         clipped = np.clip(v, s.lo, s.hi)
         out.append(int(sum(int(x) for x in clipped)) if clipped.dtype == object else int(clipped.sum(dtype=object)))
