@@ -220,3 +220,29 @@ def test_gaussian_t95_is_the_exact_union_bound() -> None:
         return Fraction(dg.d - (dg.scaled_cdf(t) - dg.scaled_cdf(-t - 1)), dg.d)
 
     assert 6 * tail(t) <= Fraction(1, 20) < 6 * tail(t - 1)
+
+
+def test_gaussian_path_is_delta_times_the_wrapped_sample() -> None:
+    """Each Gaussian answer is Delta_j * ((round(x_j / Delta_j) + Z_j) mod m around 0), Z_j = sample(u_j)."""
+    mech = spec("gaussian").mechanism_object()
+    dg = mech.dg
+
+    class Bits:
+        name, lam = "scripted-bits", 128
+
+        def __init__(self, us):
+            self.us = list(us)
+
+        def bits(self, k):
+            assert k == dg.bits
+            return self.us.pop(0) - 1
+
+        def uniform(self, n):  # pragma: no cover
+            raise AssertionError
+
+    us = [1, dg.d, dg.d // 2, 12345, dg.d // 3, dg.d - 7]
+    got = mech.release(TOTALS, mech.scalars, Bits(us))
+    want = [s.delta * int(dg.wrap(round_half_up(x, s.delta) + dg.sample(u), 0))
+            for x, s, u in zip(TOTALS, mech.scalars, us)]
+    assert got == want
+    assert all(y % s.delta == 0 for y, s in zip(got, mech.scalars))  # every answer on its own Delta_j grid
