@@ -8,9 +8,10 @@ drawn exactly from one uniform integer u in [1, 4n]: bit = 1 iff u <= max(n, min
 
 Privacy (pure DP, exact). Write P(c) = max(n, min(3n, 4c)) / (4n) on c in [0, n]. Moving c by one moves P by
 at most 1/n, and P, 1 - P >= 1/4, so each output's probability changes by a factor <= 1 + 4/n (RSSS Thm 6.1).
-Exactly: the largest ratio P(c+1)/P(c) is at c0 = floor(n/4) (the first c whose successor leaves the floor
-n): P(c0) = n/(4n), P(c0+1) = (4 c0 + 4)/(4n), ratio r = (4 floor(n/4) + 4)/n (n >= 2); 1 - P(c) = P(n - c)
-gives the same ratio for the bit 0. So one column is ln(r)-DP with r <= 1 + 4/n, equal when 4 | n.
+Exactly: P(c+1)/P(c) is 1 below c0 = floor(n/4), (4 c0 + 4)/n at c0 (P(c0) = 1/4), (c + 1)/c for
+c1 = ceil(n/4) <= c while 4c + 4 <= 3n (decreasing), and <= that past the upper clip; so the largest ratio
+r(n) is attained at c0 or c1, and 1 - P(c) = P(n - c) gives the same ratio for the bit 0.
+So one column is ln(r)-DP with r <= 1 + 4/n, equal when 4 | n.
 One unit moves every column's count by at most one, and the d bits are drawn independently, so the product
 is d ln(r)-DP (exact: the ratio of a product law is the product of the ratios).
 The same bound holds under AddRemove(n) and under Substitute(n): the algorithm reads only the counts and the
@@ -44,10 +45,11 @@ def clipped_bias(c: int, n: int) -> Fraction:
 
 
 def column_ratio(n: int) -> Fraction:
-    """r = max over neighbouring counts of the output-probability ratio of one column: (4 floor(n/4) + 4)/n."""
-    if n < 2:
-        raise ValueError("the bounded-bias sampler needs n >= 2")
-    return Fraction(4 * (n // 4) + 4, n)
+    """r(n) = max over neighbouring counts of one column's output-probability ratio (<= 1 + 4/n; = when 4 | n)."""
+    if n < 1:
+        raise ValueError("the bounded-bias sampler needs n >= 1")
+    cands = {n // 4, -(-n // 4)}
+    return max(Fraction(clipped_numerator(c + 1, n), clipped_numerator(c, n)) for c in cands if c + 1 <= n)
 
 
 def column_bias_draws(n: int) -> int:
@@ -87,7 +89,7 @@ def bernoulli_sample(counts: Sequence[int], n: int, rng: RandomSource) -> list[i
 def min_n_for_epsilon(epsilon_exp_upper: Fraction, d: int) -> int:
     """The smallest n >= 2 with r(n)^d <= ``epsilon_exp_upper`` (a rational lower bound on e^eps is safe).
 
-    r(n) = (4 floor(n/4) + 4)/n is not monotone in n, so the search scans down from an n that works: with
+    r(n) is not monotone in n, so the search scans down from an n that works: with
     r <= 1 + 4/n, (1 + 4/n)^d <= E holds once n >= 4d/(E^(1/d) - 1); the scan below is over public values.
     """
     if epsilon_exp_upper <= 1:
