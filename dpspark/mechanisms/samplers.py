@@ -111,11 +111,16 @@ class KarySampler(_Sampler):
             raise MechanismSpecError("internal error: the plan's exact epsilon would exceed the configured epsilon")
 
     # --- data-free --------------------------------------------------------------------------------
+    @property
+    def units_per_batch(self) -> int:
+        """N at which the accuracy claim is stated: max_units, or floor(max_units / samples) per batch."""
+        return self.n // self.m
+
     def tv_bound(self) -> Fraction:
-        """k / (N sinh eps~) at N = max_units units per batch (per sample)."""
+        """k / (N sinh eps~) at N = max_units units (per batch: floor(max_units / samples))."""
         from dpspark.samplers.kary import tv_bound
 
-        return tv_bound(self.k, self.n, self.counting.exp_eps)
+        return tv_bound(self.k, self.units_per_batch, self.counting.exp_eps)
 
     def plan(self) -> dict[str, Any]:
         from dpspark.samplers.kary import mean_abs_noise
@@ -124,7 +129,7 @@ class KarySampler(_Sampler):
             "mechanism": self.name, "k": self.k, "samples": self.m, "max_units": self.n,
             "counting": self.counting.describe(),
             "mean_abs_noise": str(mean_abs_noise(self.counting.exp_eps)),
-            "tv_bound_at_max_units": str(self.tv_bound()),
+            "units_per_batch": self.units_per_batch, "tv_bound": str(self.tv_bound()),
         }
 
     def statement(self) -> "PrivacyStatement":
@@ -150,14 +155,14 @@ class KarySampler(_Sampler):
 
         per = "in the sample's batch" if self.m > 1 else ""
         claim = AccuracyClaim.tv_distance(
-            self.tv_bound(), self.n,
+            self.tv_bound(), self.units_per_batch,
             condition=(f"each unit's symbol drawn i.i.d. from P; with N units {per} the bound is k E|Z| / N "
                        f"= {self.k} * {mean_abs_noise(self.counting.exp_eps)} / N (RSSS Thm 1.4)").replace("  ", " "))
         return AccuracyStatement([claim], notes="TV of the output law averaged over the data and the coins (RSSS); "
                                  "clip-then-normalise is an exact l1 projection onto the simplex")
 
     def accuracy_summary(self) -> dict[str, Any]:
-        return {"tv_bound_at_max_units": str(self.tv_bound()), "max_units": self.n}
+        return {"tv_bound": str(self.tv_bound()), "units_per_batch": self.units_per_batch}
 
     def stages(self) -> list[StageInfo]:
         what = "count per symbol" + (f", once per each of {self.m} disjoint batches" if self.m > 1 else "")
