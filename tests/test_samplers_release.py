@@ -161,3 +161,24 @@ def test_batches_by_unit_id_keep_the_substitute_statement() -> None:
 def test_batches_by_record_content_caught() -> None:
     """Mutant: hashing the record's content moves a changed record to another batch; two counts move."""
     assert _worst_substitute_ratio(content_batches=True) > _stated_ratio(2)
+
+
+def test_bernoulli_zcdp_route(tmp_path: Path) -> None:
+    """With privacy.delta: rho-zCDP (BS16 per column, composed) and its certified (eps, delta) <= the target."""
+    from dpspark.mechanisms.zcdp_budget import converted_epsilon
+
+    names = [f"c{j}" for j in range(100)]
+    t = pa.table({"u": list(range(600)), **{c: [(i + j) % 3 == 0 for i in range(600)] for j, c in enumerate(names)}})
+    s = Session(t, max_units=600, rng=SeededRandom(8))
+    with pytest.raises(ConfigError, match="exact epsilon"):  # pure composition needs about 4d/eps = 400/eps
+        s.release(mechanism="bernoulli_sampler", epsilon="1/2", output=str(tmp_path / "p"),
+                  sections={"columns": {"names": names}})
+    r = s.release(mechanism="bernoulli_sampler", epsilon="1/2", delta="1/1000000", output=str(tmp_path / "z"),
+                  sections={"columns": {"names": names}})
+    st = r.statements
+    assert {"add_remove", "replacement", "add_remove_approx_dp", "add_remove_pure"} <= set(st)
+    rho = st["add_remove"].rho
+    assert rho >= 100 * Fraction(1, 2) * Fraction(1, 151) ** 2  # ln(1 + 4/600) >= (4/600)/(1 + 4/600) = 1/151
+    assert st["add_remove_approx_dp"].epsilon.le("1/2") and converted_epsilon(rho, Fraction(1, 10**6)) <= Fraction(1, 2)
+    assert st["replacement"].rho == rho  # direct proof under Substitute(n)
+    assert len(r.sample) == 100

@@ -203,17 +203,25 @@ class BernoulliSampler(_Sampler):
     No noise knob: with n = max_units (per batch: floor(max_units / samples)) the mechanism is exactly
     d ln r(n) (+ the rng bias) pure DP with r(n) <= 1 + 4/n, under AddRemove(max_units) and under
     Substitute(max_units) alike (it never reads the actual unit count); the plan refuses when that exceeds
-    privacy.epsilon. Accuracy needs exactly n units with biases in [1/3, 2/3] (see the kind's statement).
+    privacy.epsilon. With privacy.delta it is also stated as rho-zCDP, rho = d (ln r + bias)^2/2 certified
+    (BS16 Prop. 1.4 per column, composed; RSSS Thm 1.8), with its CKS20 (eps, delta) conversion checked
+    against privacy.epsilon: n then grows like sqrt(d ln(1/delta))/eps. Accuracy needs exactly n units with
+    biases in [1/3, 2/3] (see the kind's statement).
     """
 
     name: ClassVar[str] = "bernoulli_sampler"
     needs_keys: ClassVar[bool] = False
+    #: with privacy.delta the product is also stated as rho-zCDP (each column ln r-DP => (ln r)^2/2-zCDP,
+    #: Bun-Steinke 2016 Prop. 1.4; composed over d columns) and converted to (eps, delta) (CKS20 Cor. 13):
+    #: n then grows like sqrt(d log(1/delta))/eps instead of 4d/eps (RSSS Thm 1.8)
+    delta: ClassVar[str] = "optional"
     sections: ClassVar[dict[str, Any]] = {"columns": parse_columns}
 
     def __init__(self, spec: Any, lam: int = DEFAULT_LAMBDA) -> None:
         super().__init__(spec, lam)
         from dpspark.exact import exp_lower_bound
         from dpspark.mechanisms.histograms import within_epsilon
+        from dpspark.mechanisms.zcdp_budget import converted_epsilon
         from dpspark.samplers import bernoulli as B
 
         self.columns: tuple[str, ...] = spec.sections["columns"]
@@ -224,7 +232,17 @@ class BernoulliSampler(_Sampler):
             raise MechanismSpecError("privacy.max_units must be at least privacy.samples")
         self.exp = B.exp_epsilon(self.nb, self.d)
         self.extra = B.bias_extra(self.nb, self.d, lam)
-        if not within_epsilon(self.exp, self.extra, spec.epsilon):
+        self.rho: Fraction | None = None
+        if spec.delta is not None:
+            self.rho = self.zcdp_rho(self.nb)
+            if converted_epsilon(self.rho, spec.delta) > spec.epsilon:
+                need = self._smallest_n(lambda nb: converted_epsilon(self.zcdp_rho(nb), spec.delta) <= spec.epsilon)
+                raise MechanismSpecError(
+                    f"mechanism 'bernoulli_sampler' adds no noise: with max_units = {self.n}"
+                    f"{f' over {self.m} batches' if self.m > 1 else ''} and d = {self.d} columns it is "
+                    f"{self.rho}-zCDP, whose (eps, delta = {spec.delta}) conversion exceeds privacy.epsilon = "
+                    f"{spec.epsilon}; it needs about {need * self.m} units (max_units), or a larger epsilon")
+        elif not within_epsilon(self.exp, self.extra, spec.epsilon):
             target = exp_lower_bound(spec.epsilon) * (1 - self.extra)
             need = B.min_n_for_epsilon(target, self.d) if target > 1 else None
             more = f"about {need * self.m} units" if need else "more units"
@@ -232,7 +250,28 @@ class BernoulliSampler(_Sampler):
                 f"mechanism 'bernoulli_sampler' adds no noise: with max_units = {self.n}"
                 f"{f' over {self.m} batches' if self.m > 1 else ''} and d = {self.d} columns its exact epsilon is "
                 f"{self.d} ln({B.column_ratio(self.nb)}) > privacy.epsilon = {spec.epsilon}; "
-                f"it needs {more} (max_units) for this epsilon, or a larger epsilon")
+                f"it needs {more} (max_units) for this epsilon, or a larger epsilon (or set privacy.delta "
+                "for the zCDP statement, which needs about sqrt(d) times fewer)")
+
+    def zcdp_rho(self, nb: int) -> Fraction:
+        """d rho0 with rho0 >= (ln r(nb) + bias)^2 / 2 certified (BS16 Prop. 1.4 per column, then composition)."""
+        from dpspark.privacy import LogEpsilon, PureDP, pure_to_zcdp
+        from dpspark.rng import bias_epsilon
+        from dpspark.samplers import bernoulli as B
+
+        col = LogEpsilon(B.column_ratio(nb), bias_epsilon(B.column_bias_draws(nb), self.lam))
+        return self.d * pure_to_zcdp(PureDP(col)).rho
+
+    @staticmethod
+    def _smallest_n(ok: Any) -> int:
+        hi = 4
+        while not ok(hi):  # public doubling, data-free
+            hi *= 2
+        lo = hi // 2
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
+        return lo
 
     def tv_bound(self) -> Fraction:
         from dpspark.samplers.bernoulli import tv_bound
@@ -245,32 +284,48 @@ class BernoulliSampler(_Sampler):
         return {"mechanism": self.name, "d": self.d, "samples": self.m, "max_units": self.n,
                 "units_per_batch": self.nb, "column_ratio": str(column_ratio(self.nb)),
                 "epsilon": f"{self.d} ln({column_ratio(self.nb)}) + {self.extra}",
+                "rho": None if self.rho is None else str(self.rho),
                 "tv_bound_at_n": str(self.tv_bound())}
 
-    def _statement(self, relation: Any, how: str) -> "PrivacyStatement":
-        from dpspark.privacy import PrivacyStatement
+    def _statement(self, relation: Any, how: str, zcdp: bool = False) -> "PrivacyStatement":
+        from dpspark.privacy import PrivacyStatement, ZCDP
         from dpspark.samplers.bernoulli import column_ratio
 
-        return PrivacyStatement.from_exp_eps(
-            self.exp, self.extra, 0,
-            f"RSSS Thm 6.1 per column, exact ratio r(n) = {column_ratio(self.nb)} <= 1 + 4/n at n = {self.nb}; "
-            f"product of {self.d} independent columns (Thm 6.4), each count moved by at most one {how}"
-            + self._batch_note(),
-            relation,
-            notes="no added noise; extra = the rng's multiply-shift bias, one uniform on [1, 4n] per column "
-                  "(0 when 4n is a power of two)")
+        theorem = (f"RSSS Thm 6.1 per column, exact ratio r(n) = {column_ratio(self.nb)} <= 1 + 4/n at n = "
+                   f"{self.nb}; product of {self.d} independent columns (Thm 6.4), each count moved by at most "
+                   f"one {how}" + self._batch_note())
+        notes = ("no added noise; the rng's multiply-shift bias (one uniform on [1, 4n] per column, 0 when 4n is "
+                 "a power of two) is in the epsilon")
+        if zcdp:
+            assert self.rho is not None
+            return PrivacyStatement(ZCDP(self.rho), relation, theorem + "; each column ln r-DP => (ln r)^2/2-zCDP "
+                                    "(BS16 Prop. 1.4, certified), composed over the columns (RSSS Thm 1.8)", notes)
+        return PrivacyStatement.from_exp_eps(self.exp, self.extra, 0, theorem, relation, notes=notes)
 
     def statement(self) -> "PrivacyStatement":
-        """The primary statement, under AddRemove(max_units)."""
+        """The primary statement, under AddRemove(max_units) (rho-zCDP when privacy.delta is set)."""
         from dpspark.privacy import AddRemove
 
-        return self._statement(AddRemove(self.n), "when a unit is added or removed")
+        return self._statement(AddRemove(self.n), "when a unit is added or removed", self.rho is not None)
 
     def replacement_statement(self) -> "PrivacyStatement":
-        """The same epsilon under Substitute(max_units): a changed unit also moves each count by at most one."""
+        """The same guarantee under Substitute(max_units): a changed unit also moves each count by at most one."""
         from dpspark.privacy import Substitute
 
-        return self._statement(Substitute(self.n), "when a unit's record changes (direct proof, no group privacy)")
+        return self._statement(Substitute(self.n), "when a unit's record changes (direct proof, no group privacy)",
+                               self.rho is not None)
+
+    def statements(self) -> tuple[tuple[str, "PrivacyStatement"], ...]:
+        """Every named statement: pure (always true); with privacy.delta also rho-zCDP and its (eps, delta)."""
+        from dpspark.privacy import AddRemove, Substitute
+        from dpspark.release.statement import standard_statements
+
+        if self.rho is None:
+            return standard_statements(self.statement(), replacement=self.replacement_statement())
+        pure = (("add_remove_pure", self._statement(AddRemove(self.n), "when a unit is added or removed")),
+                ("replacement_pure", self._statement(Substitute(self.n), "when a unit's record changes")))
+        return standard_statements(self.statement(), delta=self.spec.delta,
+                                   replacement=self.replacement_statement()) + pure
 
     def privacy_summary(self) -> dict[str, Any]:
         return {"statement": self.statement().text(), "replacement": self.replacement_statement().text(),
@@ -298,7 +353,7 @@ class BernoulliSampler(_Sampler):
     def run(self, ctx: "StageContext", rng: "RandomSource", progress: Progress) -> Any:
         from dpspark.engine.context import CuratorError
         from dpspark.engine.stages import SumsStage
-        from dpspark.release.statement import StatementRelease, standard_statements
+        from dpspark.release.statement import StatementRelease
         from dpspark.samplers.bernoulli import bernoulli_sample
         from dpspark.samplers.stages import column_sums
 
@@ -319,7 +374,7 @@ class BernoulliSampler(_Sampler):
             algorithm="BernoulliSampler (RSSS Thm 6.1; product over columns, Thms 6.4, 1.8)",
             parameters={"d": d, "samples": self.m, "max_units": self.n, "units_per_batch": self.nb,
                         "column_ratio": self.plan()["column_ratio"]},
-            privacy=standard_statements(self.statement(), replacement=self.replacement_statement()),
+            privacy=self.statements(),
             accuracy=self.accuracy_statement(),
             section=_sample_section(samples, list(self.columns), self.m),
         )

@@ -14,8 +14,9 @@ prints a table per part and writes <out>/samplers.json and one PNG per part.
 * bernoulli: the bounded-bias product at d in {10, 100, 1000} with every bias 1/3 (the edge of
   [1/3, 2/3]). The number of ones is sufficient for both product laws, so the product's TV is
   TV(Bin(d, E p~), Bin(d, 1/3)) - computed from the exact Binomial law of c (floats, report). The n
-  needed for eps = 1 is given exactly for the stated pure statement (d ln r(n) <= 1) and, for
-  comparison, for the zCDP route (each column ln r-DP => (ln r)^2/2-zCDP, composed, then (eps, 1e-6)).
+  needed for eps = 1 is the smallest max_units the mechanism's plan accepts, for the pure statement
+  (d ln r(n) <= 1) and with privacy.delta = 1e-6 (each column ln r-DP => (ln r)^2/2-zCDP, composed,
+  CKS20 conversion certified <= 1).
 All floats here are reporting only.
 """
 
@@ -141,13 +142,16 @@ def product_tv(d: int, q: float, p: float) -> float:
     return 0.5 * float(np.abs(np.exp(_log_binom_pmf(d, q)) - np.exp(_log_binom_pmf(d, p))).sum())  # report
 
 
-def n_zcdp(d: int, eps: float, delta: float) -> int:
-    """Smallest n with rho = d (ln r(n))^2 / 2 and rho + 2 sqrt(rho ln(1/delta)) <= eps (report)."""
-    from dpspark.samplers.bernoulli import column_ratio
+def n_zcdp(d: int, eps: Fraction, delta: Fraction) -> int:
+    """Smallest n the mechanism accepts with privacy.delta: d rho0(n) certified, CKS20 conversion <= eps."""
+    from dpspark.mechanisms.zcdp_budget import converted_epsilon
+    from dpspark.privacy import LogEpsilon, PureDP, pure_to_zcdp
+    from dpspark.rng import DEFAULT_LAMBDA, bias_epsilon
+    from dpspark.samplers.bernoulli import column_bias_draws, column_ratio
 
     def ok(n: int) -> bool:
-        rho = d * math.log(float(column_ratio(n))) ** 2 / 2
-        return rho + 2 * math.sqrt(rho * math.log(1 / delta)) <= eps
+        col = LogEpsilon(column_ratio(n), bias_epsilon(column_bias_draws(n), DEFAULT_LAMBDA))
+        return converted_epsilon(d * pure_to_zcdp(PureDP(col)).rho, delta) <= eps
 
     hi = 4
     while not ok(hi):
@@ -181,7 +185,7 @@ def bench_bernoulli(args: argparse.Namespace) -> dict[str, Any]:
                 lo, hi = (lo, mid) if product_tv(d, clipped_mean(mid, p), p) <= alpha else (mid + 1, hi)
             need[str(alpha)] = lo
         n_pure = min_n_for_epsilon(exp_lower_bound(Fraction(1)), d)
-        nz = n_zcdp(d, 1.0, 1e-6)
+        nz = n_zcdp(d, Fraction(1), Fraction(1, 10**6))
         rec = {"d": d, "n_privacy_pure_eps1": n_pure, "n_privacy_zcdp_eps1_delta1e-6": nz, "n_accuracy": need,
                "n_needed_pure": {a: max(n_pure, v) for a, v in need.items()},
                "n_needed_zcdp": {a: max(nz, v) for a, v in need.items()},
