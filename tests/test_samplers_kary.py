@@ -166,3 +166,20 @@ def test_sampler_matches_exact_law_chisq():
     # a broken variant that samples the un-noised empirical law never outputs symbol 2 (count 0); its law
     # has Pr[2] = 0, so the same test would see an infinite statistic: the noise really reaches symbol 2
     assert hits[2] > 0
+
+
+def test_privacy_exact_substitute():
+    """Substitute(n) neighbours (one unit changes symbol: c - e_i + e_j, total n): ratio <= e^{2 eps~} bias^2."""
+    k, n = 3, 3
+    mech = kary_counting(n, Fraction(1))
+    laws = {c: exact_output_law(c, mech, LAM) for c in _count_vectors(k, n) if sum(c) == n}
+    worst = Fraction(0)
+    for c, law in laws.items():
+        for i, j in itertools.permutations(range(k), 2):
+            nb = list(c)
+            nb[i] -= 1
+            nb[j] += 1
+            if min(nb) < 0:
+                continue
+            worst = max(worst, max(x / y for x, y in zip(law, laws[tuple(nb)])))
+    assert mech.exp_eps * _bias_factor(mech) < worst <= (mech.exp_eps * _bias_factor(mech)) ** 2

@@ -182,3 +182,15 @@ def test_bernoulli_zcdp_route(tmp_path: Path) -> None:
     assert st["add_remove_approx_dp"].epsilon.le("1/2") and converted_epsilon(rho, Fraction(1, 10**6)) <= Fraction(1, 2)
     assert st["replacement"].rho == rho  # direct proof under Substitute(n)
     assert len(r.sample) == 100
+
+
+def test_sample_section_check() -> None:
+    from dpspark.lookup.sample import check_sample_section
+    from dpspark.release.errors import ReleaseFormatError
+
+    good = {"samples": [[0, 1], [1, 1]], "columns": ["x", "y"], "batches": 2, "independence": "independent only across batches"}
+    check_sample_section(good, None, "m")
+    for bad in ({**good, "batches": 3}, {**good, "samples": [[0], [1]]}, {**good, "extra": 1},
+                {**good, "columns": []}, {k: v for k, v in good.items() if k != "independence"}):
+        with pytest.raises(ReleaseFormatError):
+            check_sample_section(bad, None, "m")

@@ -65,12 +65,16 @@ class SampleLookup(StatementLookup):
     def describe_lines(self) -> list[tuple[str, str]]:
         """``dpspark inspect`` lines: the columns, the samples (first 10) and the independence caveat."""
         s = self.samples()
-        shown = ", ".join(repr(x) for x in s[:10]) + (f", ... ({len(s)} in all)" if len(s) > 10 else "")
+        shown = ", ".join(_short(repr(x)) for x in s[:10]) + (f", ... ({len(s)} in all)" if len(s) > 10 else "")
         return [
             ("columns", ", ".join(self.columns)),
             ("samples", f"{len(s)} (one per disjoint batch of units): {shown}"),
             ("independence", self.section["independence"]),
         ]
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 5] + " ...]"
 
 
 from dpspark.release.statement import register_section_check  # noqa: E402
