@@ -106,7 +106,7 @@ def test_config_release_arrow(tmp_path: Path, body: str) -> None:
 @pytest.mark.spark
 @pytest.mark.parametrize("body", [
     KARY_TOML.replace("samples = 3", "samples = 1"), BERN_TOML,
-    pytest.param(KARY_TOML, marks=pytest.mark.slow),  # three count passes on Spark (~1 min on 2 cores)
+    pytest.param(KARY_TOML, marks=pytest.mark.slow),  # one more Spark job (~20 s at load 9 on 2 cores)
 ], ids=["kary", "bernoulli", "kary-3-batches"])
 def test_config_release_spark_matches_arrow(spark, tmp_path: Path, body: str) -> None:
     """Spark and Arrow read the generator at the same points and batch units alike: the same samples."""

@@ -3,9 +3,9 @@
 * :func:`column_sums` - a :class:`~dpspark.engine.stages.SumsStage` on Spark (``ctx.sums``) or on Arrow
   (:func:`arrow_sums`, the same definition: values rounded half away from zero to integers, NULL = 0, a
   unit's total per column clipped to [lo, hi], batches H_key(unit) mod B).
-* :func:`batched_counts` - the count stage once per disjoint batch H_key(unit) mod m: the input is split by
-  the keyed hash of the unit id alone (never by record content, so a changed record stays in its batch), and
-  each batch runs the engine's ordinary count stage.
+* :func:`batched_counts` - counts per disjoint batch H_key(unit) mod m in one pass: the batch is a keyed hash
+  of the unit id alone (never of record content, so a changed record stays in its batch) and becomes the most
+  significant key column of the engine's ordinary count stage.
 
 The batch key is drawn once per release from the release's generator (Spark: ``SparkContext.batch_secret``)
 and never written. On Arrow the batch of a unit is the same function as on Spark: Spark's xxhash64 of the id,
@@ -102,32 +102,54 @@ def column_sums(ctx: Any, stage: SumsStage) -> list[dict[str, int]]:
     return out
 
 
+def batched_stage(stage: CountsStage, batches: int) -> CountsStage:
+    """The count stage over (batch, key): the universe [0, B) x X, batch most significant (index b |X| + x)."""
+    from dataclasses import replace
+
+    from dpspark.spark.sums import BATCH
+    from dpspark.universe.int_range import IntRangeUniverse
+    from dpspark.universe.product import TupleUniverse
+
+    inner = stage.universe
+    parts = inner.components if isinstance(inner, TupleUniverse) else (inner,)
+    universe = TupleUniverse((IntRangeUniverse(0, batches - 1, column=BATCH), *parts))
+    return replace(stage, key_columns=(BATCH, *stage.key_columns), universe=universe)
+
+
 def batched_counts(ctx: Any, stage: CountsStage, batches: int, rng: "RandomSource") -> list[tuple[list[int], list[int]]]:
-    """The count stage on each disjoint batch H_key(unit) mod ``batches`` (one batch: the ordinary stage)."""
+    """The count stage on each disjoint batch H_key(unit) mod ``batches``, in ONE pass (one batch: the stage).
+
+    The input gets a column BATCH = H_key(unit id) mod B (:func:`batch_of`; Spark: ``with_batches``) and the
+    ordinary count stage runs over the key (BATCH, key) in the universe [0, B) x X. The batch is a function
+    of the unit id alone, so a unit still has one key, and contribution bounding and the max_units rule apply
+    to the whole input exactly as without batches.
+    """
     if batches == 1:
         return [ctx.counts(stage)]
     if stage.unit_column is None:
         raise ValueError("several samples need a unit id column (a row's position is not a stable batch key)")
+    from dpspark.spark.sums import BATCH
+
     secret = batch_secret(ctx)
-    out = []
-    if hasattr(ctx, "df"):  # Spark: one filtered count pass per batch over the cached, batch-tagged input
+    joint = batched_stage(stage, batches)
+    if hasattr(ctx, "df"):  # Spark
         from dpspark.engine.context import SparkContext
-        from dpspark.spark.sums import BATCH, with_batches
+        from dpspark.spark.sums import with_batches
 
-        tagged = with_batches(ctx.df, stage.unit_column, batches, secret).cache()
-        for b in range(batches):
-            sub = SparkContext(tagged.filter(tagged[BATCH] == b).drop(BATCH), rng, ctx.progress)
-            out.append(sub.counts(stage))
-        tagged.unpersist()
-        ctx.passes_run += batches
-        return out
-    from dpspark.engine.arrow_backend import ArrowContext
+        sub: Any = SparkContext(with_batches(ctx.df, stage.unit_column, batches, secret), rng, ctx.progress)
+    else:
+        from dpspark.engine.arrow_backend import ArrowContext
 
-    table = ctx.dataset.to_table(columns=stage.columns)
-    table = table.filter(pc.is_valid(table.column(stage.unit_column)))
-    batch = batch_of(table.column(stage.unit_column), secret, batches, stage.unit_column)
-    for b in range(batches):
-        sub = ArrowContext(table.filter(pa.array(batch == b)), rng, ctx.progress)
-        out.append(sub.counts(stage))
-    ctx.passes_run += batches
+        table = ctx.dataset.to_table(columns=stage.columns)
+        table = table.filter(pc.is_valid(table.column(stage.unit_column)))
+        batch = batch_of(table.column(stage.unit_column), secret, batches, stage.unit_column)
+        sub = ArrowContext(table.append_column(BATCH, pa.array(batch, pa.int64())), rng, ctx.progress)
+    indices, counts = sub.counts(joint)
+    ctx.passes_run += 1
+    k = stage.universe.size
+    out: list[tuple[list[int], list[int]]] = [([], []) for _ in range(batches)]
+    for i, c in zip(indices, counts):  # ascending (batch, key) order: each batch's indexes stay ascending
+        b, x = divmod(i, k)
+        out[b][0].append(x)
+        out[b][1].append(c)
     return out
