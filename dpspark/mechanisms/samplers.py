@@ -165,7 +165,8 @@ class KarySampler(_Sampler):
         return {"tv_bound": str(self.tv_bound()), "units_per_batch": self.units_per_batch}
 
     def stages(self) -> list[StageInfo]:
-        what = "count per symbol" + (f", once per each of {self.m} disjoint batches" if self.m > 1 else "")
+        what = "count per symbol" + (f" and disjoint batch (one pass over keys (batch, symbol), {self.m} batches)"
+                                     if self.m > 1 else "")
         return [StageInfo("counts", what)]
 
     # --- with data --------------------------------------------------------------------------------
