@@ -25,6 +25,8 @@ GENERATORS: dict[str, list[str]] = {
                                "--seed", "11"],
     "peer-workload.parquet": ["scripts/gen_peer_workload.py"],
     "peer-workload-small.parquet": ["scripts/gen_peer_workload.py", "--rows", "1000000", "--keys", "20000"],
+    "kary-hard.parquet": ["scripts/gen_samplers.py", "--kind", "kary", "--rows", "100000"],
+    "binary-columns.parquet": ["scripts/gen_samplers.py", "--kind", "bernoulli", "--rows", "20000", "--columns", "20"],
 }
 
 

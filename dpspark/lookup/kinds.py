@@ -15,6 +15,7 @@ _READERS = LazyRegistry(
     {
         "sparse": "dpspark.lookup.release:ReleaseLookup",
         "compact": "dpspark.lookup.compact:CompactReleaseLookup",
+        "sample": "dpspark.lookup.sample:SampleLookup",
     },
     lambda kind: ReleaseFormatError(f"manifest.json: unknown release kind {kind!r}"),
 )

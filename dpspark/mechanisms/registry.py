@@ -24,6 +24,8 @@ _MECHANISMS = LazyRegistry(
         "stability": "dpspark.mechanisms.histograms:StabilityHistogram",
         "pure_sparse": "dpspark.mechanisms.histograms:PureSparseHistogram",
         "compact": "dpspark.mechanisms.compact:CompactHistogram",
+        "kary_sampler": "dpspark.mechanisms.samplers:KarySampler",
+        "bernoulli_sampler": "dpspark.mechanisms.samplers:BernoulliSampler",
     },
     lambda name: UnknownMechanismError(f"privacy.mechanism must be one of {names()}, got {name!r}"),
 )
