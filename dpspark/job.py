@@ -1,6 +1,6 @@
 """The release job: spec -> certified plan -> budget -> stages on a backend -> exact driver-side noise -> release.
 
-One code path serves ``spark-submit jobs/release_histogram.py --config X``, ``dpspark release --config X``
+One code path serves ``spark-submit jobs/release.py --config X``, ``dpspark release --config X``
 and :class:`dpspark.Session`. Order of operations:
 
 1. the spec is validated completely and the mechanism's plan certified (:meth:`ReleaseSpec.mechanism_object`),

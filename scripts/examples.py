@@ -26,6 +26,8 @@ GENERATORS: dict[str, list[str]] = {
     "peer-workload.parquet": ["scripts/gen_peer_workload.py"],
     "peer-workload-small.parquet": ["scripts/gen_peer_workload.py", "--rows", "1000000", "--keys", "20000"],
     "measurements.parquet": ["scripts/gen_measurements.py"],
+    "kary-hard.parquet": ["scripts/gen_samplers.py", "--kind", "kary", "--rows", "100000"],
+    "binary-columns.parquet": ["scripts/gen_samplers.py", "--kind", "bernoulli", "--rows", "20000", "--columns", "20"],
 }
 
 

@@ -16,6 +16,7 @@ _READERS = LazyRegistry(
         "sparse": "dpspark.lookup.release:ReleaseLookup",
         "compact": "dpspark.lookup.compact:CompactReleaseLookup",
         "answers": "dpspark.lookup.answers:AnswersLookup",
+        "sample": "dpspark.lookup.sample:SampleLookup",
     },
     lambda kind: ReleaseFormatError(f"manifest.json: unknown release kind {kind!r}"),
 )

@@ -26,6 +26,8 @@ _MECHANISMS = LazyRegistry(
         "compact": "dpspark.mechanisms.compact:CompactHistogram",
         "bounded_noise": "dpspark.mechanisms.answers:BoundedNoiseAnswers",
         "gaussian": "dpspark.mechanisms.answers:GaussianAnswers",
+        "kary_sampler": "dpspark.mechanisms.samplers:KarySampler",
+        "bernoulli_sampler": "dpspark.mechanisms.samplers:BernoulliSampler",
     },
     lambda name: UnknownMechanismError(f"privacy.mechanism must be one of {names()}, got {name!r}"),
 )

@@ -175,10 +175,12 @@ def tail_bound(W: int, sigma: Fraction, R: int, prec: int) -> Fraction:
     """
     m = 2 * R + 1
     a = half_inv_sigma2(sigma)
+    # A wide window (large data_radius) makes the bound astronomically small, and its exact upper endpoint
+    # billions of bits long. With x = (R+1)^2 a and m (R+1) a >= 1 the denominator is >= 1 - e^-2 > 1/2, so
+    # the bound is <= 4 W e^-x <= 2^(2 + bitlen(W) - x) <= 2^-2prec once x >= 2 prec + bitlen(W) + 2.
+    if m * (R + 1) * a >= 1 and (R + 1) ** 2 * a >= 2 * prec + W.bit_length() + 2:
+        return Fraction(1, 1 << (2 * prec))
     with precision(prec):
         num = 2 * arb(W) * arb(q(-(R + 1) ** 2 * a)).exp()
         den = 1 - arb(q(-2 * m * (R + 1) * a)).exp()
-        tiny = Fraction(1, 1 << (2 * prec))  # a wide window makes the bound astronomically small: cap its size
-        if (num / den).upper() < arb(tiny.numerator) / arb(tiny.denominator):
-            return tiny  # still an upper bound, with a 2*prec-bit denominator instead of billions of bits
         return upper(num / den)
