@@ -214,6 +214,11 @@ class AnswersMechanism(Mechanism):
             return ("spark",)
         return ("arrow", "spark")
 
+    def input_columns(self) -> tuple[str, ...]:
+        """The summed columns and the unit column (a filter's columns are checked by Spark, which parses it)."""
+        cols = [q.column for q in self.queries if q.column is not None]
+        return tuple(dict.fromkeys(cols)) + super().input_columns()
+
     def calibrate(self) -> NoiseLaw:  # pragma: no cover - abstract
         raise NotImplementedError
 

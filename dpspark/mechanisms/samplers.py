@@ -254,6 +254,10 @@ class BernoulliSampler(_Sampler):
                 f"it needs {more} (max_units) for this epsilon, or a larger epsilon (or set privacy.delta "
                 "for the zCDP statement, which needs about sqrt(d) times fewer)")
 
+    def input_columns(self) -> tuple[str, ...]:
+        """The d binary columns and the unit column."""
+        return self.columns + super().input_columns()
+
     def zcdp_rho(self, nb: int) -> Fraction:
         """d rho0 with rho0 >= (ln r(nb) + bias)^2 / 2 certified (BS16 Prop. 1.4 per column, then composition)."""
         from dpspark.privacy import LogEpsilon, PureDP, pure_to_zcdp
