@@ -81,7 +81,7 @@ def describe_plan(cfg: ReleaseConfig) -> dict[str, Any]:
             "max_units": cfg.max_units,
             "max_keys_per_unit": cfg.max_keys_per_unit,
             "max_rows_per_key": cfg.max_rows_per_key,
-            "on_excess_units": cfg.on_excess_units,
+            "on_excess_units": mech.excess_units_text(),
         },
         "output": str(cfg.output),
     }

@@ -214,6 +214,10 @@ class AnswersMechanism(Mechanism):
             return ("spark",)
         return ("arrow", "spark")
 
+    def excess_units_text(self) -> str:
+        """Sums are clipped per unit and never truncated: n sets the fixed-point capacity check only."""
+        return "none removed (each unit's total is clipped per query; the guarantee does not depend on n)"
+
     def input_columns(self) -> tuple[str, ...]:
         """The summed columns and the unit column (a filter's columns are checked by Spark, which parses it)."""
         cols = [q.column for q in self.queries if q.column is not None]

@@ -116,6 +116,10 @@ class Mechanism(ABC):
         """The passes over the data this mechanism makes (default: one count per index)."""
         return [StageInfo("counts", "count per universe index, after contribution bounding")]
 
+    def excess_units_text(self) -> str:
+        """What this release does with more than n units, in words (the dry-run plan shows it)."""
+        return self.spec.on_excess_units
+
     def input_columns(self) -> tuple[str, ...]:
         """The input columns this release reads (checked against a local file's schema before any spend)."""
         unit = (self.spec.unit_column,) if self.spec.unit_column else ()

@@ -254,6 +254,10 @@ class BernoulliSampler(_Sampler):
                 f"it needs {more} (max_units) for this epsilon, or a larger epsilon (or set privacy.delta "
                 "for the zCDP statement, which needs about sqrt(d) times fewer)")
 
+    def excess_units_text(self) -> str:
+        """Column counts above n are clamped to n: the estimate divides by the public n, never by a count."""
+        return "none removed (each column's count is clamped to n)"
+
     def input_columns(self) -> tuple[str, ...]:
         """The d binary columns and the unit column."""
         return self.columns + super().input_columns()
