@@ -158,6 +158,10 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
         rel = open_release(args.release, verify=not args.no_verify)
     except DPSparkError as err:
         return _fail("lookup", err)
+    if not hasattr(rel, "estimate"):  # answers, samples, distributions: nothing is keyed
+        print(f"dpspark lookup: a {rel.kind} release has no keys to look up; run `dpspark inspect {args.release}` "
+              "or open it in Python (dpspark.lookup.open_release)", file=sys.stderr)
+        return 2
     acc = rel.accuracy
     holds = "every key" if acc.per_query_above < 0 else f"true count > {acc.per_query_above}"
     rows: list[tuple[str, ...]] = [("key", "noisy count", "error bar", "per-key bar holds if")]
@@ -229,9 +233,13 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     from dpspark.release.manifest import read_manifest
     from dpspark.release.reader import load_universe
 
+    from dpspark.release.statement import StatementManifest
+
     root = Path(args.release)
     try:
         m = read_manifest(root)
+        if isinstance(m, StatementManifest):
+            return _inspect_statement(root, m, args.exact)
         status = _file_status(root, m)
         ok = all(s[2] for s in status)
         universe = load_universe(m, root) if ok else None
@@ -280,6 +288,54 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         print(f"  {name}: {text}")
     print("Checksums: " + ("all files match the manifest" if ok else "SOME FILES ARE DAMAGED OR MISSING"))
     return 0 if ok else 1
+
+
+def _inspect_statement(root: Path, m: Any, exact: bool) -> int:
+    """``inspect`` of a statement-envelope release (answers, samples, learned distributions)."""
+    from dpspark.lookup.kinds import reader_for
+
+    status = _file_status(root, m)
+    ok = all(s[2] for s in status)
+    extra: list[tuple[str, str]] = []
+    if ok:
+        try:
+            extra = reader_for(m.kind)(root, manifest=m, verify=False).describe_lines()
+        except DPSparkError as err:
+            return _fail("inspect", err)
+    lines = [
+        ("release", str(root)),
+        ("kind", f"{m.kind} (schema version {m.schema_version}, dpspark {m.dpspark_version}, created {m.created_utc})"),
+        ("mechanism", f"{m.mechanism}: {m.algorithm}"),
+        ("n", f"{m.max_units} units at most (declared, public)"),
+        ("units", contribution_words(m.config)),
+        *extra,
+        ("input", ", ".join(f"{k} = {v}" for k, v in m.input.items()) or "(not described)"),
+        ("randomness", m.rng_name + ("  ** TEST ONLY: NOT PRIVATE **" if m.rng_test_only else "")),
+    ]
+    for key, value in m.parameters.items():
+        lines.insert(3, (f"parameter {key}", short_json(value, exact)))
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        print(f"{k.ljust(width)}  {v}")
+    print()
+    print("Privacy:")
+    for name, st in m.privacy.items():
+        print(f"  {name}: {st.text()}")
+    print("Accuracy:")
+    print("  " + m.accuracy.text().replace("\n", "\n  "))
+    print("Files:")
+    for name, text, _ in status:
+        print(f"  {name}: {text}")
+    print("Checksums: " + ("all files match the manifest" if ok else "SOME FILES ARE DAMAGED OR MISSING"))
+    return 0 if ok else 1
+
+
+def short_json(value: Any, exact: bool, limit: int = 160) -> str:
+    """A recorded parameter in one line (cut at ``limit`` characters unless ``exact``)."""
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if exact or len(text) <= limit else text[: limit - 1] + "…"
 
 
 # ---- plot --------------------------------------------------------------------------------------------

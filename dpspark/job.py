@@ -210,7 +210,8 @@ def run_release(
     planned_utc = utc_now()  # [userfix] created_utc is the plan time: it must not depend on the data's size
     show = progress or stderr_progress()
     rng = rng or default_source()
-    engine = "arrow" if arrow_source is not None else choose_engine(cfg, engine, spark is not None or data is not None)
+    engine = choose_engine(cfg, "arrow" if arrow_source is not None else engine, spark is not None or data is not None,
+                           given_table=arrow_source is not None)
     mech = cfg.mechanism_object()  # data-free checks and the certified plan, before any spend
     cfg.output.parent.mkdir(parents=True, exist_ok=True)
     check_output_path(cfg.output)  # before any noise: a published release is never overwritten
@@ -228,8 +229,12 @@ def run_release(
     return out
 
 
-def choose_engine(cfg: ReleaseConfig, engine: str | None, have_spark: bool) -> str:
-    """The backend of a release: "arrow" for a local file input unless Spark is given or asked for."""
+def choose_engine(cfg: ReleaseConfig, engine: str | None, have_spark: bool, given_table: bool = False) -> str:
+    """The backend of a release: "arrow" for a local file input unless Spark is given or asked for.
+
+    ``given_table``: the caller hands the Arrow engine its input (a table or path), so only the
+    mechanism's engine support is checked.
+    """
     from dpspark.config import ConfigError
 
     if engine is None and have_spark:
@@ -238,6 +243,16 @@ def choose_engine(cfg: ReleaseConfig, engine: str | None, have_spark: bool) -> s
         raise ConfigError(f"engine must be 'arrow' or 'spark', got {engine!r}")
     if engine == "spark":
         return engine
+    from dpspark.mechanisms.registry import mechanism_class
+
+    engines = getattr(mechanism_class(cfg.mechanism), "engines", ("arrow", "spark"))
+    if "arrow" not in engines:
+        if engine == "arrow":
+            raise ConfigError(f"mechanism {cfg.mechanism!r} runs on Spark only (the Arrow engine lacks its "
+                              "aggregates); use engine 'spark'")
+        return "spark"
+    if given_table:
+        return "arrow"
     from dpspark.engine.arrow_backend import is_local_path
 
     path = getattr(getattr(cfg, "input", None), "path", None)

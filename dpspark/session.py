@@ -160,24 +160,56 @@ class Session:
         return self._spark
 
     # --- releases ----------------------------------------------------------------------------
-    def spec(self, *, keys: list[str] | str, universe: Mapping[str, Any], mechanism: str, epsilon: Any,
-             output: str | os.PathLike[str] | None = None, **privacy: Any) -> "ReleaseSpec":
-        """The validated :class:`~dpspark.config.ReleaseSpec` a :meth:`histogram` call would run."""
+    def spec(self, *, mechanism: str, epsilon: Any, keys: list[str] | str | None = None,
+             universe: Mapping[str, Any] | None = None, output: str | os.PathLike[str] | None = None,
+             sections: Mapping[str, Any] | None = None, **privacy: Any) -> "ReleaseSpec":
+        """The validated :class:`~dpspark.config.ReleaseSpec` a :meth:`release` call would run."""
         from dpspark.config import ReleaseSpec
 
         out = Path(output) if output is not None else Path(tempfile.mkdtemp(prefix="dpspark-")) / "release"
         priv = {"mechanism": mechanism, "epsilon": epsilon, "max_units": self.max_units,
                 **({"unit_column": self.unit_column} if self.unit_column else {}),
                 **{k: v for k, v in privacy.items() if v is not None}}
-        raw: dict[str, Any] = {
-            "keys": {"columns": [keys] if isinstance(keys, str) else list(keys)},
-            "universe": dict(universe),
-            "privacy": priv,
-            "output": {"path": str(out.resolve())},
-        }
+        raw: dict[str, Any] = {"privacy": priv, "output": {"path": str(out.resolve())}}
+        if keys is not None:
+            raw["keys"] = {"columns": [keys] if isinstance(keys, str) else list(keys)}
+        if universe is not None:
+            raw["universe"] = dict(universe)
+        for name, value in (sections or {}).items():
+            raw[name] = value
         if self.ledger is not None:
             raw["budget"] = {"ledger": str(self.ledger), "dataset": self.dataset}
         return ReleaseSpec.from_dict(raw, input_given=True)
+
+    def release(self, *, mechanism: str, epsilon: Any, output: str | os.PathLike[str] | None = None,
+                sections: Mapping[str, Any] | None = None, keys: list[str] | str | None = None,
+                universe: Mapping[str, Any] | None = None, **privacy: Any) -> Any:
+        """Run one release of any registered mechanism and open it.
+
+        ``sections`` holds the mechanism's own config sections (e.g. ``{"queries": [...]}``); ``keys``
+        and ``universe`` are for keyed mechanisms; every ``[privacy]`` field is a keyword. The session
+        budget is charged the configured (epsilon, delta) before any data is read (never refunded).
+        """
+        from dpspark.job import run_release
+        from dpspark.lookup import open_release
+
+        spec = self.spec(keys=keys, universe=universe, mechanism=mechanism, epsilon=epsilon, output=output,
+                         sections=sections, **privacy)
+        statement = self._statement(spec)
+        if self.budget is not None and not self.budget.can_spend(statement):
+            raise SessionBudgetExceeded(
+                f"this release ({statement.measure.text()}) exceeds the session budget left: "
+                f"{self.budget.remaining.text()}; nothing was read and nothing was spent")
+        from dpspark.mechanisms.registry import mechanism_class
+
+        on_arrow = "arrow" in getattr(mechanism_class(mechanism), "engines", ("arrow",))
+        arrow = self._arrow_source() if on_arrow else None  # Spark-only mechanisms get a Spark DataFrame
+        df = None if arrow is not None else self._frame()
+        if self.budget is not None:
+            self.budget.spend(statement)  # committed before any data is read; never refunded
+        out = run_release(spec, data=df, rng=self.rng, progress=self.progress, arrow_source=arrow)
+        self.releases.append(out)
+        return open_release(out)
 
     def histogram(self, *, keys: list[str] | str, universe: Mapping[str, Any], mechanism: str, epsilon: Any,
                   output: str | os.PathLike[str] | None = None, **privacy: Any) -> Any:
@@ -187,19 +219,5 @@ class Session:
         ``max_rows_per_key``, ``on_excess_units``, ``out_of_universe``, ``pad_seconds`` and the
         mechanism's own options (``gamma``, ``m``, ``sampler``).
         """
-        from dpspark.job import run_release
-        from dpspark.lookup import open_release
-
-        spec = self.spec(keys=keys, universe=universe, mechanism=mechanism, epsilon=epsilon, output=output, **privacy)
-        statement = self._statement(spec)
-        if self.budget is not None and not self.budget.can_spend(statement):
-            raise SessionBudgetExceeded(
-                f"this release ({statement.measure.text()}) exceeds the session budget left: "
-                f"{self.budget.remaining.text()}; nothing was read and nothing was spent")
-        arrow = self._arrow_source()
-        df = None if arrow is not None else self._frame()
-        if self.budget is not None:
-            self.budget.spend(statement)  # committed before any data is read; never refunded
-        out = run_release(spec, data=df, rng=self.rng, progress=self.progress, arrow_source=arrow)
-        self.releases.append(out)
-        return open_release(out)
+        return self.release(mechanism=mechanism, epsilon=epsilon, output=output, keys=keys, universe=universe,
+                            **privacy)

@@ -66,6 +66,9 @@ class Mechanism(ABC):
     needs_keys: ClassVar[bool] = True
     #: the mechanism's own config sections and their parsers (e.g. {"queries": parse_queries})
     sections: ClassVar[Mapping[str, Any]] = {}
+    #: the engines whose stage context offers every aggregate this mechanism asks for ("arrow": counts only
+    #: unless the Arrow context grows more); the job picks Spark, or refuses before any spend, otherwise
+    engines: ClassVar[tuple[str, ...]] = ("arrow", "spark")
 
     def __init__(self, spec: "ReleaseSpec") -> None:
         self.spec = spec

@@ -20,6 +20,11 @@ field, the coefficient file ``coefficients.arrow``, the maps iota and phi, and
 every parameter of the counting mechanism and of the empty-bin sampler G),
 parsed into :class:`CompactInfo`.
 
+Releases that are not keyed histograms (answers, samples, learned distributions) use the statement
+envelope (``"envelope": "statement"``, :mod:`dpspark.release.statement`): the same format, version,
+checksum and limits, with general exact privacy and accuracy statements; :func:`read_manifest` returns
+a :class:`~dpspark.release.statement.StatementManifest` for them.
+
 Reading order (each failure is a :class:`ReleaseFormatError` naming the file):
 size limit, UTF-8, JSON (no NaN/Infinity, bounded depth), format and schema
 version, checksum, JSON Schema, then semantic checks (exact numbers, limits).
@@ -335,6 +340,12 @@ def _parse(data: bytes, name: str, limits: ReadLimits) -> Manifest:
         shown = json.dumps(version)[:40]
         raise _fail(name, f"manifest schema version {shown} is not supported (this dpspark reads version {SCHEMA_VERSION})")
     _check_checksum(data, name)
+    if "envelope" in obj:  # answers, samples, learned distributions: the general statement envelope
+        if obj["envelope"] != "statement":
+            raise _fail(name, f"unknown manifest envelope {json.dumps(obj['envelope'])[:40]}")
+        from dpspark.release.statement import parse_statement_manifest
+
+        return parse_statement_manifest(obj, name, limits)  # type: ignore[return-value]
     try:
         validate(obj, manifest_schema())
     except SchemaViolation as exc:

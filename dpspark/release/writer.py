@@ -168,7 +168,7 @@ def utc_timestamp(created_utc: str) -> int:
 
 def write_release_dir(
     out_path: str | Path,
-    universe: Universe,
+    universe: Universe | None,
     write_data: Callable[[Path], None],
     build_manifest: Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]],
     created_utc: str | None = None,
@@ -187,7 +187,7 @@ def write_release_dir(
     """
     stamp = None if created_utc is None else utc_timestamp(created_utc)
     with atomic_release_dir(out_path) as tmp:
-        spec = universe_section(universe, tmp)
+        spec = {} if universe is None else universe_section(universe, tmp)  # unkeyed releases have no universe
         write_data(tmp)
         files = {}
         for child in sorted(tmp.iterdir()):
