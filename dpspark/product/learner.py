@@ -98,12 +98,7 @@ class LearnerPlan:
         if enforce:
             slices = rd.allocate(needs, n, batches)
         else:
-            total = sum(needs, Fraction(0))
-            ks = [max(1, int(batches * x / total) - 1) for x in needs]
-            slices, lo = [], 0
-            for k in ks:
-                slices.append((lo, lo + k))
-                lo += k
+            slices = rd.allocate_proportional(needs, batches)
         return cls(d, n, rho_f, alpha_f, beta_f, batches, R, L, tuple(errors), tuple(needs), tuple(slices),
                    tuple(sigmas))
 

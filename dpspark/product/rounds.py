@@ -189,6 +189,20 @@ def allocate(needs: Sequence[Fraction], n: int, batches: int = DEFAULT_BATCHES) 
     return out
 
 
+def allocate_proportional(needs: Sequence[Fraction], batches: int = DEFAULT_BATCHES) -> list[tuple[int, int]]:
+    """Disjoint slices covering all B batches in proportion to the needs (benchmarks: any n, no refusal)."""
+    total = sum(needs, Fraction(0))
+    ks = [max(1, int(batches * x / total)) for x in needs]
+    ks[-1] += batches - sum(ks)
+    if ks[-1] < 1:
+        raise ValueError("too few batches for the rounds")
+    out, lo = [], 0
+    for k in ks:
+        out.append((lo, lo + k))
+        lo += k
+    return out
+
+
 def nominal_size(n: int, lo: int, hi: int, batches: int) -> Fraction:
     """E[units in batches [lo, hi)] = n (hi - lo) / B when n units are hashed uniformly into B batches."""
     return Fraction(n * (hi - lo), batches)

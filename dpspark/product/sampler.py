@@ -108,12 +108,7 @@ class SamplerPlan:
         if enforce:
             slices = rd.allocate(needs, n, batches)
         else:  # benchmarks: run at any n, sizes in proportion to the needs
-            total = sum(needs, Fraction(0))
-            ks = [max(1, int(batches * x / total) - 1) for x in needs]
-            slices, lo = [], 0
-            for k in ks:
-                slices.append((lo, lo + k))
-                lo += k
+            slices = rd.allocate_proportional(needs, batches)
         return cls(d, n, rho_f, alpha_f, batches, R, L, tuple(needs), tuple(slices), tuple(sigmas))
 
     @property
@@ -167,6 +162,8 @@ class SamplerRun:
     flips: list[bool]
     buckets: list[list[int]]
     rounds: list[dict[str, Any]] = field(default_factory=list)
+    #: Pr[sample_j = 1 | the noisy counts] = clip(c~_j, 0, m') / m' (flipped back): exact, for accuracy tests only
+    probabilities: list[Fraction] = field(default_factory=list)
 
 
 def _round(plan: SamplerPlan, i: int, name: str, active: list[int], flips: list[bool], c: int,
@@ -215,6 +212,7 @@ def run_sampler(plan: SamplerPlan, aggregate: rd.Aggregate, rng: RandomSource, *
         passed = rest
     buckets.append(passed)
     sample = [0] * d
+    probs = [Fraction(0)] * d
     for r in range(1, R + 1):
         br = buckets[r - 1]
         if not br:
@@ -225,7 +223,9 @@ def run_sampler(plan: SamplerPlan, aggregate: rd.Aggregate, rng: RandomSource, *
         records.append(rec)
         for j, cj in zip(br, noisy):
             sample[j] = bernoulli_clipped(cj, m, rng) ^ int(flips[j])
-    return SamplerRun(sample, flips, buckets, records)
+            pj = min(max(Fraction(cj), Fraction(0)), m) / m
+            probs[j] = 1 - pj if flips[j] else pj
+    return SamplerRun(sample, flips, buckets, records, probs)
 
 
 def bernoulli_clipped(noisy: int, m: Fraction, rng: RandomSource) -> int:
