@@ -44,6 +44,10 @@ from dpspark.product import rounds as rd
 from dpspark.rng import RandomSource
 
 
+#: orient coordinates in round 1 (KLSU/RSSS's flip of biases above 1/2); tests switch it off as a mutant
+_ORIENT = True
+
+
 def round_count(d: int) -> int:
     """R = max(2, bitlen(d - 1) - 1)."""
     return max(2, (d - 1).bit_length() - 1)
@@ -169,7 +173,7 @@ def run_learner(plan: LearnerPlan, aggregate: rd.Aggregate, rng: RandomSource) -
         for j, cj in zip(active, noisy):
             p = Fraction(cj) / m
             if r == 1:
-                flips[j] = p > Fraction(1, 2)
+                flips[j] = _ORIENT and p > Fraction(1, 2)
                 p = 1 - p if flips[j] else p
             if r == R:
                 q[j] = clamp(p, Fraction(0), u(R))
