@@ -15,6 +15,7 @@ _READERS = LazyRegistry(
     {
         "sparse": "dpspark.lookup.release:ReleaseLookup",
         "compact": "dpspark.lookup.compact:CompactReleaseLookup",
+        "distribution": "dpspark.lookup.distribution:DistributionLookup",
     },
     lambda kind: ReleaseFormatError(f"manifest.json: unknown release kind {kind!r}"),
 )

@@ -24,6 +24,8 @@ _MECHANISMS = LazyRegistry(
         "stability": "dpspark.mechanisms.histograms:StabilityHistogram",
         "pure_sparse": "dpspark.mechanisms.histograms:PureSparseHistogram",
         "compact": "dpspark.mechanisms.compact:CompactHistogram",
+        "product_sampler": "dpspark.mechanisms.product:ProductSampler",
+        "product_learner": "dpspark.mechanisms.product:ProductLearner",
     },
     lambda name: UnknownMechanismError(f"privacy.mechanism must be one of {names()}, got {name!r}"),
 )
