@@ -25,6 +25,7 @@ GENERATORS: dict[str, list[str]] = {
                                "--seed", "11"],
     "peer-workload.parquet": ["scripts/gen_peer_workload.py"],
     "peer-workload-small.parquet": ["scripts/gen_peer_workload.py", "--rows", "1000000", "--keys", "20000"],
+    "product-d24.parquet": ["scripts/gen_product.py", "--rows", "500000", "--cols", "24"],
 }
 
 
