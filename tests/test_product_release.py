@@ -121,3 +121,22 @@ def test_product_releases_end_to_end(spark, tmp_path: Path, capsys: pytest.Captu
     assert rel.statements["replacement"].rho == cfg.mechanism_object().rho
     spans = sorted(tuple(r["batches"]) for run in rel.parameters["rounds_run"] for r in run)
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # every round of both samples: disjoint batches
+
+
+@pytest.mark.spark
+def test_product_learner_through_session(spark, tmp_path: Path) -> None:
+    import pandas as pd
+
+    from dpspark.session import Session
+
+    n = 120000
+    gen = np.random.default_rng(9)
+    x = gen.random((n, len(P))) < np.array(P)
+    frame = pd.DataFrame({"id": np.arange(n), **{f"x{j}": x[:, j] for j in range(len(P))}})
+    with Session(frame, max_units=n, budget={"epsilon": "8", "delta": "1/1000000"}, rng=SeededRandom(7)) as s:
+        rel = s.release(mechanism="product_learner", epsilon="4", delta="1/1000000000", unit_column="id",
+                        alpha="1", beta="1/10", sections={"columns": {"names": [f"x{j}" for j in range(len(P))]}},
+                        output=tmp_path / "q")
+        assert isinstance(rel, DistributionLookup)
+        assert np.abs(rel.probabilities() - np.array(P)).max() < 0.1  # report
+        assert rel.sample(5, SeededRandom(1)).shape == (5, len(P))
