@@ -4,6 +4,8 @@
   and non-zero / true): a deterministic function of that unit's rows only.
 * Unit u sits in batch H_key(u) mod B (:func:`dpspark.spark.sums.with_batches`: the release's secret key,
   a keyed hash of the unit id alone, so changing or adding a unit moves no other unit).
+* The record is packed into ceil(d/64) int64 words before the per-unit OR (Spark's ``bit_or``), so the
+  shuffle and the cache hold d/8 bytes per unit.
 * A round filters its batch slice, applies the public truncation (x[S] xor flip, zeroed when its popcount
   exceeds C) and sums - in numpy int64 inside ``mapInArrow`` (exact integers; one partial sum per Arrow
   batch), added up on the driver as Python ints. Nothing but these sums leaves Spark.
@@ -27,15 +29,43 @@ _PART = "__dp_part"
 _UNITS = "__dp_units"
 
 
+def _words(d: int) -> int:
+    return (d + 63) // 64
+
+
+def _pack(d: int):  # type: ignore[no-untyped-def]
+    """mapInArrow: the unit id and its d bits packed into ceil(d/64) int64 words (bit j of word j // 64)."""
+    nw = _words(d)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            rows = b.num_rows
+            words = [np.zeros(rows, dtype=np.uint64) for _ in range(nw)]
+            for j in range(d):
+                bit = b.column(j + 1).to_numpy(zero_copy_only=False).astype(np.uint64)
+                words[j // 64] |= bit << np.uint64(j % 64)
+            yield pa.RecordBatch.from_arrays([b.column(0)] + [pa.array(w.view(np.int64)) for w in words],
+                                             [b.schema.field(0).name] + [f"w{i}" for i in range(nw)])
+
+    return run
+
+
 def prepare(df: "DataFrame", columns: Sequence[str], unit: str, batches: int, secret: bytes) -> "DataFrame":
-    """One row per unit: its 0/1 record over ``columns`` (as tinyint ``c0``...) and its BATCH (cached)."""
+    """One row per unit: its 0/1 record packed into int64 words ``w0``... (OR over its rows) and its BATCH.
+
+    Packing first makes the per-unit shuffle carry d/8 bytes a row instead of d columns (cached).
+    """
     from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
 
     check_columns(df, list(columns) + [unit])
     bits = [F.when(F.coalesce(F.col(c).cast("int"), F.lit(0)) != 0, F.lit(1)).otherwise(F.lit(0)).cast("tinyint")
             .alias(f"c{i}") for i, c in enumerate(columns)]
     rows = df.filter(F.col(unit).isNotNull()).select(F.col(unit), *bits)
-    per_unit = rows.groupBy(unit).agg(*[F.max(f"c{i}").alias(f"c{i}") for i in range(len(columns))])
+    nw = _words(len(columns))
+    schema = StructType([rows.schema.fields[0]] + [StructField(f"w{i}", LongType(), False) for i in range(nw)])
+    packed = rows.mapInArrow(_pack(len(columns)), schema)
+    per_unit = packed.groupBy(unit).agg(*[F.bit_or(f"w{i}").alias(f"w{i}") for i in range(nw)])
     out = with_batches(per_unit, unit, batches, secret).drop(unit)
     return out.persist()
 
@@ -45,6 +75,7 @@ def _round_sums(query: RoundQuery):  # type: ignore[no-untyped-def]
     active = list(query.active)
     flip = np.asarray(query.flip, dtype=np.int64)
     lo, hi, cap = query.batch_lo, query.batch_hi, query.ceiling
+    words = sorted({j // 64 for j in active})
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         total = np.zeros(len(active), dtype=np.int64)
@@ -53,8 +84,9 @@ def _round_sums(query: RoundQuery):  # type: ignore[no-untyped-def]
             sel = (bt >= lo) & (bt < hi)
             if not sel.any():
                 continue
-            x = np.column_stack([b.column(b.schema.get_field_index(f"c{j}")).to_numpy(zero_copy_only=False)[sel]
-                                 for j in active]).astype(np.int64)
+            w = {i: b.column(b.schema.get_field_index(f"w{i}")).to_numpy(zero_copy_only=False)[sel].view(np.uint64)
+                 for i in words}
+            x = np.column_stack([(w[j // 64] >> np.uint64(j % 64)) & np.uint64(1) for j in active]).astype(np.int64)
             y = x ^ flip
             y *= (y.sum(axis=1) <= cap)[:, None]
             total += y.sum(axis=0)
@@ -67,7 +99,7 @@ def round_sums(prepared: "DataFrame", query: RoundQuery) -> list[int]:
     """The exact truncated sums of ``query`` over the prepared units (Python ints, summed on the driver)."""
     from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
-    cols = [BATCH] + [f"c{j}" for j in query.active]
+    cols = [BATCH] + [f"w{i}" for i in sorted({j // 64 for j in query.active})]
     schema = StructType([StructField(_PART, ArrayType(LongType()), False)])
     parts = prepared.select(*cols).mapInArrow(_round_sums(query), schema).toArrow()
     out = [0] * len(query.active)
