@@ -15,8 +15,8 @@ y, y' in {0,1}^S with popcounts <= C, ||y - y'||_2^2 = |y xor y'| <= min(|S|, |y
 Each shift is in {-1, 0, 1}, so the certified rho of the round is Delta^2 * rho(1) of the implemented
 discrete Gaussian (:func:`dpspark.noise.dgauss.vector_rho`: independent coordinates add their rho,
 Canonne-Kamath-Steinke 2020 with the certificate of the implemented law). Rounds read disjoint batches,
-so a record moves one round's sums only and the rounds compose in parallel, adaptively (Bun-Steinke 2016
-Lemma 2.3 applied round by round: the rounds before the changed record's round have the same law; given
+so a record moves one round's sums only and the rounds compose in parallel, adaptively (Bun-Steinke 2016,
+adaptive composition, applied round by round: the rounds before the changed record's round have the same law; given
 their outputs that round is rho_r-zCDP; the later rounds' inputs are unchanged): the run is max_r rho_r-zCDP.
 """
 
