@@ -33,6 +33,16 @@ def _words(d: int) -> int:
     return (d + 63) // 64
 
 
+def _bits(col: pa.Array) -> np.ndarray:
+    """A column as 0/1 uint64: 1 iff the value is non-null and non-zero (true)."""
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    nz = col if pa.types.is_boolean(col.type) else pc.not_equal(col, pa.scalar(0, col.type))
+    return pc.fill_null(nz, False).to_numpy(zero_copy_only=False).astype(np.uint64)
+
+
 def _pack(d: int):  # type: ignore[no-untyped-def]
     """mapInArrow: the unit id and its d bits packed into ceil(d/64) int64 words (bit j of word j // 64)."""
     nw = _words(d)
@@ -42,8 +52,7 @@ def _pack(d: int):  # type: ignore[no-untyped-def]
             rows = b.num_rows
             words = [np.zeros(rows, dtype=np.uint64) for _ in range(nw)]
             for j in range(d):
-                bit = b.column(j + 1).to_numpy(zero_copy_only=False).astype(np.uint64)
-                words[j // 64] |= bit << np.uint64(j % 64)
+                words[j // 64] |= _bits(b.column(j + 1)) << np.uint64(j % 64)
             yield pa.RecordBatch.from_arrays([b.column(0)] + [pa.array(w.view(np.int64)) for w in words],
                                              [b.schema.field(0).name] + [f"w{i}" for i in range(nw)])
 
@@ -59,9 +68,8 @@ def prepare(df: "DataFrame", columns: Sequence[str], unit: str, batches: int, se
     from pyspark.sql.types import LongType, StructField, StructType
 
     check_columns(df, list(columns) + [unit])
-    bits = [F.when(F.coalesce(F.col(c).cast("int"), F.lit(0)) != 0, F.lit(1)).otherwise(F.lit(0)).cast("tinyint")
-            .alias(f"c{i}") for i, c in enumerate(columns)]
-    rows = df.filter(F.col(unit).isNotNull()).select(F.col(unit), *bits)
+    # the raw columns go to Arrow as they are (booleans stay bit-packed); _bits decides 0/1 per value
+    rows = df.filter(F.col(unit).isNotNull()).select(F.col(unit), *[F.col(c) for c in columns])
     nw = _words(len(columns))
     schema = StructType([rows.schema.fields[0]] + [StructField(f"w{i}", LongType(), False) for i in range(nw)])
     packed = rows.mapInArrow(_pack(len(columns)), schema)
