@@ -28,6 +28,7 @@ GENERATORS: dict[str, list[str]] = {
     "measurements.parquet": ["scripts/gen_measurements.py"],
     "kary-hard.parquet": ["scripts/gen_samplers.py", "--kind", "kary", "--rows", "100000"],
     "binary-columns.parquet": ["scripts/gen_samplers.py", "--kind", "bernoulli", "--rows", "20000", "--columns", "20"],
+    "product-d24.parquet": ["scripts/gen_product.py", "--rows", "500000", "--cols", "24"],
 }
 
 

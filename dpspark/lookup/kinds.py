@@ -17,6 +17,7 @@ _READERS = LazyRegistry(
         "compact": "dpspark.lookup.compact:CompactReleaseLookup",
         "answers": "dpspark.lookup.answers:AnswersLookup",
         "sample": "dpspark.lookup.sample:SampleLookup",
+        "distribution": "dpspark.lookup.distribution:DistributionLookup",
     },
     lambda kind: ReleaseFormatError(f"manifest.json: unknown release kind {kind!r}"),
 )

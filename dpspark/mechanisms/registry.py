@@ -28,6 +28,8 @@ _MECHANISMS = LazyRegistry(
         "gaussian": "dpspark.mechanisms.answers:GaussianAnswers",
         "kary_sampler": "dpspark.mechanisms.samplers:KarySampler",
         "bernoulli_sampler": "dpspark.mechanisms.samplers:BernoulliSampler",
+        "product_sampler": "dpspark.mechanisms.product:ProductSampler",
+        "product_learner": "dpspark.mechanisms.product:ProductLearner",
     },
     lambda name: UnknownMechanismError(f"privacy.mechanism must be one of {names()}, got {name!r}"),
 )

@@ -20,6 +20,7 @@ _WRITERS = LazyRegistry(
         "compact": "dpspark.release.compact:write_compact_release",
         "answers": "dpspark.release.statement:write_statement_release",
         "sample": "dpspark.release.statement:write_statement_release",
+        "distribution": "dpspark.release.statement:write_statement_release",
     },
     lambda kind: ValueError(f"no writer is registered for release kind {kind!r}"),
 )
