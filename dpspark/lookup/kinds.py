@@ -18,6 +18,7 @@ _READERS = LazyRegistry(
         "answers": "dpspark.lookup.answers:AnswersLookup",
         "sample": "dpspark.lookup.sample:SampleLookup",
         "distribution": "dpspark.lookup.distribution:DistributionLookup",
+        "gaussian_model": "dpspark.lookup.gaussian_model:GaussianModelLookup",
     },
     lambda kind: ReleaseFormatError(f"manifest.json: unknown release kind {kind!r}"),
 )

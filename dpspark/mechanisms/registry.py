@@ -30,6 +30,9 @@ _MECHANISMS = LazyRegistry(
         "bernoulli_sampler": "dpspark.mechanisms.samplers:BernoulliSampler",
         "product_sampler": "dpspark.mechanisms.product:ProductSampler",
         "product_learner": "dpspark.mechanisms.product:ProductLearner",
+        "gaussian_covariance": "dpspark.mechanisms.gaussian:GaussianCovariance",
+        "gaussian_mean": "dpspark.mechanisms.gaussian:GaussianMean",
+        "gaussian_learner": "dpspark.mechanisms.gaussian:GaussianLearner",
     },
     lambda name: UnknownMechanismError(f"privacy.mechanism must be one of {names()}, got {name!r}"),
 )

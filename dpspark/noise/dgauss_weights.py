@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from fractions import Fraction
-from math import isqrt
 from typing import Iterator
 
 from flint import arb, ctx, fmpq
@@ -174,10 +173,6 @@ def tail_bound(W: int, sigma: Fraction, R: int, prec: int) -> Fraction:
     |y + k m| >= R + 1 + (|k| - 1) m and (R+1+j m)^2 >= (R+1)^2 + 2 j m (R+1), so the
     sum is at most 2 W e^{-(R+1)^2/2s^2} / (1 - e^{-m (R+1)/s^2}).
     """
-    # The bound decreases in R, so the bound at a smaller R is still valid; capping R where the exponent
-    # already exceeds 2 prec keeps the exact endpoint small (an uncapped R ~ 10^6 overflowed Fraction).
-    cap = 2 * (sigma.__ceil__() + 1) * (isqrt(prec) + 1)
-    R = min(R, cap)
     m = 2 * R + 1
     a = half_inv_sigma2(sigma)
     # A wide window (large data_radius) makes the bound astronomically small, and its exact upper endpoint

@@ -21,6 +21,7 @@ _WRITERS = LazyRegistry(
         "answers": "dpspark.release.statement:write_statement_release",
         "sample": "dpspark.release.statement:write_statement_release",
         "distribution": "dpspark.release.statement:write_statement_release",
+        "gaussian_model": "dpspark.release.statement:write_statement_release",
     },
     lambda kind: ValueError(f"no writer is registered for release kind {kind!r}"),
 )

@@ -1,0 +1,180 @@
+"""The exact aggregates the Gaussian learner asks for, and a driver-side backend that computes them.
+
+Units, pairs and singles (the same definition on every backend)
+---------------------------------------------------------------
+* Each row carries a unit id; unit u sits in bucket H_key(u) mod B, a keyed hash of the id alone (key
+  drawn fresh per release, never written). A bucket holding exactly two rows contributes ONE pair
+  difference D = x_a - x_b (fixed-point integers; its sign is irrelevant to D D^T and to ||A D||).
+  Adding or removing one unit changes only its own bucket, hence at most one pair term, under any
+  number of rows per unit. Never paired by rank or content. With N units in B = N buckets a unit is in
+  a pair with probability (1 - 1/B)^(N-2) (N-1)/B ~ 1/e: about 1/e of the units are used.
+  D ~ N(0, 2 Sigma) whatever mu is; the covariance routines halve at the end.
+* Singles (for the mean): units with exactly one row. Adding or removing a unit adds or removes at
+  most one single.
+
+Aggregates (:class:`GaussianSource`)
+-----------------------------------
+* ``pair_count()``: the number of pairs (sensitivity 1);
+* ``second_moments(M, T)``: with y = M D (M a public integer matrix), the number kept and the exact
+  upper triangle of sum 1{||y||^2 <= T} y y^T (one term moves, Frobenius norm of its upper triangle
+  <= ||y||^2 <= T);
+* ``single_count()``; ``bin_counts(M, lo, width, bins)``: per coordinate j, the count of singles per
+  bin clamp(floor((y_j - lo_j) / width), 0, bins - 1) (one single moves d counts by one: l2 sqrt(d));
+* ``centred_sums(M, c, r)``: per coordinate, sum of clamp(y_j - c_j, -r, r) over singles (l2 <= r sqrt(d)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from dpspark.gaussian.exactops import exact_gram, exact_sq_norms
+from dpspark.gaussian.fixed import INPUT_BOUND, IntMatrix
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Exact result of one filtered second-moment pass (never released as is)."""
+
+    kept: int
+    upper: tuple[int, ...]  # sum y_i y_j for i <= j, row-major upper triangle
+
+
+def upper_pairs(d: int) -> list[tuple[int, int]]:
+    """The upper-triangle index pairs (i <= j) in the order of :attr:`Moments.upper`."""
+    return [(i, j) for i in range(d) for j in range(i, d)]
+
+
+class GaussianSource(Protocol):
+    """What the learner's algorithms ask a backend for (see the module docstring)."""
+
+    dimension: int
+    passes: int
+
+    def pair_count(self) -> int: ...
+
+    def second_moments(self, matrix: IntMatrix, norm_bound_sq: int) -> Moments: ...
+
+    def single_count(self) -> int: ...
+
+    def bin_counts(self, matrix: IntMatrix, lo: Sequence[int], width: int, bins: int) -> np.ndarray: ...
+
+    def centred_sums(self, matrix: IntMatrix, centres: Sequence[int], radius: int) -> list[int]: ...
+
+
+def fixed_point(values: np.ndarray, data_bits: int) -> np.ndarray:
+    """round(v 2^b) clamped to [-2^31, 2^31] as int64 (input preprocessing: a function of one row)."""
+    scaled = np.rint(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0) * float(1 << data_bits))  # report: input conversion
+    return np.clip(scaled, -INPUT_BOUND, INPUT_BOUND).astype(np.int64)
+
+
+def keyed_buckets(unit_ids: np.ndarray, secret: bytes, buckets: int) -> np.ndarray:
+    """H_key(u) mod B for int64 unit ids: the same keyed hash as the Spark stage (xxhash64, keyed mix)."""
+    from dpspark.engine.xxhash64 import hash_long
+    from dpspark.spark.counts import _mix64
+
+    k1 = np.uint64(int.from_bytes(secret[:8], "big"))
+    k2 = np.uint64(int.from_bytes(secret[8:], "big"))
+    raw = hash_long(np.asarray(unit_ids, dtype=np.int64)).astype(np.int64).view(np.uint64)
+    mixed = _mix64(_mix64(raw, k1), k2).view(np.int64)
+    return np.mod(mixed, buckets)
+
+
+def _apply(matrix: IntMatrix, x: np.ndarray) -> np.ndarray:
+    """y = M x for every row, exactly: int64 when the bound proves no overflow, else Python ints."""
+    m = np.array(matrix, dtype=object)
+    bound = max(sum(abs(int(v)) for v in row) for row in matrix) * (int(np.abs(x).max(initial=0)) + 1)
+    if bound < 1 << 62:
+        return x @ np.array(matrix, dtype=np.int64).T  # exact: every partial sum is below 2^62
+    return (x.astype(object) @ m.T)  # exact Python ints (slow path)
+
+
+def moments_of(matrix: IntMatrix, x: np.ndarray, norm_bound_sq: int) -> Moments:
+    """Exact (kept, upper triangle of sum y y^T over ||y||^2 <= T) for y = M x over the int64 rows x."""
+    d = len(matrix)
+    if x.shape[0] == 0:
+        return Moments(0, tuple(0 for _ in upper_pairs(d)))
+    y = _apply(matrix, x)
+    if y.dtype == object:
+        norms = [sum(int(v) * int(v) for v in row) for row in y]
+    else:
+        norms = exact_sq_norms(y)
+    keep = np.array([v <= norm_bound_sq for v in norms], dtype=bool)
+    kept = y[keep]
+    if kept.dtype == object:
+        gram = [[sum(int(a) * int(b) for a, b in zip(kept[:, i], kept[:, j])) for j in range(d)] for i in range(d)]
+    else:
+        gram = exact_gram(kept) if kept.shape[0] else [[0] * d for _ in range(d)]
+    return Moments(int(keep.sum()), tuple(gram[i][j] for i, j in upper_pairs(d)))
+
+
+def bins_of(matrix: IntMatrix, x: np.ndarray, lo: Sequence[int], width: int, bins: int) -> np.ndarray:
+    """Per coordinate j, exact counts of clamp(floor((y_j - lo_j) / width), 0, bins - 1) over rows y = M x."""
+    d = len(matrix)
+    out = np.zeros((d, bins), dtype=np.int64)
+    if x.shape[0] == 0:
+        return out
+    y = _apply(matrix, x)
+    for j in range(d):
+        col = (y[:, j] - int(lo[j])) // int(width)  # floor division on exact integers
+        col = np.clip(col.astype(object), 0, bins - 1).astype(np.int64)
+        out[j] = np.bincount(col, minlength=bins)
+    return out
+
+
+def centred_of(matrix: IntMatrix, x: np.ndarray, centres: Sequence[int], radius: int) -> list[int]:
+    """Per coordinate j, the exact sum of clamp(y_j - c_j, -r, r) over rows y = M x."""
+    d = len(matrix)
+    if x.shape[0] == 0:
+        return [0] * d
+    y = _apply(matrix, x).astype(object)
+    return [int(np.clip(y[:, j] - int(centres[j]), -radius, radius).sum()) for j in range(d)]
+
+
+class ArraySource:
+    """Exact aggregates of an in-memory float array on the driver (tests, benchmarks, small inputs).
+
+    Every aggregate is exact integer arithmetic on the fixed-point rows (int64 with proven bounds,
+    Python ints otherwise); pairs and singles follow the module docstring with ``keyed_buckets``.
+    """
+
+    def __init__(self, values: np.ndarray, data_bits: int, secret: bytes, buckets: int | None = None,
+                 unit_ids: np.ndarray | None = None) -> None:
+        x = fixed_point(values, data_bits)
+        n, self.dimension = x.shape
+        ids = np.arange(n, dtype=np.int64) if unit_ids is None else np.asarray(unit_ids, dtype=np.int64)
+        b = buckets or max(n, 1)
+        bucket = keyed_buckets(ids, secret, b)
+        self.buckets = b
+        # singles: ids that occur once
+        uniq, inverse, per_id = np.unique(ids, return_inverse=True, return_counts=True)
+        self._singles = x[per_id[inverse] == 1]
+        # pairs: buckets with exactly two rows
+        order = np.argsort(bucket, kind="stable")
+        sb = bucket[order]
+        starts = np.flatnonzero(np.r_[True, sb[1:] != sb[:-1]])
+        sizes = np.diff(np.r_[starts, len(sb)])
+        first = starts[sizes == 2]
+        xo = x[order]
+        self._pairs = xo[first] - xo[first + 1]  # |D| <= 2^32: int64 exact
+        self.passes = 0
+
+    def pair_count(self) -> int:
+        return int(self._pairs.shape[0])
+
+    def single_count(self) -> int:
+        return int(self._singles.shape[0])
+
+    def second_moments(self, matrix: IntMatrix, norm_bound_sq: int) -> Moments:
+        self.passes += 1
+        return moments_of(matrix, self._pairs, norm_bound_sq)
+
+    def bin_counts(self, matrix: IntMatrix, lo: Sequence[int], width: int, bins: int) -> np.ndarray:
+        self.passes += 1
+        return bins_of(matrix, self._singles, lo, width, bins)
+
+    def centred_sums(self, matrix: IntMatrix, centres: Sequence[int], radius: int) -> list[int]:
+        self.passes += 1
+        return centred_of(matrix, self._singles, centres, radius)

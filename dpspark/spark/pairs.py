@@ -1,0 +1,255 @@
+"""Spark side of the Gaussian learner's aggregates (:mod:`dpspark.gaussian.source`): pairs, singles, passes.
+
+Preparation (one shuffle, then cached): every row's fixed-point vector x = round(v 2^b) clamped to
+[-2^31, 2^31] (as in :mod:`dpspark.spark.outer`; the only float is this per-row input conversion), unit
+bucket H_key(u) mod B by :func:`dpspark.spark.sums.with_batches` (keyed hash of the unit id alone), then
+
+* pairs: buckets holding exactly two rows, D = x_first - x_second (order of the two by content only
+  picks the sign of D, which neither D D^T nor ||M D|| sees);
+* singles: units with exactly one row.
+
+Every pass is DataFrame API on exact decimal(38,0): y = M D, a guard |y_i| <= isqrt(T) (rows failing it
+fail the norm test anyway; it keeps y_i^2 inside decimal(38,0)), the norm test ||y||^2 <= T, and the
+sums of y_i y_j; histogram bins and clamped sums likewise. :func:`check_pass_capacity` is the data-free
+bound that the largest possible sum fits decimal(38,0).
+
+For large d the SQL expressions (d^2 products, d(d+1)/2 sums) become too big for Spark's code
+generation; ``kernel="arrow"`` (the default from d >= :data:`ARROW_FROM_D`) computes each partition's
+exact partial sums (second moments, bin counts, clamped sums) with numpy instead (:func:`dpspark.gaussian.source.moments_of`: int64 with proven
+bounds, exact limb kernels) in ``mapInArrow``, emits them as decimal(38,0) (index, value) rows, and
+Spark adds the partials exactly (decimal sums are associative).
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from math import isqrt
+from typing import TYPE_CHECKING, Sequence
+
+import numpy as np
+
+from dpspark.gaussian.fixed import DECIMAL38_MAX, INPUT_BOUND, IntMatrix
+from dpspark.gaussian.source import Moments, upper_pairs
+from dpspark.spark.counts import check_columns
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+DEC = "decimal(38,0)"
+#: from this dimension on, second moments run in mapInArrow with exact numpy kernels
+ARROW_FROM_D = 12
+
+
+def _partials(kind: str, args: tuple, d_in: int):  # type: ignore[no-untyped-def]
+    """mapInArrow function for bins / centred sums: per batch, rows (idx, value) of exact partials."""
+    import decimal
+
+    import pyarrow as pa
+
+    from dpspark.gaussian.source import bins_of, centred_of
+
+    def run(batches):  # type: ignore[no-untyped-def]
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            x = np.column_stack([batch.column(j).to_numpy(zero_copy_only=False).astype(np.int64) for j in range(d_in)])
+            if kind == "bins":
+                flat = bins_of(args[0], x, args[1], args[2], args[3]).reshape(-1)
+                idx = np.flatnonzero(flat)
+                values = [int(flat[i]) for i in idx]
+                idx_list = [int(i) for i in idx]
+            else:
+                values = centred_of(args[0], x, args[1], args[2])
+                idx_list = list(range(len(values)))
+            yield pa.RecordBatch.from_arrays([pa.array(idx_list, pa.int32()),
+                                              pa.array([decimal.Decimal(v) for v in values], pa.decimal128(38, 0))],
+                                             names=["idx", "value"])
+
+    return run
+
+
+def _moments_partials(matrix: IntMatrix, norm_bound_sq: int, d_in: int):  # type: ignore[no-untyped-def]
+    """mapInArrow function: per batch, rows (idx, value): idx -1 = kept count, k = k-th upper entry."""
+    import decimal
+
+    import pyarrow as pa
+
+    from dpspark.gaussian.source import moments_of
+
+    schema_type = pa.decimal128(38, 0)
+
+    def run(batches):  # type: ignore[no-untyped-def]
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            x = np.column_stack([batch.column(j).to_numpy(zero_copy_only=False).astype(np.int64) for j in range(d_in)])
+            mom = moments_of(matrix, x, norm_bound_sq)
+            values = [mom.kept, *mom.upper]
+            yield pa.RecordBatch.from_arrays(
+                [pa.array(list(range(-1, len(values) - 1)), pa.int32()),
+                 pa.array([decimal.Decimal(v) for v in values], schema_type)], names=["idx", "value"])
+
+    return run
+
+
+def check_pass_capacity(max_terms: int, norm_bound_sq: int) -> None:
+    """Refuse (data-free) a pass whose largest possible exact sum could leave decimal(38,0).
+
+    Every kept term has |y_i y_j| <= ||y||^2 <= T (at most max_terms of them), and after the guard
+    |y_i| <= isqrt(T) the tested norm is at most d T.
+    """
+    if max_terms * norm_bound_sq > DECIMAL38_MAX:
+        raise ValueError("max_units x the norm bound exceeds decimal(38,0): lower the scale")
+
+
+def _dec(value: int) -> "Column":
+    """An exact decimal(38,0) literal (a Python int of any size below 10^38; via its decimal string)."""
+    from pyspark.sql import functions as F
+
+    return F.lit(str(int(value))).cast(DEC)
+
+
+def _fixed(col: str, data_bits: int) -> "Column":
+    from pyspark.sql import functions as F
+
+    guard = F.lit(float(INPUT_BOUND))  # report: clamp of the input conversion; exact integers from here on
+    v = F.round(F.coalesce(F.col(col).cast("double"), F.lit(0.0)) * F.lit(float(1 << data_bits)), 0)  # report
+    return F.least(F.greatest(v, -guard), guard).cast("long")
+
+
+class SparkGaussianSource:
+    """The :class:`~dpspark.gaussian.source.GaussianSource` of a Spark DataFrame (module docstring)."""
+
+    def __init__(self, df: "DataFrame", columns: Sequence[str], unit_column: str, data_bits: int,
+                 buckets: int, secret: bytes, progress=None, max_terms: int = 1 << 40,  # type: ignore[no-untyped-def]
+                 kernel: str | None = None) -> None:
+        from pyspark.sql import functions as F
+
+        from dpspark.spark.sums import BATCH, with_batches
+
+        check_columns(df, list(columns) + [unit_column])
+        self.dimension = d = len(columns)
+        self.max_terms = max(max_terms, d)
+        self.kernel = kernel or ("arrow" if d >= ARROW_FROM_D else "sql")
+        if self.kernel not in ("sql", "arrow"):
+            raise ValueError("kernel must be 'sql' or 'arrow'")
+        self.passes = 0
+        self.progress = progress or (lambda _m: None)
+        names = [f"__dp_x{j}" for j in range(d)]
+        base = df.select(F.col(unit_column).alias("__dp_unit"), *[_fixed(c, data_bits).alias(n) for c, n in zip(columns, names)])
+        bucketed = with_batches(base, "__dp_unit", buckets, secret)
+        grouped = bucketed.groupBy(BATCH).agg(F.count(F.lit(1)).alias("__dp_n"),
+                                              F.sort_array(F.collect_list(F.array(*names))).alias("__dp_rows"))
+        two = grouped.filter(F.col("__dp_n") == 2)
+        self.pairs = two.select(*[(F.col("__dp_rows")[0][j] - F.col("__dp_rows")[1][j]).cast(DEC).alias(f"__dp_d{j}")
+                                  for j in range(d)]).cache()
+        per_unit = base.groupBy("__dp_unit").agg(F.count(F.lit(1)).alias("__dp_n"), F.first(F.array(*names)).alias("__dp_row"))
+        self.singles = per_unit.filter(F.col("__dp_n") == 1).select(
+            *[F.col("__dp_row")[j].cast(DEC).alias(f"__dp_s{j}") for j in range(d)]).cache()
+
+    def close(self) -> None:
+        """Release the cached frames."""
+        self.pairs.unpersist()
+        self.singles.unpersist()
+
+    def _apply(self, frame: "DataFrame", prefix: str, matrix: IntMatrix) -> list["Column"]:
+        from pyspark.sql import functions as F
+
+        cols = [F.col(f"{prefix}{j}") for j in range(self.dimension)]
+        return [reduce(lambda a, b: a + b, [c * _dec(a) for c, a in zip(cols, row) if a != 0],
+                       _dec(0)).cast(DEC) for row in matrix]
+
+    def pair_count(self) -> int:
+        self.passes += 1
+        return int(self.pairs.count())
+
+    def single_count(self) -> int:
+        self.passes += 1
+        return int(self.singles.count())
+
+    def second_moments(self, matrix: IntMatrix, norm_bound_sq: int) -> Moments:
+        from pyspark.sql import functions as F
+
+        self.progress(f"pass {self.passes + 1}: filtered second moments on Spark")
+        d = len(matrix)
+        check_pass_capacity(max(self.max_terms, d), norm_bound_sq)
+        if self.kernel == "arrow":
+            return self._second_moments_arrow(matrix, norm_bound_sq)
+        ys = self._apply(self.pairs, "__dp_d", matrix)
+        names = [f"__dp_y{i}" for i in range(d)]
+        rows = self.pairs.select(*[y.alias(n) for y, n in zip(ys, names)])
+        root = _dec(isqrt(norm_bound_sq))
+        guard = reduce(lambda a, b: a & b, [F.abs(F.col(n)) <= root for n in names])
+        rows = rows.filter(guard)  # y_i^2 <= T now fits decimal(38,0); the exact norm test follows
+        norm = reduce(lambda a, b: a + b, [F.col(n) * F.col(n) for n in names]).cast(DEC)
+        kept = rows.filter(norm <= _dec(norm_bound_sq))
+        aggs = [F.count(F.lit(1)).alias("kept")] + [
+            F.sum((F.col(names[i]) * F.col(names[j])).cast(DEC)).cast(DEC).alias(f"s_{i}_{j}") for i, j in upper_pairs(d)]
+        out = kept.agg(*aggs).collect()[0]
+        self.passes += 1
+        return Moments(int(out["kept"]), tuple(int(out[f"s_{i}_{j}"] or 0) for i, j in upper_pairs(d)))
+
+    def _second_moments_arrow(self, matrix: IntMatrix, norm_bound_sq: int) -> Moments:
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import DecimalType, IntegerType, StructField, StructType
+
+        d = len(matrix)
+        longs = self.pairs.select(*[F.col(f"__dp_d{j}").cast("long") for j in range(self.dimension)])  # |D| <= 2^32
+        schema = StructType([StructField("idx", IntegerType(), False), StructField("value", DecimalType(38, 0), False)])
+        parts = longs.mapInArrow(_moments_partials(matrix, norm_bound_sq, self.dimension), schema)
+        totals = {int(r["idx"]): int(r["total"]) for r in
+                  parts.groupBy("idx").agg(F.sum("value").cast(DEC).alias("total")).collect()}
+        self.passes += 1
+        count = len(upper_pairs(d))
+        return Moments(totals.get(-1, 0), tuple(totals.get(k, 0) for k in range(count)))
+
+    def _arrow_totals(self, kind: str, args: tuple) -> dict[int, int]:
+        """Exact totals per index of the singles' numpy partials (mapInArrow, decimal sums)."""
+        from pyspark.sql import functions as F
+        from pyspark.sql.types import DecimalType, IntegerType, StructField, StructType
+
+        longs = self.singles.select(*[F.col(f"__dp_s{j}").cast("long") for j in range(self.dimension)])
+        schema = StructType([StructField("idx", IntegerType(), False), StructField("value", DecimalType(38, 0), False)])
+        parts = longs.mapInArrow(_partials(kind, args, self.dimension), schema)
+        return {int(r["idx"]): int(r["total"]) for r in
+                parts.groupBy("idx").agg(F.sum("value").cast(DEC).alias("total")).collect()}
+
+    def bin_counts(self, matrix: IntMatrix, lo: Sequence[int], width: int, bins: int) -> np.ndarray:
+        from pyspark.sql import functions as F
+
+        self.progress(f"pass {self.passes + 1}: per-coordinate histograms on Spark")
+        d = len(matrix)
+        if self.kernel == "arrow":
+            totals = self._arrow_totals("bins", (matrix, list(lo), width, bins))
+            self.passes += 1
+            flat = np.zeros(d * bins, dtype=np.int64)
+            for k, v in totals.items():
+                flat[k] = v
+            return flat.reshape(d, bins)
+        ys = self._apply(self.singles, "__dp_s", matrix)
+        top = [int(lo[j]) + bins * width - 1 for j in range(d)]
+        idx = [F.expr(f"div(cast(least(greatest(y{j} - ({int(lo[j])}), 0), {top[j] - int(lo[j])}) as decimal(38,0)), {width})")
+               for j in range(d)]
+        frame = self.singles.select(*[y.alias(f"y{j}") for j, y in enumerate(ys)])
+        exploded = frame.select(F.posexplode(F.array(*[c.cast("long") for c in idx])).alias("coord", "bin"))
+        counts = exploded.groupBy("coord", "bin").count().collect()
+        self.passes += 1
+        out = np.zeros((d, bins), dtype=np.int64)
+        for r in counts:
+            out[int(r["coord"]), int(r["bin"])] = int(r["count"])
+        return out
+
+    def centred_sums(self, matrix: IntMatrix, centres: Sequence[int], radius: int) -> list[int]:
+        from pyspark.sql import functions as F
+
+        self.progress(f"pass {self.passes + 1}: clamped sums on Spark")
+        if self.kernel == "arrow":
+            totals = self._arrow_totals("sums", (matrix, list(centres), radius))
+            self.passes += 1
+            return [totals.get(j, 0) for j in range(len(matrix))]
+        ys = self._apply(self.singles, "__dp_s", matrix)
+        r = _dec(radius)
+        clamped = [F.least(F.greatest(y - _dec(c), -r), r).cast(DEC) for y, c in zip(ys, centres)]
+        out = self.singles.agg(*[F.sum(c).cast(DEC).alias(f"c{j}") for j, c in enumerate(clamped)]).collect()[0]
+        self.passes += 1
+        return [int(out[f"c{j}"] or 0) for j in range(len(matrix))]

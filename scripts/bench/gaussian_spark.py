@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Spark timing of the Gaussian learner (gaussian_learner's passes) with the time of every pass.
+
+Usage: .venv/bin/python scripts/bench/gaussian_spark.py [--rows 10000000] [--dim 100] [--kappa 1000]
+       [--master local[2]] [--data PATH]
+Generates the data with scripts/gen_gaussian.py if PATH is missing, runs PCE then PME on Spark
+(SparkGaussianSource: cached pairs and singles, decimal(38,0) passes) at rho = 1/2, and prints the
+seconds of the preparation and of each pass, the peak RSS of this driver process and of its children
+(the local Spark JVM), and the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from fractions import Fraction
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--dim", type=int, default=100)
+    ap.add_argument("--kappa", type=int, default=1000)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--data", default=None)
+    args = ap.parse_args()
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    data = args.data or os.path.join(root, "bench-results", f"gaussian-{args.dim}d-{args.rows}.parquet")
+    if not os.path.exists(data):
+        os.makedirs(os.path.dirname(data), exist_ok=True)
+        subprocess.run([sys.executable, os.path.join(root, "scripts", "gen_gaussian.py"), data, "--rows", str(args.rows),
+                        "--dim", str(args.dim), "--kappa", str(args.kappa)], check=True)
+    from dpspark.gaussian.covariance import PublicBounds, Run, pce
+    from dpspark.gaussian.fixed import chi2_threshold, choose_scales, default_data_bits
+    from dpspark.gaussian.mean import pme, whitening
+    from dpspark.rng import SeededRandom
+    from dpspark.spark.pairs import SparkGaussianSource
+    from dpspark.spark.session import local_session
+
+    spark = local_session("gaussian-bench", args.master, shuffle_partitions=8)
+    d = args.dim
+    df = spark.read.parquet(data)
+    bounds = PublicBounds(d, Fraction(20), Fraction(args.kappa), Fraction(1, 100), args.rows)
+    b = default_data_bits(bounds.radius, bounds.kappa)
+    scales = choose_scales(b, 2 * bounds.kappa * chi2_threshold(d, args.rows, bounds.beta), args.rows)
+    times: list[tuple[str, float]] = []
+    t0 = time.time()
+    src = SparkGaussianSource(df, [f"x{j}" for j in range(d)], "uid", b, args.rows, bytes(16), max_terms=args.rows)
+    for name in ("pair_count", "single_count", "second_moments", "bin_counts", "centred_sums"):
+        fn = getattr(src, name)
+
+        def timed(*a, _fn=fn, _name=name):  # type: ignore[no-untyped-def]
+            start = time.time()
+            out = _fn(*a)
+            times.append((_name, time.time() - start))
+            print(f"  {_name}: {times[-1][1]:.1f} s", flush=True)
+            return out
+
+        setattr(src, name, timed)
+    run = Run(src, scales, bounds, SeededRandom("bench"))
+    cov, _ = pce(run, Fraction(3, 8))
+    pme(run, whitening(cov, scales.matrix_bits), Fraction(4), Fraction(1, 8))
+    total = time.time() - t0
+    src.close()
+    spark.stop()
+    me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # report
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # report
+    print(f"rows={args.rows} d={d} kappa={args.kappa}: {len(times)} passes, total {total:.1f} s "
+          f"(first pass includes reading and caching pairs/singles); peak RSS driver {me:.0f} MiB, "
+          f"children {kids:.0f} MiB; loadavg {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

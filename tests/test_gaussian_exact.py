@@ -1,0 +1,228 @@
+"""Exact checks of the Gaussian learner: sensitivities at the norm-test boundary, kernels, noise plans, rho.
+
+Everything here is exact integer arithmetic on the driver backend (no Spark, no statistics).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import isqrt
+
+import numpy as np
+import pytest
+
+from dpspark.gaussian.covariance import PublicBounds, Run, kappa_schedule, pce
+from dpspark.gaussian.exactops import exact_gram, exact_sq_norms, limb_bits
+from dpspark.gaussian.fixed import Scales, chi2_threshold, identity, quantise_matrix
+from dpspark.gaussian.mean import pme
+from dpspark.gaussian.noise import plan_noise
+from dpspark.gaussian.source import ArraySource, Moments, _apply, keyed_buckets, upper_pairs
+from dpspark.noise.dgauss import l2_rho
+from dpspark.noise.grid import grid_sensitivity
+from dpspark.rng import SeededRandom
+
+KEY = bytes(range(16))
+
+
+def _sq(v: list[int]) -> int:
+    return sum(int(x) * int(x) for x in v)
+
+
+def _diff(a: Moments, b: Moments) -> list[int]:
+    return [x - y for x, y in zip(a.upper, b.upper)]
+
+
+def _neighbours(rows: np.ndarray, extra: np.ndarray, buckets: int, bits: int = 0, source=ArraySource):  # type: ignore[no-untyped-def]
+    """Sources over rows (ids 0..n-1) and rows + one unit (id n): add/remove neighbours."""
+    n = rows.shape[0]
+    a = source(rows, bits, KEY, buckets, np.arange(n))
+    b = source(np.vstack([rows, extra[None, :]]), bits, KEY, buckets, np.arange(n + 1))
+    return a, b
+
+
+def _partner(rows: np.ndarray, buckets: int) -> int | None:
+    """The unit sharing new unit n's bucket when that bucket holds exactly one unit."""
+    n = rows.shape[0]
+    bk = keyed_buckets(np.arange(n + 1), KEY, buckets)
+    same = np.flatnonzero(bk[:n] == bk[n])
+    return int(same[0]) if len(same) == 1 else None
+
+
+def test_one_unit_moves_one_term_by_at_most_T_at_the_boundary() -> None:
+    g = np.random.default_rng(1)
+    d, buckets = 3, 40
+    rows = g.integers(-50, 50, size=(40, d)).astype(np.float64)
+    partner = _partner(rows, buckets)
+    assert partner is not None  # this seed puts the new unit next to exactly one unit
+    v = np.array([3, 4, 12])  # ||v||^2 = 169: the pair term sits exactly on the boundary
+    extra = rows[partner] + v
+    a, b = _neighbours(rows, extra, buckets)
+    m = identity(d, 0)
+    for t in (169, 168):  # kept exactly at T = ||y||^2, dropped one below
+        delta = _diff(b.second_moments(m, t), a.second_moments(m, t))
+        if t == 169:
+            assert _sq(delta) == sum((v[i] * v[j]) ** 2 for i, j in upper_pairs(d))  # the whole term
+            assert _sq(delta) <= t * t
+        else:
+            assert all(x == 0 for x in delta)
+    assert abs(b.pair_count() - a.pair_count()) == 1
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_neighbours_every_aggregate_within_its_sensitivity(seed: int) -> None:
+    g = np.random.default_rng(seed)
+    d, n, buckets = 4, 60, 50
+    rows = g.normal(0, 30, size=(n, d))
+    extra = g.normal(0, 30, size=d)
+    a, b = _neighbours(rows, extra, buckets, bits=3)
+    mat = tuple(tuple(int(x) for x in row) for row in g.integers(-5, 6, size=(d, d)))
+    ys = [_sq(list(np.array(mat) @ r)) for r in a._pairs] + [_sq(list(np.array(mat) @ r)) for r in b._pairs]
+    # thresholds at the boundary of every norm test: each pair term's own ||y||^2, and one below
+    for t in sorted(set(ys))[:: max(1, len(ys) // 6)] + [max(ys), max(ys) - 1]:
+        delta = _diff(b.second_moments(mat, t), a.second_moments(mat, t))
+        assert _sq(delta) <= t * t  # Frobenius norm of the upper triangle of one term <= ||y||^2 <= T
+    assert abs(b.pair_count() - a.pair_count()) <= 1
+    assert abs(b.single_count() - a.single_count()) <= 1
+    hb = b.bin_counts(mat, [-4000] * d, 100, 81) - a.bin_counts(mat, [-4000] * d, 100, 81)
+    assert int((hb.astype(object) ** 2).sum()) <= d
+    r = 300
+    sb = b.centred_sums(mat, [7] * d, r)
+    sa = a.centred_sums(mat, [7] * d, r)
+    assert _sq([x - y for x, y in zip(sb, sa)]) <= d * r * r
+
+
+class FloatMembershipMutant(ArraySource):
+    """MUTANT: a float preconditioner decides membership; the quantised one is applied afterwards."""
+
+    float_matrix: np.ndarray
+    bits: int
+
+    def second_moments(self, matrix, norm_bound_sq):  # type: ignore[no-untyped-def]
+        real = self._pairs.astype(np.float64) @ self.float_matrix.T  # report: the mutant's float test
+        t_real = norm_bound_sq / float(1 << (2 * self.bits))  # report
+        keep = (real * real).sum(axis=1) <= t_real  # report
+        y = _apply(matrix, self._pairs)[keep]
+        gram = exact_gram(y) if len(y) else [[0] * len(matrix) for _ in matrix]
+        return Moments(int(keep.sum()), tuple(gram[i][j] for i, j in upper_pairs(len(matrix))))
+
+
+def _max_excess(source_cls, float_matrix: np.ndarray, bits: int) -> int:  # type: ignore[no-untyped-def]
+    """Largest ||Delta||^2 - T^2 over neighbours at T = floor(70 4^bits) (> 0: the sensitivity claim fails)."""
+    rows = np.array([[0.0], [10.0], [25.0], [-3.0]])
+    worst = -1
+    for extra in (np.array([10.0]), np.array([-10.0]), np.array([0.0]), np.array([13.0])):
+        buckets = 2
+        a, b = _neighbours(rows, extra, buckets, source=source_cls)
+        for s in (a, b):
+            s.float_matrix, s.bits = float_matrix, bits
+        t = 70 * (1 << (2 * bits))
+        mat = quantise_matrix(float_matrix, bits)
+        delta = _diff(b.second_moments(mat, t), a.second_moments(mat, t))
+        worst = max(worst, _sq(delta) - t * t)
+    return worst
+
+
+def test_quantising_after_the_norm_test_is_flagged() -> None:
+    a_float = np.array([[0.8]])  # quantised at 1 bit: round(1.6) / 2 = 1.0 > 0.8
+    assert _max_excess(ArraySource, a_float, 1) <= 0  # the implementation: exact integer test
+    assert _max_excess(FloatMembershipMutant, a_float, 1) > 0  # the mutant breaks the stated sensitivity
+
+
+def test_exact_kernels_at_their_edges() -> None:
+    g = np.random.default_rng(3)
+    y = g.integers(-(2**62), 2**62, size=(200, 7))
+    y[0] = 2**62 - 1
+    y[1] = -(2**62)
+    assert exact_sq_norms(y) == [sum(int(v) ** 2 for v in r) for r in y]
+    rows = 1 << 13
+    s = limb_bits(rows)
+    assert rows * (1 << (2 * s)) < 1 << 53 <= rows * (1 << (2 * (s + 1)))  # the largest exact limb
+    z = np.full((rows, 3), (1 << 40) - 1, dtype=np.int64)  # every partial sum at the limb bound
+    z[:, 1] = -(1 << 40)
+    gram = exact_gram(z)
+    assert gram[0][0] == rows * ((1 << 40) - 1) ** 2 and gram[0][1] == -rows * ((1 << 40) - 1) * (1 << 40)
+    small = g.integers(-(2**45), 2**45, size=(500, 4))
+    ref = [[sum(int(a) * int(b) for a, b in zip(small[:, i], small[:, j])) for j in range(4)] for i in range(4)]
+    assert exact_gram(small) == ref
+
+
+def test_noise_plans_certify_rho_with_the_grid_term() -> None:
+    small = plan_noise(10, 4, Fraction(1, 2), 1000)
+    assert small.grid == 1 and small.rho == l2_rho(small.sampler, 2) <= Fraction(1, 2)
+    t = 10**30
+    big = plan_noise(15, t * t, Fraction(1, 10), 10**6 * t, "matrix")
+    assert big.grid > 1
+    assert big.sensitivity_grid == grid_sensitivity(big.grid, 15, l2_squared=t * t)
+    assert big.rho == l2_rho(big.sampler, big.sensitivity_grid) <= Fraction(1, 10)
+    # the grid adds at most 1 per coordinate: sqrt(D) on top of Delta / G (not a full shift per coordinate)
+    assert big.sensitivity_grid < Fraction(t, big.grid) + 4
+
+
+def test_composed_rho_is_the_sum_of_every_noise_addition() -> None:
+    g = np.random.default_rng(5)
+    d = 3
+    x = g.multivariate_normal([3, 0, -2], np.diag([1.0, 30.0, 400.0]), size=3000)
+    bounds = PublicBounds(d, Fraction(10), Fraction(400), Fraction(1, 100), 3000)
+    scales = Scales(12, 12)
+    run = Run(ArraySource(x, 12, KEY), scales, bounds, SeededRandom(2))
+    pce(run, Fraction(1))
+    assert len(run.noises) == 1 + len(kappa_schedule(bounds.kappa)) + 1
+    assert run.rho == sum(n.rho for n in run.noises) <= 1
+    pme(run, identity(d, 12), Fraction(400), Fraction(1, 2))
+    assert run.rho == sum(n.rho for n in run.noises) <= Fraction(3, 2)
+    # every covariance pass's stated sensitivity is its exact integer norm bound
+    for p, noise in zip(run.passes, run.noises[1:]):
+        if "norm_bound_sq" in p:
+            assert noise.l2_sq == p["norm_bound_sq"] ** 2
+
+
+def test_chi2_threshold_is_an_upper_bound() -> None:
+    import math
+
+    for d, m, beta in ((5, 1000, Fraction(1, 100)), (100, 10**7, Fraction(1, 10**6))):
+        x = math.log(m / float(beta))  # report: comparison only
+        assert float(chi2_threshold(d, m, beta)) >= d + 2 * math.sqrt(d * x) + 2 * x  # report
+    assert isqrt(4) == 2
+
+
+def test_largest_possible_sum_fits_decimal38_at_the_configured_scale() -> None:
+    from dpspark.gaussian.fixed import DECIMAL38_MAX, GaussianSpecError, choose_scales, default_data_bits
+    from dpspark.spark.pairs import check_pass_capacity
+
+    # the example configs' scale (d = 5, R = 20, kappa = 100, max_units = 200000) and the benchmark target
+    for d, radius, kappa, units in ((5, 20, 100, 200_000), (100, 20, 1000, 10**7)):
+        b = default_data_bits(Fraction(radius), Fraction(kappa))
+        top = 2 * Fraction(kappa) * chi2_threshold(d, units, Fraction(1, 100))
+        scales = choose_scales(b, top, units)
+        t_int = scales.threshold_int(top)
+        assert units * t_int <= DECIMAL38_MAX  # every |sum y_i y_j| <= units T_int
+        check_pass_capacity(units, t_int)
+        # one more matrix bit would not fit: the scale is the largest that does (or the cap of 24)
+        if scales.matrix_bits < 24:
+            assert units * Scales(b, scales.matrix_bits + 1).threshold_int(top) > DECIMAL38_MAX
+    with pytest.raises(ValueError, match="decimal"):
+        check_pass_capacity(10**20, 10**19)
+    with pytest.raises(GaussianSpecError, match="decimal"):
+        choose_scales(20, Fraction(10**6), 10**12, matrix_bits=24)
+
+
+def test_config_refusals_before_any_data(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from dpspark.config import ConfigError, ReleaseSpec
+
+    base = {"input": {"path": str(tmp_path), "format": "parquet"},
+            "gaussian": {"columns": ["a", "b"], "radius": "10", "kappa": "100"},
+            "privacy": {"mechanism": "gaussian_learner", "epsilon": "1", "delta": "1/1000000000", "max_units": 1000,
+                        "unit_column": "uid"},
+            "output": {"path": str(tmp_path / "o")}}
+    spec = ReleaseSpec.from_dict(base)
+    plan = spec.mechanism_object().plan()
+    assert plan["passes"] == 1 + len(kappa_schedule(Fraction(100))) + 1 + 3  # count, PPC, final, mean x 3
+    bad = [({"privacy": {k: v for k, v in base["privacy"].items() if k != "unit_column"}}, "unit_column"),
+           ({"gaussian": {**base["gaussian"], "kappa": 0.5}}, "float"),
+           ({"gaussian": {**base["gaussian"], "scale_bits": 4}}, "scale_bits"),
+           ({"gaussian": {**base["gaussian"], "extra": 1}}, "unknown keys"),
+           ({"privacy": {**base["privacy"], "rho": "1"}}, "above privacy.epsilon")]
+    for change, match in bad:
+        with pytest.raises((ConfigError, TypeError, ValueError), match=match):
+            s = ReleaseSpec.from_dict({**base, **change})
+            s.mechanism_object()
