@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Sequence
 
-from dpspark.mechanisms.answers_queries import Scalar
+from dpspark.mechanisms.answers_queries import QueryKind, Scalar
 
 #: largest histogram (H - L + 1 values) a group may have; wider clip ranges use derived columns
 HIST_MAX_VALUES = 1 << 20
@@ -45,7 +45,7 @@ def split(scalars: Sequence[Scalar], unit_column: str | None) -> tuple[list[Hist
         return [], list(range(len(scalars)))
     by: dict[tuple[str, int], list[int]] = {}
     for j, s in enumerate(scalars):
-        if s.kind == "sum" and s.filter is None and s.column is not None:
+        if s.kind is QueryKind.SUM and s.filter is None and s.column is not None:
             by.setdefault((s.column, s.scale_bits), []).append(j)
     groups: list[HistGroup] = []
     grouped: set[int] = set()

@@ -46,7 +46,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
-from dpspark.mechanisms.answers_queries import Query, QueryError, Scalar, parse_queries, scalars_of
+from dpspark.mechanisms.answers_queries import Query, QueryError, QueryKind, Scalar, parse_queries, scalars_of
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, Progress, StageInfo
 
 if TYPE_CHECKING:
@@ -105,9 +105,9 @@ def assemble(queries: Sequence[Query], released: Sequence[int], law: NoiseLaw) -
         S = q.scale
         R = [law.scalar_R(s) for s in sc]
         B = [law.scalar_95(s) for s in sc]
-        row: dict[str, Any] = {"name": q.name, "kind": q.kind}
-        if q.kind in ("count", "sum") or q.mean == "public_n":
-            div = S * (q.n if q.kind == "mean" else 1)
+        row: dict[str, Any] = {"name": q.name, "kind": q.kind.value}
+        if q.kind is not QueryKind.MEAN or q.mean == "public_n":
+            div = S * (q.n if q.kind is QueryKind.MEAN else 1)
             row["value"] = Fraction(ys[0], div)
             row["R"] = None if R[0] is None else Fraction(R[0], div)
             row["bound95"] = Fraction(B[0], div)

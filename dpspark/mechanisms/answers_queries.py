@@ -25,13 +25,24 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import Enum
 from fractions import Fraction
 from typing import Any
 
 from dpspark.errors import DPSparkError
 from dpspark.exact import parse_rational
 
-KINDS = ("count", "sum", "mean")
+
+
+class QueryKind(str, Enum):
+    """What a query (or a scalar answer) computes; members compare by identity, never by spelling."""
+
+    COUNT = "count"
+    SUM = "sum"
+    MEAN = "mean"
+
+
+KINDS = tuple(k.value for k in QueryKind)
 MEAN_MODES = ("public_n", "noisy_count")
 #: default fixed-point scale of sums and means: 2^8 (values are rounded to 1/256 before clipping)
 DEFAULT_SCALE_BITS = 8
@@ -53,7 +64,7 @@ class Query:
     """One validated query (public parameters only)."""
 
     name: str
-    kind: str
+    kind: QueryKind
     column: str | None
     lo: Fraction
     hi: Fraction
@@ -79,25 +90,25 @@ class Query:
 
     def scalars(self) -> list["Scalar"]:
         """The scalar answers this query needs (a mean over a noisy count needs two)."""
-        if self.kind == "count":
-            return [Scalar(self.name, "count", None, 0, int(self.hi), 0, self.filter)]
-        total = Scalar(self.name if self.kind == "sum" else f"{self.name}#sum", "sum", self.column,
+        if self.kind is QueryKind.COUNT:
+            return [Scalar(self.name, QueryKind.COUNT, None, 0, int(self.hi), 0, self.filter)]
+        total = Scalar(self.name if self.kind is QueryKind.SUM else f"{self.name}#sum", QueryKind.SUM, self.column,
                        self.lo_int, self.hi_int, self.scale_bits, self.filter)
-        if self.kind == "mean" and self.mean == "noisy_count":
-            return [total, Scalar(f"{self.name}#count", "count", None, 0, 1, 0, self.filter)]
+        if self.kind is QueryKind.MEAN and self.mean == "noisy_count":
+            return [total, Scalar(f"{self.name}#count", QueryKind.COUNT, None, 0, 1, 0, self.filter)]
         return [total]
 
     def describe(self) -> dict[str, Any]:
         """Exact, JSON-ready fields for the manifest."""
-        out: dict[str, Any] = {"name": self.name, "kind": self.kind}
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind.value}
         if self.column is not None:
             out["column"] = self.column
         out["lo"], out["hi"] = str(self.lo), str(self.hi)
-        if self.kind != "count":
+        if self.kind is not QueryKind.COUNT:
             out["scale_bits"] = self.scale_bits
         if self.filter is not None:
             out["filter"] = self.filter
-        if self.kind == "mean":
+        if self.kind is QueryKind.MEAN:
             out["mean"] = self.mean
             if self.n is not None:
                 out["n"] = self.n
@@ -113,7 +124,7 @@ class Scalar:
     """
 
     label: str
-    kind: str
+    kind: QueryKind
     column: str | None
     lo: int
     hi: int
@@ -152,13 +163,14 @@ def parse_query(q: Any, index: int) -> Query:
     if not isinstance(name, str) or not _NAME.match(name):
         raise QueryError(f"{where}.name must be a name of letters, digits, '_', '.', '-' (got {name!r})")
     where = f"query {name!r}"
-    kind = q.get("kind")
-    if kind not in KINDS:
-        raise QueryError(f"{where}: kind must be one of {KINDS}, got {kind!r}")
+    raw_kind = q.get("kind")
+    if raw_kind not in KINDS:
+        raise QueryError(f"{where}: kind must be one of {KINDS}, got {raw_kind!r}")
+    kind = QueryKind(raw_kind)
     filt = q.get("filter")
     if filt is not None and (not isinstance(filt, str) or not filt.strip()):
         raise QueryError(f"{where}: filter must be a non-empty Spark SQL predicate string")
-    if kind == "count":
+    if kind is QueryKind.COUNT:
         for key in ("column", "lo", "scale_bits", "mean", "n"):
             if key in q:
                 raise QueryError(f"{where}: a count takes no {key!r}")
@@ -170,10 +182,10 @@ def parse_query(q: Any, index: int) -> Query:
         return Query(name, kind, None, Fraction(0), Fraction(hi), filt, 0)
     col = q.get("column")
     if not isinstance(col, str) or not col:
-        raise QueryError(f"{where}: a {kind} needs a column name")
+        raise QueryError(f"{where}: a {kind.value} needs a column name")
     for key in ("lo", "hi"):
         if key not in q:
-            raise QueryError(f"{where}: a {kind} needs public clip bounds lo and hi")
+            raise QueryError(f"{where}: a {kind.value} needs public clip bounds lo and hi")
     lo, hi = _rational(q, "lo", where), _rational(q, "hi", where)
     if lo > hi:
         raise QueryError(f"{where}: lo must be <= hi")
@@ -181,7 +193,7 @@ def parse_query(q: Any, index: int) -> Query:
     if isinstance(bits, bool) or not isinstance(bits, int) or not 0 <= bits <= MAX_SCALE_BITS:
         raise QueryError(f"{where}: scale_bits must be an int in [0, {MAX_SCALE_BITS}]")
     mode, n = None, None
-    if kind == "mean":
+    if kind is QueryKind.MEAN:
         mode = q.get("mean", "public_n")
         if mode not in MEAN_MODES:
             raise QueryError(f"{where}: mean must be one of {MEAN_MODES}, got {mode!r}")

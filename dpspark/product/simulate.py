@@ -18,7 +18,7 @@ from dpspark.product.rounds import RoundQuery
 class SimulatedCounts:
     """The aggregate oracle of n fresh rows from the product distribution with biases ``p`` (floats, # report)."""
 
-    def __init__(self, p: Sequence[float], n: int, gen: np.random.Generator) -> None:
+    def __init__(self, p: Sequence[float], n: int, gen: np.random.Generator) -> None:  # report: simulated data
         self.p = np.asarray(p, dtype=float)  # report: simulated data only
         self.n = n
         self.gen = gen
@@ -31,6 +31,6 @@ class SimulatedCounts:
         return [int(v) for v in self.gen.binomial(size, p)]
 
 
-def product_rows(p: Sequence[float], n: int, gen: np.random.Generator) -> np.ndarray:
+def product_rows(p: Sequence[float], n: int, gen: np.random.Generator) -> np.ndarray:  # report: simulated data
     """n rows (int8) drawn from the product distribution with biases ``p`` (simulated data)."""
     return (gen.random((n, len(p))) < np.asarray(p)[None, :]).astype(np.int8)  # report
