@@ -336,7 +336,9 @@ def parse_config(
             raise _fail(source, f"[{name}] must be a table or an array of tables")
         try:
             sections[name] = parse(raw[name])
-        except (TypeError, ValueError) as err:
+        except TypeError as err:  # a float where an exact number belongs stays a TypeError
+            raise ConfigFloatError(f"{source}: [{name}] {err}") from None
+        except ValueError as err:
             raise _fail(source, f"[{name}] {err}") from None
 
     priv = raw["privacy"]

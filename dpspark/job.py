@@ -1,6 +1,6 @@
 """The release job: spec -> certified plan -> budget -> stages on a backend -> exact driver-side noise -> release.
 
-One code path serves ``spark-submit jobs/release_histogram.py --config X``, ``dpspark release --config X``
+One code path serves ``spark-submit jobs/release.py --config X``, ``dpspark release --config X``
 and :class:`dpspark.Session`. Order of operations:
 
 1. the spec is validated completely and the mechanism's plan certified (:meth:`ReleaseSpec.mechanism_object`),
@@ -81,7 +81,7 @@ def describe_plan(cfg: ReleaseConfig) -> dict[str, Any]:
             "max_units": cfg.max_units,
             "max_keys_per_unit": cfg.max_keys_per_unit,
             "max_rows_per_key": cfg.max_rows_per_key,
-            "on_excess_units": cfg.on_excess_units,
+            "on_excess_units": mech.excess_units_text(),
         },
         "output": str(cfg.output),
     }
@@ -96,8 +96,9 @@ def preflight(cfg: ReleaseConfig) -> None:
     """
     from dpspark.release import check_output_path
 
-    cfg.mechanism_object()
+    mech = cfg.mechanism_object()
     check_output_path(cfg.output)
+    check_input_columns(cfg, mech)
     if cfg.budget is not None:
         import tempfile
 
@@ -115,6 +116,28 @@ def preflight(cfg: ReleaseConfig) -> None:
         else:  # a new ledger: the same checks against an empty one, without creating the real file
             with tempfile.TemporaryDirectory() as tmp:
                 check(Path(tmp) / "ledger.sqlite")
+
+
+def check_input_columns(cfg: ReleaseConfig, mech: Any) -> None:
+    """A local input file must have every column the release reads: its schema (metadata, no rows) is read here.
+
+    Catalog tables and remote paths are checked by the engine when it reads them; a local file the Arrow
+    reader cannot open with the config's options is left to Spark likewise.
+    """
+    from dpspark.engine.arrow_backend import InputError, is_local_path, open_dataset
+
+    path = getattr(cfg.input, "path", None)
+    if path is None or not is_local_path(str(path)):
+        return
+    try:
+        dataset, _ = open_dataset(str(path), cfg.input.format, cfg.input.options)
+    except InputError:
+        return
+    present = set(dataset.schema.names)
+    missing = [c for c in mech.input_columns() if c not in present]
+    if missing:
+        raise InputError(f"input {path} has no column(s) {', '.join(map(repr, missing))}; it has "
+                         f"{', '.join(map(repr, sorted(present)))} (checked before any budget is spent)")
 
 
 def plan_text(plan: dict[str, Any]) -> str:
@@ -245,7 +268,8 @@ def choose_engine(cfg: ReleaseConfig, engine: str | None, have_spark: bool, give
         return engine
     from dpspark.mechanisms.registry import mechanism_class
 
-    engines = getattr(mechanism_class(cfg.mechanism), "engines", ("arrow", "spark"))
+    cls = mechanism_class(cfg.mechanism)
+    engines = cls.engines_for(cfg) if hasattr(cls, "engines_for") else getattr(cls, "engines", ("arrow", "spark"))
     if "arrow" not in engines:
         if engine == "arrow":
             raise ConfigError(f"mechanism {cfg.mechanism!r} runs on Spark only (the Arrow engine lacks its "

@@ -202,7 +202,8 @@ class Session:
                 f"{self.budget.remaining.text()}; nothing was read and nothing was spent")
         from dpspark.mechanisms.registry import mechanism_class
 
-        on_arrow = "arrow" in getattr(mechanism_class(mechanism), "engines", ("arrow",))
+        cls = mechanism_class(mechanism)
+        on_arrow = "arrow" in (cls.engines_for(spec) if hasattr(cls, "engines_for") else getattr(cls, "engines", ("arrow",)))
         arrow = self._arrow_source() if on_arrow else None  # Spark-only mechanisms get a Spark DataFrame
         df = None if arrow is not None else self._frame()
         if self.budget is not None:
@@ -210,6 +211,22 @@ class Session:
         out = run_release(spec, data=df, rng=self.rng, progress=self.progress, arrow_source=arrow)
         self.releases.append(out)
         return open_release(out)
+
+    def answers(self, *, k: int, mechanism: str = "bounded_noise", epsilon: Any, delta: Any, **privacy: Any) -> Any:
+        """Declare k adaptive scalar answers up front (charged once now); ``.answer(query)`` answers one at a time.
+
+        See :mod:`dpspark.session_answers` (a noisy-count mean uses two of the k).
+        """
+        from dpspark.session_answers import AdaptiveAnswers
+
+        self._answers = AdaptiveAnswers(self, k=k, mechanism=mechanism, epsilon=epsilon, delta=delta, **privacy)
+        return self._answers
+
+    def answer(self, query: Mapping[str, Any]) -> Any:
+        """Answer one query with the answers object declared by the last :meth:`answers` call."""
+        if getattr(self, "_answers", None) is None:
+            raise SessionBudgetExceeded("declare the queries first: session.answers(k=..., mechanism=..., ...)")
+        return self._answers.answer(query)
 
     def histogram(self, *, keys: list[str] | str, universe: Mapping[str, Any], mechanism: str, epsilon: Any,
                   output: str | os.PathLike[str] | None = None, **privacy: Any) -> Any:

@@ -1,28 +1,14 @@
-"""spark-submit entry point of the dpspark release job.
+"""spark-submit entry point kept under its first name: the same job as ``jobs/release.py`` (any mechanism).
 
     spark-submit --properties-file conf/spark-defaults.conf \
         jobs/release_histogram.py --config conf/queries-stability.toml [--output PATH]
-
-The properties file keeps Spark quiet (warnings only) with its UI off; without
-it the job still turns the UI off and sets the WARN log level when the SparkContext
-starts, unless your Spark conf sets ``spark.ui.enabled`` / ``spark.log.level``.
-
-The same code path as ``dpspark release`` (dpspark.job.run_release); here the
-SparkSession comes from spark-submit (master, resources, --py-files).
 """
 
 from __future__ import annotations
 
 import sys
 
-
-def main(argv: list[str] | None = None) -> int:
-    """Parse arguments, validate the config before Spark starts, run the release."""
-    from dpspark.cli import main as cli_main
-
-    args = list(sys.argv[1:] if argv is None else argv)
-    return cli_main(["release", "--use-active-spark", *args])
-
+from release import main  # spark-submit puts this file's folder first on sys.path
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -25,6 +25,10 @@ GENERATORS: dict[str, list[str]] = {
                                "--seed", "11"],
     "peer-workload.parquet": ["scripts/gen_peer_workload.py"],
     "peer-workload-small.parquet": ["scripts/gen_peer_workload.py", "--rows", "1000000", "--keys", "20000"],
+    "measurements.parquet": ["scripts/gen_measurements.py"],
+    "kary-hard.parquet": ["scripts/gen_samplers.py", "--kind", "kary", "--rows", "100000"],
+    "binary-columns.parquet": ["scripts/gen_samplers.py", "--kind", "bernoulli", "--rows", "20000", "--columns", "20"],
+    "product-d24.parquet": ["scripts/gen_product.py", "--rows", "500000", "--cols", "24"],
     "gaussian-5d.parquet": ["scripts/gen_gaussian.py", "--rows", "200000", "--dim", "5", "--kappa", "100", "--seed", "5"],
 }
 

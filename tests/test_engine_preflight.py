@@ -78,3 +78,16 @@ def test_dry_run_fails_on_existing_output_and_exhausted_budget(tmp_path: Path, c
 def test_stability_threshold_at_n_is_refused_by_the_config(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="tau reaches n"):
         load_config(write(tmp_path, delta="1e-300", n=3))
+
+
+def test_a_missing_input_column_is_refused_before_the_spend(tmp_path: Path, capsys) -> None:
+    """The local file's schema (no rows) is read before the budget is spent: nothing is charged."""
+    budget = '[budget]\nledger = "l.sqlite"\ndataset = "d"\ntotal_epsilon = "10"\ntotal_delta = "1e-6"'
+    path = write(tmp_path, budget=budget)
+    pq.write_table(pa.table({"user": [1, 2], "q": ["a", "b"]}), tmp_path / "in.parquet")  # no column "u"
+    assert cli(["release", "--config", str(path)]) != 0
+    err = capsys.readouterr().err
+    assert "has no column(s) 'u'" in err and "before any budget is spent" in err
+    assert not (tmp_path / "rel").exists()
+    ledger = tmp_path / "l.sqlite"
+    assert not ledger.exists() or Ledger(ledger).spent("d").epsilon == 0

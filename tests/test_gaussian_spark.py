@@ -89,7 +89,8 @@ path = "release"
     cov = rel.covariance()
     assert rel.mean() is None and cov.shape == (2, 2) and np.allclose(cov, cov.T)
     assert np.linalg.norm(cov - np.cov(x.T)) < 3.0  # report: sanity (noise at d = 2, n = 4000 is about 0.5)
-    assert rel.sample(7, 1).shape == (7, 2)
+    assert rel.sample(7, SeededRandom(1)).shape == (7, 2)
+    assert (rel.sample(5, SeededRandom(2)) == rel.sample(5, SeededRandom(2))).all()
     assert cli(["inspect", str(out)]) == 0
     text = capsys.readouterr().out
     assert "rho (composed)" in text and "passes" in text

@@ -15,6 +15,7 @@ from dpspark.ledger import BudgetExceeded, Ledger
 from dpspark.lookup import open_release
 from dpspark.release import ReleaseExistsError
 from dpspark.rng import SeededRandom
+from tests.configs import dense_toml
 
 pytestmark = pytest.mark.spark
 
@@ -99,22 +100,7 @@ def test_pure_sparse_release_is_pure(spark, tmp_path: Path) -> None:
 def test_dense_release_has_every_bin(spark, tmp_path: Path) -> None:
     pq.write_table(pa.table({"age": pa.array([3, 3, 7, 9], pa.int64())}), tmp_path / "in.parquet")
     p = tmp_path / "dense.toml"
-    p.write_text("""
-[input]
-path = "in.parquet"
-[keys]
-columns = ["age"]
-[universe]
-kind = "int_range"
-lo = 0
-hi = 9
-[privacy]
-mechanism = "dense"
-epsilon = "1/2"
-max_units = 10
-[output]
-path = "release"
-""")
+    p.write_text(dense_toml("age"))
     out = run_release(load_config(p), spark=spark, rng=SeededRandom(b"dense"), progress=lambda m: None)
     table = pq.read_table(out / "bins.parquet")
     assert table.num_rows == 10

@@ -18,23 +18,10 @@ from dpspark.config import load_config
 from dpspark.histogram.result import AccuracyStatement, HistogramRelease, add_remove_statement
 from dpspark.release.manifest import read_manifest
 
+from tests.configs import dense_toml
+
 ROOT = Path(__file__).resolve().parent.parent
-CONFIG = """
-[input]
-path = "in.parquet"
-[keys]
-columns = ["v"]
-[universe]
-kind = "int_range"
-lo = 0
-hi = 9
-[privacy]
-mechanism = "dense"
-epsilon = "1/2"
-max_units = 10
-[output]
-path = "release"
-"""
+CONFIG = dense_toml("v")
 
 
 def _config(tmp_path: Path) -> Path:

@@ -18,6 +18,7 @@ from dpspark.ledger import (
     TotalMismatch,
     UnitMismatch,
 )
+from tests.configs import dense_toml
 
 
 @pytest.fixture()
@@ -115,27 +116,7 @@ def test_schema_1_ledger_is_migrated(tmp_path: Path) -> None:
 def _release_config(tmp_path: Path, budget: str, unit: str = "") -> Path:
     (tmp_path / "in.parquet").write_bytes(b"PAR1")
     p = tmp_path / "c.toml"
-    p.write_text(f"""
-[input]
-path = "in.parquet"
-[keys]
-columns = ["q"]
-[universe]
-kind = "int_range"
-lo = 0
-hi = 9
-[privacy]
-mechanism = "dense"
-epsilon = "1/2"
-max_units = 10
-{unit}
-[output]
-path = "release"
-[budget]
-ledger = "l.sqlite"
-dataset = "demo"
-{budget}
-""")
+    p.write_text(dense_toml("q", unit, f'[budget]\nledger = "l.sqlite"\ndataset = "demo"\n{budget}\n'))
     return p
 
 

@@ -46,11 +46,17 @@ class GaussianModelLookup(StatementLookup):
     def sample(self, k: int, rng: Any = None) -> np.ndarray:
         """k synthetic rows from N(mean, covariance) (post-processing; a missing part is 0 / the identity).
 
-        ``rng``: a numpy Generator or a seed (this is not privacy noise: the model is already private).
+        Free of privacy cost, whatever k is: the model is already private. ``rng``: a
+        :class:`dpspark.rng.RandomSource` (default: the CSPRNG; tests pass a SeededRandom); 128 bits of it
+        seed the numpy generator that draws the floating-point Gaussian rows.
         """
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValueError("k must be an int >= 0")
-        gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+        if rng is None:
+            from dpspark.rng import default_source
+
+            rng = default_source()
+        gen = np.random.default_rng(rng.bits(128))  # report: synthetic rows from a private model (post-processing)
         d = self.dimension
         mu = self.mean()
         cov = self.covariance()

@@ -15,6 +15,9 @@ _READERS = LazyRegistry(
     {
         "sparse": "dpspark.lookup.release:ReleaseLookup",
         "compact": "dpspark.lookup.compact:CompactReleaseLookup",
+        "answers": "dpspark.lookup.answers:AnswersLookup",
+        "sample": "dpspark.lookup.sample:SampleLookup",
+        "distribution": "dpspark.lookup.distribution:DistributionLookup",
         "gaussian_model": "dpspark.lookup.gaussian_model:GaussianModelLookup",
     },
     lambda kind: ReleaseFormatError(f"manifest.json: unknown release kind {kind!r}"),

@@ -116,6 +116,15 @@ class Mechanism(ABC):
         """The passes over the data this mechanism makes (default: one count per index)."""
         return [StageInfo("counts", "count per universe index, after contribution bounding")]
 
+    def excess_units_text(self) -> str:
+        """What this release does with more than n units, in words (the dry-run plan shows it)."""
+        return self.spec.on_excess_units
+
+    def input_columns(self) -> tuple[str, ...]:
+        """The input columns this release reads (checked against a local file's schema before any spend)."""
+        unit = (self.spec.unit_column,) if self.spec.unit_column else ()
+        return tuple(self.spec.key_columns) + unit
+
     def exact_options(self) -> dict[str, Any]:
         """This mechanism's own ``[privacy]`` options as recorded in the manifest's config section."""
         return {k: _exact_value(self.spec.options.get(k, default)) for k, default in self.options.items()}

@@ -175,10 +175,11 @@ def tail_bound(W: int, sigma: Fraction, R: int, prec: int) -> Fraction:
     """
     m = 2 * R + 1
     a = half_inv_sigma2(sigma)
-    # A wide window (large data_radius) makes e^{-x} underflow any ball: with x = (R+1)^2 a and
-    # m (R+1) a >= 1 the bound is <= 4 W e^{-x} <= 4 W 2^{-x} <= 2^-prec once x >= prec + bitlen(W) + 2.
-    if m * (R + 1) * a >= 1 and (R + 1) ** 2 * a >= prec + W.bit_length() + 2:
-        return Fraction(1, 1 << prec)
+    # A wide window (large data_radius) makes the bound astronomically small, and its exact upper endpoint
+    # billions of bits long. With x = (R+1)^2 a and m (R+1) a >= 1 the denominator is >= 1 - e^-2 > 1/2, so
+    # the bound is <= 4 W e^-x <= 2^(2 + bitlen(W) - x) <= 2^-2prec once x >= 2 prec + bitlen(W) + 2.
+    if m * (R + 1) * a >= 1 and (R + 1) ** 2 * a >= 2 * prec + W.bit_length() + 2:
+        return Fraction(1, 1 << (2 * prec))
     with precision(prec):
         num = 2 * arb(W) * arb(q(-(R + 1) ** 2 * a)).exp()
         den = 1 - arb(q(-2 * m * (R + 1) * a)).exp()

@@ -18,6 +18,9 @@ _WRITERS = LazyRegistry(
     {
         "sparse": "dpspark.release.sparse:write_sparse_release",
         "compact": "dpspark.release.compact:write_compact_release",
+        "answers": "dpspark.release.statement:write_statement_release",
+        "sample": "dpspark.release.statement:write_statement_release",
+        "distribution": "dpspark.release.statement:write_statement_release",
         "gaussian_model": "dpspark.release.statement:write_statement_release",
     },
     lambda kind: ValueError(f"no writer is registered for release kind {kind!r}"),

@@ -96,8 +96,8 @@ AccuracyInfo = AccuracyStatement
 
 
 @dataclass(frozen=True)
-class Manifest:
-    """A parsed, validated manifest. ``raw`` is the JSON object as read."""
+class ManifestHeader:
+    """The parts every manifest has, whatever its envelope. ``raw`` is the JSON object as read."""
 
     raw: dict[str, Any] = field(repr=False)
     schema_version: int
@@ -107,6 +107,12 @@ class Manifest:
     rng_name: str
     rng_test_only: bool
     max_units: int
+
+
+@dataclass(frozen=True)
+class Manifest(ManifestHeader):
+    """A parsed, validated histogram manifest (kinds sparse and compact)."""
+
     algorithm: str
     counting: str
     epsilon_requested: Fraction | None
@@ -225,6 +231,21 @@ def relation_statements(
         "derivation": derivation,
     }
     return add_remove, replacement
+
+
+def manifest_header(kind: str, rng_name: str, created_utc: str | None, max_units: int) -> dict[str, Any]:
+    """The fields every manifest starts with (format, versions, kind, time, generator, n)."""
+    from dpspark import __version__
+
+    return {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "dpspark_version": __version__,
+        "kind": kind,
+        "created_utc": created_utc or utc_now(),
+        "rng": {"name": rng_name, "test_only": "TEST ONLY" in rng_name.upper()},
+        "max_units": int_to_str(max_units),
+    }
 
 
 def utc_now() -> str:

@@ -26,15 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from dpspark import __version__
 from dpspark.privacy.accuracy import AccuracyStatement
 from dpspark.privacy.errors import DescriptionError, PrivacyError
 from dpspark.privacy.measures import ZCDP
 from dpspark.privacy.relations import AddRemove, Substitute
 from dpspark.privacy.statement import PrivacyStatement
 from dpspark.release.errors import ReleaseFormatError
-from dpspark.release.exactjson import int_to_str, str_to_int
-from dpspark.release.manifest import FORMAT, SCHEMA_VERSION, FileEntry, ReadLimits, json_safe, utc_now
+from dpspark.release.exactjson import str_to_int
+from dpspark.release.manifest import FileEntry, ManifestHeader, ReadLimits, json_safe, manifest_header
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -131,14 +130,8 @@ def statement_manifest_body(
     from dpspark.release.writer import input_section
 
     body: dict[str, Any] = {
-        "format": FORMAT,
-        "schema_version": SCHEMA_VERSION,
+        **manifest_header(kind, rng_name, created_utc, max_units),
         "envelope": ENVELOPE,
-        "dpspark_version": __version__,
-        "kind": kind,
-        "created_utc": created_utc or utc_now(),
-        "rng": {"name": rng_name, "test_only": "TEST ONLY" in rng_name.upper()},
-        "max_units": int_to_str(max_units),
         "mechanism": {
             "name": str(config.get("mechanism", "")),
             "algorithm": release.algorithm,
@@ -212,17 +205,9 @@ def _kind_of(config: Mapping[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class StatementManifest:
-    """A parsed, validated statement-envelope manifest. ``raw`` is the JSON object as read."""
+class StatementManifest(ManifestHeader):
+    """A parsed, validated statement-envelope manifest."""
 
-    raw: dict[str, Any] = field(repr=False)
-    schema_version: int
-    dpspark_version: str
-    kind: str
-    created_utc: str
-    rng_name: str
-    rng_test_only: bool
-    max_units: int
     mechanism: str
     algorithm: str
     parameters: dict[str, Any]

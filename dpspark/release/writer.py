@@ -16,20 +16,17 @@ from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dpspark import __version__
 from dpspark.exact import parse_rational
 from dpspark.release.atomic import atomic_release_dir
 from dpspark.release.exactjson import frac_to_str, int_to_str
 from dpspark.release.files import file_entry
 from dpspark.release.manifest import (
-    FORMAT,
     MANIFEST_NAME,
     REPLACEMENT_DELTA_EQUALS_DELTA,
-    SCHEMA_VERSION,
     json_safe,
+    manifest_header,
     relation_statements,
     seal_manifest,
-    utc_now,
 )
 from dpspark.universe import CategoricalUniverse, TupleUniverse, Universe
 
@@ -112,13 +109,7 @@ def manifest_body(
     )
     exp_eps = privacy.exp_eps
     return {
-        "format": FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "dpspark_version": __version__,
-        "kind": kind,
-        "created_utc": created_utc or utc_now(),
-        "rng": {"name": rng_name, "test_only": "TEST ONLY" in rng_name.upper()},
-        "max_units": int_to_str(n),
+        **manifest_header(kind, rng_name, created_utc, n),
         "mechanism": {
             "algorithm": algorithm,
             "counting": counting,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from functools import reduce
 from math import isqrt
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -40,27 +40,43 @@ DEC = "decimal(38,0)"
 ARROW_FROM_D = 12
 
 
-def _partials(kind: str, args: tuple, d_in: int):  # type: ignore[no-untyped-def]
-    """mapInArrow function for bins / centred sums: per batch, rows (idx, value) of exact partials."""
+def _bin_rows(args: tuple):  # type: ignore[no-untyped-def]
+    """Per-coordinate bin counts of a batch as (idx, value) rows (nonzero bins only)."""
+
+    def rows(x: np.ndarray) -> tuple[list[int], list[int]]:
+        from dpspark.gaussian.source import bins_of
+
+        flat = bins_of(args[0], x, args[1], args[2], args[3]).reshape(-1)
+        idx = np.flatnonzero(flat)
+        return [int(i) for i in idx], [int(flat[i]) for i in idx]
+
+    return rows
+
+
+def _centred_rows(args: tuple):  # type: ignore[no-untyped-def]
+    """Clamped centred sums of a batch as (idx, value) rows, one per coordinate."""
+
+    def rows(x: np.ndarray) -> tuple[list[int], list[int]]:
+        from dpspark.gaussian.source import centred_of
+
+        values = centred_of(args[0], x, args[1], args[2])
+        return list(range(len(values))), values
+
+    return rows
+
+
+def _partials(rows_of, d_in: int):  # type: ignore[no-untyped-def]
+    """mapInArrow function: per batch, the rows (idx, value) of exact partials that ``rows_of`` computes."""
     import decimal
 
     import pyarrow as pa
-
-    from dpspark.gaussian.source import bins_of, centred_of
 
     def run(batches):  # type: ignore[no-untyped-def]
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             x = np.column_stack([batch.column(j).to_numpy(zero_copy_only=False).astype(np.int64) for j in range(d_in)])
-            if kind == "bins":
-                flat = bins_of(args[0], x, args[1], args[2], args[3]).reshape(-1)
-                idx = np.flatnonzero(flat)
-                values = [int(flat[i]) for i in idx]
-                idx_list = [int(i) for i in idx]
-            else:
-                values = centred_of(args[0], x, args[1], args[2])
-                idx_list = list(range(len(values)))
+            idx_list, values = rows_of(x)
             yield pa.RecordBatch.from_arrays([pa.array(idx_list, pa.int32()),
                                               pa.array([decimal.Decimal(v) for v in values], pa.decimal128(38, 0))],
                                              names=["idx", "value"])
@@ -203,14 +219,14 @@ class SparkGaussianSource:
         count = len(upper_pairs(d))
         return Moments(totals.get(-1, 0), tuple(totals.get(k, 0) for k in range(count)))
 
-    def _arrow_totals(self, kind: str, args: tuple) -> dict[int, int]:
+    def _arrow_totals(self, rows_of: Any) -> dict[int, int]:
         """Exact totals per index of the singles' numpy partials (mapInArrow, decimal sums)."""
         from pyspark.sql import functions as F
         from pyspark.sql.types import DecimalType, IntegerType, StructField, StructType
 
         longs = self.singles.select(*[F.col(f"__dp_s{j}").cast("long") for j in range(self.dimension)])
         schema = StructType([StructField("idx", IntegerType(), False), StructField("value", DecimalType(38, 0), False)])
-        parts = longs.mapInArrow(_partials(kind, args, self.dimension), schema)
+        parts = longs.mapInArrow(_partials(rows_of, self.dimension), schema)
         return {int(r["idx"]): int(r["total"]) for r in
                 parts.groupBy("idx").agg(F.sum("value").cast(DEC).alias("total")).collect()}
 
@@ -220,7 +236,7 @@ class SparkGaussianSource:
         self.progress(f"pass {self.passes + 1}: per-coordinate histograms on Spark")
         d = len(matrix)
         if self.kernel == "arrow":
-            totals = self._arrow_totals("bins", (matrix, list(lo), width, bins))
+            totals = self._arrow_totals(_bin_rows((matrix, list(lo), width, bins)))
             self.passes += 1
             flat = np.zeros(d * bins, dtype=np.int64)
             for k, v in totals.items():
@@ -244,7 +260,7 @@ class SparkGaussianSource:
 
         self.progress(f"pass {self.passes + 1}: clamped sums on Spark")
         if self.kernel == "arrow":
-            totals = self._arrow_totals("sums", (matrix, list(centres), radius))
+            totals = self._arrow_totals(_centred_rows((matrix, list(centres), radius)))
             self.passes += 1
             return [totals.get(j, 0) for j in range(len(matrix))]
         ys = self._apply(self.singles, "__dp_s", matrix)

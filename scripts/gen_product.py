@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Synthetic rows of a product distribution over d binary columns (for conf/product_*.toml).
+
+Usage: scripts/gen_product.py OUT.parquet [--rows N] [--cols D] [--seed S]
+Columns: ``id`` (the unit id, 0..N-1) and ``x00``.. (booleans, then 0/1 ints, alternating) with biases
+cycling through 1/2, 0.9, 0.2, 1/D, 10^-3, 0 - the mix of RSSS's product-sampler test (simulated data).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+def biases(d: int) -> list[float]:
+    """The column biases: 1/2, 0.9, 0.2, 1/d, 1e-3, 0, repeated."""
+    cycle = [0.5, 0.9, 0.2, 1 / d, 1e-3, 0.0]  # report: simulated data
+    return [cycle[j % len(cycle)] for j in range(d)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out")
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--cols", type=int, default=32)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    gen = np.random.default_rng(args.seed)
+    p = np.array(biases(args.cols))
+    cols: dict[str, pa.Array] = {"id": pa.array(np.arange(args.rows, dtype=np.int64))}
+    for j in range(args.cols):
+        x = gen.random(args.rows) < p[j]  # report: simulated data
+        cols[f"x{j:02d}"] = pa.array(x if j % 2 == 0 else x.astype(np.int8))
+    pq.write_table(pa.table(cols), args.out)
+    print(args.out)
+
+
+if __name__ == "__main__":
+    main()

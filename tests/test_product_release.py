@@ -1,0 +1,186 @@
+"""product_sampler and product_learner end to end: config -> Spark release -> reader -> sample / q / inspect."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dpspark.cli import main as cli
+from dpspark.config import ConfigError, ReleaseSpec, load_config
+from dpspark.job import run_release
+from dpspark.lookup import open_release
+from dpspark.lookup.distribution import DistributionLookup, bernoulli_matrix, check_distribution_section
+from dpspark.lookup.statement import StatementLookup
+from dpspark.mechanisms.zcdp_budget import converted_epsilon
+from dpspark.release.errors import ReleaseFormatError
+from dpspark.rng import SeededRandom
+
+P = [0.5, 0.9, 0.2, 0.05, 0.01, 0.0]
+
+TOML = """
+[input]
+path = "in.parquet"
+[columns]
+names = [{names}]
+[privacy]
+mechanism = "{mech}"
+epsilon = "4"
+delta = "1/1000000000"
+max_units = {n}
+unit_column = "id"
+alpha = "{alpha}"
+beta = "1/10"
+[output]
+path = "release"
+"""
+
+
+def _data(tmp_path: Path, n: int) -> list[str]:
+    gen = np.random.default_rng(1)
+    x = gen.random((n, len(P))) < np.array(P)
+    cols = {f"x{j}": pa.array(x[:, j].astype(np.int64) if j % 2 else x[:, j]) for j in range(len(P))}  # ints and bools
+    pq.write_table(pa.table({"id": pa.array(range(n), pa.int64()), **cols}), tmp_path / "in.parquet")
+    return list(cols)
+
+
+def _config(tmp_path: Path, mech: str, n: int, alpha: str) -> Path:
+    names = ", ".join(f'"x{j}"' for j in range(len(P)))
+    path = tmp_path / f"{mech}.toml"
+    path.write_text(TOML.format(names=names, mech=mech, n=n, alpha=alpha))
+    return path
+
+
+def test_plans_refuse_before_any_data(tmp_path: Path) -> None:
+    _data(tmp_path, 10)
+    _config(tmp_path, "product_learner", 1000, "1/10")
+    with pytest.raises(ConfigError, match="units"):
+        load_config(tmp_path / "product_learner.toml")
+    base = {"input": {"path": str(tmp_path), "format": "parquet"}, "columns": {"names": ["a", "b"]},
+            "privacy": {"mechanism": "product_sampler", "epsilon": "4", "delta": "1/1000000000",
+                        "max_units": 10**7, "unit_column": "id"},
+            "output": {"path": str(tmp_path / "o")}}
+    spec = ReleaseSpec.from_dict(base)
+    mech = spec.mechanism_object()
+    assert converted_epsilon(mech.rho, spec.delta) <= 4
+    with pytest.raises(ConfigError, match="unit_column"):
+        ReleaseSpec.from_dict({**base, "privacy": {k: v for k, v in base["privacy"].items() if k != "unit_column"}})
+    with pytest.raises(ConfigError, match="float"):
+        ReleaseSpec.from_dict({**base, "privacy": {**base["privacy"], "alpha": 0.1}})
+
+
+def test_distribution_section_check_and_exact_sampling() -> None:
+    good = {"q": ["1/3", "0", "1"], "columns": ["a", "b", "c"], "flipped": [False, False, True]}
+    check_distribution_section(good, None, "m")
+    for bad in ({**good, "q": ["1/3", "0"]}, {**good, "q": ["3/2", "0", "1"]}, {**good, "flipped": [1, 0, 0]}):
+        with pytest.raises(ReleaseFormatError):
+            check_distribution_section(bad, None, "m")
+    rows = bernoulli_matrix([Fraction(1, 3), Fraction(0), Fraction(1)], 30000, SeededRandom(1))
+    assert rows[:, 1].sum() == 0 and rows[:, 2].sum() == 30000
+    # Hoeffding at false alarm 1e-6: |mean - 1/3| <= sqrt(ln(2e6) / (2 * 30000)) = 0.0155
+    assert abs(rows[:, 0].mean() - 1 / 3) <= 0.0155  # report
+
+
+@pytest.mark.spark
+def test_product_releases_end_to_end(spark, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    n = 120000
+    _data(tmp_path, n)
+    # the learner at a loose alpha (n_needed must fit in max_units)
+    cfg = load_config(_config(tmp_path, "product_learner", n, "1"))
+    out = run_release(cfg, spark=spark, rng=SeededRandom(3), progress=lambda _m: None)
+    rel = open_release(out)
+    assert isinstance(rel, DistributionLookup)
+    q = rel.q
+    assert all(isinstance(x, Fraction) and 0 <= x <= 1 for x in q)
+    assert np.abs(rel.probabilities() - np.array(P)).max() < 0.1  # report: alpha = 1 at n = 120000
+    rows = rel.sample(2000, SeededRandom(4))
+    assert rows.shape == (2000, len(P)) and set(np.unique(rows)) <= {0, 1}
+    st = rel.statements
+    assert st["replacement"].rho == st["add_remove"].rho == cfg.mechanism_object().rho
+    assert st["replacement_approx_dp"].epsilon.le(4)
+    assert all(Fraction(r["rho_substitute"]) <= st["replacement"].rho for r in rel.parameters["rounds_run"])
+    assert cli(["inspect", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "synthetic rows" in text and "replacement_approx_dp" in text
+
+    # the sampler, two samples (disjoint halves of the batches), loose alpha
+    path = _config(tmp_path, "product_sampler", n, "1")
+    path.write_text(path.read_text().replace('alpha = "1"', 'alpha = "1"\nsamples = 2').replace(
+        'path = "release"', 'path = "release_s"'))
+    cfg = load_config(path)
+    out = run_release(cfg, spark=spark, rng=SeededRandom(5), progress=lambda _m: None)
+    rel = StatementLookup(out)  # the "sample" kind's reader (SampleLookup) comes with the samplers branch
+    sec = rel.section
+    assert sec["batches"] == 2 and len(sec["samples"]) == 2
+    assert all(len(s) == len(P) and set(s) <= {0, 1} for s in sec["samples"])
+    assert sec["independence"] == "independent only across batches"
+    assert rel.statements["replacement"].rho == cfg.mechanism_object().rho
+    spans = sorted(tuple(r["batches"]) for run in rel.parameters["rounds_run"] for r in run)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # every round of both samples: disjoint batches
+
+
+@pytest.mark.spark
+def test_product_learner_through_session(spark, tmp_path: Path) -> None:
+    import pandas as pd
+
+    from dpspark.session import Session
+
+    n = 120000
+    gen = np.random.default_rng(9)
+    x = gen.random((n, len(P))) < np.array(P)
+    frame = pd.DataFrame({"id": np.arange(n), **{f"x{j}": x[:, j] for j in range(len(P))}})
+    with Session(frame, max_units=n, budget={"epsilon": "8", "delta": "1/1000000"}, rng=SeededRandom(7)) as s:
+        rel = s.release(mechanism="product_learner", epsilon="4", delta="1/1000000000", unit_column="id",
+                        alpha="1", beta="1/10", sections={"columns": {"names": [f"x{j}" for j in range(len(P))]}},
+                        output=tmp_path / "q")
+        assert isinstance(rel, DistributionLookup)
+        assert np.abs(rel.probabilities() - np.array(P)).max() < 0.1  # report
+        assert rel.sample(5, SeededRandom(1)).shape == (5, len(P))
+
+
+@pytest.mark.spark
+def test_spark_rounds_match_the_reference_truncation(spark) -> None:
+    """Packed words across a 64-bit boundary, units with several rows (OR), flips and a ceiling: exact sums."""
+    from dpspark.product.rounds import RoundQuery, truncate
+    from dpspark.spark.product_rounds import SparkRounds
+
+    d, units = 70, 300
+    gen = np.random.default_rng(5)
+    x = gen.random((2 * units, d)) < 0.1  # report: simulated data
+    ids = np.repeat(np.arange(units), 2)
+    df = spark.createDataFrame(pd_frame(ids, x))
+
+    class Ctx:
+        passes_run = 0
+        progress = staticmethod(lambda _m: None)
+
+        def __init__(self, frame):  # type: ignore[no-untyped-def]
+            self.df = frame
+
+        def batch_secret(self) -> bytes:
+            return b"s" * 16
+
+    per_unit = np.zeros((units, d), dtype=np.int64)
+    for u in range(units):
+        per_unit[u] = x[2 * u] | x[2 * u + 1]
+    oracle = SparkRounds(Ctx(df), [f"x{j}" for j in range(d)], "id", 8)
+    try:
+        active = tuple(range(0, d, 3)) + (63, 64, 69)
+        flip = tuple(j % 5 == 0 for j in active)
+        for c in (2, 5, len(active)):
+            q = RoundQuery(0, "t", active, flip, c, 0, 8, 8)
+            assert oracle(q) == [int(v) for v in truncate(per_unit, q).sum(axis=0)]
+        halves = [oracle(RoundQuery(0, "t", active, flip, 5, lo, hi, 8)) for lo, hi in ((0, 3), (3, 8))]
+        assert [a + b for a, b in zip(*halves)] == oracle(RoundQuery(0, "t", active, flip, 5, 0, 8, 8))
+    finally:
+        oracle.close()
+
+
+def pd_frame(ids: np.ndarray, x: np.ndarray):  # type: ignore[no-untyped-def]
+    import pandas as pd
+
+    return pd.DataFrame({"id": ids, **{f"x{j}": x[:, j] for j in range(x.shape[1])}})
