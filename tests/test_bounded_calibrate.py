@@ -103,3 +103,30 @@ def test_95_percent_bound_coverage_and_probability_one_bound() -> None:
         over_broken += m > broken
     assert over <= c
     assert over_broken > c  # the test has teeth
+
+
+@pytest.mark.slow
+def test_large_M_rounds_to_a_public_grid_that_fits_a_table() -> None:
+    """Issue 12 section 1: beyond the 2^24 table, answers go to a public grid and the rounding is added to R."""
+    from dpspark.noise.bounded import MAX_TABLE_M
+
+    k, eps, delta = 10**8, "0.1", "1e-10"
+    one = calibrate(k, eps, delta)  # Delta = 1: M ~ 2.6e6
+    assert one.grid == 1 and one.tabulable
+    cal = calibrate(k, eps, delta, sensitivity=10)  # grid 1 would need M ~ 2.6e7 > 2^24
+    assert 10 * one.M > MAX_TABLE_M
+    assert cal.grid >= 2 and cal.tabulable and cal.M <= MAX_TABLE_M
+    assert cal.grid_sensitivity == -(-10 // cal.grid)
+    assert cal.R == cal.grid * (cal.M - 1) + cal.grid // 2  # the rounding |G round(q/G) - q| <= G//2 is in R
+    assert cal.certified_delta <= cal.delta
+    assert cal.bound95 == cal.grid * bound_with_probability(cal.M, "p2", cal.bits, k, Fraction(1, 20)) + cal.grid // 2
+
+
+def test_sensitivity_one_above_the_table_limit_is_certified_but_not_tabulable() -> None:
+    """A count (1 grid unit) with M > 2^24: no grid shrinks M, so the calibration says no table is built."""
+    cal = calibrate(10**10, "0.1", "1e-10")
+    assert cal.M > 1 << 24 and not cal.tabulable and cal.grid == 1
+    assert cal.certified_delta <= cal.delta
+    assert any("no sampling table" in n for n in cal.notes)
+    with pytest.raises(Exception, match="table limit"):
+        cal.noise()
