@@ -130,3 +130,27 @@ def test_sensitivity_one_above_the_table_limit_is_certified_but_not_tabulable() 
     assert any("no sampling table" in n for n in cal.notes)
     with pytest.raises(Exception, match="table limit"):
         cal.noise()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("eps,delta", [("0.1", "1e-10"), ("0.1", "1e-250"), ("1e-7", "1e-10"), ("1", "1e-10")])
+def test_cli_k_1e10_fields_and_time(eps: str, delta: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 12 section 2: the CLI's JSON fields at k = 10^10, and <= 10 s (scaled by the load of a 2-core machine)."""
+    import os
+    import time
+
+    t0 = time.perf_counter()
+    assert main(["calibrate", "bounded-noise", "--k", "1e10", "--epsilon", eps, "--delta", delta]) == 0
+    secs = time.perf_counter() - t0  # report
+    out = json.loads(capsys.readouterr().out)
+    d, e = Fraction(delta), Fraction(eps)
+    assert out["k"] == 10**10 and isinstance(out["M"], int) and out["method"] == "chernoff"
+    assert Fraction(out["certified_delta"]) <= d
+    scale = math.sqrt(10**10 * (math.log(d.denominator) - math.log(d.numerator))) / float(e)  # report
+    assert math.isclose(out["R_over_scale"], out["M"] / scale, rel_tol=1e-12)  # report
+    assert math.isclose(out["bounded95_over_scale"], out["bounded95"] / scale, rel_tol=1e-12)  # report
+    assert 0 < out["bounded95_over_scale"] < out["R_over_scale"] < 6  # report
+    assert isinstance(out["gaussian_sigma_over_scale"], float)
+    g = out["gaussian_max_error_over_scale"]
+    assert list(g) == ["0.5", "0.05", "0.001", "1e-06"] and all(isinstance(v, float) for v in g.values())
+    assert secs <= 10 * max(1.0, os.getloadavg()[0] / 2)  # report
