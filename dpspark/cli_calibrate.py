@@ -60,7 +60,7 @@ def bounded_noise_report(
         "grid": cal.grid,
         "tabulable": cal.tabulable,  # False: M > 2^24 with a 1-unit sensitivity (certified, but no sampling table)
         "scale": scale,  # report: sensitivity * sqrt(k ln(1/delta)) / epsilon
-        "R_over_scale": cal.M / scale,  # report
+        "R_over_scale": cal.grid * cal.M / scale,  # report: M for Delta = 1; grid * M (answer units) on a grid
         "bounded95_over_scale": cal.bound95 / scale,  # report
         "gaussian_sigma_over_scale": sigma / scale,  # report
         "gaussian_max_error_over_scale": {b: gaussian_max_error(sigma, k, float(b)) / scale for b in GAUSS_BETAS},  # report

@@ -167,3 +167,17 @@ def test_cli_pld_method_is_certified_and_below_chernoff(capsys: pytest.CaptureFi
     assert Fraction(pld["certified_delta"]) <= Fraction(1, 10**6) and Fraction(ch["certified_delta"]) <= Fraction(1, 10**6)
     assert pld["M"] < ch["M"] * Fraction(9, 10)
     assert pld["R_over_scale"] < ch["R_over_scale"]
+
+
+@pytest.mark.slow
+def test_cli_sensitivity_on_a_grid_reports_answer_units(capsys: pytest.CaptureFixture[str]) -> None:
+    """With Delta = 100 (grid 7) R_over_scale is grid * M over Delta * sqrt(k ln(1/delta))/eps: about the Delta = 1 value."""
+    args = ["calibrate", "bounded-noise", "--k", "50", "--epsilon", "1", "--delta", "1e-8"]
+    assert main(args) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert main(args + ["--sensitivity", "100"]) == 0
+    big = json.loads(capsys.readouterr().out)
+    assert big["grid"] == 7 and one["grid"] == 1
+    assert big["R"] == 7 * (big["M"] - 1) + 3
+    assert 1.0 <= big["R_over_scale"] / one["R_over_scale"] <= 1.1  # 7 * ceil(100/7) = 105: at most 5% + rounding
+    assert big["bounded95_over_scale"] < big["R_over_scale"]
