@@ -45,7 +45,7 @@ EXACT_M = 2048
 PREC = 320
 #: Taylor order of the block sums (even) and the per-block spread alpha = width * f'.
 TAYLOR_R = 24
-ALPHA = 0.5
+ALPHA = 2.0
 #: Largest sensitivity certified shift by shift; larger ones use a public grid.
 MAX_SHIFTS = 16
 #: Fraction of delta given to the truncation tail k*tau (DK Section 10 uses 1/100).
