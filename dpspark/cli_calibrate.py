@@ -57,12 +57,15 @@ def bounded_noise_report(
         "certificate_path": cal.path,
         "R": cal.R,
         "bounded95": cal.bound95,
+        "grid": cal.grid,
+        "tabulable": cal.tabulable,  # False: M > 2^24 with a 1-unit sensitivity (certified, but no sampling table)
         "scale": scale,  # report: sensitivity * sqrt(k ln(1/delta)) / epsilon
-        "R_over_scale": cal.M / scale,  # report
+        "R_over_scale": cal.grid * cal.M / scale,  # report: M for Delta = 1; grid * M (answer units) on a grid
         "bounded95_over_scale": cal.bound95 / scale,  # report
         "gaussian_sigma_over_scale": sigma / scale,  # report
         "gaussian_max_error_over_scale": {b: gaussian_max_error(sigma, k, float(b)) / scale for b in GAUSS_BETAS},  # report
         "seconds": round(secs, 3),  # report
+        "notes": list(cal.notes),
     }
 
 
@@ -74,6 +77,8 @@ def _cmd_calibrate_bounded(args: argparse.Namespace, out: TextIO | None = None) 
     report = bounded_noise_report(args.k, args.epsilon, args.delta, args.family, args.method, args.sensitivity)
     print(f"dpspark calibrate: M = {report['M']} ({report['certificate_path']} certificate, "
           f"{report['seconds']} s)", file=sys.stderr)
+    for note in report.pop("notes", []):
+        print(f"dpspark calibrate: note: {note}", file=sys.stderr)
     json.dump(report, stream, indent=1)
     stream.write("\n")
     return 0

@@ -136,8 +136,8 @@ def check_input_columns(cfg: ReleaseConfig, mech: Any) -> None:
     present = set(dataset.schema.names)
     missing = [c for c in mech.input_columns() if c not in present]
     if missing:
-        raise InputError(f"input {path} has no column(s) {', '.join(map(repr, missing))}; it has "
-                         f"{', '.join(map(repr, sorted(present)))} (checked before any budget is spent)")
+        raise InputError(f"input has no column(s) {', '.join(map(repr, missing))}; it has "
+                         f"{', '.join(map(repr, sorted(present)))} ({path}; checked before any budget is spent)")
 
 
 def plan_text(plan: dict[str, Any]) -> str:

@@ -103,3 +103,81 @@ def test_95_percent_bound_coverage_and_probability_one_bound() -> None:
         over_broken += m > broken
     assert over <= c
     assert over_broken > c  # the test has teeth
+
+
+@pytest.mark.slow
+def test_large_M_rounds_to_a_public_grid_that_fits_a_table() -> None:
+    """Issue 12 section 1: beyond the 2^24 table, answers go to a public grid and the rounding is added to R."""
+    from dpspark.noise.bounded import MAX_TABLE_M
+
+    k, eps, delta = 10**8, "0.1", "1e-10"
+    one = calibrate(k, eps, delta)  # Delta = 1: M ~ 2.6e6
+    assert one.grid == 1 and one.tabulable
+    cal = calibrate(k, eps, delta, sensitivity=10)  # grid 1 would need M ~ 2.6e7 > 2^24
+    assert 10 * one.M > MAX_TABLE_M
+    assert cal.grid >= 2 and cal.tabulable and cal.M <= MAX_TABLE_M
+    assert cal.grid_sensitivity == -(-10 // cal.grid)
+    assert cal.R == cal.grid * (cal.M - 1) + cal.grid // 2  # the rounding |G round(q/G) - q| <= G//2 is in R
+    assert cal.certified_delta <= cal.delta
+    assert cal.bound95 == cal.grid * bound_with_probability(cal.M, "p2", cal.bits, k, Fraction(1, 20)) + cal.grid // 2
+
+
+def test_sensitivity_one_above_the_table_limit_is_certified_but_not_tabulable() -> None:
+    """A count (1 grid unit) with M > 2^24: no grid shrinks M, so the calibration says no table is built."""
+    cal = calibrate(10**10, "0.1", "1e-10")
+    assert cal.M > 1 << 24 and not cal.tabulable and cal.grid == 1
+    assert cal.certified_delta <= cal.delta
+    assert any("no sampling table" in n for n in cal.notes)
+    with pytest.raises(Exception, match="table limit"):
+        cal.noise()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("eps,delta", [("0.1", "1e-10"), ("0.1", "1e-250"), ("1e-7", "1e-10"), ("1", "1e-10")])
+def test_cli_k_1e10_fields_and_time(eps: str, delta: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 12 section 2: the CLI's JSON fields at k = 10^10, and <= 10 s (scaled by the load of a 2-core machine)."""
+    import os
+    import time
+
+    t0 = time.perf_counter()
+    assert main(["calibrate", "bounded-noise", "--k", "1e10", "--epsilon", eps, "--delta", delta]) == 0
+    secs = time.perf_counter() - t0  # report
+    out = json.loads(capsys.readouterr().out)
+    d, e = Fraction(delta), Fraction(eps)
+    assert out["k"] == 10**10 and isinstance(out["M"], int) and out["method"] == "chernoff"
+    assert Fraction(out["certified_delta"]) <= d
+    scale = math.sqrt(10**10 * (math.log(d.denominator) - math.log(d.numerator))) / float(e)  # report
+    assert math.isclose(out["R_over_scale"], out["M"] / scale, rel_tol=1e-12)  # report
+    assert math.isclose(out["bounded95_over_scale"], out["bounded95"] / scale, rel_tol=1e-12)  # report
+    assert 0 < out["bounded95_over_scale"] < out["R_over_scale"] < 6  # report
+    assert isinstance(out["gaussian_sigma_over_scale"], float)
+    g = out["gaussian_max_error_over_scale"]
+    assert list(g) == ["0.5", "0.05", "0.001", "1e-06"] and all(isinstance(v, float) for v in g.values())
+    assert secs <= 10 * max(1.0, os.getloadavg()[0] / 2)  # report
+
+
+def test_cli_pld_method_is_certified_and_below_chernoff(capsys: pytest.CaptureFixture[str]) -> None:
+    """--method pld: a certified PLD composition of the implemented pmf; at k = 10 its M is about 20% lower."""
+    args = ["calibrate", "bounded-noise", "--k", "10", "--epsilon", "1", "--delta", "1e-6"]
+    assert main(args + ["--method", "pld"]) == 0
+    pld = json.loads(capsys.readouterr().out)
+    assert main(args) == 0
+    ch = json.loads(capsys.readouterr().out)
+    assert pld["method"] == pld["certificate_path"] == "pld" and ch["method"] == "chernoff"
+    assert Fraction(pld["certified_delta"]) <= Fraction(1, 10**6) and Fraction(ch["certified_delta"]) <= Fraction(1, 10**6)
+    assert pld["M"] < ch["M"] * Fraction(9, 10)
+    assert pld["R_over_scale"] < ch["R_over_scale"]
+
+
+@pytest.mark.slow
+def test_cli_sensitivity_on_a_grid_reports_answer_units(capsys: pytest.CaptureFixture[str]) -> None:
+    """With Delta = 100 (grid 7) R_over_scale is grid * M over Delta * sqrt(k ln(1/delta))/eps: about the Delta = 1 value."""
+    args = ["calibrate", "bounded-noise", "--k", "50", "--epsilon", "1", "--delta", "1e-8"]
+    assert main(args) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert main(args + ["--sensitivity", "100"]) == 0
+    big = json.loads(capsys.readouterr().out)
+    assert big["grid"] == 7 and one["grid"] == 1
+    assert big["R"] == 7 * (big["M"] - 1) + 3
+    assert 1.0 <= big["R_over_scale"] / one["R_over_scale"] <= 1.1  # 7 * ceil(100/7) = 105: at most 5% + rounding
+    assert big["bounded95_over_scale"] < big["R_over_scale"]

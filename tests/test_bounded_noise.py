@@ -82,6 +82,32 @@ def test_table_verifies_and_float_table_is_caught() -> None:
         mutant.verify_table()
 
 
+@pytest.mark.parametrize("family", ["p1", "p2"])
+def test_each_weight_within_its_certified_interval_and_float_pmf_is_caught(family: str) -> None:
+    """|w_a - kappa c_a| < 2 (an arb ball per weight) holds for the table; a float64 pmf fails it."""
+    M, bits = 300, 100
+    honest = BoundedNoise(M, family, bits)
+    honest.verify_weights()
+    p = honest.p
+    c = [math.exp(1 - (M * M / (M * M - a * a)) ** p) for a in range(M)]  # report (the mutant itself)
+    C = c[0] + 2 * sum(c[1:])  # report
+    w = [2**(bits + 1) * x / C for x in c]  # report: float64 weights, then the same integer table
+    table, head = [], w[0] / 2  # report
+    for a in range(M - 1):
+        if a:
+            head += w[a]  # report
+        table.append(min(int(head), 1 << bits))  # report
+    table.append(1 << bits)
+    mutant = BoundedNoise.from_table(M, family, bits, table)
+    with pytest.raises(BoundedNoiseError, match="weight .* outside its certified interval"):
+        mutant.verify_weights()
+    # one stored CDF entry off by 3 moves two weights by 3: caught
+    t = honest.table()
+    t[M // 2] += 3
+    with pytest.raises(BoundedNoiseError, match=f"weight {M // 2} is outside"):
+        BoundedNoise.from_table(M, family, bits, t).verify_weights()
+
+
 def test_rejects_bad_parameters() -> None:
     with pytest.raises(BoundedNoiseError):
         BoundedNoise(1)

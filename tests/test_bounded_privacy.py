@@ -168,3 +168,22 @@ def test_log_concavity_check() -> None:
     t[3] = t[2] + 1  # weight 1 at |j| = 3 between two large ones: not log-concave
     bumped = BoundedNoise.from_table(30, "p2", 200, t)
     assert not is_log_concave(bumped)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_non_log_concave_table_is_certified_shift_by_shift(k: int) -> None:
+    """Rounded weights need not be log-concave (DK Lemma 10.3 then fails): p2, M = 8, b = 10 has w_6 = 4, w_7 = 1.
+
+    The Chernoff certificate bounds every shift 1..Delta itself, so it still bounds the exact delta of the
+    implemented law over every shift vector; the PLD method, which needs the worst shift to be Delta, refuses.
+    """
+    from dpspark.noise.bounded_pld import PLDRefused, is_log_concave, pld_delta
+
+    noise = BoundedNoise(8, "p2", bits=10)
+    assert not is_log_concave(noise)
+    eps = Fraction(3, 2)
+    exact = worst_exact_delta(noise, k, 2, eps)
+    cert = best_certificate(noise, k, 2, eps)
+    assert 0 < exact <= cert < 1
+    with pytest.raises(PLDRefused, match="log-concave"):
+        pld_delta(noise, k, eps, sensitivity=2)

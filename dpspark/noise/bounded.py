@@ -181,6 +181,30 @@ class BoundedNoise:
             if got != want:
                 raise BoundedNoiseError(f"table entry {a} is outside its certified interval")
 
+    def verify_weights(self) -> None:
+        """Check every stored weight against its certified interval and raise if one is outside.
+
+        w_a must lie within 2 of kappa c_a = d exp(1 - f(a/M)) / C (an arb ball); this is
+        the one property of the table that the large-M certificate uses
+        (docs/bounded-noise.md, section 1). A table built in floating point fails it.
+        """
+        from flint import arb, ctx, fmpq
+
+        old = ctx.prec
+        ctx.prec = self.bits + 3 * self.M.bit_length() + 64
+        try:
+            m2, one = self.M * self.M, arb(1)
+            c = [one] + [(one - arb(fmpq(m2, m2 - a * a)) ** self.p).exp() for a in range(1, self.M)]
+            total = c[0]
+            for x in c[1:]:
+                total += 2 * x
+            kappa = arb(self.d) / total
+            for a, w in enumerate(self.half_weights()):
+                if not (kappa * c[a] - w).abs_upper() < 2:
+                    raise BoundedNoiseError(f"weight {a} is outside its certified interval")
+        finally:
+            ctx.prec = old
+
     def half_weights(self) -> list[int]:
         """w_a = d * Pr[j = +a] for a >= 1, and w_0 = d * Pr[j = 0]; exact ints."""
         t = self.table()

@@ -45,7 +45,7 @@ EXACT_M = 2048
 PREC = 320
 #: Taylor order of the block sums (even) and the per-block spread alpha = width * f'.
 TAYLOR_R = 24
-ALPHA = 0.5
+ALPHA = 2.0
 #: Largest sensitivity certified shift by shift; larger ones use a public grid.
 MAX_SHIFTS = 16
 #: Fraction of delta given to the truncation tail k*tau (DK Section 10 uses 1/100).
@@ -588,7 +588,10 @@ def calibrate(
     uses a certified privacy-loss-distribution composition instead
     (:mod:`dpspark.noise.bounded_pld`; small M only). A sensitivity above
     MAX_SHIFTS, or an M above the 2^24 table limit, rounds answers to a public
-    grid (``grid``), whose rounding is included in R.
+    grid (``grid``, chosen here unless given: the finest grid whose M fits a
+    table), whose rounding floor(grid/2) is included in R. With sensitivity 1
+    (in grid units) no grid shrinks M; above 2^24 the result is then certified
+    but ``tabulable`` is False (no sampling table).
     """
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise CalibrationRefused(f"k must be an int >= 1, got {k!r}")
@@ -604,6 +607,7 @@ def calibrate(
     if method not in ("chernoff", "pld"):
         raise CalibrationRefused(f"method must be 'chernoff' or 'pld', got {method!r}")
     notes: list[str] = []
+    auto_grid = grid is None
     if grid is None:
         grid = 1 if sensitivity <= MAX_SHIFTS else -(-sensitivity // MAX_SHIFTS)
     if grid < 1:
@@ -611,14 +615,34 @@ def calibrate(
     dG = -(-sensitivity // grid)
     if dG > MAX_SHIFTS:
         raise CalibrationRefused(f"ceil(sensitivity/grid) = {dG} > {MAX_SHIFTS}; use a coarser grid")
-    if method == "pld":
-        from dpspark.noise.bounded_pld import calibrate_pld
 
-        M, cert, bits, J, theta, path = calibrate_pld(k, eps, dlt, dG, family)
-    else:
-        M, cert, bits, J, theta, path = _calibrate_chernoff(k, eps, dlt, dG, family, p)
-    if M > MAX_TABLE_M and grid == 1 and sensitivity > 1:
-        notes.append("M exceeds the 2^24 table limit: pass a coarser grid to calibrate()")
+    def run(dG: int) -> tuple[int, Fraction, int, int, Fraction, str]:
+        if method == "pld":
+            from dpspark.noise.bounded_pld import calibrate_pld
+
+            return calibrate_pld(k, eps, dlt, dG, family)
+        return _calibrate_chernoff(k, eps, dlt, dG, family, p)
+
+    if auto_grid and dG > 1:  # a float proposal picks the grid first, so large M is certified once
+        model = _FloatModel(p, k, float(eps), dG)  # report (proposal only)
+        M0 = _search_float(model, dlt)[0]
+        if M0 > MAX_TABLE_M:
+            want = max(1, min(dG - 1, (dG * MAX_TABLE_M) // (M0 + (M0 >> 6))))
+            grid = -(-sensitivity // want)
+            dG = -(-sensitivity // grid)
+    M, cert, bits, J, theta, path = run(dG)
+    # Tables stop at 2^24 entries. M grows linearly with the shift in grid units, so a coarser public grid
+    # (fewer grid units per sensitivity) shrinks M; the rounding to the grid is added to R below.
+    while auto_grid and M > MAX_TABLE_M and dG > 1:
+        want = max(1, min(dG - 1, (dG * MAX_TABLE_M) // M))
+        grid = -(-sensitivity // want)
+        dG = -(-sensitivity // grid)
+        M, cert, bits, J, theta, path = run(dG)
+    if M > MAX_TABLE_M:
+        notes.append(
+            "M exceeds the 2^24 table limit and the sensitivity is 1 grid unit, so no public grid can shrink it "
+            "(rounding keeps a shift of 1 unit): the calibration is certified, but no sampling table is built"
+            if dG == 1 else "M exceeds the 2^24 table limit: pass a coarser grid to calibrate()")
     R = grid * (M - 1) + grid // 2
     b95 = bound_with_probability(M, family, bits, k, Fraction(1, 20))
     bound95 = grid * b95 + grid // 2

@@ -3,7 +3,7 @@
 
 Usage: .venv/bin/python scripts/bench/samplers_product.py [--parts product_sampler,product_learner]
        [--out bench-results/samplers] [--trials T] [--seed S]
-(scripts/bench/samplers.py imports the ``bench_*`` / ``plot_*`` functions of this module as its parts.)
+(Its own command; scripts/bench/samplers.py covers the k-ary and bounded-bias samplers.)
 
 * product_sampler: d = 64, rho = 1/2, biases cycling {1/2, 0.2, 1/d, 1e-3, 0}. For n on a log grid the
   implemented sampler runs T times on simulated counts (:class:`dpspark.product.simulate.SimulatedCounts`:
