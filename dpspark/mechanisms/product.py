@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from dpspark.exact import parse_rational
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, Progress, StageInfo
+from dpspark.mechanisms.samplers import INDEPENDENCE, parse_columns
 from dpspark.mechanisms.zcdp_budget import rho_option, rho_within
 from dpspark.product import rounds as rd
 
@@ -29,23 +30,7 @@ if TYPE_CHECKING:
     from dpspark.engine.context import StageContext
     from dpspark.rng import RandomSource
 
-MAX_COLUMNS = 10_000
 MAX_SAMPLES = 64
-INDEPENDENCE = "independent only across batches"
-
-
-def parse_columns(raw: Any) -> tuple[str, ...]:
-    """``[columns] names = [...]``: the binary (0/1 or boolean) input columns, in output order."""
-    if not isinstance(raw, dict) or set(raw) != {"names"}:
-        raise ValueError("needs exactly one field, names = [\"col1\", ...] (the binary columns)")
-    names = raw["names"]
-    if not isinstance(names, list) or not names or not all(isinstance(c, str) and c for c in names):
-        raise ValueError("names must be a non-empty list of column names")
-    if len(set(names)) != len(names):
-        raise ValueError("names has a duplicate column")
-    if len(names) > MAX_COLUMNS:
-        raise ValueError(f"at most {MAX_COLUMNS} columns")
-    return tuple(names)
 
 
 def parse_alpha(value: Any) -> Fraction:

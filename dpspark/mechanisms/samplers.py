@@ -38,6 +38,10 @@ def parse_samples(value: Any) -> int:
     return value
 
 
+#: the most binary columns a `[columns]` section names (bernoulli_sampler, product_sampler, product_learner)
+MAX_COLUMNS = 10_000
+
+
 def parse_columns(raw: Any) -> tuple[str, ...]:
     """``[columns] names = [...]``: the binary (0/1 or boolean) input columns, in output order."""
     if not isinstance(raw, dict) or set(raw) != {"names"}:
@@ -47,6 +51,8 @@ def parse_columns(raw: Any) -> tuple[str, ...]:
         raise ValueError("names must be a non-empty list of column names")
     if len(set(names)) != len(names):
         raise ValueError("names has a duplicate column")
+    if len(names) > MAX_COLUMNS:
+        raise ValueError(f"at most {MAX_COLUMNS} columns")
     return tuple(names)
 
 

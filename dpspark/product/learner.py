@@ -64,7 +64,7 @@ def clamp(x: Fraction, lo: Fraction, hi: Fraction) -> Fraction:
 
 
 @dataclass(frozen=True)
-class LearnerPlan:
+class LearnerPlan(rd.RoundSizes):
     """Every public constant of one product-learner release (data-free)."""
 
     d: int
@@ -106,16 +106,6 @@ class LearnerPlan:
         return cls(d, n, rho_f, alpha_f, beta_f, batches, R, L, tuple(errors), tuple(needs), tuple(slices),
                    tuple(sigmas))
 
-    @property
-    def n_needed(self) -> int:
-        """The units the stated accuracy needs: the sum of the round sizes, rounded up."""
-        total = sum(self.needs, Fraction(0))
-        return -(-total.numerator // total.denominator)
-
-    def size(self, i: int) -> Fraction:
-        """Nominal size m of round i (0-based)."""
-        lo, hi = self.slices[i]
-        return rd.nominal_size(self.n, lo, hi, self.batches)
 
     def failure_bound(self) -> Fraction:
         """Pr[some round misses its accuracy or truncates a record] <= this (exact rational; <= beta)."""

@@ -245,3 +245,23 @@ def release_round(sums: Sequence[int], mech: DiscreteGaussian, rng: RandomSource
     if not len(sums):
         return []
     return [int(v) for v in mech.add_many(np.asarray(list(sums), dtype=np.int64), rng)]
+
+
+class RoundSizes:
+    """``n_needed`` and ``size(i)`` of a round plan with fields ``n``, ``batches``, ``needs`` and ``slices``."""
+
+    n: int
+    batches: int
+    needs: tuple[Fraction, ...]
+    slices: tuple[tuple[int, int], ...]
+
+    @property
+    def n_needed(self) -> int:
+        """The units the stated accuracy needs: the sum of the round sizes, rounded up."""
+        total = sum(self.needs, Fraction(0))
+        return -(-total.numerator // total.denominator)
+
+    def size(self, i: int) -> Fraction:
+        """Nominal size m of round i (0-based)."""
+        lo, hi = self.slices[i]
+        return nominal_size(self.n, lo, hi, self.batches)

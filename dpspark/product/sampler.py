@@ -65,7 +65,7 @@ def u(r: int) -> Fraction:
 
 
 @dataclass(frozen=True)
-class SamplerPlan:
+class SamplerPlan(rd.RoundSizes):
     """Every public constant of one product-sampler release (data-free)."""
 
     d: int
@@ -111,16 +111,6 @@ class SamplerPlan:
             slices = rd.allocate_proportional(needs, batches)
         return cls(d, n, rho_f, alpha_f, batches, R, L, tuple(needs), tuple(slices), tuple(sigmas))
 
-    @property
-    def n_needed(self) -> int:
-        """The units the stated accuracy needs: the sum of the round sizes, rounded up."""
-        total = sum(self.needs, Fraction(0))
-        return -(-total.numerator // total.denominator)
-
-    def size(self, i: int) -> Fraction:
-        """Nominal size m of round i (0-based over the 2R - 1 rounds)."""
-        lo, hi = self.slices[i]
-        return rd.nominal_size(self.n, lo, hi, self.batches)
 
     def accuracy_bound(self) -> Fraction:
         """The exact rational TV bound of the module docstring (<= alpha when n >= n_needed)."""
