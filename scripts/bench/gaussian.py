@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """KLSU covariance estimation: error vs n for NaivePCE, PCE and the non-private estimate (driver backend).
 
-Usage: .venv/bin/python scripts/bench/gaussian.py [--quick] [--trials 5] [--out bench-results/gaussian]
+Usage: .venv/bin/python scripts/bench/gaussian.py [--quick] [--trials 5] [--dims 100] [--out bench-results/gaussian]
 
 Grid: d in {10, 50, 100} (--quick: {10, 50}), kappa in {1, 1e2, 1e4}, rho in {0.1, 0.5}, n on a log grid.
 Data: N(mu, Sigma), Sigma = Q diag(geomspace(1, kappa, d)) Q^T; the private estimates run on the exact
@@ -66,9 +66,10 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--trials", type=int, default=None)
     ap.add_argument("--out", default="bench-results/gaussian")
+    ap.add_argument("--dims", default=None, help="comma-separated dimensions (default: 10,50,100; --quick: 10,50)")
     args = ap.parse_args()
     quick = args.quick
-    dims = [10, 50] if quick else [10, 50, 100]
+    dims = [int(x) for x in args.dims.split(",")] if args.dims else ([10, 50] if quick else [10, 50, 100])
     kappas = [1.0, 1e2, 1e4]
     rhos = [Fraction(1, 10), Fraction(1, 2)]
     trials = args.trials or (3 if quick else 10)
