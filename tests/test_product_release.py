@@ -184,3 +184,36 @@ def pd_frame(ids: np.ndarray, x: np.ndarray):  # type: ignore[no-untyped-def]
     import pandas as pd
 
     return pd.DataFrame({"id": ids, **{f"x{j}": x[:, j] for j in range(x.shape[1])}})
+
+
+@pytest.mark.spark
+def test_sql_packing_equals_arrow_packing(spark) -> None:
+    """The JVM packing (_sql_words) and the Arrow packing (_pack) give the same words, bit 63 included, for
+    booleans and integers with nulls, negatives and values other than 1 (1 iff non-null and non-zero)."""
+    import pandas as pd
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from dpspark.spark.product_rounds import _pack, _sql_words
+
+    d, n = 130, 200
+    gen = np.random.default_rng(7)
+    raw = gen.integers(-2, 3, size=(n, d))  # report: simulated data
+    nulls = gen.random((n, d)) < 0.2  # report: simulated data
+    cols = {"id": np.arange(n)}
+    for j in range(d):
+        kind = ("boolean", "Int8", "Int16", "Int32", "Int64")[j % 5]
+        v = raw[:, j] != 0 if kind == "boolean" else raw[:, j]
+        cols[f"x{j}"] = pd.array([None if m else (bool(a) if kind == "boolean" else int(a))
+                                  for a, m in zip(v, nulls[:, j])], dtype=kind)
+    df = spark.createDataFrame(pd.DataFrame(cols))
+    names = [f"x{j}" for j in range(d)]
+    assert {t for c, t in df.dtypes if c != "id"} == {"boolean", "tinyint", "smallint", "int", "bigint"}
+    sql = sorted(tuple(r) for r in df.select("id", *_sql_words(names, dict(df.dtypes))).collect())
+    schema = StructType([df.schema["id"]] + [StructField(f"w{i}", LongType(), False) for i in range(3)])
+    arrow = sorted(tuple(r) for r in df.select("id", *names).mapInArrow(_pack(d), schema).collect())
+    assert sql == arrow
+    bits = (raw != 0) & ~nulls
+    want = [sum(int(bits[u, j]) << (j % 64) for j in range(64 * i, min(d, 64 * i + 64))) for u in range(n)
+            for i in range(3)]
+    got = [w % (1 << 64) for r in sql for w in r[1:]]
+    assert got == want and any(w < 0 for r in sql for w in r[1:])

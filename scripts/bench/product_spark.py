@@ -6,6 +6,8 @@ The data (scripts/gen_product.py biases, one row per unit) is generated if missi
 mechanism's own path - SparkContext, SparkRounds (pack, per-unit OR, keyed-hash batches, one mapInArrow
 pass per round) and run_learner - with the plan built at alpha = 1/10 without the n check (timing only).
 Pass 1 includes reading, packing and the per-unit shuffle (the cached units are built lazily there).
+Measured at 10^6 rows, d = 1000, local[2]: pass 1 = 210 s (load ~5) with the JVM packing, against 546 s
+(load 6-9) when the 1000 columns went through Arrow to Python; passes 2-9 take about 2 s each.
 """
 
 from __future__ import annotations
