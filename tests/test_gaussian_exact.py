@@ -226,3 +226,36 @@ def test_config_refusals_before_any_data(tmp_path) -> None:  # type: ignore[no-u
         with pytest.raises((ConfigError, TypeError, ValueError), match=match):
             s = ReleaseSpec.from_dict({**base, **change})
             s.mechanism_object()
+
+
+def test_limb_apply_and_vectorised_norm_test_at_their_edges() -> None:
+    from dpspark.gaussian.exactops import apply_bits, exact_apply, exact_norm_le
+
+    for d in (1, 5, 100, 127, 128):
+        b = apply_bits(d)
+        assert d * (1 << b) < 1 << 53 <= d * (1 << (b + 1))  # the largest exact limb budget
+    g = np.random.default_rng(11)
+    d = 100
+    # products at the limb bound: every entry of x and M at its top magnitude, both signs
+    for top_x, top_m in ((1 << 33, 1 << 22), ((1 << 33) - 1, (1 << 26) - 1), (1 << 20, 1 << 40)):
+        x = g.choice([-top_x, top_x, top_x - 1, -(top_x - 1)], size=(300, d)).astype(np.int64)
+        m = g.choice([-top_m, top_m, 0, 1], size=(d, d)).astype(np.int64)
+        ref = x.astype(object) @ m.T.astype(object)
+        y = exact_apply(x, m)
+        if max(sum(abs(int(v)) for v in row) for row in m) * top_x < 1 << 61:
+            assert y is not None
+        if y is not None:
+            assert (y.astype(object) == ref).all()
+    huge = np.full((2, d), 1 << 40, dtype=np.int64)
+    assert exact_apply(huge, np.full((d, d), 1 << 30, dtype=np.int64)) is None  # would overflow int64: refused
+    # the norm test: rows at T - 1, T, T + 1 and at the int64 extremes
+    y = g.integers(-(2**62), 2**62, size=(50, 7))
+    y[0] = 2**63 - 1
+    y[1] = -(2**63)
+    norms = [sum(int(v) ** 2 for v in r) for r in y]
+    for t in (norms[0] - 1, norms[0], norms[0] + 1, norms[5], 0, -1, 1 << 200):
+        assert list(exact_norm_le(y, t)) == [n <= t for n in norms]
+    z = g.integers(-(2**40), 2**40, size=(1000, d))
+    nz = [sum(int(v) ** 2 for v in r) for r in z]
+    t = sorted(nz)[500]
+    assert list(exact_norm_le(z, t)) == [n <= t for n in nz]
