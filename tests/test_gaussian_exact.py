@@ -259,3 +259,31 @@ def test_limb_apply_and_vectorised_norm_test_at_their_edges() -> None:
     nz = [sum(int(v) ** 2 for v in r) for r in z]
     t = sorted(nz)[500]
     assert list(exact_norm_le(z, t)) == [n <= t for n in nz]
+
+
+def test_streaming_preparation_matches_the_driver_across_batch_edges() -> None:
+    import pyarrow as pa
+
+    from dpspark.spark.pairs import _prepare_rows
+
+    g = np.random.default_rng(5)
+    n, d, b = 600, 3, 450
+    ids = np.r_[np.arange(n - 40), np.arange(20), np.arange(20)].astype(np.int64)  # 20 units with three rows
+    values = g.normal(size=(n, d)) * 50  # report: test data
+    key = bytes(range(16))
+    ref = ArraySource(values, 4, key, b, ids)
+    x = np.rint(values * 16).astype(np.int64)  # report: the same fixed point as ArraySource (no clamp needed)
+    bucket = keyed_buckets(ids, key, b)
+    order = np.lexsort((ids, bucket))
+    cols = [bucket[order], ids[order]] + [x[order, j] for j in range(d)]
+    for sizes in ([n], [1] * 10 + [2] * 20 + [n - 50], list(g.integers(1, 9, size=200))):
+        edges = np.cumsum([0] + sizes)
+        edges = np.r_[edges[edges < n], n]
+        batches = [pa.RecordBatch.from_arrays([pa.array(c[a:e]) for c in cols], names=[f"c{i}" for i in range(d + 2)])
+                   for a, e in zip(edges[:-1], edges[1:])]
+        out = pa.Table.from_batches(list(_prepare_rows(d)(iter(batches))))
+        kind = out.column(0).to_numpy()
+        rows = np.column_stack([out.column(1 + j).to_numpy() for j in range(d)])
+        canon = lambda a: sorted(tuple(r) if tuple(r) > tuple(-r) else tuple(-r) for r in a)  # noqa: E731  sign-free
+        assert canon(rows[kind == 0]) == canon(ref._pairs)
+        assert sorted(map(tuple, rows[kind == 1])) == sorted(map(tuple, ref._singles))
