@@ -186,11 +186,22 @@ def _dec(value: int) -> "Column":
 
 
 def _fixed(col: str, data_bits: int) -> "Column":
+    """clamp(round_half_up(v 2^b), -2^31, 2^31) as long (NULL counts as 0): the per-row input conversion.
+
+    Clamping first and rounding after gives the same integer (rounding is monotone and the bounds are
+    integers; NaN, the largest double in Spark's order, still lands on +2^31). After the clamp
+    |w| <= 2^31, so HALF_UP is computed without Spark's BigDecimal round (the preparation's former hot
+    spot) as sign(w) (floor|w| + [|w| - floor|w| >= 1/2]); |w| - floor|w| is exact in double, so this is
+    the same integer as round(w, 0) (HALF_UP on the double's exact value).
+    """
     from pyspark.sql import functions as F
 
     guard = F.lit(float(INPUT_BOUND))  # report: clamp of the input conversion; exact integers from here on
-    v = F.round(F.coalesce(F.col(col).cast("double"), F.lit(0.0)) * F.lit(float(1 << data_bits)), 0)  # report
-    return F.least(F.greatest(v, -guard), guard).cast("long")
+    w = F.least(F.greatest(F.coalesce(F.col(col).cast("double"), F.lit(0.0)) * F.lit(float(1 << data_bits)), -guard), guard)  # report
+    a = F.abs(w)
+    whole = F.floor(a)  # long, |.| <= 2^31
+    r = whole + F.when(a - whole >= F.lit(0.5), F.lit(1)).otherwise(F.lit(0)).cast("long")  # report: exact halves
+    return F.when(w < 0, -r).otherwise(r).cast("long")
 
 
 class SparkGaussianSource:
