@@ -287,3 +287,21 @@ def test_streaming_preparation_matches_the_driver_across_batch_edges() -> None:
         canon = lambda a: sorted(tuple(r) if tuple(r) > tuple(-r) else tuple(-r) for r in a)  # noqa: E731  sign-free
         assert canon(rows[kind == 0]) == canon(ref._pairs)
         assert sorted(map(tuple, rows[kind == 1])) == sorted(map(tuple, ref._singles))
+
+
+def test_int64_bins_and_clamped_sums_equal_python_ints_at_the_edges() -> None:
+    from dpspark.gaussian.source import bins_of, centred_of
+
+    g = np.random.default_rng(8)
+    x = g.integers(-(2**31), 2**31, size=(4000, 3))
+    x[0] = 2**31
+    x[1] = -(2**31)
+    m = ((1 << 29) + 7, -(1 << 29), 3), (1, 1 << 20, -(1 << 28)), (0, 0, 1 << 29)  # |y| up to ~2^61
+    y = x.astype(object) @ np.array(m, dtype=object).T
+    for c, r in (([0, 0, 0], 1 << 70), ([5, -(1 << 40), 1 << 59], 1 << 58), ([1, 2, 3], 12345)):
+        ref = [int(np.clip(y[:, j] - c[j], -r, r).sum()) for j in range(3)]
+        assert centred_of(m, x, c, r) == ref
+    lo, width, bins = [-(1 << 60), -5, 0], (1 << 55) + 3, 70
+    ref_bins = np.array([np.bincount(np.clip((y[:, j] - lo[j]) // width, 0, bins - 1).astype(np.int64), minlength=bins)
+                         for j in range(3)])
+    assert np.array_equal(bins_of(m, x, lo, width, bins), ref_bins)

@@ -152,10 +152,14 @@ def centred_of(matrix: IntMatrix, x: np.ndarray, centres: Sequence[int], radius:
         return [0] * d
     y = _apply(matrix, x)
     cs = [int(v) for v in centres]
-    if _int64_room(y, cs) and int(radius) * y.shape[0] < 1 << 62:
-        # every clamped term is at most r in magnitude, rows * r < 2^62: the int64 column sums are exact
-        clamped = np.clip(y - np.array(cs, dtype=np.int64), -int(radius), int(radius))
-        return [int(v) for v in clamped.sum(axis=0)]
+    if _int64_room(y, cs) and y.shape[0] < 1 << 30:
+        # clamped terms are int64 (|y - c| < 2^62); each splits as hi 2^32 + lo with lo in [0, 2^32) and
+        # |hi| <= 2^30, so over < 2^30 rows both column sums stay below 2^62: exact int64, recombined as ints
+        clamped = np.clip(y - np.array(cs, dtype=np.int64), -int(radius), int(radius)) if int(radius) < 1 << 62 \
+            else y - np.array(cs, dtype=np.int64)
+        lo = (clamped & np.int64(0xFFFFFFFF)).sum(axis=0)
+        hi = (clamped >> np.int64(32)).sum(axis=0)
+        return [(int(h) << 32) + int(v) for h, v in zip(hi, lo)]
     out = []
     for j in range(d):
         if _int64_room(y, [centres[j]]) and int(radius) * y.shape[0] < 1 << 62:
