@@ -2,7 +2,8 @@
 
 Preparation (one shuffle, then cached): every row's fixed-point vector x = round(v 2^b) clamped to
 [-2^31, 2^31] (as in :mod:`dpspark.spark.outer`; the only float is this per-row input conversion), unit
-bucket H_key(u) mod B by :func:`dpspark.spark.sums.with_batches` (keyed hash of the unit id alone). A
+bucket H_key(u) mod B (the keyed hash of :func:`dpspark.spark.sums.with_batches`, of the unit id alone, as a
+scalar Arrow UDF so only the unit's hash column goes to Python). A
 unit's rows all share its bucket, so after ONE repartition by bucket and a sort by (bucket, unit) inside
 each partition, a streaming numpy pass (:func:`_prepare_rows`) emits both, as int64 columns of one
 cached frame:
@@ -31,6 +32,7 @@ from math import isqrt
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+import pandas as pd  # module level: the scalar Arrow UDF's type hints are resolved in this namespace
 
 from dpspark.gaussian.fixed import DECIMAL38_MAX, INPUT_BOUND, IntMatrix
 from dpspark.gaussian.source import Moments, upper_pairs
@@ -91,6 +93,27 @@ def _partials(rows_of, d_in: int):  # type: ignore[no-untyped-def]
                                              names=["idx", "value"])
 
     return run
+
+
+def _keyed_hash_udf(secret: bytes):  # type: ignore[no-untyped-def]
+    """Scalar Arrow UDF: the keyed mix of :func:`dpspark.spark.counts.keyed_pick_hash` (the same H_key as
+    :func:`dpspark.spark.sums.with_batches` and the driver's ``keyed_buckets``) applied to the SQL xxhash64
+    of the unit. Only that one long column travels to Python, not the d value columns of the row."""
+    from pyspark.sql.functions import pandas_udf
+
+    from dpspark.spark.counts import _mix64
+
+    if len(secret) != 16:
+        raise ValueError("the contribution-bounding key must be 16 bytes")
+    k1 = np.uint64(int.from_bytes(secret[:8], "big"))
+    k2 = np.uint64(int.from_bytes(secret[8:], "big"))
+
+    @pandas_udf("long")  # type: ignore[misc]
+    def keyed(raw: pd.Series) -> pd.Series:
+        mixed = _mix64(_mix64(raw.to_numpy().astype(np.int64).view(np.uint64), k1), k2).view(np.int64)
+        return pd.Series(mixed)
+
+    return keyed
 
 
 def _prepare_rows(d: int):  # type: ignore[no-untyped-def]
@@ -213,7 +236,7 @@ class SparkGaussianSource:
         from pyspark.sql import functions as F
         from pyspark.sql.types import ByteType, LongType, StructField, StructType
 
-        from dpspark.spark.sums import BATCH, with_batches
+        from dpspark.spark.sums import BATCH
 
         check_columns(df, list(columns) + [unit_column])
         self.dimension = d = len(columns)
@@ -225,7 +248,7 @@ class SparkGaussianSource:
         self.progress = progress or (lambda _m: None)
         names = [f"__dp_x{j}" for j in range(d)]
         base = df.select(F.col(unit_column).alias("__dp_unit"), *[_fixed(c, data_bits).alias(n) for c, n in zip(columns, names)])
-        bucketed = with_batches(base, "__dp_unit", buckets, secret)
+        bucketed = base.withColumn(BATCH, F.pmod(_keyed_hash_udf(secret)(F.xxhash64(F.col("__dp_unit"))), F.lit(buckets)))
         # ONE shuffle: a unit's rows share its bucket, so buckets (pairs) and units (singles) are both
         # contiguous after sorting each bucket partition by (bucket, unit); a streaming numpy pass emits them
         out_schema = StructType([StructField("__dp_kind", ByteType(), False)] +
