@@ -226,3 +226,82 @@ def test_config_refusals_before_any_data(tmp_path) -> None:  # type: ignore[no-u
         with pytest.raises((ConfigError, TypeError, ValueError), match=match):
             s = ReleaseSpec.from_dict({**base, **change})
             s.mechanism_object()
+
+
+def test_limb_apply_and_vectorised_norm_test_at_their_edges() -> None:
+    from dpspark.gaussian.exactops import apply_bits, exact_apply, exact_norm_le
+
+    for d in (1, 5, 100, 127, 128):
+        b = apply_bits(d)
+        assert d * (1 << b) < 1 << 53 <= d * (1 << (b + 1))  # the largest exact limb budget
+    g = np.random.default_rng(11)
+    d = 100
+    # products at the limb bound: every entry of x and M at its top magnitude, both signs
+    for top_x, top_m in ((1 << 33, 1 << 22), ((1 << 33) - 1, (1 << 26) - 1), (1 << 20, 1 << 40)):
+        x = g.choice([-top_x, top_x, top_x - 1, -(top_x - 1)], size=(300, d)).astype(np.int64)
+        m = g.choice([-top_m, top_m, 0, 1], size=(d, d)).astype(np.int64)
+        ref = x.astype(object) @ m.T.astype(object)
+        y = exact_apply(x, m)
+        if max(sum(abs(int(v)) for v in row) for row in m) * top_x < 1 << 61:
+            assert y is not None
+        if y is not None:
+            assert (y.astype(object) == ref).all()
+    huge = np.full((2, d), 1 << 40, dtype=np.int64)
+    assert exact_apply(huge, np.full((d, d), 1 << 30, dtype=np.int64)) is None  # would overflow int64: refused
+    # the norm test: rows at T - 1, T, T + 1 and at the int64 extremes
+    y = g.integers(-(2**62), 2**62, size=(50, 7))
+    y[0] = 2**63 - 1
+    y[1] = -(2**63)
+    norms = [sum(int(v) ** 2 for v in r) for r in y]
+    for t in (norms[0] - 1, norms[0], norms[0] + 1, norms[5], 0, -1, 1 << 200):
+        assert list(exact_norm_le(y, t)) == [n <= t for n in norms]
+    z = g.integers(-(2**40), 2**40, size=(1000, d))
+    nz = [sum(int(v) ** 2 for v in r) for r in z]
+    t = sorted(nz)[500]
+    assert list(exact_norm_le(z, t)) == [n <= t for n in nz]
+
+
+def test_streaming_preparation_matches_the_driver_across_batch_edges() -> None:
+    import pyarrow as pa
+
+    from dpspark.spark.pairs import _prepare_rows
+
+    g = np.random.default_rng(5)
+    n, d, b = 600, 3, 450
+    ids = np.r_[np.arange(n - 40), np.arange(20), np.arange(20)].astype(np.int64)  # 20 units with three rows
+    values = g.normal(size=(n, d)) * 50  # report: test data
+    key = bytes(range(16))
+    ref = ArraySource(values, 4, key, b, ids)
+    x = np.rint(values * 16).astype(np.int64)  # report: the same fixed point as ArraySource (no clamp needed)
+    bucket = keyed_buckets(ids, key, b)
+    order = np.lexsort((ids, bucket))
+    cols = [bucket[order], ids[order]] + [x[order, j] for j in range(d)]
+    for sizes in ([n], [1] * 10 + [2] * 20 + [n - 50], list(g.integers(1, 9, size=200))):
+        edges = np.cumsum([0] + sizes)
+        edges = np.r_[edges[edges < n], n]
+        batches = [pa.RecordBatch.from_arrays([pa.array(c[a:e]) for c in cols], names=[f"c{i}" for i in range(d + 2)])
+                   for a, e in zip(edges[:-1], edges[1:])]
+        out = pa.Table.from_batches(list(_prepare_rows(d)(iter(batches))))
+        kind = out.column(0).to_numpy()
+        rows = np.column_stack([out.column(1 + j).to_numpy() for j in range(d)])
+        canon = lambda a: sorted(tuple(r) if tuple(r) > tuple(-r) else tuple(-r) for r in a)  # noqa: E731  sign-free
+        assert canon(rows[kind == 0]) == canon(ref._pairs)
+        assert sorted(map(tuple, rows[kind == 1])) == sorted(map(tuple, ref._singles))
+
+
+def test_int64_bins_and_clamped_sums_equal_python_ints_at_the_edges() -> None:
+    from dpspark.gaussian.source import bins_of, centred_of
+
+    g = np.random.default_rng(8)
+    x = g.integers(-(2**31), 2**31, size=(4000, 3))
+    x[0] = 2**31
+    x[1] = -(2**31)
+    m = ((1 << 29) + 7, -(1 << 29), 3), (1, 1 << 20, -(1 << 28)), (0, 0, 1 << 29)  # |y| up to ~2^61
+    y = x.astype(object) @ np.array(m, dtype=object).T
+    for c, r in (([0, 0, 0], 1 << 70), ([5, -(1 << 40), 1 << 59], 1 << 58), ([1, 2, 3], 12345)):
+        ref = [int(np.clip(y[:, j] - c[j], -r, r).sum()) for j in range(3)]
+        assert centred_of(m, x, c, r) == ref
+    lo, width, bins = [-(1 << 60), -5, 0], (1 << 55) + 3, 70
+    ref_bins = np.array([np.bincount(np.clip((y[:, j] - lo[j]) // width, 0, bins - 1).astype(np.int64), minlength=bins)
+                         for j in range(3)])
+    assert np.array_equal(bins_of(m, x, lo, width, bins), ref_bins)

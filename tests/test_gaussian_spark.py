@@ -110,3 +110,20 @@ def test_mean_and_learner_via_session(spark, tmp_path: Path, mechanism: str, ext
     _check_release(rel, mechanism)
     assert np.linalg.norm(rel.mean() - x.mean(axis=0)) < 0.5  # report: sanity
     assert (rel.covariance() is None) == (mechanism == "gaussian_mean")
+
+
+def test_fast_input_rounding_equals_sparks_round_half_up(spark) -> None:  # type: ignore[no-untyped-def]
+    from pyspark.sql import functions as F
+
+    from dpspark.gaussian.fixed import INPUT_BOUND
+    from dpspark.spark.pairs import _fixed
+
+    vals = [0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999999999999994, -0.49999999999999994, 0.5000000000000001,
+            1e300, -1e300, float("inf"), float("-inf"), float("nan"), None, 2.0**31 - 0.5, -(2.0**31) + 0.5,
+            2.0**31 + 0.5, 4503599627370495.5, 123456.5, -123456.5, 1.25, -3.75]  # report: test inputs
+    df = spark.createDataFrame([(v,) for v in vals], "v double")
+    guard = F.lit(float(INPUT_BOUND))  # report: the reference conversion (Spark's BigDecimal HALF_UP round)
+    for b in (0, 1, 2):
+        ref = F.least(F.greatest(F.round(F.coalesce(F.col("v"), F.lit(0.0)) * F.lit(float(1 << b)), 0), -guard), guard)  # report
+        rows = df.select(ref.cast("long").alias("ref"), _fixed("v", b).alias("fast")).collect()
+        assert [r["ref"] for r in rows] == [r["fast"] for r in rows]

@@ -30,7 +30,7 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from dpspark.gaussian.exactops import exact_gram, exact_sq_norms
+from dpspark.gaussian.exactops import exact_apply, exact_gram, exact_norm_le
 from dpspark.gaussian.fixed import INPUT_BOUND, IntMatrix
 
 
@@ -83,12 +83,26 @@ def keyed_buckets(unit_ids: np.ndarray, secret: bytes, buckets: int) -> np.ndarr
 
 
 def _apply(matrix: IntMatrix, x: np.ndarray) -> np.ndarray:
-    """y = M x for every row, exactly: int64 when the bound proves no overflow, else Python ints."""
-    m = np.array(matrix, dtype=object)
-    bound = max(sum(abs(int(v)) for v in row) for row in matrix) * (int(np.abs(x).max(initial=0)) + 1)
-    if bound < 1 << 62:
-        return x @ np.array(matrix, dtype=np.int64).T  # exact: every partial sum is below 2^62
-    return (x.astype(object) @ m.T)  # exact Python ints (slow path)
+    """y = M x for every row, exactly: int64 (limb BLAS, :func:`exact_apply`) when a bound proves no overflow,
+    else Python ints (slow path)."""
+    x = np.asarray(x)
+    if x.dtype != object:
+        try:
+            m = np.array(matrix, dtype=np.int64)
+        except OverflowError:  # an entry beyond int64: Python ints below
+            m = None
+        if m is not None and int(np.abs(m).max(initial=0)) < 1 << 62:
+            y = exact_apply(x, m)
+            if y is not None:
+                return y
+    return np.asarray(x).astype(object) @ np.array(matrix, dtype=object).T  # exact Python ints
+
+
+def _int64_room(y: np.ndarray, shifts: Sequence[int]) -> bool:
+    """True when y is int64 and every y_j - shift_j stays below 2^62 in magnitude."""
+    if y.dtype == object:
+        return False
+    return int(np.abs(y).max(initial=0)) + max((abs(int(v)) for v in shifts), default=0) < 1 << 62
 
 
 def moments_of(matrix: IntMatrix, x: np.ndarray, norm_bound_sq: int) -> Moments:
@@ -98,10 +112,9 @@ def moments_of(matrix: IntMatrix, x: np.ndarray, norm_bound_sq: int) -> Moments:
         return Moments(0, tuple(0 for _ in upper_pairs(d)))
     y = _apply(matrix, x)
     if y.dtype == object:
-        norms = [sum(int(v) * int(v) for v in row) for row in y]
+        keep = np.array([sum(int(v) * int(v) for v in row) <= norm_bound_sq for row in y], dtype=bool)
     else:
-        norms = exact_sq_norms(y)
-    keep = np.array([v <= norm_bound_sq for v in norms], dtype=bool)
+        keep = exact_norm_le(y, norm_bound_sq)  # vectorised exact norm test (int64 limb digits)
     kept = y[keep]
     if kept.dtype == object:
         gram = [[sum(int(a) * int(b) for a, b in zip(kept[:, i], kept[:, j])) for j in range(d)] for i in range(d)]
@@ -117,10 +130,18 @@ def bins_of(matrix: IntMatrix, x: np.ndarray, lo: Sequence[int], width: int, bin
     if x.shape[0] == 0:
         return out
     y = _apply(matrix, x)
+    los = [int(v) for v in lo]
+    if _int64_room(y, los) and int(width) < 1 << 62:
+        # whole batch in int64: |y - lo| < 2^62, exact floor division, one bincount over (coordinate, bin)
+        col = np.clip((y - np.array(los, dtype=np.int64)) // np.int64(int(width)), 0, bins - 1)
+        flat = (col + np.arange(d, dtype=np.int64) * bins).reshape(-1)
+        return np.bincount(flat, minlength=d * bins).reshape(d, bins).astype(np.int64)
     for j in range(d):
-        col = (y[:, j] - int(lo[j])) // int(width)  # floor division on exact integers
-        col = np.clip(col.astype(object), 0, bins - 1).astype(np.int64)
-        out[j] = np.bincount(col, minlength=bins)
+        if _int64_room(y, [lo[j]]) and int(width) < 1 << 62:
+            col = np.clip((y[:, j] - np.int64(int(lo[j]))) // np.int64(int(width)), 0, bins - 1)  # exact int64 floor
+        else:
+            col = np.clip(((y[:, j].astype(object) - int(lo[j])) // int(width)), 0, bins - 1).astype(np.int64)
+        out[j] = np.bincount(col.astype(np.int64), minlength=bins)
     return out
 
 
@@ -129,8 +150,24 @@ def centred_of(matrix: IntMatrix, x: np.ndarray, centres: Sequence[int], radius:
     d = len(matrix)
     if x.shape[0] == 0:
         return [0] * d
-    y = _apply(matrix, x).astype(object)
-    return [int(np.clip(y[:, j] - int(centres[j]), -radius, radius).sum()) for j in range(d)]
+    y = _apply(matrix, x)
+    cs = [int(v) for v in centres]
+    if _int64_room(y, cs) and y.shape[0] < 1 << 30:
+        # clamped terms are int64 (|y - c| < 2^62); each splits as hi 2^32 + lo with lo in [0, 2^32) and
+        # |hi| <= 2^30, so over < 2^30 rows both column sums stay below 2^62: exact int64, recombined as ints
+        clamped = np.clip(y - np.array(cs, dtype=np.int64), -int(radius), int(radius)) if int(radius) < 1 << 62 \
+            else y - np.array(cs, dtype=np.int64)
+        lo = (clamped & np.int64(0xFFFFFFFF)).sum(axis=0)
+        hi = (clamped >> np.int64(32)).sum(axis=0)
+        return [(int(h) << 32) + int(v) for h, v in zip(hi, lo)]
+    out = []
+    for j in range(d):
+        if _int64_room(y, [centres[j]]) and int(radius) * y.shape[0] < 1 << 62:
+            # every clamped term is at most r in magnitude, rows * r < 2^62: the int64 sum is exact
+            out.append(int(np.clip(y[:, j] - np.int64(int(centres[j])), -int(radius), int(radius)).sum()))
+        else:
+            out.append(int(np.clip(y[:, j].astype(object) - int(centres[j]), -radius, radius).sum()))
+    return out
 
 
 class ArraySource:

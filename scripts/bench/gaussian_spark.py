@@ -4,7 +4,7 @@
 Usage: .venv/bin/python scripts/bench/gaussian_spark.py [--rows 10000000] [--dim 100] [--kappa 1000]
        [--master local[2]] [--data PATH]
 Generates the data with scripts/gen_gaussian.py if PATH is missing, runs PCE then PME on Spark
-(SparkGaussianSource: cached pairs and singles, decimal(38,0) passes) at rho = 1/2, and prints the
+(SparkGaussianSource: one-shuffle preparation, cached int64 pairs and singles, exact mapInArrow partials summed as decimal(38,0)) at rho = 1/2, and prints the
 seconds of the preparation and of each pass, the peak RSS of this driver process and of its children
 (the local Spark JVM), and the load average.
 """
