@@ -12,7 +12,6 @@ import json
 import math
 import sys
 import time
-from fractions import Fraction
 from typing import Any, TextIO
 
 from dpspark.exact import parse_rational
