@@ -33,10 +33,19 @@ def main() -> int:
     sigma = (q * np.geomspace(1.0, args.kappa, d)) @ q.T
     mu = g.normal(size=d)
     mu *= args.radius / 2 / np.linalg.norm(mu)
-    x = g.multivariate_normal(mu, sigma, size=args.rows, method="eigh")
-    cols = {"uid": pa.array(np.arange(args.rows, dtype=np.int64))}
-    cols.update({f"x{j}": pa.array(x[:, j]) for j in range(d)})
-    pq.write_table(pa.table(cols), args.out)
+    chunk = 1_000_000  # rows per write: 10^7 x 100 doubles never sit in memory at once (one chunk: same file as before)
+    writer = None
+    for start in range(0, args.rows, chunk):
+        rows = min(chunk, args.rows - start)
+        x = g.multivariate_normal(mu, sigma, size=rows, method="eigh")
+        cols = {"uid": pa.array(np.arange(start, start + rows, dtype=np.int64))}
+        cols.update({f"x{j}": pa.array(x[:, j]) for j in range(d)})
+        table = pa.table(cols)
+        if writer is None:
+            writer = pq.ParquetWriter(args.out, table.schema)
+        writer.write_table(table)
+    if writer is not None:
+        writer.close()
     with open(args.out.removesuffix(".parquet") + ".truth.json", "w") as fh:
         json.dump({"mean": mu.tolist(), "covariance": sigma.tolist()}, fh)
     print(f"wrote {args.out}: {args.rows} rows, d = {d}, kappa = {args.kappa}")
