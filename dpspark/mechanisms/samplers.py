@@ -38,6 +38,18 @@ def parse_samples(value: Any) -> int:
     return value
 
 
+def smallest_n(ok: Any) -> int:
+    """The smallest n >= 2 with ``ok(n)``, for a monotone public predicate (doubling, then bisection; data-free)."""
+    hi = 4
+    while not ok(hi):
+        hi *= 2
+    lo = hi // 2
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
+    return lo
+
+
 #: the most binary columns a `[columns]` section names (bernoulli_sampler, product_sampler, product_learner)
 MAX_COLUMNS = 10_000
 
@@ -279,14 +291,7 @@ class BernoulliSampler(_Sampler):
 
     @staticmethod
     def _smallest_n(ok: Any) -> int:
-        hi = 4
-        while not ok(hi):  # public doubling, data-free
-            hi *= 2
-        lo = hi // 2
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
-        return lo
+        return smallest_n(ok)
 
     def tv_bound(self) -> Fraction:
         from dpspark.samplers.bernoulli import tv_bound

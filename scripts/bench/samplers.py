@@ -153,14 +153,9 @@ def n_zcdp(d: int, eps: Fraction, delta: Fraction) -> int:
         col = LogEpsilon(column_ratio(n), bias_epsilon(column_bias_draws(n), DEFAULT_LAMBDA))
         return converted_epsilon(d * pure_to_zcdp(PureDP(col)).rho, delta) <= eps
 
-    hi = 4
-    while not ok(hi):
-        hi *= 2
-    lo = hi // 2
-    while lo < hi:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
-    return lo
+    from dpspark.mechanisms.samplers import smallest_n
+
+    return smallest_n(ok)
 
 
 def bench_bernoulli(args: argparse.Namespace) -> dict[str, Any]:

@@ -103,12 +103,7 @@ def plot_product_sampler(res: dict[str, Any], path: str) -> None:
     plt.close(fig)
 
 
-def _crossing(ns: list[float], tvs: list[float], level: float) -> float | None:
-    for (n0, t0), (n1, t1) in zip(zip(ns, tvs), zip(ns[1:], tvs[1:])):
-        if t0 > level >= t1 and t1 > 0:
-            a = (math.log(level) - math.log(t0)) / (math.log(t1) - math.log(t0))  # report
-            return math.exp(math.log(n0) + a * (math.log(n1) - math.log(n0)))  # report
-    return None
+from samplers import _crossing  # noqa: E402  (scripts/bench is on sys.path when run as a script)
 
 
 def tv_upper(p: np.ndarray, q: np.ndarray) -> float:
