@@ -30,13 +30,23 @@ def main() -> None:
     args = ap.parse_args()
     gen = np.random.default_rng(args.seed)
     p = np.array(biases(args.cols))
-    cols: dict[str, pa.Array] = {"id": pa.array(np.arange(args.rows, dtype=np.int64))}
-    for j in range(args.cols):
-        x = gen.random(args.rows) < p[j]  # report: simulated data
-        cols[f"x{j:02d}"] = pa.array(x if j % 2 == 0 else x.astype(np.int8))
     # row groups of ~64 MiB of raw values at most: Spark splits a file by row group, so one huge group
     # (the default at 10^6 rows) leaves one core idle in the read
-    pq.write_table(pa.table(cols), args.out, row_group_size=max(1, min(100_000, (1 << 26) // (args.cols + 8))))
+    group = max(1, min(100_000, (1 << 26) // (args.cols + 8)))
+    chunk = 1_000_000  # rows per write: 10^7 x 1000 never sits in memory at once (one chunk: same file as before)
+    writer = None
+    for start in range(0, args.rows, chunk):
+        rows = min(chunk, args.rows - start)
+        cols: dict[str, pa.Array] = {"id": pa.array(np.arange(start, start + rows, dtype=np.int64))}
+        for j in range(args.cols):
+            x = gen.random(rows) < p[j]  # report: simulated data
+            cols[f"x{j:02d}"] = pa.array(x if j % 2 == 0 else x.astype(np.int8))
+        table = pa.table(cols)
+        if writer is None:
+            writer = pq.ParquetWriter(args.out, table.schema)
+        writer.write_table(table, row_group_size=group)
+    if writer is not None:
+        writer.close()
     print(args.out)
 
 

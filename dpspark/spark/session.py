@@ -117,3 +117,20 @@ def active_session(app_name: str) -> SparkSession:
         if not given.contains(key):
             builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def jvm_peak_rss_mib(spark: SparkSession) -> float | None:
+    """The local JVM's peak resident memory (VmHWM, MiB) so far; None where /proc is unavailable.
+
+    For benchmark reports: with a local master the driver JVM runs every task, so this is the job's
+    peak JVM memory (the Python workers are separate processes and not included).
+    """
+    try:
+        pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # report: kB -> MiB
+    except (OSError, ValueError, AttributeError):
+        return None
+    return None
