@@ -90,9 +90,13 @@ class Preconditioner:
     frobenius: float
 
 
-def tested_beta(beta: Fraction, passes: int) -> Fraction:
-    """The norm-test / clamp beta the mechanism uses for a target beta: beta / (2 passes), exact."""
-    return Fraction(beta) / (2 * max(1, passes))
+def tested_beta(beta: Fraction, events: int = 1) -> Fraction:
+    """The norm-test / clamp beta for a target beta: beta / (4 events), exact.
+
+    One event covers every norm test of a covariance run (the regularity event of the module docstring,
+    item 3), one the mean's clamp; each then fails w.p. about <= beta / 4, leaving >= beta / 2 for the rest.
+    """
+    return Fraction(beta) / (4 * max(1, events))
 
 
 def pair_count_lower(n: int, buckets: int, p: float) -> float:
@@ -268,7 +272,7 @@ def covariance_sample_size(d: int, alpha: Fraction, beta: Fraction, rho: Fractio
     configuration max_units = buckets = n (what a release with max_units = N does). ``bounds_beta``: the
     norm-test beta (default :func:`tested_beta`); scales as the mechanism chooses them unless given.
     """
-    bb = bounds_beta if bounds_beta is not None else tested_beta(beta, len(kappa_schedule(kappa)) + 1)
+    bb = bounds_beta if bounds_beta is not None else tested_beta(beta, 1)
 
     def plan_at(n: int) -> CovariancePlan:
         mu = max_units or n
@@ -364,3 +368,79 @@ def mean_sample_size(d: int, alpha: Fraction, beta: Fraction, rho: Fraction, kap
             return INF
 
     return _bisect(bound, float(alpha), max_units or MAX_N)
+
+
+# ------------------------------------------------------------------------------------------------
+# the registered releases
+# ------------------------------------------------------------------------------------------------
+
+#: the kinds :func:`release_error_bound` knows (names of the registered mechanisms)
+KINDS = ("gaussian_covariance", "gaussian_mean", "gaussian_mean_known", "gaussian_learner")
+
+
+def release_events(kind: str) -> int:
+    """The number of tested events (norm / clamp) of a release kind, for :func:`tested_beta`."""
+    return 1 if kind in ("gaussian_covariance", "gaussian_mean_known") else 2
+
+
+def release_error_bound(kind: str, n: int, d: int, beta: Fraction, rho: Fraction, kappa: Fraction, radius: Fraction,
+                        scales: Scales, max_units: int, buckets: int, bounds_beta: Fraction) -> float:
+    """The largest error bound of a registered release at n units, w.p. >= 1 - beta (inf if none).
+
+    * gaussian_covariance: PCE at rho (Frobenius bound);
+    * gaussian_mean_known: PME at rho with M = Sigma^-1/2 (Mahalanobis bound);
+    * gaussian_mean: PPC at rho/2 (1/50 of it the count), PME at rho/2 with its preconditioner (k = k');
+    * gaussian_learner: PCE at 3/4 rho (beta/2), then PME at rho/4 with M = Sigma^^-1/2: eigenvalues of
+      M Sigma M^T lie in [1/(1 + a_c), 1/(1 - a_c)] when PCE's error is a_c (needs a_c <= 1/2 so k = 4
+      holds); the larger of the two bounds.
+    """
+    b = float(beta)  # report
+    plan = CovariancePlan(d, rho, kappa, bounds_beta, scales, max_units, buckets)
+    if kind == "gaussian_covariance":
+        return covariance_error_bound(plan, n, b)
+    if kind == "gaussian_mean_known":
+        pre = known_preconditioner(d, kappa, scales.matrix_bits)
+        return mean_error_bound(d, n, rho, radius, pre, scales, max_units, bounds_beta, b)
+    q = math.sqrt(float(kappa)) * d * 2.0 ** -(scales.matrix_bits + 1)  # report: quantisation of M
+    if kind == "gaussian_mean":
+        half = rho / 2
+        rounds = len(kappa_schedule(kappa))
+        events = _events(plan, n, b / 2, rounds + 3)
+        if events is None:
+            return INF
+        lam, kf, _, _, _, _ = ppc_guarantee(plan, n, events[0], events[1], half - half / 50, half / 50)
+        if lam <= 0:
+            return INF
+        pre = Preconditioner(lam, kf, final_kappa(kappa), math.sqrt(d) * (1 + (rounds + 1) * d * 2.0 ** -scales.matrix_bits))  # report
+        return mean_error_bound(d, n, rho - half, radius, pre, scales, max_units, bounds_beta, b / 2)
+    if kind == "gaussian_learner":
+        cov_rho = rho * Fraction(3, 4)
+        cplan = CovariancePlan(d, cov_rho, kappa, bounds_beta, scales, max_units, buckets)
+        a_c = covariance_error_bound(cplan, n, b / 2)
+        if a_c > 0.5:
+            return INF
+        lo, hi = 1 / (1 + a_c), 1 / (1 - a_c)  # report
+        pre = Preconditioner(max(0.0, math.sqrt(lo) - q) ** 2, (math.sqrt(hi) + q) ** 2, Fraction(4),
+                             math.sqrt(d * hi) + d * 2.0 ** -(scales.matrix_bits + 1))  # report
+        if pre.kup > 4:
+            return INF
+        return max(a_c, mean_error_bound(d, n, rho - cov_rho, radius, pre, scales, max_units, bounds_beta, b / 2))
+    raise GaussianSpecError(f"unknown release kind {kind!r} (known: {KINDS})")
+
+
+def release_sample_size(kind: str, d: int, alpha: Fraction, beta: Fraction, rho: Fraction, kappa: Fraction,
+                        radius: Fraction, *, max_units: int | None = None, buckets: int | None = None,
+                        scale_bits: int | None = None, bounds_beta: Fraction | None = None) -> int | None:
+    """N for a registered release (:func:`release_error_bound`): fixed ``max_units``/``buckets`` (None: = n)."""
+    bb = bounds_beta if bounds_beta is not None else tested_beta(beta, release_events(kind))
+
+    def bound(n: int) -> float:
+        mu = max_units or n
+        try:
+            sc = mechanism_scales(d, radius, kappa, mu, bb, scale_bits)
+            return release_error_bound(kind, n, d, beta, Fraction(rho), Fraction(kappa), Fraction(radius), sc, mu,
+                                       buckets or mu, bb)
+        except GaussianSpecError:
+            return INF
+
+    return _bisect(bound, float(alpha), max_units or MAX_N)  # report
