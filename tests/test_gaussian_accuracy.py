@@ -187,7 +187,7 @@ def test_pce_at_the_stated_sample_size(d: int, kappa: int, rho: Fraction, alpha:
     n = covariance_sample_size(d, alpha, BETA_N, rho, Fraction(kappa), radius=Fraction(40))
     assert n is not None
     _, _, sigma, src, run = _run_at(d, n, kappa, seed=d)
-    plan = CovariancePlan(d, rho, Fraction(kappa), run.bounds.beta, run.scales, n, n)
+    plan = CovariancePlan(d, rho, Fraction(kappa), run.bounds.beta, run.scales, n, n, radius=Fraction(40))
     assert covariance_error_bound(plan, n, float(BETA_N)) <= alpha  # report
     est, a_int = pce(run, rho)
     err = _maha(est, sigma)
@@ -238,6 +238,23 @@ def test_sample_size_is_monotone_as_theory_says() -> None:
     assert by_kappa == sorted(by_kappa) and by_kappa[0] < by_kappa[-1]
     mean = [mean_sample_size(5, a, BETA_N, Fraction(1), Fraction(100), Fraction(40)) for a in (Fraction(1, 10), Fraction(1, 20))]
     assert mean[0] is not None and mean[1] is not None and 2 * mean[0] < mean[1] <= 4 * mean[0] + 100  # between 1/alpha and 1/alpha^2
+
+
+@pytest.mark.parametrize("kind", ["gaussian_covariance", "gaussian_mean_known"])
+def test_stated_bound_holds_for_every_n_above_n(kind: str) -> None:
+    """At a fixed max_units and buckets, the bound is <= alpha at N and non-increasing on [N, max_units]
+    (so the release's "once n >= N" holds), and above alpha just below N."""
+    from dpspark.gaussian.sample_size import mechanism_scales, release_error_bound, release_sample_size, tested_beta
+
+    d, alpha, rho, kappa, radius, units = 5, Fraction(1, 2), Fraction(1), Fraction(100), Fraction(40), 10**6
+    big_n = release_sample_size(kind, d, alpha, BETA_N, rho, kappa, radius, max_units=units, buckets=units)
+    assert big_n is not None
+    bb = tested_beta(BETA_N, 1)
+    scales = mechanism_scales(d, radius, kappa, units, bb)
+    grid = [big_n + (units - big_n) * i // 8 for i in range(9)]
+    vals = [release_error_bound(kind, n, d, BETA_N, rho, kappa, radius, scales, units, units, bb) for n in grid]
+    assert vals[0] <= alpha and all(b <= a for a, b in zip(vals, vals[1:]))
+    assert release_error_bound(kind, big_n * 99 // 100, d, BETA_N, rho, kappa, radius, scales, units, units, bb) > alpha
 
 
 def test_pair_count_lower_bound_holds_on_the_keyed_hash() -> None:

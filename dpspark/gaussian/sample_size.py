@@ -20,7 +20,10 @@ is modelled as a random function of the unit id (a PRF under a fresh key). Deriv
    A Sigma A^T <= k I, however A was chosen, and ||D_i|| <= sqrt(2 kappa tau) =: u. tau is the smallest
    over the passes of (sqrt(T_real) - sqrt(k) e)^2 / (2k) (T_real the pass's exact integer threshold,
    e = sqrt(d) 2^-b the fixed-point rounding of a pair), so no pair term is ever removed; its failure
-   probability (n/2) exp(-x), x = ((sqrt(2 tau - d) - sqrt(d)) / 2)^2 (Laurent-Massart), is computed.
+   probability max_pairs exp(-x), x = ((sqrt(2 tau - d) - sqrt(d)) / 2)^2 (Laurent-Massart; at most
+   max_pairs terms), is computed, plus 2 d max_units exp(-s^2/2), s = (2^(31-b) - R)/sqrt(kappa), for an
+   input coordinate leaving int32 (the fixed-point clamp; s >= 12 at the default scale). Both use
+   max_units, not n, so every event's share of beta is the same for all n <= max_units.
 4. Gram (Vershynin 2012 Cor. 5.35): G = (1/m) sum z_i z_i^T has ||G - I|| <= 2 delta + delta^2,
    delta = (sqrt d + sqrt(2 ln(2/p))) / sqrt(m_lo); rounding adds r = (2 u e + e^2) / 2 (whitened,
    Sigma >= I). g := 2 delta + delta^2 + r (operator), Frobenius sqrt(d)(2 delta + delta^2) + r.
@@ -46,14 +49,17 @@ lam I <= M Sigma M^T <= kup I (known covariance: lam, kup = (1 -+ q)^2), KVMean 
   than 1.5 w hold <= 2 (1 - Phi(1.5 w / s)) together; Hoeffding (d coordinates, 2 sides) plus the
   histogram noise t_h G: the argmax bin centre lies within 2w of E y_j once the gap exceeds
   2 sqrt(n ln(1/p') / 2) + 2 t_h G;
-* no clamp: |y_j - E y_j| <= r - 2w for all d n values except w.p. 2 d n exp(-(r - 2w)^2 / (2 kup)) (computed);
+* no clamp: |y_j - E y_j| <= r - 2w for all d n values except w.p. 2 d max_units exp(-(r - 2w)^2 / (2 kup))
+  (computed; plus the int32 input clamp of item 3);
 * error: ||Sigma^-1/2 (mu^ - mu)|| <= L + sqrt(d) 2^-(b+1) + lam^-1/2 [sqrt(d) t_s G / (2^(a+b) (n - t_c))
   + t_c / (n - t_c) (sqrt(d) 2w + sqrt(kup) L)], L = sqrt((d + 2 sqrt(d x) + 2 x) / n), x = ln(1/p)
   (Laurent-Massart on n ||Sigma^-1/2 (xbar - mu)||^2 ~ chi^2_d).
 
-Search: the bound is evaluated on a public bisection over n in [2, hi] (at most 64 steps); the returned
-N is the smallest n in that range whose bound is <= alpha (the bound is monotone in n up to the log
-terms; the result is re-checked). A caveat: with an estimated preconditioner (PPC, or PCE's Sigma^), M
+Search: doubling n = 4, 8, ... (at most 39 steps) to the first n whose bound is <= alpha, then a public
+bisection (at most 64 steps, 0.1 % resolution, rounded up); the returned N's bound is <= alpha. For a
+fixed max_units and buckets B >= n, every term is monotone in n on [N, max_units] (the failure shares use
+max_units; m_lo grows with n for n <= B since E m ~ n^2 / 2B there), so "once n >= N" holds
+(tests/test_gaussian_accuracy.py checks it on a grid). A caveat: with an estimated preconditioner (PPC, or PCE's Sigma^), M
 depends on the pairs, which share rows with the singles; the per-coordinate clamp argument then holds
 for a fresh half (KLSU), as the covariance module notes for its reused pairs.
 """
@@ -116,6 +122,13 @@ def noise_tail(noise: VectorNoise, p: float) -> float:
     return noise.grid * float(s.sigma) * math.sqrt(2.0 * math.log(2.0 * noise.dims / (p - floor)))  # report
 
 
+def input_clamp_fail(d: int, units: int, kappa: Fraction, radius: Fraction, scales: Scales) -> float:
+    """Pr[some coordinate of some row leaves the int32 range 2^(31-b)]: 2 d units exp(-s^2/2),
+    s = (2^(31-b) - R) / sqrt(kappa) (Gaussian tail, union bound; s >= 12 at the default scale)."""
+    s = (2.0 ** (31 - scales.data_bits) - float(radius)) / math.sqrt(float(kappa))  # report
+    return 1.0 if s <= 0 else min(1.0, 2.0 * d * units * math.exp(-s * s / 2))  # report
+
+
 def _chi2_fail(tau: float, d: int) -> float:
     """Pr[chi^2_d > tau] <= exp(-x) with d + 2 sqrt(d x) + 2x = tau (Laurent-Massart), 1 if tau <= d."""
     if tau <= d:
@@ -154,6 +167,7 @@ class CovariancePlan:
     max_units: int
     buckets: int
     split: CovarianceSplit = CovarianceSplit()
+    radius: Fraction = Fraction(0)
 
 
 def _events(plan: CovariancePlan, n: int, beta: float, extra_events: int) -> tuple[float, float] | None:
@@ -166,7 +180,8 @@ def _events(plan: CovariancePlan, n: int, beta: float, extra_events: int) -> tup
         t_int = sc.threshold_int(2 * k * chi2_threshold(d, max_pairs, plan.bounds_beta))
         t_real = t_int / 4.0**sc.y_bits  # report
         taus.append(max(0.0, math.sqrt(t_real) - math.sqrt(float(k)) * e) ** 2 / (2.0 * float(k)))  # report
-    fail = min(1.0, n / 2.0 * _chi2_fail(min(taus), d))  # report
+    # at most max_pairs terms whatever n is: the share is the same for every n <= max_units (monotone N)
+    fail = min(1.0, max_pairs * _chi2_fail(min(taus), d) + input_clamp_fail(d, plan.max_units, plan.kappa, plan.radius, sc))  # report
     if fail >= beta / 2:
         return None
     return (beta - fail) / extra_events, min(taus)
@@ -279,7 +294,7 @@ def covariance_sample_size(d: int, alpha: Fraction, beta: Fraction, rho: Fractio
         sc = mechanism_scales(d, radius, kappa, mu, bb, scale_bits)
         if matrix_bits is not None:
             sc = Scales(sc.data_bits, matrix_bits)
-        return CovariancePlan(d, Fraction(rho), Fraction(kappa), bb, sc, mu, buckets or mu, split)
+        return CovariancePlan(d, Fraction(rho), Fraction(kappa), bb, sc, mu, buckets or mu, split, Fraction(radius))
 
     def bound(n: int) -> float:
         try:
@@ -302,7 +317,7 @@ def known_preconditioner(d: int, kappa: Fraction, matrix_bits: int) -> Precondit
 
 
 def mean_error_bound(d: int, n: int, rho: Fraction, radius: Fraction, pre: Preconditioner, scales: Scales,
-                     max_units: int, bounds_beta: Fraction, beta: float,
+                     max_units: int, bounds_beta: Fraction, beta: float, kappa: Fraction,
                      count_share: Fraction = MEAN_COUNT_SHARE) -> float:
     """The bound on ||Sigma^-1/2 (mu^ - mu)||_2 w.p. >= 1 - beta for PME at n singles (module docstring); inf if none."""
     yb = scales.y_bits
@@ -324,7 +339,8 @@ def mean_error_bound(d: int, n: int, rho: Fraction, radius: Fraction, pre: Preco
     gap_room = (radius_int - 2 * width) / one  # report
     if gap_room <= 0:
         return INF
-    clamp_fail = min(1.0, 2.0 * d * n * math.exp(-gap_room**2 / (2 * pre.kup)))  # report
+    clamp_fail = min(1.0, 2.0 * d * max_units * math.exp(-gap_room**2 / (2 * pre.kup))
+                     + input_clamp_fail(d, max_units, kappa, radius, scales))  # report: max_units >= n (monotone N)
     if clamp_fail >= beta / 2:
         return INF
     p = (beta - clamp_fail) / (2 * d + 4)  # report: 2d Hoeffding, count, histogram, sums, Laurent-Massart
@@ -363,7 +379,7 @@ def mean_sample_size(d: int, alpha: Fraction, beta: Fraction, rho: Fraction, kap
             if matrix_bits is not None:
                 sc = Scales(sc.data_bits, matrix_bits)
             pre = known_preconditioner(d, kappa, sc.matrix_bits)
-            return mean_error_bound(d, n, Fraction(rho), Fraction(radius), pre, sc, mu, bb, float(beta))  # report
+            return mean_error_bound(d, n, Fraction(rho), Fraction(radius), pre, sc, mu, bb, float(beta), Fraction(kappa))  # report
         except GaussianSpecError:
             return INF
 
@@ -391,16 +407,16 @@ def release_error_bound(kind: str, n: int, d: int, beta: Fraction, rho: Fraction
     * gaussian_mean_known: PME at rho with M = Sigma^-1/2 (Mahalanobis bound);
     * gaussian_mean: PPC at rho/2 (1/50 of it the count), PME at rho/2 with its preconditioner (k = k');
     * gaussian_learner: PCE at 3/4 rho (beta/2), then PME at rho/4 with M = Sigma^^-1/2: eigenvalues of
-      M Sigma M^T lie in [1/(1 + a_c), 1/(1 - a_c)] when PCE's error is a_c (needs a_c <= 1/2 so k = 4
-      holds); the larger of the two bounds.
+      M Sigma M^T lie in [1/(1 + 2 a_c), 1/(1 - a_c)] when PCE's error is a_c (the 2 because whitening()
+      floors Sigma^'s eigenvalues at 1; needs a_c <= 1/2 so k = 4 holds); the larger of the two bounds.
     """
     b = float(beta)  # report
-    plan = CovariancePlan(d, rho, kappa, bounds_beta, scales, max_units, buckets)
+    plan = CovariancePlan(d, rho, kappa, bounds_beta, scales, max_units, buckets, radius=radius)
     if kind == "gaussian_covariance":
         return covariance_error_bound(plan, n, b)
     if kind == "gaussian_mean_known":
         pre = known_preconditioner(d, kappa, scales.matrix_bits)
-        return mean_error_bound(d, n, rho, radius, pre, scales, max_units, bounds_beta, b)
+        return mean_error_bound(d, n, rho, radius, pre, scales, max_units, bounds_beta, b, kappa)
     q = math.sqrt(float(kappa)) * d * 2.0 ** -(scales.matrix_bits + 1)  # report: quantisation of M
     if kind == "gaussian_mean":
         half = rho / 2
@@ -412,19 +428,20 @@ def release_error_bound(kind: str, n: int, d: int, beta: Fraction, rho: Fraction
         if lam <= 0:
             return INF
         pre = Preconditioner(lam, kf, final_kappa(kappa), math.sqrt(d) * (1 + (rounds + 1) * d * 2.0 ** -scales.matrix_bits))  # report
-        return mean_error_bound(d, n, rho - half, radius, pre, scales, max_units, bounds_beta, b / 2)
+        return mean_error_bound(d, n, rho - half, radius, pre, scales, max_units, bounds_beta, b / 2, kappa)
     if kind == "gaussian_learner":
         cov_rho = rho * Fraction(3, 4)
-        cplan = CovariancePlan(d, cov_rho, kappa, bounds_beta, scales, max_units, buckets)
+        cplan = CovariancePlan(d, cov_rho, kappa, bounds_beta, scales, max_units, buckets, radius=radius)
         a_c = covariance_error_bound(cplan, n, b / 2)
         if a_c > 0.5:
             return INF
-        lo, hi = 1 / (1 + a_c), 1 / (1 - a_c)  # report
+        # whitening() floors Sigma^'s eigenvalues at 1: (1 - a_c) Sigma <= Sigma^_f <= (1 + 2 a_c) Sigma, M <= I
+        lo, hi = 1 / (1 + 2 * a_c), 1 / (1 - a_c)  # report
         pre = Preconditioner(max(0.0, math.sqrt(lo) - q) ** 2, (math.sqrt(hi) + q) ** 2, Fraction(4),
-                             math.sqrt(d * hi) + d * 2.0 ** -(scales.matrix_bits + 1))  # report
+                             math.sqrt(d) + d * 2.0 ** -(scales.matrix_bits + 1))  # report
         if pre.kup > 4:
             return INF
-        return max(a_c, mean_error_bound(d, n, rho - cov_rho, radius, pre, scales, max_units, bounds_beta, b / 2))
+        return max(a_c, mean_error_bound(d, n, rho - cov_rho, radius, pre, scales, max_units, bounds_beta, b / 2, kappa))
     raise GaussianSpecError(f"unknown release kind {kind!r} (known: {KINDS})")
 
 
