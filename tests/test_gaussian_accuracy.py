@@ -285,6 +285,9 @@ def test_mechanism_plan_states_the_sample_size(tmp_path) -> None:  # type: ignor
     assert mech.accuracy_summary()["sample_size"] == want
     claims = mech.model_claims()
     assert [c.min_units for c in claims] == [want] and claims[0].bound == Fraction(1, 2) and claims[0].beta == BETA_N
+    from dpspark.privacy import AccuracyClaim
+
+    assert AccuracyClaim.from_description(claims[0].describe()) == claims[0]  # the manifest round trip
     small = ReleaseSpec.from_dict({**base, "privacy": {**base["privacy"], "max_units": 1000}}).mechanism_object()
     assert small.plan()["accuracy_target"]["sample_size"] is None and small.model_claims() == []  # stated, not refused
     assert "not reached" in small.accuracy_summary()["text"]
