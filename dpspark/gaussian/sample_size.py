@@ -78,7 +78,7 @@ from dpspark.gaussian.fixed import (GaussianSpecError, Scales, ceil_frac, chi2_t
 from dpspark.gaussian.noise import VectorNoise, plan_noise
 from dpspark.noise.grid import sqrt_upper
 
-INF = math.inf
+INF = math.inf  # report
 #: public bisection range (units)
 MAX_N = 1 << 40
 #: PME count share (as :func:`dpspark.gaussian.mean.pme`)
@@ -108,7 +108,7 @@ def tested_beta(beta: Fraction, events: int = 1) -> Fraction:
 def pair_count_lower(n: int, buckets: int, p: float) -> float:
     """m_lo: #buckets with exactly two of n units in B buckets is >= this w.p. >= 1 - p (McDiarmid, docstring 1)."""
     if n < 2:
-        return 0.0
+        return 0.0  # report
     mean = n * (n - 1) / (2.0 * buckets) * math.exp((n - 2) * math.log1p(-1.0 / buckets)) if buckets > 1 else 0.0  # report
     return mean - math.sqrt(2.0 * n * math.log(1.0 / p))  # report
 
@@ -118,7 +118,7 @@ def noise_tail(noise: VectorNoise, p: float) -> float:
     s = noise.sampler
     floor = noise.dims * (s.floor + s.extra + 1) * s.m / 2.0**s.bits  # report
     if floor >= p / 2:
-        return INF
+        return INF  # report
     return noise.grid * float(s.sigma) * math.sqrt(2.0 * math.log(2.0 * noise.dims / (p - floor)))  # report
 
 
@@ -131,8 +131,8 @@ def input_clamp_fail(d: int, units: int, kappa: Fraction, radius: Fraction, scal
 
 def _chi2_fail(tau: float, d: int) -> float:
     """Pr[chi^2_d > tau] <= exp(-x) with d + 2 sqrt(d x) + 2x = tau (Laurent-Massart), 1 if tau <= d."""
-    if tau <= d:
-        return 1.0
+    if tau <= d:  # report
+        return 1.0  # report
     x = ((math.sqrt(2.0 * tau - d) - math.sqrt(d)) / 2.0) ** 2  # report
     return math.exp(-x)  # report
 
@@ -175,16 +175,16 @@ def _events(plan: CovariancePlan, n: int, beta: float, extra_events: int) -> tup
     d, sc = plan.d, plan.scales
     max_pairs = max(1, plan.max_units // 2)
     e = math.sqrt(d) * 2.0 ** -sc.data_bits  # report
-    taus = []
+    taus = []  # report
     for k in kappa_schedule(plan.kappa) + [final_kappa(plan.kappa)]:
         t_int = sc.threshold_int(2 * k * chi2_threshold(d, max_pairs, plan.bounds_beta))
         t_real = t_int / 4.0**sc.y_bits  # report
         taus.append(max(0.0, math.sqrt(t_real) - math.sqrt(float(k)) * e) ** 2 / (2.0 * float(k)))  # report
     # at most max_pairs terms whatever n is: the share is the same for every n <= max_units (monotone N)
     fail = min(1.0, max_pairs * _chi2_fail(min(taus), d) + input_clamp_fail(d, plan.max_units, plan.kappa, plan.radius, sc))  # report
-    if fail >= beta / 2:
+    if fail >= beta / 2:  # report
         return None
-    return (beta - fail) / extra_events, min(taus)
+    return (beta - fail) / extra_events, min(taus)  # report
 
 
 def ppc_guarantee(plan: CovariancePlan, n: int, p: float, tau: float, ppc_rho: Fraction,
@@ -192,11 +192,11 @@ def ppc_guarantee(plan: CovariancePlan, n: int, p: float, tau: float, ppc_rho: F
     """(lam, k', g, c_lo, m_lo, t_c) after PPC's schedule at n units (module docstring); lam = 0 when it fails."""
     d, sc = plan.d, plan.scales
     max_pairs = max(1, plan.max_units // 2)
-    m_lo = pair_count_lower(n, plan.buckets, p)
-    t_c = noise_tail(_count_noise(count_rho, max_pairs), p)
-    if m_lo - t_c <= 1:
-        return 0.0, float(plan.kappa), INF, 0.0, m_lo, t_c
-    c_lo = m_lo - t_c
+    m_lo = pair_count_lower(n, plan.buckets, p)  # report
+    t_c = noise_tail(_count_noise(count_rho, max_pairs), p)  # report
+    if m_lo - t_c <= 1:  # report
+        return 0.0, float(plan.kappa), INF, 0.0, m_lo, t_c  # report
+    c_lo = m_lo - t_c  # report
     e = math.sqrt(d) * 2.0 ** -sc.data_bits  # report
     u = math.sqrt(2.0 * float(plan.kappa) * tau)  # report
     delta = (math.sqrt(d) + math.sqrt(2.0 * math.log(2.0 / p))) / math.sqrt(m_lo)  # report
@@ -205,27 +205,27 @@ def ppc_guarantee(plan: CovariancePlan, n: int, p: float, tau: float, ppc_rho: F
     q = math.sqrt(float(plan.kappa)) * d * 2.0 ** -(sc.matrix_bits + 1)  # report
     big_d = d * (d + 1) // 2
     sched = kappa_schedule(plan.kappa)
-    lam = 1.0
+    lam = 1.0  # report
     theta, gamma = float(THETA), float(GAMMA)  # report
     for k in sched:
         noise, _ = _pass_noise(d, k, ppc_rho / len(sched), max_pairs, plan.bounds_beta, sc)
-        t = noise_tail(noise, p)
+        t = noise_tail(noise, p)  # report
         kf = float(k)  # report
         err = kf * g + math.sqrt(2 * big_d) * t / (2 * c_lo * one) + kf * (1 + g) * t_c / c_lo  # report
-        if (math.sqrt(theta * kf + err) + q) ** 2 > gamma * kf:
-            return 0.0, float(final_kappa(plan.kappa)), g, c_lo, m_lo, t_c
+        if (math.sqrt(theta * kf + err) + q) ** 2 > gamma * kf:  # report
+            return 0.0, float(final_kappa(plan.kappa)), g, c_lo, m_lo, t_c  # report
         c = min(1.0, theta * kf / (kf + err))  # report
         b1 = lambda s: lam * ((1 - s) + c * s)  # noqa: E731  # report
         b2 = lambda s: theta * kf * s + max(0.0, lam - err) * (1 - s) - err  # noqa: E731  # report
-        if b2(0.0) >= b1(0.0):
-            new = b2(0.0)
-        elif b2(1.0) <= b1(1.0):
-            new = b1(1.0)
+        if b2(0.0) >= b1(0.0):  # report
+            new = b2(0.0)  # report
+        elif b2(1.0) <= b1(1.0):  # report
+            new = b1(1.0)  # report
         else:  # the two lines cross at s*
             s0 = (b1(0.0) - b2(0.0)) / ((b2(1.0) - b2(0.0)) - (b1(1.0) - b1(0.0)))  # report
-            new = b1(s0)
+            new = b1(s0)  # report
         lam = max(0.0, math.sqrt(max(0.0, new)) - q) ** 2  # report
-    return lam, float(final_kappa(plan.kappa)), g, c_lo, m_lo, t_c
+    return lam, float(final_kappa(plan.kappa)), g, c_lo, m_lo, t_c  # report
 
 
 def covariance_error_bound(plan: CovariancePlan, n: int, beta: float) -> float:
@@ -233,16 +233,16 @@ def covariance_error_bound(plan: CovariancePlan, n: int, beta: float) -> float:
     rounds = len(kappa_schedule(plan.kappa))
     events = _events(plan, n, beta, rounds + 4)  # count, pairs, Gram, rounds, final
     if events is None:
-        return INF
-    p, tau = events
+        return INF  # report
+    p, tau = events  # report
     count_rho, ppc_rho, final_rho = plan.split.parts(plan.rho, rounds)
-    lam, kf, g, c_lo, m_lo, t_c = ppc_guarantee(plan, n, p, tau, ppc_rho, count_rho)
-    if lam <= 0 or not math.isfinite(g):
-        return INF
+    lam, kf, g, c_lo, m_lo, t_c = ppc_guarantee(plan, n, p, tau, ppc_rho, count_rho)  # report
+    if lam <= 0 or not math.isfinite(g):  # report
+        return INF  # report
     d, sc = plan.d, plan.scales
     max_pairs = max(1, plan.max_units // 2)
     noise, _ = _pass_noise(d, final_kappa(plan.kappa), final_rho, max_pairs, plan.bounds_beta, sc)
-    t = noise_tail(noise, p)
+    t = noise_tail(noise, p)  # report
     delta = (math.sqrt(d) + math.sqrt(2.0 * math.log(2.0 / p))) / math.sqrt(m_lo)  # report
     r = g - 2 * delta - delta * delta  # report: the rounding part of g
     big_d = d * (d + 1) // 2
@@ -258,7 +258,7 @@ def _bisect(bound, alpha: float, cap: int) -> int | None:  # type: ignore[no-unt
     lo, hi = 2, None
     for j in range(2, 41):  # public: at most 39 doublings
         cand = min(1 << j, cap)
-        if bound(cand) <= alpha:
+        if bound(cand) <= alpha:  # report
             hi = cand
             break
         lo = cand
@@ -270,7 +270,7 @@ def _bisect(bound, alpha: float, cap: int) -> int | None:  # type: ignore[no-unt
         if hi - lo <= max(1, hi // 1000):  # 0.1 % resolution: round up
             break
         mid = (lo + hi) // 2
-        if bound(mid) <= alpha:
+        if bound(mid) <= alpha:  # report
             hi = mid
         else:
             lo = mid
@@ -300,7 +300,7 @@ def covariance_sample_size(d: int, alpha: Fraction, beta: Fraction, rho: Fractio
         try:
             return covariance_error_bound(plan_at(n), n, float(beta))  # report
         except GaussianSpecError:
-            return INF
+            return INF  # report
 
     return _bisect(bound, float(alpha), max_units or MAX_N)  # report
 
@@ -338,18 +338,18 @@ def mean_error_bound(d: int, n: int, rho: Fraction, radius: Fraction, pre: Preco
     s = math.sqrt(pre.kup)  # report
     gap_room = (radius_int - 2 * width) / one  # report
     if gap_room <= 0:
-        return INF
-    clamp_fail = min(1.0, 2.0 * d * max_units * math.exp(-gap_room**2 / (2 * pre.kup))
+        return INF  # report
+    clamp_fail = min(1.0, 2.0 * d * max_units * math.exp(-gap_room**2 / (2 * pre.kup))  # report
                      + input_clamp_fail(d, max_units, kappa, radius, scales))  # report: max_units >= n (monotone N)
-    if clamp_fail >= beta / 2:
-        return INF
+    if clamp_fail >= beta / 2:  # report
+        return INF  # report
     p = (beta - clamp_fail) / (2 * d + 4)  # report: 2d Hoeffding, count, histogram, sums, Laurent-Massart
     w = width / one  # report
     near = NormalDist().cdf(w / s) - 0.5  # report
     far = 2 * (1 - NormalDist().cdf(1.5 * w / s))  # report
-    t_c, t_h, t_s = noise_tail(count, p), noise_tail(hist, p), noise_tail(sums, p)
-    if (near - far) * n <= 2 * math.sqrt(n * math.log(1 / p) / 2) + 2 * t_h or n - t_c <= 1:
-        return INF
+    t_c, t_h, t_s = noise_tail(count, p), noise_tail(hist, p), noise_tail(sums, p)  # report
+    if (near - far) * n <= 2 * math.sqrt(n * math.log(1 / p) / 2) + 2 * t_h or n - t_c <= 1:  # report
+        return INF  # report
     x = math.log(1 / p)  # report
     lm = math.sqrt((d + 2 * math.sqrt(d * x) + 2 * x) / n)  # report
     ratio = t_c / (n - t_c)  # report
@@ -381,9 +381,9 @@ def mean_sample_size(d: int, alpha: Fraction, beta: Fraction, rho: Fraction, kap
             pre = known_preconditioner(d, kappa, sc.matrix_bits)
             return mean_error_bound(d, n, Fraction(rho), Fraction(radius), pre, sc, mu, bb, float(beta), Fraction(kappa))  # report
         except GaussianSpecError:
-            return INF
+            return INF  # report
 
-    return _bisect(bound, float(alpha), max_units or MAX_N)
+    return _bisect(bound, float(alpha), max_units or MAX_N)  # report
 
 
 # ------------------------------------------------------------------------------------------------
@@ -413,35 +413,35 @@ def release_error_bound(kind: str, n: int, d: int, beta: Fraction, rho: Fraction
     b = float(beta)  # report
     plan = CovariancePlan(d, rho, kappa, bounds_beta, scales, max_units, buckets, radius=radius)
     if kind == "gaussian_covariance":
-        return covariance_error_bound(plan, n, b)
+        return covariance_error_bound(plan, n, b)  # report
     if kind == "gaussian_mean_known":
         pre = known_preconditioner(d, kappa, scales.matrix_bits)
-        return mean_error_bound(d, n, rho, radius, pre, scales, max_units, bounds_beta, b, kappa)
+        return mean_error_bound(d, n, rho, radius, pre, scales, max_units, bounds_beta, b, kappa)  # report
     q = math.sqrt(float(kappa)) * d * 2.0 ** -(scales.matrix_bits + 1)  # report: quantisation of M
     if kind == "gaussian_mean":
         half = rho / 2
         rounds = len(kappa_schedule(kappa))
         events = _events(plan, n, b / 2, rounds + 3)
         if events is None:
-            return INF
-        lam, kf, _, _, _, _ = ppc_guarantee(plan, n, events[0], events[1], half - half / 50, half / 50)
-        if lam <= 0:
-            return INF
+            return INF  # report
+        lam, kf, _, _, _, _ = ppc_guarantee(plan, n, events[0], events[1], half - half / 50, half / 50)  # report
+        if lam <= 0:  # report
+            return INF  # report
         pre = Preconditioner(lam, kf, final_kappa(kappa), math.sqrt(d) * (1 + (rounds + 1) * d * 2.0 ** -scales.matrix_bits))  # report
-        return mean_error_bound(d, n, rho - half, radius, pre, scales, max_units, bounds_beta, b / 2, kappa)
+        return mean_error_bound(d, n, rho - half, radius, pre, scales, max_units, bounds_beta, b / 2, kappa)  # report
     if kind == "gaussian_learner":
         cov_rho = rho * Fraction(3, 4)
         cplan = CovariancePlan(d, cov_rho, kappa, bounds_beta, scales, max_units, buckets, radius=radius)
-        a_c = covariance_error_bound(cplan, n, b / 2)
+        a_c = covariance_error_bound(cplan, n, b / 2)  # report
         if a_c > 0.5:
-            return INF
+            return INF  # report
         # whitening() floors Sigma^'s eigenvalues at 1: (1 - a_c) Sigma <= Sigma^_f <= (1 + 2 a_c) Sigma, M <= I
         lo, hi = 1 / (1 + 2 * a_c), 1 / (1 - a_c)  # report
-        pre = Preconditioner(max(0.0, math.sqrt(lo) - q) ** 2, (math.sqrt(hi) + q) ** 2, Fraction(4),
+        pre = Preconditioner(max(0.0, math.sqrt(lo) - q) ** 2, (math.sqrt(hi) + q) ** 2, Fraction(4),  # report
                              math.sqrt(d) + d * 2.0 ** -(scales.matrix_bits + 1))  # report
         if pre.kup > 4:
-            return INF
-        return max(a_c, mean_error_bound(d, n, rho - cov_rho, radius, pre, scales, max_units, bounds_beta, b / 2, kappa))
+            return INF  # report
+        return max(a_c, mean_error_bound(d, n, rho - cov_rho, radius, pre, scales, max_units, bounds_beta, b / 2, kappa))  # report
     raise GaussianSpecError(f"unknown release kind {kind!r} (known: {KINDS})")
 
 
@@ -455,9 +455,9 @@ def release_sample_size(kind: str, d: int, alpha: Fraction, beta: Fraction, rho:
         mu = max_units or n
         try:
             sc = mechanism_scales(d, radius, kappa, mu, bb, scale_bits)
-            return release_error_bound(kind, n, d, beta, Fraction(rho), Fraction(kappa), Fraction(radius), sc, mu,
+            return release_error_bound(kind, n, d, beta, Fraction(rho), Fraction(kappa), Fraction(radius), sc, mu,  # report
                                        buckets or mu, bb)
         except GaussianSpecError:
-            return INF
+            return INF  # report
 
     return _bisect(bound, float(alpha), max_units or MAX_N)  # report
