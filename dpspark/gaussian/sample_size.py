@@ -39,9 +39,11 @@ of S~ with l_i <= theta k (a) and > theta k (b), s = ||b||^2. Then v^T P M P v >
 c = theta k / (k + e_r), and also >= theta k s + max(0, lam - e_r)(1 - s) - e_r; the new lam is the
 min over s of the larger of the two (linear in s), then (sqrt(lam) - q)^2 after quantisation.
 
-PCE final pass (Sigma^ = A^-1 S~ A^-T, W = Sigma^-1/2 A^-1, ||W||^2 <= 1/lam): PSD projection is
-non-expansive towards the PSD empirical matrix, so ||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F <=
-sqrt(d)(2 delta + delta^2) + r + (1/lam) [sqrt(2D) t G / (2 c_lo 4^(a+b)) + sqrt(d) k' (1 + g) t_c / (m_lo - t_c)].
+PCE final pass (Sigma^ = A^-1 S~ A^-T, W = Sigma^-1/2 A^-1, ||W||^2 <= 1/lam): the noisy matrix is
+(m/c) S_emp + N (N the noise over 2c); PSD projection is non-expansive towards the PSD matrix (m/c) S_emp,
+and W S_emp W^T is the whitened Gram, so ||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F <=
+sqrt(d)(2 delta + delta^2) + r + sqrt(2D) t G / (2 c_lo 4^(a+b) lam) + sqrt(d) (1 + g) t_c / (m_lo - t_c).
+(The same split gives the PPC round's operator bound above: ||N||_F + |m/c - 1| ||S_emp||.)
 
 PME (KLSU Alg 5-6, :mod:`dpspark.gaussian.mean`), n singles, preconditioner M with
 lam I <= M Sigma M^T <= kup I (known covariance: lam, kup = (1 -+ q)^2), KVMean run at k:
@@ -54,6 +56,10 @@ lam I <= M Sigma M^T <= kup I (known covariance: lam, kup = (1 -+ q)^2), KVMean 
 * error: ||Sigma^-1/2 (mu^ - mu)|| <= L + sqrt(d) 2^-(b+1) + lam^-1/2 [sqrt(d) t_s G / (2^(a+b) (n - t_c))
   + t_c / (n - t_c) (sqrt(d) 2w + sqrt(kup) L)], L = sqrt((d + 2 sqrt(d x) + 2 x) / n), x = ln(1/p)
   (Laurent-Massart on n ||Sigma^-1/2 (xbar - mu)||^2 ~ chi^2_d).
+
+Adaptivity: items 3 and 4 are conditions on the sample alone, so the PPC and PCE bounds hold for every
+preconditioner however it was chosen from earlier noisy outputs - in particular for the final pass
+reusing PPC's pairs (no fresh half is needed for the covariance bound).
 
 Search: doubling n = 4, 8, ... (at most 39 steps) to the first n whose bound is <= alpha, then a public
 bisection (at most 64 steps, 0.1 % resolution, rounded up); the returned N's bound is <= alpha. For a
@@ -246,7 +252,7 @@ def covariance_error_bound(plan: CovariancePlan, n: int, beta: float) -> float:
     delta = (math.sqrt(d) + math.sqrt(2.0 * math.log(2.0 / p))) / math.sqrt(m_lo)  # report
     r = g - 2 * delta - delta * delta  # report: the rounding part of g
     big_d = d * (d + 1) // 2
-    priv = (math.sqrt(2 * big_d) * t / (2 * c_lo * 4.0**sc.y_bits) + math.sqrt(d) * kf * (1 + g) * t_c / c_lo) / lam  # report
+    priv = math.sqrt(2 * big_d) * t / (2 * c_lo * 4.0**sc.y_bits) / lam + math.sqrt(d) * (1 + g) * t_c / c_lo  # report
     return math.sqrt(d) * (2 * delta + delta * delta) + r + priv  # report
 
 

@@ -213,6 +213,9 @@ class _GaussianBase(Mechanism):
                 "derived from the stated tail bounds (dpspark.gaussian.sample_size)")
         if len(quantities) == 2:
             cond += "; both bounds hold together"
+        if self.size_kind() in ("gaussian_mean", "gaussian_learner"):
+            cond += ("; the mean's clamp and histogram steps treat the estimated preconditioner as independent of "
+                     "the singles (KLSU's fresh half; here it is computed from the pairs of the same units)")
         return [AccuracyClaim(q, self.alpha, self.accuracy_beta, "output", min_units=at, condition=cond) for q in quantities]
 
     def stages(self) -> list[StageInfo]:
