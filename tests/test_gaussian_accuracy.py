@@ -151,3 +151,148 @@ def test_preconditioning_pays_off_at_kappa_1e4() -> None:
     naive = naive_pce_release(Run(src, scales, bounds, SeededRandom(1)), Fraction(1, 2))
     full, _ = pce(Run(src, scales, bounds, SeededRandom(1)), Fraction(1, 2))
     assert _maha(full, sigma) <= _maha(naive, sigma) / 10
+
+
+# ------------------------------------------------------------------------------------------------
+# at the n the theorem gives: N from dpspark.gaussian.sample_size (data-free), then one run at exactly N
+# ------------------------------------------------------------------------------------------------
+
+BETA_N = Fraction(1, 10**6)  # the stated false-alarm rate of every test below (the bound's own beta)
+
+
+def _run_at(d: int, n: int, kappa: int, seed: int, events: int = 1):  # type: ignore[no-untyped-def]
+    """(data, mu, sigma, source, run) configured as a release with max_units = buckets = n would be."""
+    from dpspark.gaussian.sample_size import mechanism_scales, tested_beta
+
+    x, mu, sigma = _problem(d, float(kappa), n, seed=seed)
+    bb = tested_beta(BETA_N, events)
+    scales = mechanism_scales(d, Fraction(40), Fraction(kappa), n, bb)
+    src = ArraySource(x, scales.data_bits, KEY)  # buckets = n
+    run = Run(src, scales, PublicBounds(d, Fraction(40), Fraction(kappa), bb, n), SeededRandom(seed))
+    return x, mu, sigma, src, run
+
+
+@pytest.mark.parametrize("d, kappa, rho, alpha", [(5, 100, Fraction(1), Fraction(1, 2)),
+                                                  pytest.param(20, 16, Fraction(4), Fraction(1), marks=pytest.mark.slow)])
+def test_pce_at_the_stated_sample_size(d: int, kappa: int, rho: Fraction, alpha: Fraction) -> None:
+    """PCE at exactly n = N(d, alpha, beta, rho, kappa): ||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F <= alpha.
+
+    False-alarm rate: the bound holds w.p. >= 1 - beta, beta = 1e-6 (norm event, pair count, noisy
+    count, Gram, every noise vector; dpspark.gaussian.sample_size). The realised-quantity bound of
+    :func:`_cov_bounds` (same tails, realised m, c, W) must also be <= alpha at N, and the pair count
+    must be above its stated lower bound. Teeth: the un-halved pair covariance (2 Sigma^) fails.
+    """
+    from dpspark.gaussian.sample_size import CovariancePlan, covariance_error_bound, covariance_sample_size, pair_count_lower
+
+    n = covariance_sample_size(d, alpha, BETA_N, rho, Fraction(kappa), radius=Fraction(40))
+    assert n is not None
+    _, _, sigma, src, run = _run_at(d, n, kappa, seed=d)
+    plan = CovariancePlan(d, rho, Fraction(kappa), run.bounds.beta, run.scales, n, n, radius=Fraction(40))
+    stated = covariance_error_bound(plan, n, float(BETA_N))  # report
+    assert stated <= alpha
+    est, a_int = pce(run, rho)
+    err = _maha(est, sigma)
+    assert err <= alpha
+    assert src.pair_count() >= pair_count_lower(n, n, 1e-7)
+    priv, sampling = _cov_bounds(run, src, a_int, est, sigma, run.scales)
+    assert priv + sampling <= stated  # the realised bound sits below the data-free one at N
+    assert _maha(2 * est, sigma) > alpha  # teeth: forgetting to halve the pair-difference covariance
+
+
+@pytest.mark.parametrize("d", [5, 20])
+def test_pme_at_the_stated_sample_size(d: int) -> None:
+    """PME (known covariance) at exactly n = N(d, alpha = 1/10, beta = 1e-6, rho = 1): ||Sigma^-1/2 (mu^ - mu)|| <= alpha.
+
+    False-alarm rate <= beta = 1e-6 (histogram, clamp, counts, sums, Laurent-Massart). Teeth: a centre
+    one histogram bin off (each y_j shifted by the bin width sqrt(k) = 1, an off-by-one bug) fails.
+    """
+    from dpspark.gaussian.mean import whitening
+    from dpspark.gaussian.sample_size import mean_sample_size
+
+    alpha, rho, kappa = Fraction(1, 10), Fraction(1), 100
+    n = mean_sample_size(d, alpha, BETA_N, rho, Fraction(kappa), Fraction(40))
+    assert n is not None
+    _, mu, sigma, _, run = _run_at(d, n, kappa, seed=100 + d)
+    m_int = whitening(sigma, run.scales.matrix_bits)
+    est = pme(run, m_int, Fraction(1), rho)
+    w = _whiten(sigma)  # report
+    assert float(np.linalg.norm(w @ (est - mu))) <= alpha  # report
+    off = np.linalg.solve(as_real(m_int, run.scales.matrix_bits), np.ones(d))  # report: one bin (width 1) per y_j
+    assert float(np.linalg.norm(w @ (est + off - mu))) > alpha  # report
+
+
+def test_sample_size_is_monotone_as_theory_says() -> None:
+    """N falls as alpha or rho grows and rises with kappa (PPC rounds); halving alpha multiplies the mean's N
+    by between 2 (the privacy terms, ~ 1/alpha) and 4 (the sampling term, ~ 1/alpha^2)."""
+    from dpspark.gaussian.sample_size import covariance_sample_size, mean_sample_size
+
+    def cov(alpha: Fraction, rho: Fraction, kappa: int) -> int:
+        n = covariance_sample_size(5, alpha, BETA_N, rho, Fraction(kappa), radius=Fraction(40))
+        assert n is not None
+        return n
+
+    by_alpha = [cov(a, Fraction(1), 1) for a in (Fraction(1, 4), Fraction(1, 2), Fraction(1))]
+    by_rho = [cov(Fraction(1, 2), r, 1) for r in (Fraction(1, 4), Fraction(1), Fraction(4))]
+    by_kappa = [cov(Fraction(1, 2), Fraction(1), k) for k in (1, 16, 100, 10**4)]
+    assert by_alpha[0] > by_alpha[1] > by_alpha[2]
+    assert by_rho[0] > by_rho[1] > by_rho[2]
+    assert by_kappa == sorted(by_kappa) and by_kappa[0] < by_kappa[-1]
+    mean = [mean_sample_size(5, a, BETA_N, Fraction(1), Fraction(100), Fraction(40)) for a in (Fraction(1, 10), Fraction(1, 20))]
+    assert mean[0] is not None and mean[1] is not None and 2 * mean[0] < mean[1] <= 4 * mean[0] + 100  # between 1/alpha and 1/alpha^2
+
+
+@pytest.mark.parametrize("kind", ["gaussian_covariance", "gaussian_mean_known"])
+def test_stated_bound_holds_for_every_n_above_n(kind: str) -> None:
+    """At a fixed max_units and buckets, the bound is <= alpha at N and non-increasing on [N, max_units]
+    (so the release's "once n >= N" holds), and above alpha just below N."""
+    from dpspark.gaussian.sample_size import mechanism_scales, release_error_bound, release_sample_size, tested_beta
+
+    d, alpha, rho, kappa, radius, units = 5, Fraction(1, 2), Fraction(1), Fraction(100), Fraction(40), 10**6
+    big_n = release_sample_size(kind, d, alpha, BETA_N, rho, kappa, radius, max_units=units, buckets=units)
+    assert big_n is not None
+    bb = tested_beta(BETA_N, 1)
+    scales = mechanism_scales(d, radius, kappa, units, bb)
+    grid = [big_n + (units - big_n) * i // 8 for i in range(9)]
+    vals = [release_error_bound(kind, n, d, BETA_N, rho, kappa, radius, scales, units, units, bb) for n in grid]
+    assert vals[0] <= alpha and all(b <= a for a, b in zip(vals, vals[1:]))
+    assert release_error_bound(kind, big_n * 99 // 100, d, BETA_N, rho, kappa, radius, scales, units, units, bb) > alpha
+
+
+def test_pair_count_lower_bound_holds_on_the_keyed_hash() -> None:
+    """m_lo (McDiarmid, p = 1e-7) is below the realised pair count for B = n and for n < B."""
+    from dpspark.gaussian.sample_size import pair_count_lower
+
+    for n, b in ((50_000, 50_000), (50_000, 200_000)):
+        src = ArraySource(np.zeros((n, 1)), 12, KEY, buckets=b)
+        expected = n * (n - 1) / (2 * b) * (1 - 1 / b) ** (n - 2)  # report
+        assert pair_count_lower(n, b, 1e-7) <= src.pair_count() <= expected + 6 * math.sqrt(n)  # report
+
+
+def test_mechanism_plan_states_the_sample_size(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The plan (dry-run) states N from the same function; alpha/beta are exact (a float is a TypeError)."""
+    from dpspark.config import ReleaseSpec
+    from dpspark.gaussian.sample_size import release_sample_size
+
+    base = {"input": {"path": str(tmp_path), "format": "parquet"},
+            "gaussian": {"columns": ["a", "b", "c"], "radius": "10", "kappa": "100", "alpha": "1/2", "beta": "1/1000000"},
+            "privacy": {"mechanism": "gaussian_covariance", "epsilon": "8", "delta": "1/1000000000",
+                        "max_units": 10**6, "unit_column": "uid"},
+            "output": {"path": str(tmp_path / "o")}}
+    mech = ReleaseSpec.from_dict(base).mechanism_object()
+    target = mech.plan()["accuracy_target"]
+    want = release_sample_size("gaussian_covariance", 3, Fraction(1, 2), BETA_N, mech.rho, Fraction(100), Fraction(10),
+                               max_units=10**6, buckets=10**6)
+    assert want is not None and target["sample_size"] == want and f"n >= {want}" in target["text"]
+    assert mech.accuracy_summary()["sample_size"] == want
+    claims = mech.model_claims()
+    assert [c.min_units for c in claims] == [want] and claims[0].bound == Fraction(1, 2) and claims[0].beta == BETA_N
+    from dpspark.privacy import AccuracyClaim
+
+    assert AccuracyClaim.from_description(claims[0].describe()) == claims[0]  # the manifest round trip
+    small = ReleaseSpec.from_dict({**base, "privacy": {**base["privacy"], "max_units": 1000}}).mechanism_object()
+    assert small.plan()["accuracy_target"]["sample_size"] is None and small.model_claims() == []  # stated, not refused
+    assert "not reached" in small.accuracy_summary()["text"]
+    default = ReleaseSpec.from_dict({**base, "gaussian": {k: v for k, v in base["gaussian"].items() if k not in ("alpha", "beta")}})
+    assert default.mechanism_object().alpha == Fraction(1, 10)
+    with pytest.raises(TypeError, match="float"):
+        ReleaseSpec.from_dict({**base, "gaussian": {**base["gaussian"], "alpha": 0.5}}).mechanism_object()

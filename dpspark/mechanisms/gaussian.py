@@ -11,6 +11,16 @@ keyed on the unit id), ``max_units``, ``epsilon``, ``delta`` (required) and opti
                                #   with 2^b (R + 12 sqrt(kappa)) <= 2^31, so int32 holds a Gaussian row)
     buckets = 1000000          # optional: pair buckets B (default max_units; ~1/e of units are paired)
     covariance = [["1", "0"], ["0", "1"]]   # gaussian_mean only: a KNOWN covariance (else estimated by PPC)
+    alpha = "1/10"             # optional: the target error (default 1/10) of the stated sample size
+    beta = "1/1000000"         # optional: its failure probability (default privacy.beta)
+
+Accuracy target (data-free, :mod:`dpspark.gaussian.sample_size`): the plan states N, the number of units
+at which ||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F <= alpha (covariance) and ||Sigma^-1/2 (mu^ - mu)||_2 <=
+alpha (mean) hold w.p. >= 1 - beta for this configuration (this max_units and buckets), derived from the
+stated tail bounds. A run whose max_units is below N is not refused: the plan and the release then say
+that alpha is not reached at max_units and give the N of the configuration max_units = buckets = N.
+The norm tests and the mean's clamp use the threshold beta beta / (4 e) (e = 1, or 2 for the two-part
+releases; :func:`~dpspark.gaussian.sample_size.tested_beta`), so their failure is inside beta.
 
 Scale: b as above; rounding moves each coordinate by <= 2^-(b+1), i.e. changes the second moment by
 about d 2^-(2b+2) in trace - negligible against Sigma >= I for b >= 8 (smaller b is refused).
@@ -40,6 +50,7 @@ from dpspark.exact import parse_rational
 from dpspark.gaussian.covariance import PublicBounds, Run, kappa_schedule, noisy_pair_count, pce, ppc
 from dpspark.gaussian.fixed import ceil_frac, chi2_threshold, choose_scales, default_data_bits, ln_upper, quantise_matrix
 from dpspark.gaussian.mean import pme, whitening
+from dpspark.gaussian.sample_size import release_events, release_sample_size, tested_beta
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, StageInfo
 from dpspark.mechanisms.zcdp_budget import converted_epsilon, rho_option, rho_within
 from dpspark.noise.grid import sqrt_upper
@@ -49,6 +60,8 @@ KIND = "gaussian_model"
 LEARNER_COVARIANCE_SHARE = Fraction(3, 4)
 #: k' assumed for Sigma^^-1/2 Sigma Sigma^^-1/2 when PCE's estimate preconditions the mean
 LEARNER_MEAN_KAPPA = Fraction(4)
+#: the default target error of the stated sample size (the benchmark target of issue 13, docs/gaussian.md)
+DEFAULT_ALPHA = Fraction(1, 10)
 
 
 def _rational_list(raw: Any, name: str) -> list[Fraction]:
@@ -61,7 +74,7 @@ def parse_gaussian(raw: Any) -> dict[str, Any]:
     """The ``[gaussian]`` section, validated (exact rationals; a float is a TypeError)."""
     if not isinstance(raw, dict):
         raise ValueError("[gaussian] must be a table")
-    allowed = {"columns", "radius", "kappa", "scale_bits", "buckets", "covariance"}
+    allowed = {"columns", "radius", "kappa", "scale_bits", "buckets", "covariance", "alpha", "beta"}
     extra = set(raw) - allowed
     if extra:
         raise ValueError(f"[gaussian] has unknown keys {sorted(extra)} (allowed: {sorted(allowed)})")
@@ -75,6 +88,10 @@ def parse_gaussian(raw: Any) -> dict[str, Any]:
         out[key] = parse_rational(raw[key], f"gaussian.{key}")
     if out["radius"] < 0 or out["kappa"] < 1:
         raise ValueError("gaussian.radius must be >= 0 and gaussian.kappa >= 1")
+    out["alpha"] = parse_rational(raw.get("alpha", DEFAULT_ALPHA), "gaussian.alpha")
+    out["beta"] = parse_rational(raw["beta"], "gaussian.beta") if "beta" in raw else None
+    if out["alpha"] <= 0 or (out["beta"] is not None and not 0 < out["beta"] < 1):
+        raise ValueError("gaussian.alpha must be > 0 and gaussian.beta in (0, 1)")
     for key in ("scale_bits", "buckets"):
         v = raw.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
@@ -115,10 +132,14 @@ class _GaussianBase(Mechanism):
         g = spec.sections["gaussian"]
         self.g = g
         self.rho = rho_within(spec.epsilon, spec.delta, spec.options.get("rho"))
-        self.bounds = PublicBounds(len(g["columns"]), g["radius"], g["kappa"], spec.beta, spec.max_units)
+        self.alpha = g["alpha"]
+        self.accuracy_beta = g["beta"] if g["beta"] is not None else spec.beta
+        threshold_beta = tested_beta(self.accuracy_beta, release_events(self.size_kind()))
+        self.bounds = PublicBounds(len(g["columns"]), g["radius"], g["kappa"], threshold_beta, spec.max_units)
+        self._sizes: tuple[int | None, int | None] | None = None
         try:
             self.data_bits = g["scale_bits"] or default_data_bits(g["radius"], g["kappa"])
-            top = 2 * g["kappa"] * chi2_threshold(self.bounds.d, self.bounds.max_units, spec.beta)
+            top = 2 * g["kappa"] * chi2_threshold(self.bounds.d, self.bounds.max_units, threshold_beta)
             self.scales = choose_scales(self.data_bits, top, spec.max_units)
         except ValueError as exc:
             raise MechanismSpecError(str(exc)) from None
@@ -129,11 +150,44 @@ class _GaussianBase(Mechanism):
         """The passes, in order (data-free)."""
         return []
 
+    def size_kind(self) -> str:
+        """The :func:`~dpspark.gaussian.sample_size.release_error_bound` kind of this release."""
+        return self.name
+
+    def sample_sizes(self) -> tuple[int | None, int | None]:
+        """(N at this max_units and buckets or None, N of the configuration max_units = buckets = N); data-free."""
+        if self._sizes is None:
+            b = self.bounds
+            args = (self.size_kind(), b.d, self.alpha, self.accuracy_beta, self.rho, b.kappa, b.radius)
+            at = release_sample_size(*args, max_units=b.max_units, buckets=self.buckets,
+                                     scale_bits=self.g["scale_bits"], bounds_beta=b.beta)
+            alone = at if at is not None and self.buckets == b.max_units else \
+                release_sample_size(*args, scale_bits=self.g["scale_bits"])
+            self._sizes = (at, alone)
+        return self._sizes
+
+    def accuracy_target(self) -> dict[str, Any]:
+        """alpha, beta, the metric(s) and N (data-free; see the module docstring)."""
+        at, alone = self.sample_sizes()
+        metric = {"gaussian_covariance": "||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F",
+                  "gaussian_learner": "||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F and ||Sigma^-1/2 (mu^ - mu)||_2"}.get(
+                      self.name, "||Sigma^-1/2 (mu^ - mu)||_2")
+        if at is not None:
+            text = f"{metric} <= {self.alpha} with probability >= 1 - {self.accuracy_beta} once n >= {at} units"
+        else:
+            text = (f"{metric} <= {self.alpha} w.p. >= 1 - {self.accuracy_beta} is not reached at max_units = "
+                    f"{self.bounds.max_units}" + (f"; it is with max_units = buckets = {alone}" if alone else ""))
+        return {"alpha": self.alpha, "beta": self.accuracy_beta, "metric": metric, "sample_size": at,
+                "sample_size_if_max_units_is_n": alone, "threshold_beta": self.bounds.beta, "text": text,
+                "derivation": "dpspark.gaussian.sample_size (docs/gaussian.md, Sample size)"}
+
     def plan(self) -> dict[str, Any]:
         return {"mechanism": self.name, "rho": self.rho, "dimension": self.bounds.d, "radius": self.bounds.radius,
-                "kappa": self.bounds.kappa, "beta": self.bounds.beta, "data_bits": self.scales.data_bits,
+                "kappa": self.bounds.kappa, "beta": self.spec.beta, "threshold_beta": self.bounds.beta,
+                "data_bits": self.scales.data_bits,
                 "matrix_bits": self.scales.matrix_bits, "buckets": self.buckets,
-                "passes": len(self.pass_names()), "pass_names": self.pass_names(), "split": self.split_text()}
+                "passes": len(self.pass_names()), "pass_names": self.pass_names(), "split": self.split_text(),
+                "accuracy_target": self.accuracy_target()}
 
     def split_text(self) -> str:
         """The budget split in words."""
@@ -144,7 +198,25 @@ class _GaussianBase(Mechanism):
                 "delta": str(self.spec.delta)}
 
     def accuracy_summary(self) -> dict[str, Any]:
-        return {"theorem": "KLSU Thm 1.1 (TV), Thms 3.12 / 4.3"}
+        return {"theorem": "KLSU Thm 1.1 (TV), Thms 3.12 / 4.3", **self.accuracy_target()}
+
+    def model_claims(self) -> list[Any]:
+        """The release's model-error claims: error <= alpha w.p. >= 1 - beta given >= N units (none if N is None)."""
+        from dpspark.privacy import AccuracyClaim
+
+        at, _ = self.sample_sizes()
+        if at is None:
+            return []
+        quantities = {"gaussian_covariance": ["whitened_frobenius_error"],
+                      "gaussian_learner": ["whitened_frobenius_error", "mahalanobis_error"]}.get(self.name, ["mahalanobis_error"])
+        cond = ("n i.i.d. rows N(mu, Sigma), one per unit, with ||mu|| <= radius and I <= Sigma <= kappa I; "
+                "derived from the stated tail bounds (dpspark.gaussian.sample_size)")
+        if len(quantities) == 2:
+            cond += "; both bounds hold together"
+        if self.size_kind() in ("gaussian_mean", "gaussian_learner"):
+            cond += ("; the mean's clamp and histogram steps treat the estimated preconditioner as independent of "
+                     "the singles (KLSU's fresh half; here it is computed from the pairs of the same units)")
+        return [AccuracyClaim(q, self.alpha, self.accuracy_beta, "output", min_units=at, condition=cond) for q in quantities]
 
     def stages(self) -> list[StageInfo]:
         return [StageInfo(n, n, depends_on_previous=i > 0) for i, n in enumerate(self.pass_names())]
@@ -186,9 +258,9 @@ class _GaussianBase(Mechanism):
             tables["covariance"] = pa.table({"i": [i for i in range(d) for _ in range(d)], "j": list(range(d)) * d,
                                              "value": [float(c[i, j]) for i in range(d) for j in range(d)]})  # report
         last = run.noises[-1]
-        x = ln_upper(Fraction(2 * last.dims) / self.bounds.beta)
+        x = ln_upper(Fraction(2 * last.dims) / self.spec.beta)
         bound = last.grid * ceil_frac(last.sampler.sigma * sqrt_upper(2 * x, 32))
-        claim = AccuracyClaim("abs_error", bound, self.bounds.beta, "simultaneous",
+        claim = AccuracyClaim("abs_error", bound, self.spec.beta, "simultaneous",
                               condition=f"noise added to each coordinate of the last pass ({last.label}), in its integer "
                                         "units (the discrete Gaussian is sigma-subgaussian, CKS20); the model's error "
                                         "follows KLSU Thm 1.1 at large enough n")
@@ -200,7 +272,8 @@ class _GaussianBase(Mechanism):
         return StatementRelease(
             algorithm=self.algorithm, parameters=self.plan(),
             privacy=standard_statements(primary, delta=self.spec.delta),
-            accuracy=AccuracyStatement([claim]), section=section, tables=tables)
+            accuracy=AccuracyStatement([claim, *self.model_claims()], notes=self.accuracy_target()["text"]),
+            section=section, tables=tables)
 
     algorithm: ClassVar[str] = ""
 
@@ -234,6 +307,9 @@ class GaussianMean(_GaussianBase):
         if self.g["covariance"] is not None:
             return mean
         return ["pair count"] + [f"PPC round {r + 1}" for r in range(len(kappa_schedule(self.bounds.kappa)))] + mean
+
+    def size_kind(self) -> str:
+        return "gaussian_mean_known" if self.g["covariance"] is not None else "gaussian_mean"
 
     def split_text(self) -> str:
         if self.g["covariance"] is not None:
