@@ -11,6 +11,7 @@ from math import isqrt
 import numpy as np
 import pytest
 
+from dpspark.engine.xxhash64 import hash_long
 from dpspark.gaussian.covariance import PublicBounds, Run, kappa_schedule, pce
 from dpspark.gaussian.exactops import exact_gram, exact_sq_norms, limb_bits
 from dpspark.gaussian.fixed import Scales, chi2_threshold, identity, quantise_matrix
@@ -261,32 +262,44 @@ def test_limb_apply_and_vectorised_norm_test_at_their_edges() -> None:
     assert list(exact_norm_le(z, t)) == [n <= t for n in nz]
 
 
-def test_streaming_preparation_matches_the_driver_across_batch_edges() -> None:
+def test_blob_preparation_matches_the_driver_across_batch_edges() -> None:
+    """encoder + pair_maker (the Spark preparation's two Arrow steps, fed unsorted batches of any size)
+    give exactly the driver's pairs (up to sign) and singles; int32 and int64 blobs decode losslessly."""
     import pyarrow as pa
 
-    from dpspark.spark.pairs import _prepare_rows
+    from dpspark.spark.pairs_prep import BLOB, BUCKET, UNIT, blob_array, blob_rows, encoder, pair_maker
 
     g = np.random.default_rng(5)
     n, d, b = 600, 3, 450
     ids = np.r_[np.arange(n - 40), np.arange(20), np.arange(20)].astype(np.int64)  # 20 units with three rows
     values = g.normal(size=(n, d)) * 50  # report: test data
+    values[3, 1] = np.nan
     key = bytes(range(16))
     ref = ArraySource(values, 4, key, b, ids)
-    x = np.rint(values * 16).astype(np.int64)  # report: the same fixed point as ArraySource (no clamp needed)
-    bucket = keyed_buckets(ids, key, b)
-    order = np.lexsort((ids, bucket))
-    cols = [bucket[order], ids[order]] + [x[order, j] for j in range(d)]
+    raw = hash_long(ids).astype(np.int64)
+    perm = g.permutation(n)
+    cols = [raw[perm], ids[perm]] + [values[perm, j] for j in range(d)]
     for sizes in ([n], [1] * 10 + [2] * 20 + [n - 50], list(g.integers(1, 9, size=200))):
         edges = np.cumsum([0] + sizes)
         edges = np.r_[edges[edges < n], n]
         batches = [pa.RecordBatch.from_arrays([pa.array(c[a:e]) for c in cols], names=[f"c{i}" for i in range(d + 2)])
                    for a, e in zip(edges[:-1], edges[1:])]
-        out = pa.Table.from_batches(list(_prepare_rows(d)(iter(batches))))
+        encoded = list(encoder(d, 4, key, b)(iter(batches)))
+        assert all(e.schema.names == [BUCKET, UNIT, BLOB] for e in encoded)
+        out = pa.Table.from_batches(list(pair_maker(d)(iter(encoded))))
         kind = out.column(0).to_numpy()
-        rows = np.column_stack([out.column(1 + j).to_numpy() for j in range(d)])
+        rows = blob_rows(out.column(1), d)
         canon = lambda a: sorted(tuple(r) if tuple(r) > tuple(-r) else tuple(-r) for r in a)  # noqa: E731  sign-free
         assert canon(rows[kind == 0]) == canon(ref._pairs)
         assert sorted(map(tuple, rows[kind == 1])) == sorted(map(tuple, ref._singles))
+    edge = np.array([[2**31 - 1, -(2**31 - 1), 0], [-5, 7, 1]], dtype=np.int32)
+    assert np.array_equal(blob_rows(blob_array(edge), 3), edge)
+    wide = np.array([[2**32 - 2, -(2**32 - 2), 3]], dtype=np.int64)
+    assert np.array_equal(blob_rows(blob_array(wide), 3), wide)
+    mixed = pa.concat_arrays([blob_array(edge), blob_array(wide)])  # the SQL kernels' decoder sees both kinds
+    assert np.array_equal(blob_rows(mixed, 3), np.vstack([edge, wide]))
+    with pytest.raises(ValueError, match="wrong width"):
+        blob_rows(blob_array(edge[:, :2]), 3)
 
 
 def test_int64_bins_and_clamped_sums_equal_python_ints_at_the_edges() -> None:

@@ -2,9 +2,10 @@
 
 Scales
 ------
-* Data: a real value v becomes x = round(v 2^b), clamped to [-2^31, 2^31] (int32 range; the conversion
-  is a deterministic function of one row). b is chosen from the public bounds so that a Gaussian row
-  with ||mu|| <= R and Sigma <= kappa I is (w.h.p.) never clamped: 2^b (R + 12 sqrt(kappa)) <= 2^31.
+* Data: a real value v becomes x = rint(v 2^b) (round half to even; NaN and NULL count as 0), clamped to
+  [-(2^31 - 1), 2^31 - 1] so that it is stored as int32 (the conversion is a deterministic function of
+  one row, the same numpy code on every backend). b is chosen from the public bounds so that a Gaussian
+  row with ||mu|| <= R and Sigma <= kappa I is (w.h.p.) never clamped: 2^b (R + 12 sqrt(kappa)) <= 2^31 - 1.
   Rounding moves each coordinate by at most 2^-(b+1), i.e. adds at most d 2^-(2b+2) to the trace of the
   second moment - negligible against Sigma >= I for every b >= 8 (we refuse b < 8).
 * Preconditioner: a (post-processed) real matrix A becomes the integer matrix round(A 2^a). It is
@@ -37,8 +38,8 @@ IntMatrix = tuple[tuple[int, ...], ...]
 
 #: ln 2 = 0.693147... < 6932/10^4
 LN2_UPPER = Fraction(6932, 10000)
-#: the largest magnitude of a fixed-point input coordinate (int32 range, as in the outer-product stage)
-INPUT_BOUND = 1 << 31
+#: the largest magnitude of a fixed-point input coordinate (int32: the prepared rows are stored as int32)
+INPUT_BOUND = (1 << 31) - 1
 #: exact sums are decimal(38,0)
 DECIMAL38_MAX = 10**38 - 1
 
@@ -69,7 +70,7 @@ def chi2_threshold(d: int, terms: int, beta: Fraction) -> Fraction:
 
 
 def default_data_bits(radius: Fraction, kappa: Fraction) -> int:
-    """The largest b <= 24 with 2^b (R + 12 sqrt(kappa)) <= 2^31 (see the module docstring)."""
+    """The largest b <= 24 with 2^b (R + 12 sqrt(kappa)) <= 2^31 - 1 (see the module docstring)."""
     span = Fraction(radius) + 12 * sqrt_upper(kappa, 32)
     b = 24
     while b > 0 and span * (1 << b) > INPUT_BOUND:  # public loop, at most 24 steps

@@ -1,16 +1,10 @@
 """Spark side of the Gaussian learner's aggregates (:mod:`dpspark.gaussian.source`): pairs, singles, passes.
 
-Preparation (one shuffle, then cached): every row's fixed-point vector x = round(v 2^b) clamped to
-[-2^31, 2^31] (as in :mod:`dpspark.spark.outer`; the only float is this per-row input conversion), unit
-bucket H_key(u) mod B (the keyed hash of :func:`dpspark.spark.sums.with_batches`, of the unit id alone, as a
-scalar Arrow UDF so only the unit's hash column goes to Python). A
-unit's rows all share its bucket, so after ONE repartition by bucket and a sort by (bucket, unit) inside
-each partition, a streaming numpy pass (:func:`_prepare_rows`) emits both, as int64 columns of one
-cached frame:
-
-* pairs: buckets holding exactly two rows, D = x_a - x_b (which row comes first only picks the sign of
-  D, which neither D D^T nor ||M D|| sees);
-* singles: units with exactly one row.
+Preparation (:mod:`dpspark.spark.pairs_prep`, one shuffle, then cached): each row's fixed-point vector
+(int32) and keyed bucket H_key(u) mod B, shuffled by bucket as one binary value per row; per partition the
+pairs (buckets holding exactly two rows, D = x_a - x_b) and the singles (units with exactly one row). The
+numpy kernels read those blobs; for the SQL kernels they are decoded once into int64 columns before the
+cache.
 
 Every pass is DataFrame API on exact decimal(38,0): y = M D, a guard |y_i| <= isqrt(T) (rows failing it
 fail the norm test anyway; it keeps y_i^2 inside decimal(38,0)), the norm test ||y||^2 <= T, and the
@@ -32,11 +26,11 @@ from math import isqrt
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
-import pandas as pd  # module level: the scalar Arrow UDF's type hints are resolved in this namespace
 
-from dpspark.gaussian.fixed import DECIMAL38_MAX, INPUT_BOUND, IntMatrix
+from dpspark.gaussian.fixed import DECIMAL38_MAX, IntMatrix
 from dpspark.gaussian.source import Moments, upper_pairs
 from dpspark.spark.counts import check_columns
+from dpspark.spark.pairs_prep import BLOB, KIND, batch_rows, blob_rows, partitions_for, prepare
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -82,8 +76,7 @@ def _partials(rows_of, d_in: int):  # type: ignore[no-untyped-def]
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            x = np.column_stack([batch.column(j).to_numpy(zero_copy_only=False).astype(np.int64) for j in range(d_in)])
-            idx_list, values = rows_of(x)
+            idx_list, values = rows_of(batch_rows(batch, d_in))
             for i, v in zip(idx_list, values):
                 totals[i] = totals.get(i, 0) + int(v)
         if totals:
@@ -91,75 +84,6 @@ def _partials(rows_of, d_in: int):  # type: ignore[no-untyped-def]
             yield pa.RecordBatch.from_arrays([pa.array(keys, pa.int32()),
                                               pa.array([decimal.Decimal(totals[k]) for k in keys], pa.decimal128(38, 0))],
                                              names=["idx", "value"])
-
-    return run
-
-
-def _keyed_hash_udf(secret: bytes):  # type: ignore[no-untyped-def]
-    """Scalar Arrow UDF: the keyed mix of :func:`dpspark.spark.counts.keyed_pick_hash` (the same H_key as
-    :func:`dpspark.spark.sums.with_batches` and the driver's ``keyed_buckets``) applied to the SQL xxhash64
-    of the unit. Only that one long column travels to Python, not the d value columns of the row."""
-    from pyspark.sql.functions import pandas_udf
-
-    from dpspark.spark.counts import _mix64
-
-    if len(secret) != 16:
-        raise ValueError("the contribution-bounding key must be 16 bytes")
-    k1 = np.uint64(int.from_bytes(secret[:8], "big"))
-    k2 = np.uint64(int.from_bytes(secret[8:], "big"))
-
-    @pandas_udf("long")  # type: ignore[misc]
-    def keyed(raw: pd.Series) -> pd.Series:
-        mixed = _mix64(_mix64(raw.to_numpy().astype(np.int64).view(np.uint64), k1), k2).view(np.int64)
-        return pd.Series(mixed)
-
-    return keyed
-
-
-def _prepare_rows(d: int):  # type: ignore[no-untyped-def]
-    """mapInArrow function over (bucket, unit, x_0..x_{d-1}) sorted by (bucket, unit) within the partition.
-
-    Emits kind 0 rows D = x_a - x_b for every bucket holding exactly two rows and kind 1 rows x for every
-    unit holding exactly one row. A bucket may straddle Arrow batches: the last (possibly incomplete)
-    bucket of each batch is carried into the next one and settled at the end of the partition. Vectorised
-    numpy on int64 (|x| <= 2^31, so |D| <= 2^32); no loop per row.
-    """
-    import pyarrow as pa
-
-    def emit(bucket: np.ndarray, unit: np.ndarray, x: np.ndarray):  # type: ignore[no-untyped-def]
-        n = bucket.shape[0]
-        new_bucket = np.r_[True, bucket[1:] != bucket[:-1]]
-        starts = np.flatnonzero(new_bucket)
-        sizes = np.diff(np.r_[starts, n])
-        first = starts[sizes == 2]
-        diffs = x[first] - x[first + 1]
-        new_unit = new_bucket | np.r_[True, unit[1:] != unit[:-1]]
-        ustarts = np.flatnonzero(new_unit)
-        usizes = np.diff(np.r_[ustarts, n])
-        singles = x[ustarts[usizes == 1]]
-        kind = np.r_[np.zeros(len(diffs), dtype=np.int8), np.ones(len(singles), dtype=np.int8)]
-        cols = np.vstack([diffs, singles]) if len(kind) else np.zeros((0, d), dtype=np.int64)
-        return pa.RecordBatch.from_arrays([pa.array(kind, pa.int8())] + [pa.array(cols[:, j], pa.int64()) for j in range(d)],
-                                          names=["__dp_kind"] + [f"__dp_c{j}" for j in range(d)])
-
-    def run(batches):  # type: ignore[no-untyped-def]
-        carry = None
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            bucket = batch.column(0).to_numpy(zero_copy_only=False).astype(np.int64)
-            unit = batch.column(1).to_numpy(zero_copy_only=False)
-            x = np.column_stack([batch.column(2 + j).to_numpy(zero_copy_only=False).astype(np.int64) for j in range(d)])
-            if carry is not None:
-                bucket = np.r_[carry[0], bucket]
-                unit = np.concatenate([carry[1], unit])
-                x = np.vstack([carry[2], x])
-            last = int(np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])[-1])  # start of the last bucket
-            carry = (bucket[last:], unit[last:], x[last:])
-            if last:
-                yield emit(bucket[:last], unit[:last], x[:last])
-        if carry is not None:
-            yield emit(*carry)
 
     return run
 
@@ -179,8 +103,7 @@ def _moments_partials(matrix: IntMatrix, norm_bound_sq: int, d_in: int):  # type
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            x = np.column_stack([batch.column(j).to_numpy(zero_copy_only=False).astype(np.int64) for j in range(d_in)])
-            mom = moments_of(matrix, x, norm_bound_sq)
+            mom = moments_of(matrix, batch_rows(batch, d_in), norm_bound_sq)
             part = [mom.kept, *mom.upper]
             values = part if values is None else [a + b for a, b in zip(values, part)]
         if values is not None:
@@ -208,59 +131,51 @@ def _dec(value: int) -> "Column":
     return F.lit(str(int(value))).cast(DEC)
 
 
-def _fixed(col: str, data_bits: int) -> "Column":
-    """clamp(round_half_up(v 2^b), -2^31, 2^31) as long (NULL counts as 0): the per-row input conversion.
+def _decoder(d: int):  # type: ignore[no-untyped-def]
+    """mapInArrow: (kind, blob) -> (kind, c_0..c_{d-1}) int64 columns, for the SQL kernels."""
+    import pyarrow as pa
 
-    Clamping first and rounding after gives the same integer (rounding is monotone and the bounds are
-    integers; NaN, the largest double in Spark's order, still lands on +2^31). After the clamp
-    |w| <= 2^31, so HALF_UP is computed without Spark's BigDecimal round (the preparation's former hot
-    spot) as sign(w) (floor|w| + [|w| - floor|w| >= 1/2]); |w| - floor|w| is exact in double, so this is
-    the same integer as round(w, 0) (HALF_UP on the double's exact value).
-    """
-    from pyspark.sql import functions as F
+    def run(batches):  # type: ignore[no-untyped-def]
+        for b in batches:
+            x = blob_rows(b.column(1), d)
+            yield pa.RecordBatch.from_arrays([b.column(0)] + [pa.array(x[:, j]) for j in range(d)],
+                                             names=[KIND] + [f"__dp_c{j}" for j in range(d)])
 
-    guard = F.lit(float(INPUT_BOUND))  # report: clamp of the input conversion; exact integers from here on
-    w = F.least(F.greatest(F.coalesce(F.col(col).cast("double"), F.lit(0.0)) * F.lit(float(1 << data_bits)), -guard), guard)  # report
-    a = F.abs(w)
-    whole = F.floor(a)  # long, |.| <= 2^31
-    r = whole + F.when(a - whole >= F.lit(0.5), F.lit(1)).otherwise(F.lit(0)).cast("long")  # report: exact halves
-    return F.when(w < 0, -r).otherwise(r).cast("long")
+    return run
 
 
 class SparkGaussianSource:
     """The :class:`~dpspark.gaussian.source.GaussianSource` of a Spark DataFrame (module docstring)."""
 
     def __init__(self, df: "DataFrame", columns: Sequence[str], unit_column: str, data_bits: int,
-                 buckets: int, secret: bytes, progress=None, max_terms: int = 1 << 40,  # type: ignore[no-untyped-def]
+                 buckets: int, secret: bytes, progress=None, max_terms: int | None = None,  # type: ignore[no-untyped-def]
                  kernel: str | None = None) -> None:
         from pyspark.sql import functions as F
         from pyspark.sql.types import ByteType, LongType, StructField, StructType
 
-        from dpspark.spark.sums import BATCH
-
         check_columns(df, list(columns) + [unit_column])
         self.dimension = d = len(columns)
-        self.max_terms = max(max_terms, d)
+        self.max_terms = max(max_terms or 1 << 40, d)  # unknown: only the capacity check's worst case
         self.kernel = kernel or ("arrow" if d >= ARROW_FROM_D else "sql")
         if self.kernel not in ("sql", "arrow"):
             raise ValueError("kernel must be 'sql' or 'arrow'")
         self.passes = 0
         self.progress = progress or (lambda _m: None)
-        names = [f"__dp_x{j}" for j in range(d)]
-        base = df.select(F.col(unit_column).alias("__dp_unit"), *[_fixed(c, data_bits).alias(n) for c, n in zip(columns, names)])
-        bucketed = base.withColumn(BATCH, F.pmod(_keyed_hash_udf(secret)(F.xxhash64(F.col("__dp_unit"))), F.lit(buckets)))
-        # ONE shuffle: a unit's rows share its bucket, so buckets (pairs) and units (singles) are both
-        # contiguous after sorting each bucket partition by (bucket, unit); a streaming numpy pass emits them
-        out_schema = StructType([StructField("__dp_kind", ByteType(), False)] +
-                                [StructField(f"__dp_c{j}", LongType(), False) for j in range(d)])
-        parts = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions", "8"))
-        prepared = (bucketed.repartition(parts, BATCH).sortWithinPartitions(BATCH, "__dp_unit")
-                    .select(BATCH, "__dp_unit", *names).mapInArrow(_prepare_rows(d), out_schema))
-        self.prepared = prepared.cache()
-        self.pairs = self.prepared.filter(F.col("__dp_kind") == 0).select(
-            *[F.col(f"__dp_c{j}").alias(f"__dp_d{j}") for j in range(d)])  # |D| <= 2^32: long
-        self.singles = self.prepared.filter(F.col("__dp_kind") == 1).select(
-            *[F.col(f"__dp_c{j}").alias(f"__dp_s{j}") for j in range(d)])  # |x| <= 2^31: long
+        parts = partitions_for(max_terms or 0, d, int(df.sparkSession.conf.get("spark.sql.shuffle.partitions", "8")))
+        blobs = prepare(df, list(columns), unit_column, data_bits, buckets, secret, parts)
+        if self.kernel == "arrow":  # the numpy kernels read the blobs directly
+            self.prepared = blobs.cache()
+            self.pairs = self.prepared.filter(F.col(KIND) == 0).select(BLOB)
+            self.singles = self.prepared.filter(F.col(KIND) == 1).select(BLOB)
+            return
+        # SQL kernels (small d) need one column per coordinate: decode once, before the cache
+        schema = StructType([StructField(KIND, ByteType(), False)] +
+                            [StructField(f"__dp_c{j}", LongType(), False) for j in range(d)])
+        self.prepared = blobs.mapInArrow(_decoder(d), schema).cache()
+        self.pairs = self.prepared.filter(F.col(KIND) == 0).select(
+            *[F.col(f"__dp_c{j}").alias(f"__dp_d{j}") for j in range(d)])  # |D| <= 2^32 - 2: long
+        self.singles = self.prepared.filter(F.col(KIND) == 1).select(
+            *[F.col(f"__dp_c{j}").alias(f"__dp_s{j}") for j in range(d)])  # |x| <= 2^31 - 1: long
 
     def close(self) -> None:
         """Release the cached frames."""
@@ -308,9 +223,8 @@ class SparkGaussianSource:
         from pyspark.sql.types import DecimalType, IntegerType, StructField, StructType
 
         d = len(matrix)
-        longs = self.pairs.select(*[F.col(f"__dp_d{j}").cast("long") for j in range(self.dimension)])  # |D| <= 2^32
         schema = StructType([StructField("idx", IntegerType(), False), StructField("value", DecimalType(38, 0), False)])
-        parts = longs.mapInArrow(_moments_partials(matrix, norm_bound_sq, self.dimension), schema)
+        parts = self.pairs.mapInArrow(_moments_partials(matrix, norm_bound_sq, self.dimension), schema)
         totals = {int(r["idx"]): int(r["total"]) for r in
                   parts.groupBy("idx").agg(F.sum("value").cast(DEC).alias("total")).collect()}
         self.passes += 1
@@ -322,9 +236,8 @@ class SparkGaussianSource:
         from pyspark.sql import functions as F
         from pyspark.sql.types import DecimalType, IntegerType, StructField, StructType
 
-        longs = self.singles.select(*[F.col(f"__dp_s{j}").cast("long") for j in range(self.dimension)])
         schema = StructType([StructField("idx", IntegerType(), False), StructField("value", DecimalType(38, 0), False)])
-        parts = longs.mapInArrow(_partials(rows_of, self.dimension), schema)
+        parts = self.singles.mapInArrow(_partials(rows_of, self.dimension), schema)
         return {int(r["idx"]): int(r["total"]) for r in
                 parts.groupBy("idx").agg(F.sum("value").cast(DEC).alias("total")).collect()}
 

@@ -4,14 +4,15 @@
 Usage: .venv/bin/python scripts/bench/gaussian_spark.py [--rows 10000000] [--dim 100] [--kappa 1000]
        [--master local[2]] [--data PATH]
 Generates the data with scripts/gen_gaussian.py if PATH is missing, runs PCE then PME on Spark
-(SparkGaussianSource: one-shuffle preparation, cached int64 pairs and singles, exact mapInArrow partials summed as decimal(38,0)) at rho = 1/2, and prints the
-seconds of the preparation and of each pass, the peak RSS of this driver process and of its children
-(the local Spark JVM), and the load average.
+(SparkGaussianSource: one-shuffle preparation of int32 row blobs, cached pairs and singles, exact mapInArrow partials summed as decimal(38,0)) at rho = 1/2, and prints the
+seconds of the preparation and of each pass, the peak RSS of this driver process and of the local
+Spark JVM (VmHWM), and the load average; writes bench-results/gaussian_spark-n<rows>-d<dim>.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import subprocess
@@ -29,6 +30,7 @@ def main() -> int:
     ap.add_argument("--kappa", type=int, default=1000)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--data", default=None)
+    ap.add_argument("--driver-memory", default=None, help="the local JVM's heap, e.g. 8g (default: dpspark's)")
     args = ap.parse_args()
     root = os.path.join(os.path.dirname(__file__), "..", "..")
     data = args.data or os.path.join(root, "bench-results", f"gaussian-{args.dim}d-{args.rows}.parquet")
@@ -41,9 +43,9 @@ def main() -> int:
     from dpspark.gaussian.mean import pme, whitening
     from dpspark.rng import SeededRandom
     from dpspark.spark.pairs import SparkGaussianSource
-    from dpspark.spark.session import local_session
+    from dpspark.spark.session import jvm_peak_rss_mib, local_session
 
-    spark = local_session("gaussian-bench", args.master, shuffle_partitions=8)
+    spark = local_session("gaussian-bench", args.master, shuffle_partitions=8, driver_memory=args.driver_memory)
     d = args.dim
     df = spark.read.parquet(data)
     bounds = PublicBounds(d, Fraction(20), Fraction(args.kappa), Fraction(1, 100), args.rows)
@@ -67,13 +69,21 @@ def main() -> int:
     cov, _ = pce(run, Fraction(3, 8))
     pme(run, whitening(cov, scales.matrix_bits), Fraction(4), Fraction(1, 8))
     total = time.time() - t0
+    jvm = jvm_peak_rss_mib(spark)
     src.close()
     spark.stop()
     me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # report
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # report
     print(f"rows={args.rows} d={d} kappa={args.kappa}: {len(times)} passes, total {total:.1f} s "
           f"(first pass includes reading and caching pairs/singles); peak RSS driver {me:.0f} MiB, "
-          f"children {kids:.0f} MiB; loadavg {os.getloadavg()[0]:.1f}")
+          f"children {kids:.0f} MiB, JVM {jvm or float('nan'):.0f} MiB; loadavg {os.getloadavg()[0]:.1f}")  # report
+    res = {"rows": args.rows, "dim": d, "kappa": args.kappa, "master": args.master, "driver_memory": args.driver_memory,
+           "passes": [[name, round(sec, 1)] for name, sec in times], "total_seconds": round(total, 1),
+           "driver_peak_rss_mib": round(me), "jvm_peak_rss_mib": jvm and round(jvm), "loadavg_end": os.getloadavg()}
+    out = os.path.join(root, "bench-results", f"gaussian_spark-n{args.rows}-d{d}.json")
+    with open(out, "w", encoding="utf-8") as fh:
+        json.dump(res, fh, indent=1)
+    print(f"wrote {out}")
     return 0
 
 
