@@ -5,7 +5,8 @@ iff it is non-null and non-zero), or one array column, ``[columns] array = "col"
 element j is bit j (:mod:`dpspark.samplers.binary_input`: missing elements count 0, elements beyond d are
 ignored; outputs are named ``col[j]``; a per-row deterministic map, so privacy is unchanged), one record per
 unit: ``privacy.unit_column`` is required, because the rounds read disjoint batches chosen by a keyed hash of
-the unit id (never of the record's content); a unit with several rows contributes the OR of its rows. ``privacy.max_units`` is the public n of Substitute(n).
+the unit id (never of the record's content); a unit with several rows contributes the OR of its rows.
+``privacy.max_units`` is the public n of Substitute(n).
 
 Budget: zCDP. ``privacy.epsilon`` and ``privacy.delta`` (required) give rho =
 :func:`dpspark.mechanisms.zcdp_budget.rho_within` (or the ``privacy.rho`` option, checked against them).
