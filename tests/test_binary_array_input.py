@@ -256,8 +256,8 @@ def test_product_learner_array_release_through_session(spark, tmp_path: Path, ca
     offsets = pa.array(np.arange(0, n * len(p) + 1, len(p), dtype=np.int32))
     table = pa.table({"id": pa.array(np.arange(n), pa.int64()), "f": pa.ListArray.from_arrays(offsets, flat)})
     pq.write_table(table, tmp_path / "in.parquet")
-    with Session(spark.read.parquet(str(tmp_path / "in.parquet")), max_units=n, budget={"epsilon": "8", "delta": "1/1000000"},
-                 rng=SeededRandom(7)) as s:
+    frame = spark.read.parquet(str(tmp_path / "in.parquet"))
+    with Session(frame, max_units=n, budget={"epsilon": "8", "delta": "1/1000000"}, rng=SeededRandom(7)) as s:
         rel = s.release(mechanism="product_learner", epsilon="4", delta="1/1000000000", unit_column="id",
                         alpha="1", beta="1/10", sections={"columns": {"array": "f", "width": len(p)}},
                         output=tmp_path / "q")
