@@ -183,39 +183,56 @@ class _Ctx:
         return b"k" * 16
 
 
+@pytest.mark.parametrize("boolean", [False, True], ids=["int8", "bool"])
+def test_array_words_are_the_named_columns_words(tmp_path: Path, boolean: bool) -> None:
+    """The array packing (numpy packbits) gives the words _pack gives on d named columns, bit 63 included."""
+    from dpspark.spark.arrays import array_words
+    from dpspark.spark.product_rounds import _pack
+
+    cols, arr, names = _data(tmp_path, boolean=boolean, seed=7 + boolean)
+    c = pq.read_table(cols).combine_chunks().to_batches()[0]
+    want = next(_pack(D)(iter([c])))
+    got = array_words(pq.read_table(arr).column("f"), D)
+    assert got.shape == (c.num_rows, 2)
+    assert [got[:, i].tolist() for i in range(2)] == [want.column(i + 1).to_pylist() for i in range(2)]
+    assert (got[:, 0] < 0).any() and (got[:, 1] != 0).any()  # bit 63 (the sign) and the second word in use
+    assert array_words(pa.array([], pa.list_(pa.int8())), 3).shape == (0, 1)
+
+
 @pytest.mark.spark
 def test_spark_words_and_sums_match_named_columns(spark, tmp_path: Path) -> None:
-    """prepare() packs the same words from the array as from d columns (ANSI on and off), and the bernoulli
-    sums on Spark equal those on Arrow, for both forms."""
+    """prepare() packs the same words from the array as from d columns, and the bernoulli sums on Spark
+    (get(array, j), ANSI on and off) equal those on Arrow, for both forms."""
     from dpspark.engine.context import SparkContext
     from dpspark.spark.product_rounds import prepare
 
     cols, arr, names = _data(tmp_path, boolean=False, seed=4)
     dc, da = spark.read.parquet(str(cols)), spark.read.parquet(str(arr))
     assert dict(da.dtypes)["f"] == "array<tinyint>"
-    before = spark.conf.get("spark.sql.ansi.enabled")
-    try:
-        want = sorted(tuple(r) for r in prepare(dc, names, "id", 8, b"s" * 16).collect())
-        for ansi in ("true", "false"):
-            spark.conf.set("spark.sql.ansi.enabled", ansi)
-            got = sorted(tuple(r) for r in prepare(da, names, "id", 8, b"s" * 16, array="f").collect())
-            assert got == want, ansi
-    finally:
-        spark.conf.set("spark.sql.ansi.enabled", before)
+    want = sorted(tuple(r) for r in prepare(dc, names, "id", 8, b"s" * 16).collect())
+    got = sorted(tuple(r) for r in prepare(da, names, "id", 8, b"s" * 16, array="f").collect())
+    assert got == want
     assert any(w < 0 for r in want for w in r[:2]) and len(want) > 50  # bit 63 set somewhere; many units
+    with pytest.raises(InputError, match="must be an array"):
+        prepare(dc, names, "id", 8, b"s" * 16, array="x0")
+    with pytest.raises(InputError, match="has no column"):
+        prepare(dc, names, "id", 8, b"s" * 16, array="f")
+    with pytest.raises(InputError, match="must be an array"):  # the bernoulli sums, too (schema only, no job)
+        column_sums(SparkContext(dc, SeededRandom(1)), _stage(ELEMS[:3], None), "x0")
     # the sums: a narrower input (Spark's plan for 70 decimal sums alone takes seconds to compile)
     cols, arr, names = _data(tmp_path, boolean=False, seed=14, d=12)
     elems = ELEMS[:12]
     arrow = column_sums(ArrowContext(str(cols), SeededRandom(1)), _stage(tuple(names), 2))
     da = spark.read.parquet(str(arr))
-    ctx = SparkContext(da, SeededRandom(1))
-    spark_sums = column_sums(ctx, _stage(elems, 2), "f")
-    assert _values(spark_sums, elems) == _values(arrow, tuple(names))
-    assert ctx.df is da and ctx.passes_run == 1  # the context's own frame is back; one pass counted
-    with pytest.raises(InputError, match="must be an array"):
-        prepare(dc, names, "id", 8, b"s" * 16, array="x0")
-    with pytest.raises(InputError, match="has no column"):
-        prepare(dc, names, "id", 8, b"s" * 16, array="f")
+    before = spark.conf.get("spark.sql.ansi.enabled")
+    try:
+        for ansi in ("true", "false"):
+            spark.conf.set("spark.sql.ansi.enabled", ansi)
+            ctx = SparkContext(da, SeededRandom(1))
+            assert _values(column_sums(ctx, _stage(elems, 2), "f"), elems) == _values(arrow, tuple(names)), ansi
+            assert ctx.df is da and ctx.passes_run == 1  # the context's own frame is back; one pass counted
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", before)
 
 
 @pytest.mark.spark

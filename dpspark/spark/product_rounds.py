@@ -8,7 +8,7 @@
   shuffle and the cache hold d/8 bytes per unit. Boolean and integer columns are packed by SQL expressions in
   the JVM (shipping d narrow columns through Arrow to Python cost more than the rest of the release at
   d = 1000); other types go through ``_bits`` in ``mapInArrow``. Both give the same words. The array form
-  (``[columns] array``) packs ``get(array, j)`` into the same words (:mod:`dpspark.spark.arrays`).
+  (``[columns] array``) packs its elements into the same words (:mod:`dpspark.spark.arrays`).
 * A round filters its batch slice, applies the public truncation (x[S] xor flip, zeroed when its popcount
   exceeds C) and sums - in numpy int64 inside ``mapInArrow`` (exact integers; one partial sum per Arrow
   batch), added up on the driver as Python ints. Nothing but these sums leaves Spark.
@@ -66,31 +66,20 @@ def _pack(d: int):  # type: ignore[no-untyped-def]
 _SQL_BITS = frozenset({"boolean", "tinyint", "smallint", "int", "bigint"})
 
 
-def _column_bits(columns: Sequence[str], types: dict[str, str]) -> list[Any]:
-    """One 0/1 long expression per named column: 1 iff the value is non-null and non-zero (true)."""
+def _sql_words(columns: Sequence[str], types: dict[str, str]) -> list[Any]:
+    """Column expressions w0.. equal to what :func:`_pack` computes: bit j of word j // 64 is 1 iff column j
+    is non-null and non-zero (true). Bit 63 lands in the sign bit, as in _pack's uint64 -> int64 view."""
+    from functools import reduce
+
     from pyspark.sql import functions as F
 
     def bit(c: str) -> Any:
         nz = F.col(c) if types[c] == "boolean" else F.col(c) != F.lit(0)
         return F.coalesce(nz, F.lit(False)).cast("long")
 
-    return [bit(c) for c in columns]
-
-
-def _sql_words(columns: Sequence[str], types: dict[str, str], bits: Sequence[Any] | None = None) -> list[Any]:
-    """Column expressions w0.. equal to what :func:`_pack` computes: bit j of word j // 64 is 1 iff column j
-    is non-null and non-zero (true). Bit 63 lands in the sign bit, as in _pack's uint64 -> int64 view.
-
-    ``bits``: the d 0/1 long expressions to pack instead of the named columns' (the array form,
-    :func:`dpspark.spark.arrays.element_bits`)."""
-    from functools import reduce
-
-    from pyspark.sql import functions as F
-
-    bits = _column_bits(columns, types) if bits is None else list(bits)
-    d = len(bits)
+    d = len(columns)
     return [reduce(lambda a, b: a.bitwiseOR(b),
-                   [F.shiftleft(bits[j], j % 64) for j in range(64 * i, min(d, 64 * i + 64))]).alias(f"w{i}")
+                   [F.shiftleft(bit(columns[j]), j % 64) for j in range(64 * i, min(d, 64 * i + 64))]).alias(f"w{i}")
             for i in range(_words(d))]
 
 
@@ -109,10 +98,10 @@ def prepare(df: "DataFrame", columns: Sequence[str], unit: str, batches: int, se
     nw = _words(len(columns))
     types = dict(rows.dtypes)
     if array is not None:
-        from dpspark.spark.arrays import element_bits
+        from dpspark.spark.arrays import packed_array
 
-        # the array form: the same words from get(array, j), so every round downstream is unchanged
-        packed = rows.select(F.col(unit), *_sql_words(columns, types, element_bits(rows, array, len(columns))))
+        # the array form: the same words (every round downstream is unchanged), packed in mapInArrow
+        packed = packed_array(rows, array, unit, len(columns))
     elif all(types[c] in _SQL_BITS for c in columns):
         # pack in the JVM: sending d narrow columns to Python through Arrow dominated pass 1 at d = 1000
         packed = rows.select(F.col(unit), *_sql_words(columns, types))
