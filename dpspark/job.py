@@ -138,6 +138,10 @@ def check_input_columns(cfg: ReleaseConfig, mech: Any) -> None:
     if missing:
         raise InputError(f"input has no column(s) {', '.join(map(repr, missing))}; it has "
                          f"{', '.join(map(repr, sorted(present)))} ({path}; checked before any budget is spent)")
+    check = getattr(mech, "input_schema_problem", None)  # e.g. [columns] array of a non-array column
+    problem = check(dataset.schema) if check is not None else None
+    if problem:
+        raise InputError(f"{problem} ({path}; checked before any budget is spent)")
 
 
 def plan_text(plan: dict[str, Any]) -> str:

@@ -29,6 +29,7 @@ GENERATORS: dict[str, list[str]] = {
     "kary-hard.parquet": ["scripts/gen_samplers.py", "--kind", "kary", "--rows", "100000"],
     "binary-columns.parquet": ["scripts/gen_samplers.py", "--kind", "bernoulli", "--rows", "20000", "--columns", "20"],
     "product-d24.parquet": ["scripts/gen_product.py", "--rows", "500000", "--cols", "24"],
+    "product-array-d8.parquet": ["scripts/gen_product.py", "--rows", "250000", "--cols", "8", "--array", "features"],
     "gaussian-5d.parquet": ["scripts/gen_gaussian.py", "--rows", "200000", "--dim", "5", "--kappa", "100", "--seed", "5"],
 }
 

@@ -125,6 +125,10 @@ class Mechanism(ABC):
         unit = (self.spec.unit_column,) if self.spec.unit_column else ()
         return tuple(self.spec.key_columns) + unit
 
+    def input_schema_problem(self, schema: Any) -> str | None:
+        """Why a local input with this pyarrow schema cannot be read (None: it can); checked before any spend."""
+        return None
+
     def exact_options(self) -> dict[str, Any]:
         """This mechanism's own ``[privacy]`` options as recorded in the manifest's config section."""
         return {k: _exact_value(self.spec.options.get(k, default)) for k, default in self.options.items()}

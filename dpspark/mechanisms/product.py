@@ -1,9 +1,12 @@
 """``product_sampler`` (RSSS Alg 4, Thm 5.1 => 1.6) and ``product_learner`` (KLSU PPDE Alg 7, Thm 5.2).
 
 Input: d binary columns named in ``[columns] names = [...]`` (0/1 integers or booleans; a value counts as 1
-iff it is non-null and non-zero), one record per unit: ``privacy.unit_column`` is required, because the
-rounds read disjoint batches chosen by a keyed hash of the unit id (never of the record's content); a unit
-with several rows contributes the OR of its rows. ``privacy.max_units`` is the public n of Substitute(n).
+iff it is non-null and non-zero), or one array column, ``[columns] array = "col"`` with ``width = d``, whose
+element j is bit j (:mod:`dpspark.samplers.binary_input`: missing elements count 0, elements beyond d are
+ignored; outputs are named ``col[j]``; a per-row deterministic map, so privacy is unchanged), one record per
+unit: ``privacy.unit_column`` is required, because the rounds read disjoint batches chosen by a keyed hash of
+the unit id (never of the record's content); a unit with several rows contributes the OR of its rows.
+``privacy.max_units`` is the public n of Substitute(n).
 
 Budget: zCDP. ``privacy.epsilon`` and ``privacy.delta`` (required) give rho =
 :func:`dpspark.mechanisms.zcdp_budget.rho_within` (or the ``privacy.rho`` option, checked against them).
@@ -25,6 +28,7 @@ from dpspark.mechanisms.base import Mechanism, MechanismSpecError, Progress, Sta
 from dpspark.mechanisms.samplers import INDEPENDENCE, parse_columns
 from dpspark.mechanisms.zcdp_budget import rho_option, rho_within
 from dpspark.product import rounds as rd
+from dpspark.samplers.binary_input import BinaryInput, schema_problem
 
 if TYPE_CHECKING:
     from dpspark.engine.context import StageContext
@@ -62,11 +66,20 @@ class _Product(Mechanism):
             raise MechanismSpecError(
                 f"mechanism {self.name!r} needs privacy.unit_column: its rounds read disjoint batches chosen by a "
                 "keyed hash of the unit id (a row's position is not stable, and hashing content breaks privacy)")
-        self.columns: tuple[str, ...] = spec.sections["columns"]
+        self.input: BinaryInput = spec.sections["columns"]
+        self.columns: tuple[str, ...] = self.input.names  # output names (col[j] for the array form)
         self.d = len(self.columns)
         self.n = spec.max_units
         self.rho = rho_within(spec.epsilon, spec.delta, spec.options.get("rho"))
         self.alpha = parse_alpha(spec.options.get("alpha", "1/10"))
+
+    def input_columns(self) -> tuple[str, ...]:
+        """The d binary columns (or the one array column) and the unit column."""
+        return self.input.input_columns() + super().input_columns()
+
+    def input_schema_problem(self, schema: Any) -> str | None:
+        """The array form needs an array of booleans or integers (checked on a local file before any spend)."""
+        return schema_problem(schema, self.input)
 
     def statements(self) -> tuple[tuple[str, Any], ...]:
         """rho-zCDP under Substitute(n) and AddRemove(n), with certified (eps, delta) at the configured delta."""
@@ -151,7 +164,7 @@ class ProductSampler(_Product):
         from dpspark.release.statement import StatementRelease
         from dpspark.spark.product_rounds import SparkRounds
 
-        oracle = SparkRounds(ctx, self.columns, self.spec.unit_column, rd.DEFAULT_BATCHES)
+        oracle = SparkRounds(ctx, self.columns, self.spec.unit_column, rd.DEFAULT_BATCHES, self.input.array)
         try:
             runs = [run_sampler(self.plan_obj, oracle, rng, offset=s * self.plan_obj.batches,
                                 total_batches=rd.DEFAULT_BATCHES) for s in range(self.m)]
@@ -218,7 +231,7 @@ class ProductLearner(_Product):
         from dpspark.release.statement import StatementRelease
         from dpspark.spark.product_rounds import SparkRounds
 
-        oracle = SparkRounds(ctx, self.columns, self.spec.unit_column, self.plan_obj.batches)
+        oracle = SparkRounds(ctx, self.columns, self.spec.unit_column, self.plan_obj.batches, self.input.array)
         try:
             run = run_learner(self.plan_obj, oracle, rng)
         finally:

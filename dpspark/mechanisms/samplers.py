@@ -18,6 +18,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, Progress, StageInfo
 from dpspark.rng import DEFAULT_LAMBDA
+from dpspark.samplers.binary_input import MAX_COLUMNS, BinaryInput, parse_binary_input, schema_problem  # noqa: F401
+
+# MAX_COLUMNS (re-exported): the most binary columns a [columns] section takes, named or as an array's width
 
 if TYPE_CHECKING:
     from dpspark.engine.context import StageContext
@@ -50,22 +53,10 @@ def smallest_n(ok: Any) -> int:
     return lo
 
 
-#: the most binary columns a `[columns]` section names (bernoulli_sampler, product_sampler, product_learner)
-MAX_COLUMNS = 10_000
-
-
-def parse_columns(raw: Any) -> tuple[str, ...]:
-    """``[columns] names = [...]``: the binary (0/1 or boolean) input columns, in output order."""
-    if not isinstance(raw, dict) or set(raw) != {"names"}:
-        raise ValueError("needs exactly one field, names = [\"col1\", ...] (the binary columns)")
-    names = raw["names"]
-    if not isinstance(names, list) or not names or not all(isinstance(c, str) and c for c in names):
-        raise ValueError("names must be a non-empty list of column names")
-    if len(set(names)) != len(names):
-        raise ValueError("names has a duplicate column")
-    if len(names) > MAX_COLUMNS:
-        raise ValueError(f"at most {MAX_COLUMNS} columns")
-    return tuple(names)
+def parse_columns(raw: Any) -> "BinaryInput":
+    """``[columns]``: ``names = [...]`` (d binary columns, in output order) or ``array = "col"`` with
+    ``width = d`` (one array column; outputs ``col[0]``, ``col[1]``, ...). See :mod:`dpspark.samplers.binary_input`."""
+    return parse_binary_input(raw)
 
 
 def _sample_section(samples: list[Any], columns: list[str], batches: int) -> dict[str, Any]:
@@ -243,7 +234,8 @@ class BernoulliSampler(_Sampler):
         from dpspark.mechanisms.zcdp_budget import converted_epsilon
         from dpspark.samplers import bernoulli as B
 
-        self.columns: tuple[str, ...] = spec.sections["columns"]
+        self.input: BinaryInput = spec.sections["columns"]
+        self.columns: tuple[str, ...] = self.input.names  # output names (col[j] for the array form)
         self.d = len(self.columns)
         self.n = spec.max_units
         self.nb = self.n // self.m  # the public unit count each batch's estimate divides by
@@ -277,8 +269,12 @@ class BernoulliSampler(_Sampler):
         return "none removed (each column's count is clamped to n)"
 
     def input_columns(self) -> tuple[str, ...]:
-        """The d binary columns and the unit column."""
-        return self.columns + super().input_columns()
+        """The d binary columns (or the one array column) and the unit column."""
+        return self.input.input_columns() + super().input_columns()
+
+    def input_schema_problem(self, schema: Any) -> str | None:
+        """The array form needs an array of booleans or integers (checked on a local file before any spend)."""
+        return schema_problem(schema, self.input)
 
     def zcdp_rho(self, nb: int) -> Fraction:
         """d rho0 with rho0 >= (ln r(nb) + bias)^2 / 2 certified (BS16 Prop. 1.4 per column, then composition)."""
@@ -378,17 +374,19 @@ class BernoulliSampler(_Sampler):
         from dpspark.samplers.stages import column_sums
 
         d = self.d
-        stage = SumsStage(columns=self.columns, lo=(0,) * d, hi=(1,) * d, scale_bits=0,
+        # the array form sums d internal element columns (a Spark name may not hold "[j]"); same rule as names
+        names = self.columns if self.input.array is None else tuple(f"__dp_elem{j}" for j in range(d))
+        stage = SumsStage(columns=names, lo=(0,) * d, hi=(1,) * d, scale_bits=0,
                           unit_column=self.spec.unit_column, max_units=self.n,
                           batches=self.m if self.m > 1 else None)
-        rows = column_sums(ctx, stage)
+        rows = column_sums(ctx, stage, self.input.array)
         if self.spec.on_excess_units == "refuse" and sum(r["units"] for r in rows) > self.n:
             raise CuratorError(
                 f"the input holds more units than privacy.max_units = {self.n} and on_excess_units = 'refuse' "
                 "(curator-side check, before any sample was drawn)")
         progress(f"drawing {self.m} sample(s) of {d} bits")
         # a count above the public n is clamped to n: a 1-Lipschitz map, so each count still moves by <= 1
-        samples = [bernoulli_sample([min(int(r[f"sum_{c}"]), self.nb) for c in self.columns], self.nb, rng)
+        samples = [bernoulli_sample([min(int(r[f"sum_{c}"]), self.nb) for c in names], self.nb, rng)
                    for r in rows]
         return StatementRelease(
             algorithm="BernoulliSampler (RSSS Thm 6.1; product over columns, Thms 6.4, 1.8)",

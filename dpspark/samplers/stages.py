@@ -2,7 +2,8 @@
 
 * :func:`column_sums` - a :class:`~dpspark.engine.stages.SumsStage` on Spark (``ctx.sums``) or on Arrow
   (:func:`arrow_sums`, the same definition: values rounded half away from zero to integers, NULL = 0, a
-  unit's total per column clipped to [lo, hi], batches H_key(unit) mod B).
+  unit's total per column clipped to [lo, hi], batches H_key(unit) mod B); also over the elements of one
+  array column (the ``[columns] array`` form).
 * :func:`batched_counts` - counts per disjoint batch H_key(unit) mod m in one pass: the batch is a keyed hash
   of the unit id alone (never of record content, so a changed record stays in its batch) and becomes the most
   significant key column of the engine's ordinary count stage.
@@ -90,11 +91,33 @@ def arrow_sums(table: pa.Table, stage: SumsStage, secret: bytes | None) -> list[
     return out
 
 
-def column_sums(ctx: Any, stage: SumsStage) -> list[dict[str, int]]:
-    """Per batch: {"batch", "units", "sum_<col>"...} exact ints, on the context's engine."""
+def column_sums(ctx: Any, stage: SumsStage, array: str | None = None) -> list[dict[str, int]]:
+    """Per batch: {"batch", "units", "sum_<col>"...} exact ints, on the context's engine.
+
+    ``array``: the stage's columns are elements 0..d-1 of this array column (NULL when missing), made on
+    either engine before the same sums (:mod:`dpspark.samplers.binary_input`).
+    """
     if hasattr(ctx, "sums"):
-        return ctx.sums(stage)
-    table = ctx.dataset.to_table(columns=stage.input_columns)
+        if array is None:
+            return ctx.sums(stage)
+        from dpspark.spark.arrays import with_elements
+
+        unit = [stage.unit_column] if stage.unit_column is not None else []
+        df = ctx.df
+        ctx.df = with_elements(df, array, len(stage.columns), stage.columns, unit)
+        try:  # the context's own sums (its batch key and pass count), over the element columns
+            return ctx.sums(stage)
+        finally:
+            ctx.df = df
+    if array is None:
+        table = ctx.dataset.to_table(columns=stage.input_columns)
+    else:
+        from dpspark.samplers.binary_input import expand_array
+
+        unit = [stage.unit_column] if stage.unit_column is not None else []
+        raw = ctx.dataset.to_table(columns=[array] + unit)
+        elems = expand_array(raw.column(array), array, len(stage.columns))
+        table = pa.table(dict(zip(stage.columns, elems)) | {c: raw.column(c) for c in unit})
     secret = batch_secret(ctx) if stage.batches is not None else None
     ctx.progress("pass 1: clipped column sums on Arrow")
     out = arrow_sums(table, stage, secret)

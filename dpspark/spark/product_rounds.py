@@ -7,7 +7,8 @@
 * The record is packed into ceil(d/64) int64 words before the per-unit OR (Spark's ``bit_or``), so the
   shuffle and the cache hold d/8 bytes per unit. Boolean and integer columns are packed by SQL expressions in
   the JVM (shipping d narrow columns through Arrow to Python cost more than the rest of the release at
-  d = 1000); other types go through ``_bits`` in ``mapInArrow``. Both give the same words.
+  d = 1000); other types go through ``_bits`` in ``mapInArrow``. Both give the same words. The array form
+  (``[columns] array``) packs its elements into the same words (:mod:`dpspark.spark.arrays`).
 * A round filters its batch slice, applies the public truncation (x[S] xor flip, zeroed when its popcount
   exceeds C) and sums - in numpy int64 inside ``mapInArrow`` (exact integers; one partial sum per Arrow
   batch), added up on the driver as Python ints. Nothing but these sums leaves Spark.
@@ -82,19 +83,26 @@ def _sql_words(columns: Sequence[str], types: dict[str, str]) -> list[Any]:
             for i in range(_words(d))]
 
 
-def prepare(df: "DataFrame", columns: Sequence[str], unit: str, batches: int, secret: bytes) -> "DataFrame":
+def prepare(df: "DataFrame", columns: Sequence[str], unit: str, batches: int, secret: bytes,
+            array: str | None = None) -> "DataFrame":
     """One row per unit: its 0/1 record packed into int64 words ``w0``... (OR over its rows) and its BATCH.
 
     Packing first makes the per-unit shuffle carry d/8 bytes a row instead of d columns (cached).
+    ``array``: the bits are elements 0..d-1 of this array column (d = len(columns), the output names).
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
 
-    check_columns(df, list(columns) + [unit])
+    check_columns(df, (list(columns) if array is None else [array]) + [unit])
     rows = df.filter(F.col(unit).isNotNull())
     nw = _words(len(columns))
     types = dict(rows.dtypes)
-    if all(types[c] in _SQL_BITS for c in columns):
+    if array is not None:
+        from dpspark.spark.arrays import packed_array
+
+        # the array form: the same words (every round downstream is unchanged), packed in mapInArrow
+        packed = packed_array(rows, array, unit, len(columns))
+    elif all(types[c] in _SQL_BITS for c in columns):
         # pack in the JVM: sending d narrow columns to Python through Arrow dominated pass 1 at d = 1000
         packed = rows.select(F.col(unit), *_sql_words(columns, types))
     else:
@@ -150,9 +158,9 @@ def round_sums(prepared: "DataFrame", query: RoundQuery) -> list[int]:
 class SparkRounds:
     """The aggregate oracle of a release on Spark: prepares the units once, then one pass per round."""
 
-    def __init__(self, ctx: Any, columns: Sequence[str], unit: str, batches: int) -> None:
+    def __init__(self, ctx: Any, columns: Sequence[str], unit: str, batches: int, array: str | None = None) -> None:
         self.ctx = ctx
-        self.prepared = prepare(ctx.df, columns, unit, batches, ctx.batch_secret())
+        self.prepared = prepare(ctx.df, columns, unit, batches, ctx.batch_secret(), array)
         self.batches = batches
         self.timings: list[float] = []
 
