@@ -133,15 +133,23 @@ def check_input_columns(cfg: ReleaseConfig, mech: Any) -> None:
         dataset, _ = open_dataset(str(path), cfg.input.format, cfg.input.options)
     except InputError:
         return
-    present = set(dataset.schema.names)
+    check_input_schema(mech, dataset.schema, str(path))
+
+
+def check_input_schema(mech: Any, schema: Any, where: str) -> None:
+    """Refuse an input whose pyarrow ``schema`` (metadata only) lacks a column the release reads or has a
+    column the mechanism cannot read (e.g. ``[columns] array`` that is not an array of 0/1 values)."""
+    from dpspark.engine.arrow_backend import InputError
+
+    present = set(schema.names)
     missing = [c for c in mech.input_columns() if c not in present]
     if missing:
         raise InputError(f"input has no column(s) {', '.join(map(repr, missing))}; it has "
-                         f"{', '.join(map(repr, sorted(present)))} ({path}; checked before any budget is spent)")
+                         f"{', '.join(map(repr, sorted(present)))} ({where}; checked before any budget is spent)")
     check = getattr(mech, "input_schema_problem", None)  # e.g. [columns] array of a non-array column
-    problem = check(dataset.schema) if check is not None else None
+    problem = check(schema) if check is not None else None
     if problem:
-        raise InputError(f"{problem} ({path}; checked before any budget is spent)")
+        raise InputError(f"{problem} ({where}; checked before any budget is spent)")
 
 
 def plan_text(plan: dict[str, Any]) -> str:

@@ -206,6 +206,7 @@ class Session:
         on_arrow = "arrow" in (cls.engines_for(spec) if hasattr(cls, "engines_for") else getattr(cls, "engines", ("arrow",)))
         arrow = self._arrow_source() if on_arrow else None  # Spark-only mechanisms get a Spark DataFrame
         df = None if arrow is not None else self._frame()
+        _check_schema(spec.mechanism_object(), arrow, df)  # metadata only, before the spend
         if self.budget is not None:
             self.budget.spend(statement)  # committed before any data is read; never refunded
         out = run_release(spec, data=df, rng=self.rng, progress=self.progress, arrow_source=arrow)
@@ -238,3 +239,31 @@ class Session:
         """
         return self.release(mechanism=mechanism, epsilon=epsilon, output=output, keys=keys, universe=universe,
                             **privacy)
+
+
+def _check_schema(mech: Any, arrow: Any, df: Any) -> None:
+    """The job's pre-spend schema check on a session input: an Arrow table, a local file or a DataFrame."""
+    import pyarrow as pa
+
+    from dpspark.job import check_input_schema
+
+    if isinstance(arrow, pa.Table):
+        schema, where = arrow.schema, "the session's table"
+    elif arrow is not None:
+        from dpspark.engine.arrow_backend import InputError, open_dataset
+
+        try:
+            schema, where = open_dataset(str(arrow), None, {})[0].schema, str(arrow)
+        except InputError:
+            return  # the engine reports what it cannot open
+    else:
+        from pyspark.sql.pandas.types import to_arrow_type
+
+        def arrow_type(spark_type: Any) -> Any:
+            try:
+                return to_arrow_type(spark_type)
+            except Exception:  # a Spark type Arrow cannot name (pyspark raises its own error classes)
+                return pa.binary()  # stands for "some non-array type" in the checks
+        schema = pa.schema([pa.field(f.name, arrow_type(f.dataType)) for f in df.schema.fields])
+        where = "the session's DataFrame"
+    check_input_schema(mech, schema, where)

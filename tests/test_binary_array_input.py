@@ -284,3 +284,23 @@ def test_product_learner_array_release_through_session(spark, tmp_path: Path, ca
     assert open_release(tmp_path / "q").columns == rel.columns
     assert cli(["inspect", str(tmp_path / "q")]) == 0
     assert "f[0]=" in capsys.readouterr().out
+
+
+@pytest.mark.spark
+def test_session_refuses_a_bad_dataframe_schema_before_the_spend(spark, tmp_path: Path) -> None:
+    """A Spark DataFrame given to Session is schema-checked (metadata only) before the session budget pays."""
+    from dpspark.errors import DPSparkError
+    from dpspark.session import Session
+
+    frame = spark.createDataFrame([(1, "not an array", 1)], "id long, f string, x00 int")
+    with Session(frame, max_units=100000, budget={"epsilon": "8", "delta": "1/1000000"}, rng=SeededRandom(7)) as s:
+        left = s.budget.remaining
+        bad = [({"array": "f", "width": 3}, "array"), ({"array": "g", "width": 3}, "'g'"),
+               ({"names": ["x00", "x01"]}, "'x01'")]
+        for columns, said in bad:
+            with pytest.raises(DPSparkError, match=said) as err:
+                s.release(mechanism="product_learner", epsilon="4", delta="1/1000000000", unit_column="id",
+                          alpha="1", beta="1/10", sections={"columns": columns}, output=tmp_path / "q")
+            assert "before any budget is spent" in str(err.value)
+        assert s.budget.remaining == left  # nothing was spent
+        assert not (tmp_path / "q").exists()
