@@ -73,14 +73,11 @@ def fixed_point(values: np.ndarray, data_bits: int) -> np.ndarray:
 
 def keyed_buckets(unit_ids: np.ndarray, secret: bytes, buckets: int) -> np.ndarray:
     """H_key(u) mod B for int64 unit ids: the same keyed hash as the Spark stage (xxhash64, keyed mix)."""
+    from dpspark.engine.arrow_backend import keyed_mix
     from dpspark.engine.xxhash64 import hash_long
-    from dpspark.spark.counts import _mix64
 
-    k1 = np.uint64(int.from_bytes(secret[:8], "big"))
-    k2 = np.uint64(int.from_bytes(secret[8:], "big"))
     raw = hash_long(np.asarray(unit_ids, dtype=np.int64)).astype(np.int64).view(np.uint64)
-    mixed = _mix64(_mix64(raw, k1), k2).view(np.int64)
-    return np.mod(mixed, buckets)
+    return np.mod(keyed_mix(raw, secret).view(np.int64), buckets)
 
 
 def _apply(matrix: IntMatrix, x: np.ndarray) -> np.ndarray:

@@ -87,17 +87,15 @@ def batch_rows(batch: pa.RecordBatch, d: int) -> np.ndarray:
 
 def encoder(d: int, data_bits: int, secret: bytes, buckets: int):  # type: ignore[no-untyped-def]
     """mapInArrow over (unit hash, unit, v_0..v_{d-1}) -> (bucket, unit, blob of x as int32)."""
-    from dpspark.spark.counts import _mix64
+    from dpspark.engine.arrow_backend import keyed_mix
 
     if len(secret) != 16:
         raise ValueError("the contribution-bounding key must be 16 bytes")
-    k1 = np.uint64(int.from_bytes(secret[:8], "big"))
-    k2 = np.uint64(int.from_bytes(secret[8:], "big"))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             raw = b.column(0).to_numpy(zero_copy_only=False).astype(np.int64).view(np.uint64)
-            bucket = np.mod(_mix64(_mix64(raw, k1), k2).view(np.int64), buckets)
+            bucket = np.mod(keyed_mix(raw, secret).view(np.int64), buckets)
             if d:
                 v = np.column_stack([b.column(2 + j).to_numpy(zero_copy_only=False) for j in range(d)])
             else:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time one product_learner run on Spark (local[2]): time per pass, at d columns and n rows.
 
-Usage: .venv/bin/python scripts/bench/product_spark.py [--rows 1000000] [--cols 1000] [--data PATH]
+Usage: .venv/bin/python scripts/bench/product_spark.py [--rows 1000000] [--cols 1000] [--array] [--data PATH]
 The data (scripts/gen_product.py biases, one row per unit) is generated if missing. The run is the
 mechanism's own path - SparkContext, SparkRounds (pack, per-unit OR, keyed-hash batches, one mapInArrow
 pass per round) and run_learner - with the plan built at alpha = 1/10 without the n check (timing only).
@@ -30,13 +30,14 @@ def main() -> int:
     ap.add_argument("--cols", type=int, default=1000)
     ap.add_argument("--data", default=None)
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--array", action="store_true", help="the d bits as one array column (gen_product.py --array f)")
     args = ap.parse_args()
     root = os.path.join(os.path.dirname(__file__), "..", "..")
-    data = args.data or os.path.join(root, "demo-output", f"product-n{args.rows}-d{args.cols}.parquet")
+    data = args.data or os.path.join(root, "demo-output", f"product-n{args.rows}-d{args.cols}{'-array' if args.array else ''}.parquet")
     if not os.path.exists(data):
         t0 = time.perf_counter()
         subprocess.run([sys.executable, os.path.join(root, "scripts", "gen_product.py"), data, "--rows",
-                        str(args.rows), "--cols", str(args.cols)], check=True, stdout=subprocess.DEVNULL)
+                        str(args.rows), "--cols", str(args.cols)] + (["--array", "f"] if args.array else []), check=True, stdout=subprocess.DEVNULL)
         print(f"generated {data} in {time.perf_counter() - t0:.1f} s", flush=True)
     from dpspark.engine.context import SparkContext
     from dpspark.product.learner import LearnerPlan, run_learner
@@ -51,7 +52,8 @@ def main() -> int:
     ctx = SparkContext(df, rng, passes=plan.R)
     load0 = os.getloadavg()
     t0 = time.perf_counter()
-    oracle = SparkRounds(ctx, [f"x{j:02d}" for j in range(args.cols)], "id", plan.batches)
+    names = [f"f[{j}]" for j in range(args.cols)] if args.array else [f"x{j:02d}" for j in range(args.cols)]
+    oracle = SparkRounds(ctx, names, "id", plan.batches, array="f" if args.array else None)
     # materialise the cached units first, so the profile splits preparation (read, pack, per-unit OR,
     # keyed batches, cache write) from the first round's own pass; the release does both in pass 1
     t_prep = time.perf_counter()
@@ -63,13 +65,13 @@ def main() -> int:
     jvm_peak = jvm_peak_rss_mib(spark)
     oracle.close()
     spark.stop()
-    res = {"rows": args.rows, "cols": args.cols, "master": args.master, "passes": len(oracle.timings),
+    res = {"rows": args.rows, "cols": args.cols, "input": "array" if args.array else "columns", "master": args.master, "passes": len(oracle.timings),
            "preparation_seconds": round(prep, 1), "seconds_per_pass": [round(t, 2) for t in oracle.timings],
            "total_seconds": round(total, 1),
            "coordinates_per_round": [r["coordinates"] for r in run.rounds],
            "jvm_peak_rss_mib": jvm_peak, "load_before": load0, "load_after": os.getloadavg()}
     print(json.dumps(res, indent=1))
-    out = os.path.join(root, "bench-results", f"product_spark-n{args.rows}-d{args.cols}.json")
+    out = os.path.join(root, "bench-results", f"product_spark-n{args.rows}-d{args.cols}{'-array' if args.array else ''}.json")
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w", encoding="utf-8") as fh:
         json.dump(res, fh, indent=1)
