@@ -25,7 +25,8 @@ from tests.spark_procs import ROOT, SUBMIT_CONF, conf_args, run_process, spark_e
 pytestmark = pytest.mark.spark
 
 FAST = ["bernoulli_sampler.toml"]
-SLOW = ["kary_sampler.toml", "product_sampler.toml", "product_learner.toml", "answers_bounded_noise.toml",
+SLOW = ["kary_sampler.toml", "product_sampler.toml", "product_learner.toml", "product_learner_array.toml",
+        "answers_bounded_noise.toml",
         "answers_gaussian.toml", "gaussian_covariance.toml", "gaussian_mean.toml", "gaussian_learner.toml"]
 CASES = [pytest.param(c, id=c) for c in FAST] + [pytest.param(c, id=c, marks=pytest.mark.slow) for c in SLOW]
 

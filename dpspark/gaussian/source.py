@@ -67,7 +67,8 @@ class GaussianSource(Protocol):
 def fixed_point(values: np.ndarray, data_bits: int) -> np.ndarray:
     """rint(v 2^b) clamped to [-(2^31 - 1), 2^31 - 1] (int32 range) as int64; NaN counts as 0 (input
     preprocessing: a function of one row, shared by the driver and the Spark preparation)."""
-    scaled = np.rint(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0) * float(1 << data_bits))  # report: input conversion
+    with np.errstate(over="ignore"):  # a huge value scales to +-inf, which the clip below maps to +-bound
+        scaled = np.rint(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0) * float(1 << data_bits))  # report: input conversion
     return np.clip(scaled, -INPUT_BOUND, INPUT_BOUND).astype(np.int64)
 
 
