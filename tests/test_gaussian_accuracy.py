@@ -241,16 +241,19 @@ def test_sample_size_is_monotone_as_theory_says() -> None:
     assert mean[0] is not None and mean[1] is not None and 2 * mean[0] < mean[1] <= 4 * mean[0] + 100  # between 1/alpha and 1/alpha^2
 
 
-@pytest.mark.parametrize("kind", ["gaussian_covariance", "gaussian_mean_known"])
-def test_stated_bound_holds_for_every_n_above_n(kind: str) -> None:
+@pytest.mark.parametrize("kind, units", [("gaussian_covariance", 10**6), ("gaussian_mean_known", 10**6),
+                                         ("gaussian_mean", 4 * 10**6), ("gaussian_learner", 4 * 10**6)])
+def test_stated_bound_holds_for_every_n_above_n(kind: str, units: int) -> None:
     """At a fixed max_units and buckets, the bound is <= alpha at N and non-increasing on [N, max_units]
-    (so the release's "once n >= N" holds), and above alpha just below N."""
-    from dpspark.gaussian.sample_size import mechanism_scales, release_error_bound, release_sample_size, tested_beta
+    (so the release's "once n >= N" holds), and above alpha just below N. The estimated-covariance kinds
+    take their mean at the unpaired singles' lower bound (about n/e)."""
+    from dpspark.gaussian.sample_size import (mechanism_scales, release_error_bound, release_events,
+                                              release_sample_size, tested_beta)
 
-    d, alpha, rho, kappa, radius, units = 5, Fraction(1, 2), Fraction(1), Fraction(100), Fraction(40), 10**6
+    d, alpha, rho, kappa, radius = 5, Fraction(1, 2), Fraction(1), Fraction(100), Fraction(40)
     big_n = release_sample_size(kind, d, alpha, BETA_N, rho, kappa, radius, max_units=units, buckets=units)
     assert big_n is not None
-    bb = tested_beta(BETA_N, 1)
+    bb = tested_beta(BETA_N, release_events(kind))
     scales = mechanism_scales(d, radius, kappa, units, bb)
     grid = [big_n + (units - big_n) * i // 8 for i in range(9)]
     vals = [release_error_bound(kind, n, d, BETA_N, rho, kappa, radius, scales, units, units, bb) for n in grid]

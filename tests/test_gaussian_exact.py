@@ -5,6 +5,7 @@ Everything here is exact integer arithmetic on the driver backend (no Spark, no 
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 from math import isqrt
 
@@ -90,6 +91,60 @@ def test_random_neighbours_every_aggregate_within_its_sensitivity(seed: int) -> 
     sb = b.centred_sums(mat, [7] * d, r)
     sa = a.centred_sums(mat, [7] * d, r)
     assert _sq([x - y for x, y in zip(sb, sa)]) <= d * r * r
+
+
+def _unpaired_variant(rows: np.ndarray, ids: np.ndarray, buckets: int) -> list[tuple]:
+    """MUTANT: "singles whose bucket is not a pair" (one row, bucket size != 2) instead of "alone in the bucket"."""
+    bk = keyed_buckets(ids, KEY, buckets)
+    per_bucket = np.bincount(bk, minlength=buckets)
+    uniq, inv, per_id = np.unique(ids, return_inverse=True, return_counts=True)
+    keep = (per_id[inv] == 1) & (per_bucket[bk] != 2)
+    return sorted(map(tuple, rows[keep].astype(np.int64)))
+
+
+def test_unpaired_singles_move_by_one_unit_and_share_no_unit_with_a_pair() -> None:
+    """Every add/remove neighbour (units with one or two rows) changes the unpaired singles by <= 1 row;
+    they hold no unit of any pair. The variant "singles outside pair buckets" changes by 3 (caught)."""
+    from collections import Counter
+
+    g = np.random.default_rng(11)
+    d, n, buckets = 2, 30, 24
+    ids = np.r_[np.arange(n), [3, 7]].astype(np.int64)  # units 3 and 7 have two rows
+    rows = (np.arange(len(ids) * d).reshape(-1, d) + 1000).astype(np.float64)  # distinct rows: a multiset diff
+    base = ArraySource(rows, 0, KEY, buckets, ids)
+    base.unpaired_singles()
+    bk = keyed_buckets(ids, KEY, buckets)
+    sizes = np.bincount(bk, minlength=buckets)
+    alone_ids = {int(u) for u, b in zip(ids, bk) if sizes[b] == 1}
+    paired_ids = {int(u) for u, b in zip(ids, bk) if sizes[b] == 2}
+    assert alone_ids and paired_ids and not alone_ids & paired_ids
+    assert base.single_count() == len(alone_ids)
+
+    def diff(a: list[tuple], b: list[tuple]) -> int:
+        ca, cb = Counter(a), Counter(b)
+        return sum(((ca - cb) + (cb - ca)).values())
+
+    worst = worst_variant = 0
+    neighbours = [(np.vstack([rows, [[-1.0 - u, -2.0]] * r]), np.r_[ids, [n + u] * r]) for u in range(40) for r in (1, 2)]
+    neighbours += [(rows[ids != u], ids[ids != u]) for u in range(n)]
+    for nrows, nids in neighbours:
+        other = ArraySource(nrows, 0, KEY, buckets, nids)
+        other.unpaired_singles()
+        worst = max(worst, diff(sorted(map(tuple, base._singles)), sorted(map(tuple, other._singles))))
+        worst_variant = max(worst_variant, diff(_unpaired_variant(rows, ids, buckets), _unpaired_variant(nrows, nids, buckets)))
+    assert worst == 1  # some neighbour moves exactly one unpaired single, none moves more
+    assert worst_variant >= 3  # the mutant's sensitivity is 3: a unit joining a pair frees both its rows
+
+
+def test_alone_count_lower_bound_holds_on_the_keyed_hash() -> None:
+    """The McDiarmid lower bound (p = 1e-7) is below the realised unpaired count, for B = n and n < B."""
+    from dpspark.gaussian.sample_size import alone_count_lower
+
+    for n, b in ((50_000, 50_000), (50_000, 200_000)):
+        src = ArraySource(np.zeros((n, 1)), 12, KEY, buckets=b)
+        src.unpaired_singles()
+        expected = n * (1 - 1 / b) ** (n - 1)  # report
+        assert alone_count_lower(n, b, 1e-7) <= src.single_count() <= expected + 6 * math.sqrt(n)  # report
 
 
 class FloatMembershipMutant(ArraySource):
@@ -291,7 +346,8 @@ def test_blob_preparation_matches_the_driver_across_batch_edges() -> None:
         rows = blob_rows(out.column(1), d)
         canon = lambda a: sorted(tuple(r) if tuple(r) > tuple(-r) else tuple(-r) for r in a)  # noqa: E731  sign-free
         assert canon(rows[kind == 0]) == canon(ref._pairs)
-        assert sorted(map(tuple, rows[kind == 1])) == sorted(map(tuple, ref._singles))
+        assert sorted(map(tuple, rows[kind >= 1])) == sorted(map(tuple, ref._singles))
+        assert sorted(map(tuple, rows[kind == 2])) == sorted(map(tuple, ref._alone)) and len(ref._alone) > 0
     edge = np.array([[2**31 - 1, -(2**31 - 1), 0], [-5, 7, 1]], dtype=np.int32)
     assert np.array_equal(blob_rows(blob_array(edge), 3), edge)
     wide = np.array([[2**32 - 2, -(2**32 - 2), 3]], dtype=np.int64)

@@ -65,9 +65,11 @@ Search: doubling n = 4, 8, ... (at most 39 steps) to the first n whose bound is 
 bisection (at most 64 steps, 0.1 % resolution, rounded up); the returned N's bound is <= alpha. For a
 fixed max_units and buckets B >= n, every term is monotone in n on [N, max_units] (the failure shares use
 max_units; m_lo grows with n for n <= B since E m ~ n^2 / 2B there), so "once n >= N" holds
-(tests/test_gaussian_accuracy.py checks it on a grid). A caveat: with an estimated preconditioner (PPC, or PCE's Sigma^), M
-depends on the pairs, which share rows with the singles; the per-coordinate clamp argument then holds
-for a fresh half (KLSU), as the covariance module notes for its reused pairs.
+(tests/test_gaussian_accuracy.py checks it on a grid). With an estimated preconditioner (PPC, or PCE's Sigma^) M
+depends on the pairs, so the mean then reads only the unpaired singles (rows alone in their bucket; no
+pair holds their units), independent of M under i.i.d. rows - KLSU's fresh half. Their number is at least
+n (1 - 1/B)^(n-1) - sqrt(2 n ln(4/beta')) w.p. >= 1 - beta'/4 (McDiarmid, one unit moves it by <= 2;
+:func:`alone_count_lower`), and PME's bound above is taken at that count with the other 3/4 of beta'.
 """
 
 from __future__ import annotations
@@ -117,6 +119,25 @@ def pair_count_lower(n: int, buckets: int, p: float) -> float:
         return 0.0  # report
     mean = n * (n - 1) / (2.0 * buckets) * math.exp((n - 2) * math.log1p(-1.0 / buckets)) if buckets > 1 else 0.0  # report
     return mean - math.sqrt(2.0 * n * math.log(1.0 / p))  # report
+
+
+def alone_count_lower(n: int, buckets: int, p: float) -> float:
+    """#units alone in their bucket (n units, B buckets) is >= this w.p. >= 1 - p: E = n (1 - 1/B)^(n-1), and
+    moving one unit's bucket changes the count by <= 2 (McDiarmid: deviation sqrt(2 n ln(1/p)))."""
+    if n < 1:
+        return 0.0  # report
+    mean = n * math.exp((n - 1) * math.log1p(-1.0 / buckets)) if buckets > 1 else 0.0  # report
+    return mean - math.sqrt(2.0 * n * math.log(1.0 / p))  # report
+
+
+def _unpaired_mean_bound(d: int, n: int, buckets: int, rho: Fraction, radius: Fraction, pre: "Preconditioner",
+                         scales: Scales, max_units: int, bounds_beta: Fraction, beta: float, kappa: Fraction) -> float:
+    """PME's bound when it reads only the unpaired singles (an estimated preconditioner): a quarter of beta
+    for their count's lower bound, the rest for :func:`mean_error_bound` at that count."""
+    singles = math.floor(alone_count_lower(n, buckets, beta / 4))  # report
+    if singles < 2:
+        return INF  # report
+    return mean_error_bound(d, singles, rho, radius, pre, scales, max_units, bounds_beta, 3 * beta / 4, kappa)  # report
 
 
 def noise_tail(noise: VectorNoise, p: float) -> float:
@@ -434,7 +455,7 @@ def release_error_bound(kind: str, n: int, d: int, beta: Fraction, rho: Fraction
         if lam <= 0:  # report
             return INF  # report
         pre = Preconditioner(lam, kf, final_kappa(kappa), math.sqrt(d) * (1 + (rounds + 1) * d * 2.0 ** -scales.matrix_bits))  # report
-        return mean_error_bound(d, n, rho - half, radius, pre, scales, max_units, bounds_beta, b / 2, kappa)  # report
+        return _unpaired_mean_bound(d, n, buckets, rho - half, radius, pre, scales, max_units, bounds_beta, b / 2, kappa)  # report
     if kind == "gaussian_learner":
         cov_rho = rho * Fraction(3, 4)
         cplan = CovariancePlan(d, cov_rho, kappa, bounds_beta, scales, max_units, buckets, radius=radius)
@@ -447,7 +468,8 @@ def release_error_bound(kind: str, n: int, d: int, beta: Fraction, rho: Fraction
                              math.sqrt(d) + d * 2.0 ** -(scales.matrix_bits + 1))  # report
         if pre.kup > 4:
             return INF  # report
-        return max(a_c, mean_error_bound(d, n, rho - cov_rho, radius, pre, scales, max_units, bounds_beta, b / 2, kappa))  # report
+        return max(a_c, _unpaired_mean_bound(d, n, buckets, rho - cov_rho, radius, pre, scales, max_units, bounds_beta,  # report
+                                             b / 2, kappa))  # report
     raise GaussianSpecError(f"unknown release kind {kind!r} (known: {KINDS})")
 
 

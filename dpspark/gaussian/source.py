@@ -11,6 +11,12 @@ Units, pairs and singles (the same definition on every backend)
   D ~ N(0, 2 Sigma) whatever mu is; the covariance routines halve at the end.
 * Singles (for the mean): units with exactly one row. Adding or removing a unit adds or removes at
   most one single.
+* Unpaired singles (for a mean preconditioned by an estimate from the pairs): rows alone in their
+  bucket. They share no unit with any pair, so under i.i.d. rows the preconditioner (a function of the
+  pairs and the noise) is independent of them - KLSU's fresh half, without a second key. Adding a
+  unit u to bucket b: b empty -> u is alone (+1); b held one row v -> v is no longer alone (-1); b held
+  more -> no change. Removing is the reverse: at most one unpaired single changes, as for singles.
+  About 1/e of the units (e^-n/B of them at n units in B buckets).
 
 Aggregates (:class:`GaussianSource`)
 -----------------------------------
@@ -58,6 +64,9 @@ class GaussianSource(Protocol):
     def second_moments(self, matrix: IntMatrix, norm_bound_sq: int) -> Moments: ...
 
     def single_count(self) -> int: ...
+
+    def unpaired_singles(self) -> None:
+        """From now on single_count, bin_counts and centred_sums read the unpaired singles only."""
 
     def bin_counts(self, matrix: IntMatrix, lo: Sequence[int], width: int, bins: int) -> np.ndarray: ...
 
@@ -186,7 +195,7 @@ class ArraySource:
         self.buckets = b
         # singles: ids that occur once
         uniq, inverse, per_id = np.unique(ids, return_inverse=True, return_counts=True)
-        self._singles = x[per_id[inverse] == 1]
+        self._all_singles = self._singles = x[per_id[inverse] == 1]
         # pairs: buckets with exactly two rows
         order = np.argsort(bucket, kind="stable")
         sb = bucket[order]
@@ -195,6 +204,7 @@ class ArraySource:
         first = starts[sizes == 2]
         xo = x[order]
         self._pairs = xo[first] - xo[first + 1]  # |D| <= 2^32: int64 exact
+        self._alone = xo[starts[sizes == 1]]  # alone in its bucket: one row, one unit
         self.passes = 0
 
     def pair_count(self) -> int:
@@ -202,6 +212,10 @@ class ArraySource:
 
     def single_count(self) -> int:
         return int(self._singles.shape[0])
+
+    def unpaired_singles(self) -> None:
+        """The mean's aggregates read only the rows alone in their bucket from now on."""
+        self._singles = self._alone
 
     def second_moments(self, matrix: IntMatrix, norm_bound_sq: int) -> Moments:
         self.passes += 1

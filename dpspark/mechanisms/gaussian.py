@@ -37,6 +37,8 @@ certified per-coordinate noise bound of its final covariance pass instead of a T
 Budget split (public): ``gaussian_covariance`` = PCE (1/50 pair count, 49/100 PPC rounds, the rest the
 final pass); ``gaussian_mean`` = PME (estimated covariance: 1/2 PPC incl. count, 1/2 mean; known: all
 mean); ``gaussian_learner`` = 3/4 PCE, 1/4 PME with M = Sigma^^-1/2 from PCE (post-processing, k' = 4).
+With an estimated preconditioner the mean reads only the unpaired singles (rows alone in their bucket,
+about 1/e of the units; :mod:`dpspark.gaussian.source`), so M is independent of the rows it whitens.
 """
 
 from __future__ import annotations
@@ -214,8 +216,8 @@ class _GaussianBase(Mechanism):
         if len(quantities) == 2:
             cond += "; both bounds hold together"
         if self.size_kind() in ("gaussian_mean", "gaussian_learner"):
-            cond += ("; the mean's clamp and histogram steps treat the estimated preconditioner as independent of "
-                     "the singles (KLSU's fresh half; here it is computed from the pairs of the same units)")
+            cond += ("; the mean reads only units alone in their bucket (about 1/e of them), which no pair holds, "
+                     "so the estimated preconditioner is independent of them (KLSU's fresh half)")
         return [AccuracyClaim(q, self.alpha, self.accuracy_beta, "output", min_units=at, condition=cond) for q in quantities]
 
     def stages(self) -> list[StageInfo]:
@@ -325,6 +327,7 @@ class GaussianMean(_GaussianBase):
         pairs = noisy_pair_count(run, half / 50)
         matrix, kf = ppc(run, half - half / 50, pairs) if kappa_schedule(self.bounds.kappa) else \
             (quantise_matrix(np.eye(self.bounds.d), a), self.bounds.kappa)
+        run.source.unpaired_singles()  # M comes from the pairs: the mean reads units no pair holds
         return {"mean": pme(run, matrix, kf, self.rho - half)}
 
 
@@ -343,6 +346,7 @@ class GaussianLearner(_GaussianBase):
     def learn(self, run: Run) -> dict[str, np.ndarray]:
         cov_rho = self.rho * LEARNER_COVARIANCE_SHARE
         cov, _ = pce(run, cov_rho)
+        run.source.unpaired_singles()  # M comes from the pairs: the mean reads units no pair holds
         mean = pme(run, whitening(cov, self.scales.matrix_bits), LEARNER_MEAN_KAPPA, self.rho - cov_rho)
         return {"covariance": cov, "mean": mean}
 

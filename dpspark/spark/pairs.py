@@ -30,7 +30,7 @@ import numpy as np
 from dpspark.gaussian.fixed import DECIMAL38_MAX, IntMatrix
 from dpspark.gaussian.source import Moments, upper_pairs
 from dpspark.spark.counts import check_columns
-from dpspark.spark.pairs_prep import BLOB, KIND, batch_rows, blob_rows, partitions_for, prepare
+from dpspark.spark.pairs_prep import ALONE, BLOB, KIND, PAIR, SINGLE, batch_rows, blob_rows, partitions_for, prepare
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -165,17 +165,27 @@ class SparkGaussianSource:
         blobs = prepare(df, list(columns), unit_column, data_bits, buckets, secret, parts)
         if self.kernel == "arrow":  # the numpy kernels read the blobs directly
             self.prepared = blobs.cache()
-            self.pairs = self.prepared.filter(F.col(KIND) == 0).select(BLOB)
-            self.singles = self.prepared.filter(F.col(KIND) == 1).select(BLOB)
+            self.pairs = self.prepared.filter(F.col(KIND) == PAIR).select(BLOB)
+            self.all_singles = self.prepared.filter(F.col(KIND).isin(SINGLE, ALONE)).select(BLOB)
+            self.alone = self.prepared.filter(F.col(KIND) == ALONE).select(BLOB)
+            self.singles = self.all_singles
             return
         # SQL kernels (small d) need one column per coordinate: decode once, before the cache
         schema = StructType([StructField(KIND, ByteType(), False)] +
                             [StructField(f"__dp_c{j}", LongType(), False) for j in range(d)])
         self.prepared = blobs.mapInArrow(_decoder(d), schema).cache()
-        self.pairs = self.prepared.filter(F.col(KIND) == 0).select(
+        self.pairs = self.prepared.filter(F.col(KIND) == PAIR).select(
             *[F.col(f"__dp_c{j}").alias(f"__dp_d{j}") for j in range(d)])  # |D| <= 2^32 - 2: long
-        self.singles = self.prepared.filter(F.col(KIND) == 1).select(
+        self.all_singles = self.prepared.filter(F.col(KIND).isin(SINGLE, ALONE)).select(
             *[F.col(f"__dp_c{j}").alias(f"__dp_s{j}") for j in range(d)])  # |x| <= 2^31 - 1: long
+        self.alone = self.prepared.filter(F.col(KIND) == ALONE).select(
+            *[F.col(f"__dp_c{j}").alias(f"__dp_s{j}") for j in range(d)])
+        self.singles = self.all_singles
+
+    def unpaired_singles(self) -> None:
+        """From now on the mean's aggregates read only the singles alone in their bucket (module docstring
+        of :mod:`dpspark.gaussian.source`)."""
+        self.singles = self.alone
 
     def close(self) -> None:
         """Release the cached frames."""

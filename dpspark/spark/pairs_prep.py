@@ -9,8 +9,9 @@ One row of d reals travels through Spark as ONE binary value (d little-endian in
 2. ONE shuffle by bucket. A unit's rows all share its bucket, so each bucket and each unit lie wholly in
    one partition. Spark moves three fields per row (bucket, unit, blob) instead of d + 2.
 3. :func:`pair_maker` (``mapInArrow`` per partition): sorts the partition by (bucket, unit) in Arrow and
-   emits kind 0 rows D = x_a - x_b (int64 blobs; |D| <= 2^32 - 2) for every bucket holding exactly two
-   rows and kind 1 rows x (int32 blobs) for every unit holding exactly one row. Which row of a pair comes
+   emits PAIR rows D = x_a - x_b (int64 blobs; |D| <= 2^32 - 2) for every bucket holding exactly two
+   rows and rows x (int32 blobs) for every unit holding exactly one row: ALONE when its bucket holds no
+   other row (the singles that share no unit with a pair), SINGLE otherwise. Which row of a pair comes
    first only picks the sign of D, which neither D D^T nor ||M D|| sees.
 
 Why: at d = 100 and 10^7 rows, d + 2 columns made every step per value (SQL rounding without whole-stage
@@ -33,6 +34,8 @@ BLOB = "__dp_blob"
 BUCKET = "__dp_bucket"
 UNIT = "__dp_unit"
 UNIT_HASH = "__dp_uhash"
+#: row kinds: a pair difference; a single (unit with one row) sharing its bucket; a single alone in its bucket
+PAIR, SINGLE, ALONE = 0, 1, 2
 #: rows per emitted Arrow batch (keeps the int32 binary offsets far below 2^31 at d <= MAX)
 EMIT_ROWS = 65536
 #: bytes of blobs a partition aims at (it is sorted in one Python worker's memory)
@@ -115,7 +118,7 @@ def _emit(kind: int, rows: np.ndarray) -> Iterator[pa.RecordBatch]:
 
 
 def pair_maker(d: int):  # type: ignore[no-untyped-def]
-    """mapInArrow over one bucket partition of (bucket, unit, blob): the pairs (kind 0) and singles (kind 1)."""
+    """mapInArrow over one bucket partition of (bucket, unit, blob): its PAIR, SINGLE and ALONE rows."""
     import pyarrow.compute as pc
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -133,12 +136,15 @@ def pair_maker(d: int):  # type: ignore[no-untyped-def]
         starts = np.flatnonzero(new_bucket)
         sizes = np.diff(np.r_[starts, n])
         first = starts[sizes == 2]
-        yield from _emit(0, x[first] - x[first + 1])  # |D| <= 2^32 - 2: int64
+        yield from _emit(PAIR, x[first] - x[first + 1])  # |D| <= 2^32 - 2: int64
         same_unit = pc.fill_null(pc.equal(unit[1:], unit[:-1]), False).to_numpy(zero_copy_only=False)
         new_unit = new_bucket | np.r_[True, ~same_unit]
         ustarts = np.flatnonzero(new_unit)
         usizes = np.diff(np.r_[ustarts, n])
-        yield from _emit(1, x[ustarts[usizes == 1]].astype(np.int32))
+        single = ustarts[usizes == 1]
+        alone = np.isin(single, starts[sizes == 1])  # the bucket holds this row only
+        yield from _emit(SINGLE, x[single[~alone]].astype(np.int32))
+        yield from _emit(ALONE, x[single[alone]].astype(np.int32))
 
     return run
 
