@@ -78,6 +78,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
+from typing import Callable
 from statistics import NormalDist
 
 from dpspark.gaussian.covariance import GAMMA, THETA, CovarianceSplit, final_kappa, kappa_schedule
@@ -417,60 +418,95 @@ def mean_sample_size(d: int, alpha: Fraction, beta: Fraction, rho: Fraction, kap
 # the registered releases
 # ------------------------------------------------------------------------------------------------
 
-#: the kinds :func:`release_error_bound` knows (names of the registered mechanisms)
-KINDS = ("gaussian_covariance", "gaussian_mean", "gaussian_mean_known", "gaussian_learner")
+@dataclass(frozen=True)
+class _Release:
+    """One registered release's error bound at n units (beta as a float) and its tested events."""
+
+    bound: Callable[..., float]
+    events: int
+
+
+def _covariance_release(plan: CovariancePlan, n: int, b: float) -> float:
+    """PCE at rho (Frobenius bound)."""
+    return covariance_error_bound(plan, n, b)  # report
+
+
+def _mean_known_release(plan: CovariancePlan, n: int, b: float) -> float:
+    """PME at rho with M = Sigma^-1/2 (Mahalanobis bound), reading every single."""
+    pre = known_preconditioner(plan.d, plan.kappa, plan.scales.matrix_bits)
+    return mean_error_bound(plan.d, n, plan.rho, plan.radius, pre, plan.scales, plan.max_units, plan.bounds_beta, b,  # report
+                            plan.kappa)
+
+
+def _quantisation(plan: CovariancePlan) -> float:
+    return math.sqrt(float(plan.kappa)) * plan.d * 2.0 ** -(plan.scales.matrix_bits + 1)  # report: quantisation of M
+
+
+def _mean_estimated_release(plan: CovariancePlan, n: int, b: float) -> float:
+    """PPC at rho/2 (1/50 of it the count), PME at rho/2 with its preconditioner (k = k'), unpaired singles."""
+    half = plan.rho / 2
+    rounds = len(kappa_schedule(plan.kappa))
+    events = _events(plan, n, b / 2, rounds + 3)
+    if events is None:
+        return INF  # report
+    lam, kf, _, _, _, _ = ppc_guarantee(plan, n, events[0], events[1], half - half / 50, half / 50)  # report
+    if lam <= 0:  # report
+        return INF  # report
+    pre = Preconditioner(lam, kf, final_kappa(plan.kappa),
+                         math.sqrt(plan.d) * (1 + (rounds + 1) * plan.d * 2.0 ** -plan.scales.matrix_bits))  # report
+    return _unpaired_mean_bound(plan.d, n, plan.buckets, plan.rho - half, plan.radius, pre, plan.scales,  # report
+                                plan.max_units, plan.bounds_beta, b / 2, plan.kappa)
+
+
+def _learner_release(plan: CovariancePlan, n: int, b: float) -> float:
+    """PCE at 3/4 rho (beta/2), then PME at rho/4 with M = Sigma^^-1/2 on the unpaired singles: eigenvalues
+    of M Sigma M^T lie in [1/(1 + 2 a_c), 1/(1 - a_c)] when PCE's error is a_c (the 2 because whitening()
+    floors Sigma^'s eigenvalues at 1; needs a_c <= 1/2 so k = 4 holds); the larger of the two bounds."""
+    cov_rho = plan.rho * Fraction(3, 4)
+    cplan = CovariancePlan(plan.d, cov_rho, plan.kappa, plan.bounds_beta, plan.scales, plan.max_units, plan.buckets,
+                           radius=plan.radius)
+    a_c = covariance_error_bound(cplan, n, b / 2)  # report
+    if a_c > 0.5:
+        return INF  # report
+    q = _quantisation(plan)  # report
+    lo, hi = 1 / (1 + 2 * a_c), 1 / (1 - a_c)  # report
+    pre = Preconditioner(max(0.0, math.sqrt(lo) - q) ** 2, (math.sqrt(hi) + q) ** 2, Fraction(4),  # report
+                         math.sqrt(plan.d) + plan.d * 2.0 ** -(plan.scales.matrix_bits + 1))  # report
+    if pre.kup > 4:
+        return INF  # report
+    return max(a_c, _unpaired_mean_bound(plan.d, n, plan.buckets, plan.rho - cov_rho, plan.radius, pre, plan.scales,  # report
+                                         plan.max_units, plan.bounds_beta, b / 2, plan.kappa))
+
+
+#: the registered releases :func:`release_error_bound` knows, by mechanism name (gaussian_mean_known is
+#: gaussian_mean with a public covariance)
+RELEASES: dict[str, _Release] = {
+    "gaussian_covariance": _Release(_covariance_release, 1),
+    "gaussian_mean": _Release(_mean_estimated_release, 2),
+    "gaussian_mean_known": _Release(_mean_known_release, 1),
+    "gaussian_learner": _Release(_learner_release, 2),
+}
+KINDS = tuple(RELEASES)
+
+
+def _release(kind: str) -> _Release:
+    try:
+        return RELEASES[kind]
+    except KeyError:
+        raise GaussianSpecError(f"unknown release kind {kind!r} (known: {KINDS})") from None
 
 
 def release_events(kind: str) -> int:
     """The number of tested events (norm / clamp) of a release kind, for :func:`tested_beta`."""
-    return 1 if kind in ("gaussian_covariance", "gaussian_mean_known") else 2
+    return _release(kind).events
 
 
 def release_error_bound(kind: str, n: int, d: int, beta: Fraction, rho: Fraction, kappa: Fraction, radius: Fraction,
                         scales: Scales, max_units: int, buckets: int, bounds_beta: Fraction) -> float:
-    """The largest error bound of a registered release at n units, w.p. >= 1 - beta (inf if none).
-
-    * gaussian_covariance: PCE at rho (Frobenius bound);
-    * gaussian_mean_known: PME at rho with M = Sigma^-1/2 (Mahalanobis bound);
-    * gaussian_mean: PPC at rho/2 (1/50 of it the count), PME at rho/2 with its preconditioner (k = k');
-    * gaussian_learner: PCE at 3/4 rho (beta/2), then PME at rho/4 with M = Sigma^^-1/2: eigenvalues of
-      M Sigma M^T lie in [1/(1 + 2 a_c), 1/(1 - a_c)] when PCE's error is a_c (the 2 because whitening()
-      floors Sigma^'s eigenvalues at 1; needs a_c <= 1/2 so k = 4 holds); the larger of the two bounds.
-    """
-    b = float(beta)  # report
+    """The largest error bound of a registered release at n units, w.p. >= 1 - beta (inf if none); one
+    function per release in :data:`RELEASES`."""
     plan = CovariancePlan(d, rho, kappa, bounds_beta, scales, max_units, buckets, radius=radius)
-    if kind == "gaussian_covariance":
-        return covariance_error_bound(plan, n, b)  # report
-    if kind == "gaussian_mean_known":
-        pre = known_preconditioner(d, kappa, scales.matrix_bits)
-        return mean_error_bound(d, n, rho, radius, pre, scales, max_units, bounds_beta, b, kappa)  # report
-    q = math.sqrt(float(kappa)) * d * 2.0 ** -(scales.matrix_bits + 1)  # report: quantisation of M
-    if kind == "gaussian_mean":
-        half = rho / 2
-        rounds = len(kappa_schedule(kappa))
-        events = _events(plan, n, b / 2, rounds + 3)
-        if events is None:
-            return INF  # report
-        lam, kf, _, _, _, _ = ppc_guarantee(plan, n, events[0], events[1], half - half / 50, half / 50)  # report
-        if lam <= 0:  # report
-            return INF  # report
-        pre = Preconditioner(lam, kf, final_kappa(kappa), math.sqrt(d) * (1 + (rounds + 1) * d * 2.0 ** -scales.matrix_bits))  # report
-        return _unpaired_mean_bound(d, n, buckets, rho - half, radius, pre, scales, max_units, bounds_beta, b / 2, kappa)  # report
-    if kind == "gaussian_learner":
-        cov_rho = rho * Fraction(3, 4)
-        cplan = CovariancePlan(d, cov_rho, kappa, bounds_beta, scales, max_units, buckets, radius=radius)
-        a_c = covariance_error_bound(cplan, n, b / 2)  # report
-        if a_c > 0.5:
-            return INF  # report
-        # whitening() floors Sigma^'s eigenvalues at 1: (1 - a_c) Sigma <= Sigma^_f <= (1 + 2 a_c) Sigma, M <= I
-        lo, hi = 1 / (1 + 2 * a_c), 1 / (1 - a_c)  # report
-        pre = Preconditioner(max(0.0, math.sqrt(lo) - q) ** 2, (math.sqrt(hi) + q) ** 2, Fraction(4),  # report
-                             math.sqrt(d) + d * 2.0 ** -(scales.matrix_bits + 1))  # report
-        if pre.kup > 4:
-            return INF  # report
-        return max(a_c, _unpaired_mean_bound(d, n, buckets, rho - cov_rho, radius, pre, scales, max_units, bounds_beta,  # report
-                                             b / 2, kappa))  # report
-    raise GaussianSpecError(f"unknown release kind {kind!r} (known: {KINDS})")
+    return _release(kind).bound(plan, n, float(beta))  # report
 
 
 def release_sample_size(kind: str, d: int, alpha: Fraction, beta: Fraction, rho: Fraction, kappa: Fraction,
