@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dpspark.lookup.statement import StatementLookup
+from dpspark.lookup.statement import StatementLookup, section_keys_and_columns
 from dpspark.release.errors import ReleaseFormatError
 
 if TYPE_CHECKING:
@@ -35,11 +35,8 @@ def _fraction(x: Any) -> Fraction:
 
 def check_distribution_section(section: dict[str, Any], manifest: Any, name: str) -> None:
     """Manifest check: the three keys, one q per column, every q an exact rational in [0, 1]."""
-    if not isinstance(section, dict) or set(section) != _KEYS:
-        raise ReleaseFormatError(f"{name}: a distribution section holds exactly {sorted(_KEYS)}")
-    q, columns, flipped = section["q"], section["columns"], section["flipped"]
-    if not isinstance(columns, list) or not columns or not all(isinstance(c, str) for c in columns):
-        raise ReleaseFormatError(f"{name}: distribution.columns must be a non-empty list of column names")
+    columns = section_keys_and_columns(section, _KEYS, "columns", "distribution", name)
+    q, flipped = section["q"], section["flipped"]
     if not isinstance(q, list) or len(q) != len(columns):
         raise ReleaseFormatError(f"{name}: distribution.q must hold one probability per column")
     if not isinstance(flipped, list) or len(flipped) != len(columns) or not all(isinstance(f, bool) for f in flipped):

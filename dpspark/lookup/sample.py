@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dpspark.lookup.statement import StatementLookup
+from dpspark.lookup.statement import StatementLookup, section_keys_and_columns
 from dpspark.release.errors import ReleaseFormatError
 
 KIND = "sample"
@@ -22,11 +22,8 @@ _KEYS = {"samples", "columns", "batches", "independence"}
 
 def check_sample_section(section: dict[str, Any], manifest: Any, name: str) -> None:
     """Manifest check of a "sample" section: the four keys, one sample per batch, rows as wide as the columns."""
-    if not isinstance(section, dict) or set(section) != _KEYS:
-        raise ReleaseFormatError(f"{name}: a sample section holds exactly {sorted(_KEYS)}")
-    samples, columns, batches = section["samples"], section["columns"], section["batches"]
-    if not isinstance(columns, list) or not columns or not all(isinstance(c, str) for c in columns):
-        raise ReleaseFormatError(f"{name}: sample.columns must be a non-empty list of column names")
+    columns = section_keys_and_columns(section, _KEYS, "columns", "sample", name)
+    samples, batches = section["samples"], section["batches"]
     if isinstance(batches, bool) or not isinstance(batches, int) or batches < 1:
         raise ReleaseFormatError(f"{name}: sample.batches must be an int >= 1")
     if not isinstance(samples, list) or len(samples) != batches:

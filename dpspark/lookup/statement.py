@@ -21,6 +21,17 @@ if TYPE_CHECKING:
     from dpspark.release.statement import StatementManifest
 
 
+def section_keys_and_columns(section: Any, keys: frozenset[str] | set[str], columns_key: str, kind: str,
+                             name: str) -> list[str]:
+    """Manifest check shared by the section readers: exactly ``keys``, and a non-empty list of column names."""
+    if not isinstance(section, dict) or set(section) != set(keys):
+        raise ReleaseFormatError(f"{name}: a {kind} section holds exactly {sorted(keys)}")
+    columns = section[columns_key]
+    if not isinstance(columns, list) or not columns or not all(isinstance(c, str) for c in columns):
+        raise ReleaseFormatError(f"{name}: {kind}.{columns_key} must be a non-empty list of column names")
+    return columns
+
+
 class StatementLookup:
     """An opened statement-envelope release; every data file is checked once at open (``verify``)."""
 

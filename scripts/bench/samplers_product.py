@@ -92,11 +92,18 @@ def plot_product_sampler(res: dict[str, Any], path: str) -> None:
     tv = [max(r["tv_upper"], 1e-6) for r in res["rows"]]
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.loglog(ns, tv, "o-", label="sum_j |E y_j - p_j| (>= TV)")
-    ax.axhline(0.1, color="grey", ls=":")
     ax.axvline(res["plan_n_needed_alpha_0.1"], color="red", ls="--", label="plan n_needed (alpha 0.1)")
+    _finish(fig, ax, path, "TV upper bound", f"product sampler, d = {res['d']}, rho = {res['rho']}")
+
+
+def _finish(fig: Any, ax: Any, path: str, ylabel: str, title: str) -> None:
+    """The TV = 0.1 line, labels and legend, then the PNG."""
+    import matplotlib.pyplot as plt
+
+    ax.axhline(0.1, color="grey", ls=":")
     ax.set_xlabel("n")
-    ax.set_ylabel("TV upper bound")
-    ax.set_title(f"product sampler, d = {res['d']}, rho = {res['rho']}")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -194,14 +201,7 @@ def plot_product_learner(res: dict[str, Any], path: str) -> None:
             pts = sorted((int(n), v) for n, v in r[key].items())
             ax.loglog([a for a, _ in pts], [max(b, 1e-4) for _, b in pts], style,
                       label=f"{key.split('_')[0]} d={r['d']}")
-    ax.axhline(0.1, color="grey", ls=":")
-    ax.set_xlabel("n")
-    ax.set_ylabel("90th percentile of the TV bound")
-    ax.set_title(f"product learner vs naive Gaussian mean, rho = {res['rho']}")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _finish(fig, ax, path, "90th percentile of the TV bound", f"product learner vs naive Gaussian mean, rho = {res['rho']}")
 
 
 def main() -> int:
