@@ -36,7 +36,7 @@ UNIT = "__dp_unit"
 UNIT_HASH = "__dp_uhash"
 #: row kinds: a pair difference; a single (unit with one row) sharing its bucket; a single alone in its bucket
 PAIR, SINGLE, ALONE = 0, 1, 2
-#: rows per emitted Arrow batch (keeps the int32 binary offsets far below 2^31 at d <= MAX)
+#: rows per emitted Arrow batch at most (fewer for very wide rows: the int32 binary offsets stay below 2^31)
 EMIT_ROWS = 65536
 #: bytes of blobs a partition aims at (it is sorted in one Python worker's memory)
 PARTITION_BYTES = 1 << 27
@@ -53,6 +53,8 @@ def blob_array(x: np.ndarray) -> pa.Array:
     x = np.ascontiguousarray(x.astype(x.dtype.newbyteorder("<"), copy=False))
     n = x.shape[0]
     width = x.shape[1] * x.dtype.itemsize if x.ndim == 2 else 0
+    if n * width >= 1 << 31:  # Arrow binary offsets are int32; callers emit smaller batches
+        raise ValueError("a blob batch must stay below 2 GiB")
     offsets = (np.arange(n + 1, dtype=np.int64) * width).astype(np.int32)
     return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(x.tobytes())])
 
@@ -111,8 +113,9 @@ def encoder(d: int, data_bits: int, secret: bytes, buckets: int):  # type: ignor
 
 
 def _emit(kind: int, rows: np.ndarray) -> Iterator[pa.RecordBatch]:
-    for a in range(0, rows.shape[0], EMIT_ROWS):
-        part = rows[a:a + EMIT_ROWS]
+    step = max(1, min(EMIT_ROWS, (1 << 30) // max(1, rows.shape[1] * rows.dtype.itemsize)))  # < 1 GiB a batch
+    for a in range(0, rows.shape[0], step):
+        part = rows[a:a + step]
         yield pa.RecordBatch.from_arrays([pa.array(np.full(part.shape[0], kind, dtype=np.int8)), blob_array(part)],
                                          names=[KIND, BLOB])
 
