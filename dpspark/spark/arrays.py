@@ -2,10 +2,10 @@
 
 * Product rounds (:func:`packed_array`): the array column goes through ``mapInArrow`` as ONE list column and
   is packed with numpy (``packbits``) into the same int64 words as d named columns (bit j of word j // 64 is
-  1 iff element j is non-null and non-zero / true). At d = 1000, n = 10^5 (local[2], warm) the pack and
-  per-unit OR took 5.5 s, against 34 s for d SQL ``get(array, j)`` expressions in the same run, whose
-  generated code exceeds the JVM's 64 KB method limit there (Spark logs a compile error and falls back to
-  interpreted code); docs/samplers.md section 5.
+  1 iff element j is non-null and non-zero / true). At d = 1000, 2e5 rows (scripts/bench/product_prep.py)
+  the packing took 3.3 s, against 12.3 s for d SQL ``get(array, j)`` expressions, whose generated code
+  exceeds the JVM's 64 KB method limit (Spark logs a compile error and falls back to interpreted code);
+  docs/samplers.md section 5.
 * Bernoulli column sums (:func:`with_elements`): element j becomes a column ``get(array, j)``, NULL when the
   array is NULL or has at most j elements, whatever ``spark.sql.ansi.enabled`` says (``array[j]`` and
   ``element_at`` raise out of range under ANSI, Spark 4's default); the ordinary clipped sums follow.
