@@ -12,13 +12,25 @@ real release (``--release``, e.g. the output of ``dpspark release``):
 0. raw manifest bytes -> ``parse_manifest``;
 1. the release's manifest with byte flips/deletions/insertions -> ``parse_manifest`` (any changed byte
    must be rejected: "1-accepted" is a finding);
-2. the data file with byte mutations, the manifest resealed to the new size and sha256 -> ``open_release``
-   (so the Parquet / Arrow IPC reader and the file checks run, not only the checksum);
-3. one manifest field replaced by a decoded JSON value, resealed -> ``open_release``;
-4. the data file truncated (resealed or not) -> ``open_release``.
+2. a data file with byte mutations, the manifest resealed to the new size and sha256 -> ``open_release``
+   (so the Parquet / Arrow IPC reader and the file checks run, not only the checksum); variant ``2n``: the
+   mutated file is NOT resealed and the release is opened with ``verify=False`` (no checksum saves the reader);
+3. one manifest field replaced by a decoded JSON value, resealed -> ``open_release``; variant ``3s``: one
+   value under section, parameters, privacy or config changed by type (a rational halved or made
+   ``"ln(2)"``, an int times ten, a list shortened, a value made null ...), resealed;
+4. a data file truncated (resealed or not) -> ``open_release``.
 
-The data file is the one file the manifest lists: ``bins.parquet`` for a sparse release,
-``coefficients.arrow`` for a compact one (e.g. ``--release tests/data/compact_kav/release``).
+Every accepted release is then read through every accessor of its kind and each returned value is checked
+by an oracle independent of the readers (:func:`check_values`: answers are exact rationals with
+non-negative bounds, samples are keys or rows of d bits, q lies in [0, 1], a covariance is finite,
+symmetric and PSD, ...). An invalid value accepted is a finding (:class:`InvalidAccepted`), as is any
+exception other than ReleaseFormatError, from the open or from an accessor.
+
+Releases of every kind work (``--all-kinds DIR`` makes one of each with ``tests/release_fixtures.py``, no
+JVM, and fuzzes them in turn); a data file is chosen among those the manifest lists (none for samples and
+distributions: cases 2 and 4 then mutate a value, as 3s). ``--count`` keeps going past findings and prints
+their counts per kind (the issue-20 report: mutations, foreign exceptions, invalid values accepted, and
+the rejections made by a reader's last-resort net rather than by a check, ``net``).
 
 Engines: ``hypothesis`` (``st.binary`` with max_examples = --inputs), ``atheris``
 (coverage-guided libFuzzer over the instrumented ``dpspark`` modules, ``pip install
@@ -38,6 +50,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable
 
@@ -69,37 +82,56 @@ class Hang(Exception):
     """An input ran longer than the per-input time limit."""
 
 
+class InvalidAccepted(Exception):
+    """A release was opened and one of its accessors returned a value the oracle refuses (a finding)."""
+
+
 class Target:
     """A real release held in memory, plus a scratch directory that each directory-level input is written to."""
 
     def __init__(self, release: Path, scratch: Path) -> None:
         self.manifest = (release / MANIFEST).read_bytes()
         self.doc = json.loads(self.manifest)
-        listed = sorted(self.doc["files"])
-        if len(listed) != 1:
-            raise SystemExit(f"expected a release with one data file, the manifest lists {listed}")
-        self.data_name = listed[0]
-        self.bins = (release / self.data_name).read_bytes()
-        self.others = {p.name: p.read_bytes() for p in release.iterdir() if p.name not in (MANIFEST, self.data_name)}
+        self.data_names = sorted(self.doc["files"])
+        self.data_name = self.data_names[0] if self.data_names else None
+        self.data = {name: (release / name).read_bytes() for name in self.data_names}
+        self.bins = self.data.get(self.data_name, b"")
+        self.others = {p.name: p.read_bytes() for p in release.iterdir()
+                       if p.name != MANIFEST and p.name not in self.data}
         self.paths = _paths(self.doc)
+        self.value_paths = [p for p in self.paths if p and p[0] in _VALUE_ROOTS]
         self.scratch = scratch
         scratch.mkdir(parents=True, exist_ok=True)
-        for name, data in self.others.items():
+        for name, data in {**self.others, **self.data}.items():
             (scratch / name).write_bytes(data)
-        open_release(release)  # the starting point must be a good release
+        check_values(open_release(release))  # the starting point must be a good release
 
-    def open_with(self, manifest: bytes, bins: bytes | None) -> None:
+    def pick(self, r: "Reader") -> str:
+        """A data file (one byte of the input chooses, when the release has several)."""
+        return self.data_names[r.byte() % len(self.data_names)] if len(self.data_names) > 1 else self.data_name
+
+    def open_with(self, manifest: bytes, bins: bytes | None, name: str | None = None, verify: bool = True) -> Any:
+        name = name or self.data_name
         (self.scratch / MANIFEST).write_bytes(manifest)
-        if bins is None:
-            (self.scratch / self.data_name).unlink(missing_ok=True)
-        else:
-            (self.scratch / self.data_name).write_bytes(bins)
-        open_release(self.scratch)
+        for other, data in self.data.items():  # restore the files an earlier input changed
+            if other != name:
+                (self.scratch / other).write_bytes(data)
+        if name is not None:
+            if bins is None:
+                (self.scratch / name).unlink(missing_ok=True)
+            else:
+                (self.scratch / name).write_bytes(bins)
+        return open_release(self.scratch, verify=verify)
 
-    def resealed(self, bins: bytes) -> bytes:
+    def resealed(self, bins: bytes, name: str | None = None) -> bytes:
+        name = name or self.data_name
         doc = json.loads(self.manifest)
-        doc["files"][self.data_name].update(bytes=str(len(bins)), sha256=hashlib.sha256(bins).hexdigest())
+        doc["files"][name].update(bytes=str(len(bins)), sha256=hashlib.sha256(bins).hexdigest())
         return seal_manifest(doc)
+
+
+#: where case 3s changes values: the parts a reader turns into what it returns, and what re-derives them
+_VALUE_ROOTS = ("section", "mechanism", "privacy", "config", "max_units", "accuracy")
 
 
 def _paths(obj: Any, prefix: tuple = ()) -> list[tuple]:
@@ -177,12 +209,72 @@ def _replace(doc: Any, path: tuple, value: Any) -> Any:
     return doc
 
 
-def one_input(target: Target, data: bytes) -> str:
-    """Run one input; returns its case name. Raises anything but ReleaseFormatError (a finding)."""
-    r = Reader(data)
-    case = r.byte() % 5
+def _semantic(value: Any, r: Reader) -> Any:
+    """A typed change of one manifest value: what a hand edit, or a reader's missing check, would let through."""
+    op = r.byte()
+    if isinstance(value, bool):
+        return [not value, None, int(value), "true"][op % 4]
+    if isinstance(value, int):
+        return [value * 10, -1, 0, None, value + 1, 2**70, str(value), 0.5, True][op % 9]
+    if isinstance(value, float):
+        return [-value, 1e308, -1.0, 0.0, None, str(value)][op % 6]
+    if isinstance(value, str):
+        try:
+            x = Fraction(value)
+        except (ValueError, ZeroDivisionError):
+            x = None
+        if x is not None:
+            cands = [x / 2, x * 10, -x, x + 1, 0]
+            if op % 9 < len(cands):
+                v = cands[op % 9]
+                return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
+        return ["ln(2)", "", None, "1e999999", "0.5", 1, "NaN", "x" * 70000, value[::-1]][op % 9]
+    if isinstance(value, list):
+        if not value:
+            return [None, [None], ["ln(2)"], [[]], {}][op % 5]
+        i = r.byte() % len(value)
+        cands: list[Any] = [value[:-1], value + value[-1:], value[:i] + [None] + value[i + 1:],
+                            value[:i] + ["ln(2)"] + value[i + 1:], value[:i] + [2] + value[i + 1:],
+                            value[:i] + [0.5] + value[i + 1:], value[:i] + [[]] + value[i + 1:], None, {}]
+        return cands[op % len(cands)]
+    if isinstance(value, dict):
+        if value and op % 3 == 0:
+            drop = sorted(value)[r.byte() % len(value)]
+            return {k: v for k, v in value.items() if k != drop}
+        return [None, [], {**value, "extra": 1}][op % 3]
+    return ["0", 0, [], {}, "ln(2)"][op % 5]
+
+
+def _semantic_doc(target: Target, r: Reader) -> bytes | None:
+    doc = json.loads(target.manifest)
+    paths = target.value_paths or target.paths
+    path = paths[r.int(2) % len(paths)]
+    cur: Any = doc
+    for key in path:
+        cur = cur[key]
+    doc = _replace(doc, path, _semantic(cur, r))
     try:
-        if case == 0:
+        return seal_manifest(doc)
+    except (ValueError, TypeError):
+        return None
+
+
+def one_input(target: Target, data: bytes) -> str:
+    """Run one input; returns its case name. Raises anything but ReleaseFormatError (a finding), and
+    :class:`InvalidAccepted` when an opened release returns a value the oracle refuses."""
+    r = Reader(data)
+    first = r.byte()
+    case, variant = first % 5, (first // 5) % 3
+    name = str(case)
+    opened = None
+    try:
+        if case in (2, 4) and target.data_name is None:  # no data file: change a value instead
+            name = f"{case}s"
+            sealed = _semantic_doc(target, r)
+            if sealed is None:
+                return f"{name}-unsealable"
+            opened = target.open_with(sealed, None)
+        elif case == 0:
             parse_manifest(r.rest(), MANIFEST)
         elif case == 1:
             mutated = _mutate(target.manifest, r)
@@ -190,8 +282,19 @@ def one_input(target: Target, data: bytes) -> str:
                 return "1-unchanged"
             parse_manifest(mutated, MANIFEST)
         elif case == 2:
-            bins = _mutate(target.bins, r)
-            target.open_with(target.resealed(bins), bins)
+            fname = target.pick(r)
+            bins = _mutate(target.data[fname], r)
+            if variant == 1:  # not resealed, and no checksum: the reader alone must refuse or return valid values
+                name = "2n"
+                opened = target.open_with(target.manifest, bins, fname, verify=False)
+            else:
+                opened = target.open_with(target.resealed(bins, fname), bins, fname)
+        elif case == 3 and variant != 0:
+            name = "3s"
+            sealed = _semantic_doc(target, r)
+            if sealed is None:
+                return "3s-unsealable"
+            opened = target.open_with(sealed, target.data.get(target.data_name) if target.data_name else None)
         elif case == 3:
             doc = json.loads(target.manifest)
             path = target.paths[r.int(2) % len(target.paths)]
@@ -202,14 +305,106 @@ def one_input(target: Target, data: bytes) -> str:
                 sealed = seal_manifest(doc)
             except (ValueError, TypeError):
                 return "3-unsealable"
-            target.open_with(sealed, target.bins)
+            opened = target.open_with(sealed, target.bins if target.data_name else None)
         else:
-            bins = target.bins[: r.int(4) % (len(target.bins) + 1)]
+            fname = target.pick(r)
+            raw = target.data[fname]
+            bins = raw[: r.int(4) % (len(raw) + 1)]
             reseal = r.byte() & 1
-            target.open_with(target.resealed(bins) if reseal else target.manifest, bins)
-    except ReleaseFormatError:
-        return f"{case}-rejected"
-    return f"{case}-accepted"
+            opened = target.open_with(target.resealed(bins, fname) if reseal else target.manifest, bins, fname)
+        if opened is not None:
+            problem = check_values(opened)
+            if problem is not None:
+                raise InvalidAccepted(f"case {name}: {problem}")
+    except ReleaseFormatError as err:
+        text = str(err)
+        if any(mark in text for mark in NET_MARKS):
+            return f"{name}-net"
+        if MANIFEST not in text and str(target.scratch) not in text:
+            return f"{name}-unnamed"
+        return f"{name}-rejected"
+    return f"{name}-accepted"
+
+
+#: a ReleaseFormatError with one of these was raised by a last-resort net, not by a reader's own check
+NET_MARKS = ("(unchecked ", "invalid manifest (")
+
+
+def _rational(x: Any) -> bool:
+    return isinstance(x, Fraction)
+
+
+def check_values(rel: Any) -> str | None:
+    """The oracle: every accessor of an opened release, each returned value checked by type and range.
+
+    Returns a description of the first invalid value, or None. Independent of the readers' own checks.
+    """
+    import numpy as np
+
+    from dpspark.privacy import AccuracyStatement, PrivacyStatement
+    from dpspark.rng import SeededRandom
+
+    kind = getattr(rel, "kind", None) or rel.manifest.kind
+    statements = getattr(rel, "statements", None)
+    if statements is not None:
+        if not statements or not all(isinstance(s, PrivacyStatement) for s in statements.values()):
+            return "statements"
+        if not isinstance(rel.privacy, str) or not isinstance(rel.accuracy, AccuracyStatement):
+            return "privacy or accuracy"
+        if hasattr(rel, "describe_lines"):
+            lines = rel.describe_lines()
+            if not all(isinstance(a, str) and isinstance(b, str) for a, b in lines):
+                return "describe_lines"
+    if kind == "answers":
+        for qname, value in rel.answers().items():
+            if not isinstance(qname, str) or not (value is None or _rational(value)):
+                return f"answer {qname!r} = {value!r}"
+            for b in (rel.bound(qname), rel.bound95(qname)):
+                if b is not None and (not _rational(b) or b < 0):
+                    return f"bound of {qname!r} = {b!r}"
+        rel.to_pandas()
+    elif kind == "sample":
+        d = len(rel.columns)
+        bits = rel.manifest.mechanism in ("bernoulli_sampler", "product_sampler")
+        for s in rel.samples():
+            if bits:
+                if not (isinstance(s, list) and len(s) == d and all(type(x) is int and x in (0, 1) for x in s)):
+                    return f"sample {s!r} is not a row of {d} bits"
+            elif d == 1:
+                if not (isinstance(s, str) or type(s) is int):
+                    return f"sample {s!r}"
+            elif not (isinstance(s, list) and len(s) == d and all(isinstance(x, str) or type(x) is int for x in s)):
+                return f"sample {s!r}"
+        if len(rel.samples()) != rel.batches:
+            return "samples != batches"
+    elif kind == "distribution":
+        q = rel.q
+        if len(q) != len(rel.columns) or not all(_rational(x) and 0 <= x <= 1 for x in q):
+            return f"q = {q!r}"
+        rows = rel.sample(3, SeededRandom(1))
+        if rows.shape != (3, len(q)) or not set(np.unique(rows)) <= {0, 1}:
+            return "synthetic rows"
+    elif kind == "gaussian_model":
+        d = rel.dimension
+        if not (isinstance(d, int) and d >= 1 and len(rel.columns) == d):
+            return "dimension"
+        mu, cov = rel.mean(), rel.covariance()
+        if mu is not None and (mu.shape != (d,) or not np.isfinite(mu).all()):
+            return "mean"
+        if cov is not None:
+            if cov.shape != (d, d) or not np.isfinite(cov).all() or not np.array_equal(cov, cov.T):
+                return "covariance not finite and symmetric"
+            if np.linalg.eigvalsh(cov).min() < -1e-9 * max(1.0, float(np.abs(np.diag(cov)).max())):  # report
+                return "covariance not PSD"
+        rows = rel.sample(2, SeededRandom(1))
+        if rows.shape != (2, d) or not np.isfinite(rows).all():
+            return "synthetic rows"
+    elif kind == "sparse":
+        t = rel.table()
+        counts = t.column("noisy_count").to_numpy()
+        if len(counts) and (counts.min() < 0 or int(counts.max()) > rel.manifest.count_range):
+            return "noisy count out of range"
+    return None
 
 
 class TimeLimit:
@@ -281,6 +476,54 @@ def run_atheris(target: Target, inputs: int, timeout: float, seed: int) -> Count
     return seen
 
 
+def run_counted(target: Target, inputs: int, timeout: float, seed: int) -> Counter[str]:
+    """Like :func:`run_random`, but a finding is counted and the run goes on: ``foreign:<type>`` (an
+    exception other than ReleaseFormatError), ``invalid-accepted`` (the oracle refused a returned value),
+    ``hang``. The report of issue 20 reads these counts."""
+    import numpy as np
+
+    gen = np.random.default_rng(seed)
+    limit = TimeLimit(timeout)
+    seen: Counter[str] = Counter()
+    for _ in range(inputs):
+        data = gen.integers(0, 256, int(gen.integers(1, 200)), dtype=np.uint8).tobytes()
+        try:
+            seen[limit.run(lambda: one_input(target, data))] += 1
+        except InvalidAccepted as finding:
+            seen["invalid-accepted"] += 1
+            seen[f"invalid-accepted: {str(finding)[:100]}"] += 1
+        except Hang:
+            seen["hang"] += 1
+        except Exception as exc:  # the finding this fuzz exists for
+            seen["foreign"] += 1
+            seen[f"foreign:{type(exc).__name__}"] += 1
+    return seen
+
+
+def fuzz_all_kinds(root: Path, inputs: int, timeout: float, seed: int) -> dict[str, Counter[str]]:
+    """One fixture release of every kind (tests/release_fixtures.py) under ``root``, each fuzzed ``inputs`` times."""
+    from tests.release_fixtures import KINDS, make_release as make_fixture
+
+    out: dict[str, Counter[str]] = {}
+    for i, kind in enumerate(KINDS):
+        release = make_fixture(kind, root / "releases")
+        target = Target(release, root / "scratch" / kind)
+        out[kind] = run_counted(target, inputs, timeout, seed + i)
+    return out
+
+
+def summary_line(kind: str, seen: Counter[str]) -> str:
+    """mutations, foreign exceptions, invalid values accepted, net rejections, accepted, rejected."""
+    total = sum(n for c, n in seen.items() if ":" not in c and c not in ("foreign", "invalid-accepted", "hang")) + \
+        seen["foreign"] + seen["invalid-accepted"] + seen["hang"]
+    acc = sum(n for c, n in seen.items() if c.endswith("-accepted") and ":" not in c and c != "invalid-accepted")
+    rej = sum(n for c, n in seen.items() if c.endswith("-rejected"))
+    net = sum(n for c, n in seen.items() if c.endswith("-net"))
+    unnamed = sum(n for c, n in seen.items() if c.endswith("-unnamed"))
+    return (f"{kind:18} mutations {total:6}  foreign {seen['foreign']:3}  invalid-accepted {seen['invalid-accepted']:3}"
+            f"  hangs {seen['hang']}  net {net:3}  unnamed {unnamed}  accepted {acc:5}  rejected {rej:6}")
+
+
 def make_release(out: Path) -> Path:
     """A real release of the demo query data, made by the job on an embedded local[1] Spark."""
     import subprocess
@@ -307,12 +550,29 @@ def main() -> int:
     ap.add_argument("--engine", choices=["hypothesis", "atheris", "random"], default="hypothesis")
     ap.add_argument("--timeout", type=float, default=10.0, help="per-input time limit in seconds")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--all-kinds", type=Path, help="make a fixture release of every kind here (no JVM) and fuzz "
+                    "each with --inputs inputs, counting findings (random engine)")
+    ap.add_argument("--count", action="store_true", help="count findings and go on (random engine) instead of "
+                    "stopping at the first one")
     args = ap.parse_args()
     import_readers(instrument=args.engine == "atheris")
+    if args.all_kinds:
+        start = time.perf_counter()
+        results = fuzz_all_kinds(args.all_kinds, args.inputs, args.timeout, args.seed)
+        print(f"{args.inputs} inputs per kind, {time.perf_counter() - start:.0f} s")  # report
+        for kind, seen in results.items():
+            print(summary_line(kind, seen))
+            for case, n in sorted(seen.items()):
+                if case.startswith(("foreign:", "invalid-accepted:")):
+                    print(f"    {case}  {n}")
+        bad = sum(s["foreign"] + s["invalid-accepted"] + s["hang"] for s in results.values())
+        return 1 if bad else 0
     release = make_release(args.make_release) if args.make_release else args.release
     if release is None:
         ap.error("give --release DIR or --make-release DIR")
     run = {"hypothesis": run_hypothesis, "atheris": run_atheris, "random": run_random}[args.engine]
+    if args.count:
+        run = run_counted
     with tempfile.TemporaryDirectory(dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as tmp:
         target = Target(release, Path(tmp) / "release")
         start = time.perf_counter()

@@ -19,6 +19,7 @@ import numpy as np
 
 from dpspark.lookup.statement import StatementLookup, section_keys_and_columns
 from dpspark.release.errors import ReleaseFormatError
+from dpspark.release.exactjson import str_to_frac
 
 if TYPE_CHECKING:
     from dpspark.rng import RandomSource
@@ -28,9 +29,10 @@ _KEYS = {"q", "columns", "flipped"}
 
 
 def _fraction(x: Any) -> Fraction:
+    """An exact probability as written (``"p/q"`` or an int); bounded size, so a hostile q never stalls a reader."""
     if isinstance(x, bool) or not isinstance(x, (str, int)):
         raise ValueError("not an exact rational")
-    return Fraction(x)
+    return Fraction(x) if isinstance(x, int) else str_to_frac(x, 4096)
 
 
 def check_distribution_section(section: dict[str, Any], manifest: Any, name: str) -> None:
@@ -77,7 +79,7 @@ class DistributionLookup(StatementLookup):
     @property
     def q(self) -> list[Fraction]:
         """q_j = Pr[column j is 1] under the released product distribution, exact."""
-        return [Fraction(x) for x in self.section["q"]]
+        return [_fraction(x) for x in self.section["q"]]
 
     @property
     def columns(self) -> list[str]:

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dpspark.errors import DPSparkError
 from dpspark.lookup.describe import accuracy_text, condition_text, privacy_text
 from dpspark.lookup.keys import (
     KeyNotInUniverseError,
@@ -42,6 +43,12 @@ if TYPE_CHECKING:
     from dpspark.lookup.compact import CompactReleaseLookup
 
 __all__ = ["BELOW_THRESHOLD", "Estimate", "KeyNotInUniverseError", "ReleaseLookup", "open_release"]
+
+#: exceptions a damaged file can raise inside a reader (pyarrow's errors derive from ValueError/TypeError/...)
+_FOREIGN = (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, ZeroDivisionError,
+            RecursionError, ArithmeticError, LookupError, OSError, pa.ArrowException, np.linalg.LinAlgError)
+#: marks a ReleaseFormatError raised by open_release's safety net rather than by a reader's own check
+NET_MARK = "unchecked"
 
 #: the ``note`` of a bin whose noisy count is at or below the accuracy threshold
 BELOW_THRESHOLD = "below threshold: may be noise"
@@ -257,4 +264,12 @@ def open_release(
     manifest = read_manifest(root, limits)
     from dpspark.lookup.kinds import reader_for
 
-    return reader_for(manifest.kind, str(root / "manifest.json"))(root, manifest=manifest, verify=verify, limits=limits)
+    cls = reader_for(manifest.kind, str(root / "manifest.json"))
+    try:
+        return cls(root, manifest=manifest, verify=verify, limits=limits)
+    except DPSparkError:
+        raise
+    except _FOREIGN as exc:
+        # Every reader checks what it returns; this net only turns a case a check missed into the one
+        # error a caller handles (the fuzz harness counts these separately: it expects none).
+        raise ReleaseFormatError(f"{root}: the release is malformed ({NET_MARK} {type(exc).__name__})") from None

@@ -105,8 +105,21 @@ class StatementLookup:
             raise KeyError(f"this release has no table {name!r} (tables: {sorted(self.tables())})")
         try:
             return pq.read_table(self.root / fname)
-        except (OSError, ValueError) as exc:
-            raise ReleaseFormatError(f"{self.root / fname}: cannot read the table ({exc})") from None
+        except Exception as exc:  # pyarrow raises many types on a damaged file (read with verify=False)
+            raise ReleaseFormatError(f"{self.root / fname}: cannot read the table ({type(exc).__name__}); "
+                                     "the file is damaged") from None
+
+    def checked_table(self, name: str, schema: "list[tuple[str, Any]]", rows: int | None = None) -> "pa.Table":
+        """``table(name)`` with exactly these (column, Arrow type) pairs and, if given, ``rows`` rows."""
+        table = self.table(name)
+        path = self.root / f"{name}.parquet"
+        found = [(f.name, f.type) for f in table.schema]
+        if found != list(schema):
+            raise ReleaseFormatError(f"{path}: columns or types differ from the {self.kind} layout "
+                                     f"({', '.join(f'{n}: {t}' for n, t in schema)})")
+        if rows is not None and table.num_rows != rows:
+            raise ReleaseFormatError(f"{path}: {table.num_rows} rows where the manifest implies {rows}")
+        return table
 
     def tables(self) -> list[str]:
         """The names of the release's data tables."""

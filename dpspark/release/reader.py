@@ -59,16 +59,23 @@ def _categorical_files(spec: Any) -> list[Any]:
     return [c["file"] for c in comps if isinstance(c, dict) and c.get("kind") == "categorical" and "file" in c]
 
 
+def load_universe_spec(spec: Any, files: Any, release_dir: Path) -> Universe:
+    """A universe spec of a release's manifest (value lists must be listed data files, already size-checked)."""
+    name = str(release_dir / "manifest.json")
+    for f in _categorical_files(spec):
+        if not isinstance(f, str) or f not in files:
+            raise ReleaseFormatError(f"{name}: the universe's value list file is not a listed data file of the release")
+    try:
+        return universe_from_dict(spec, base_dir=release_dir)
+    except (UniverseConfigError, ValueError, TypeError, KeyError, AttributeError, RecursionError, OSError,
+            UnicodeDecodeError, OverflowError) as exc:
+        raise ReleaseFormatError(f"{name}: invalid universe spec ({str(exc)[:300]})") from None
+
+
 def load_universe(manifest: Manifest, release_dir: Path) -> Universe:
     """The release's universe (value lists must be listed data files, already size-checked)."""
     name = str(release_dir / "manifest.json")
-    for f in _categorical_files(manifest.universe_spec):
-        if not isinstance(f, str) or f not in manifest.files:
-            raise ReleaseFormatError(f"{name}: the universe's value list file is not a listed data file of the release")
-    try:
-        universe = universe_from_dict(manifest.universe_spec, base_dir=release_dir)
-    except (UniverseConfigError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
-        raise ReleaseFormatError(f"{name}: invalid universe spec ({str(exc)[:300]})") from None
+    universe = load_universe_spec(manifest.universe_spec, manifest.files, release_dir)
     if universe.size != manifest.universe_size:
         raise ReleaseFormatError(f"{name}: universe_size differs from the size of the universe spec")
     try:

@@ -318,6 +318,9 @@ def parse_statement_manifest(obj: dict[str, Any], name: str, limits: ReadLimits)
         universe_spec=obj.get("universe"),
         key_columns=tuple(obj.get("key_columns", ())),
     )
+    from dpspark.release.rederive import check_statements
+
+    check_statements(out, name)  # a resealed edit of one statement, n or rho is refused here
     check = _CHECKS.get(out.kind)
     if check is None:
         _load_reader_module(out.kind)  # a kind's reader module registers its section check on import
