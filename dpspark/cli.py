@@ -55,6 +55,11 @@ def _cmd_release(args: argparse.Namespace) -> int:
     progress = stderr_progress()  # [userfix] the clock starts before Spark: JVM start-up shows as progress
     progress(f"checking {args.config}")
     cfg = load_config(args.config, output=args.output)  # every config error surfaces before Spark starts
+    signer = None
+    if args.sign:  # the key is loaded before anything is spent; the writer signs inside the atomic directory
+        from dpspark.release.signature import load_private_key
+
+        signer = load_private_key(args.sign)
     from dpspark.job import plan_text, preflight
 
     if args.dry_run:
@@ -98,8 +103,11 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
         progress("starting local Spark (the JVM takes 10-20 s)")
         spark = local_session("dpspark-release", args.master, conf=job_spark_conf(cfg))
+    from dpspark.release.signature import signing
+
     try:
-        out = run_release(cfg, spark=spark, progress=progress, engine=engine)
+        with signing(signer):
+            out = run_release(cfg, spark=spark, progress=progress, engine=engine)
     finally:
         if remote is not None:
             remote.stop()  # releases the server-side session and its uploaded artifacts
@@ -146,6 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
              "spark: an embedded local Spark session",
     )
     rel.add_argument("--dry-run", action="store_true", help="validate the config and show the mechanism; read no data")
+    rel.add_argument("--sign", default=None, metavar="KEYFILE",
+                     help="sign the release's manifest with this Ed25519 private key (PEM; dpspark keygen)")
     rel.add_argument("--use-active-spark", action="store_true", help=argparse.SUPPRESS)  # spark-submit entry point
     rel.set_defaults(func=_cmd_release)
     try:

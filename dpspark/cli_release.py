@@ -229,6 +229,18 @@ def unbounded_words(m: Any, exact: bool) -> str:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
+    """Describe a release; a release no check caught but the description trips over is one error line, never a
+    traceback (inspect is run on releases from anywhere)."""
+    try:
+        return _inspect(args)
+    except DPSparkError as err:
+        return _fail("inspect", err)
+    except Exception as err:  # a malformed release a reader's checks missed: name it, never print a traceback
+        return _fail("inspect", ValueError(f"{args.release}: the release is malformed and cannot be described "
+                                           f"({type(err).__name__})"))
+
+
+def _inspect(args: argparse.Namespace) -> int:
     from dpspark.lookup.describe import accuracy_text, privacy_text, relation_line
     from dpspark.release.manifest import read_manifest
     from dpspark.release.reader import load_universe
@@ -478,3 +490,6 @@ def add_release_commands(subparsers: Any) -> None:
     pl.add_argument("--dpi", type=int, default=100, help="resolution (default 100)")
     pl.add_argument("--no-verify", action="store_true", help=NO_VERIFY_HELP)
     pl.set_defaults(func=_cmd_plot)
+    from dpspark.cli_verify import add_verify_commands
+
+    add_verify_commands(subparsers)

@@ -319,6 +319,7 @@ def one_input(target: Target, data: bytes) -> str:
     except ReleaseFormatError as err:
         text = str(err)
         if any(mark in text for mark in NET_MARKS):
+            NET_MESSAGES[text[-160:]] += 1
             return f"{name}-net"
         if MANIFEST not in text and str(target.scratch) not in text:
             return f"{name}-unnamed"
@@ -328,6 +329,8 @@ def one_input(target: Target, data: bytes) -> str:
 
 #: a ReleaseFormatError with one of these was raised by a last-resort net, not by a reader's own check
 NET_MARKS = ("(unchecked ", "invalid manifest (")
+#: the messages of the net rejections seen (to turn each into a reader's own check)
+NET_MESSAGES: Counter[str] = Counter()
 
 
 def _rational(x: Any) -> bool:

@@ -51,8 +51,8 @@ def check_gaussian_section(section: dict[str, Any], manifest: Any, name: str) ->
     if (not isinstance(columns, list) or len(columns) != d or not all(isinstance(c, str) for c in columns)
             or len(set(columns)) != d):
         raise ReleaseFormatError(f"{name}: section.columns must name the {d} columns once each")
-    if not isinstance(estimates, list) or not estimates or estimates != sorted(set(estimates)) or not set(
-            estimates) <= set(ESTIMATES):
+    if (not isinstance(estimates, list) or not estimates or not all(isinstance(e, str) for e in estimates)
+            or estimates != sorted(set(estimates)) or not set(estimates) <= set(ESTIMATES)):
         raise ReleaseFormatError(f"{name}: section.estimates must list some of {list(ESTIMATES)} once, sorted")
     tables = sorted(f[: -len(".parquet")] for f in manifest.files if f.endswith(".parquet"))
     if tables != estimates:

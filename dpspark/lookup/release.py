@@ -243,7 +243,7 @@ class ReleaseLookup(ManifestStatements):
 
 
 def open_release(
-    path: str | Path, verify: bool = True, limits: ReadLimits = DEFAULT_LIMITS
+    path: str | Path, verify: bool = True, limits: ReadLimits = DEFAULT_LIMITS, trusted_keys: Any = None,
 ) -> "ReleaseLookup | CompactReleaseLookup":
     """Open a release directory (sparse or compact, by the manifest's kind) for lookups.
 
@@ -254,14 +254,28 @@ def open_release(
     keys** (one flipped byte in a key column can show ``Paris`` for another
     key) without any error. Use it only on files you just verified (call
     ``.verify()`` later to check). Raises :class:`~dpspark.release.errors.ReleaseFormatError` for
-    missing, damaged, wrong-version or oversized releases.
+    missing, damaged, wrong-version or oversized releases, and for manifests whose statements do not
+    re-derive (:mod:`dpspark.release.rederive`).
+
+    ``trusted_keys`` (Ed25519 public keys: PEM file paths, PEM bytes or key objects): the release must
+    carry a signature by one of them over its manifest's bytes (:mod:`dpspark.release.signature`), else
+    :class:`~dpspark.release.signature.ReleaseSignatureError`. With ``verify`` the manifest's checksums
+    then extend the signature to every data file. None (default): any signature is ignored.
     """
     from dpspark.release.errors import ReleaseFormatError
 
     root = Path(path)
     if not root.is_dir():
         raise ReleaseFormatError(f"{root}: not a release directory (missing or not a directory)")
-    manifest = read_manifest(root, limits)
+    from dpspark.release.manifest import MANIFEST_NAME, parse_manifest, read_regular_file
+
+    name = root / MANIFEST_NAME
+    data = read_regular_file(name, limits.max_manifest_bytes, "the manifest")  # read once: signed = parsed
+    if trusted_keys is not None:
+        from dpspark.release.signature import check_signature
+
+        check_signature(root, data, list(trusted_keys))
+    manifest = parse_manifest(data, str(name), limits)
     from dpspark.lookup.kinds import reader_for
 
     cls = reader_for(manifest.kind, str(root / "manifest.json"))

@@ -113,7 +113,11 @@ class StatementLookup:
         """``table(name)`` with exactly these (column, Arrow type) pairs and, if given, ``rows`` rows."""
         table = self.table(name)
         path = self.root / f"{name}.parquet"
-        found = [(f.name, f.type) for f in table.schema]
+        try:
+            found = [(f.name, f.type) for f in table.schema]  # names decode lazily (UnicodeDecodeError)
+            table.validate(full=True)  # strings must be valid UTF-8, offsets in range
+        except Exception as exc:
+            raise ReleaseFormatError(f"{path}: invalid Arrow data ({type(exc).__name__}); the file is damaged") from None
         if found != list(schema):
             raise ReleaseFormatError(f"{path}: columns or types differ from the {self.kind} layout "
                                      f"({', '.join(f'{n}: {t}' for n, t in schema)})")

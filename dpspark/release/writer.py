@@ -184,7 +184,11 @@ def write_release_dir(
         for child in sorted(tmp.iterdir()):
             entry = file_entry(child)
             files[child.name] = {"sha256": entry.sha256, "bytes": int_to_str(entry.size)}
-        (tmp / MANIFEST_NAME).write_bytes(seal_manifest(build_manifest(spec, files)))
+        manifest = seal_manifest(build_manifest(spec, files))
+        (tmp / MANIFEST_NAME).write_bytes(manifest)
+        from dpspark.release.signature import sign_into
+
+        sign_into(tmp, manifest)  # inside the temporary directory: the signature appears with the release
         if stamp is not None:
             for child in tmp.iterdir():
                 os.utime(child, (stamp, stamp))
