@@ -402,6 +402,12 @@ def check_values(rel: Any) -> str | None:
         rows = rel.sample(2, SeededRandom(1))
         if rows.shape != (2, d) or not np.isfinite(rows).all():
             return "synthetic rows"
+    elif kind == "compact":
+        m = rel.manifest
+        for index in (1, m.universe_size):
+            value = rel.count_index(index)
+            if not (isinstance(value, int) and 0 <= value <= m.count_range):
+                return f"compact count {value!r} out of range"
     elif kind == "sparse":
         t = rel.table()
         counts = t.column("noisy_count").to_numpy()
@@ -508,8 +514,11 @@ def fuzz_all_kinds(root: Path, inputs: int, timeout: float, seed: int) -> dict[s
     from tests.release_fixtures import KINDS, make_release as make_fixture
 
     out: dict[str, Counter[str]] = {}
-    for i, kind in enumerate(KINDS):
-        release = make_fixture(kind, root / "releases")
+    releases = {kind: make_fixture(kind, root / "releases") for kind in KINDS}
+    compact = Path(__file__).resolve().parent.parent / "tests" / "data" / "compact_kav" / "release"
+    if compact.is_dir():  # the checked-in compact release (made once on Spark)
+        releases["compact"] = compact
+    for i, (kind, release) in enumerate(releases.items()):
         target = Target(release, root / "scratch" / kind)
         out[kind] = run_counted(target, inputs, timeout, seed + i)
     return out

@@ -221,8 +221,9 @@ def test_inspect_never_prints_a_traceback(fixtures, tmp_path: Path, kind: str, c
 def _fuzz(fixtures: dict[str, Path], tmp_path: Path, inputs: int) -> dict[str, Any]:
     fz = _oracle()
     out = {}
-    for i, kind in enumerate(KINDS):
-        target = fz.Target(fixtures[kind], tmp_path / kind)
+    releases = {**fixtures, "compact": REPO / "tests" / "data" / "compact_kav" / "release"}  # checked in
+    for i, (kind, release) in enumerate(releases.items()):
+        target = fz.Target(release, tmp_path / kind)
         out[kind] = fz.run_counted(target, inputs, 30.0, 100 + i)
     return out
 
@@ -238,7 +239,9 @@ def _assert_clean(results: dict[str, Any], inputs: int) -> None:
 
 
 def test_short_fuzz_of_every_kind(fixtures, tmp_path: Path) -> None:
-    _assert_clean(_fuzz(fixtures, tmp_path, 300), 300)
+    results = _fuzz(fixtures, tmp_path, 300)
+    assert set(results) == {*KINDS, "compact"}
+    _assert_clean(results, 300)
 
 
 @pytest.mark.slow
