@@ -253,3 +253,11 @@ def test_the_lookup_path_stays_light(fixtures) -> None:
             f"[open_release(p) for p in {[str(p) for p in fixtures.values()]!r}]; "
             "assert 'pyspark' not in sys.modules, 'pyspark'; assert 'cryptography' not in sys.modules, 'crypto'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parent.parent)
+
+
+def test_n_times_ten_is_refused_in_a_histogram_release(fixtures, tmp_path: Path) -> None:
+    """Old main: a sparse release with max_units times ten, resealed, opened (with a ten times larger count range)."""
+    rel = _copy(fixtures, "sparse", tmp_path)
+    _reseal(rel, lambda d: d.update(max_units=str(int(d["max_units"]) * 10)))
+    with pytest.raises(ReleaseFormatError, match="config.max_units differs"):
+        open_release(rel)

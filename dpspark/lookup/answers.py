@@ -104,9 +104,10 @@ class AnswersLookup(StatementLookup):
             if not isinstance(r["name"], str) or r["name"] in self._rows or kinds.get(r["name"]) != r["kind"]:
                 raise ReleaseFormatError(f"{where}: row {i} does not answer a query of mechanism.parameters.queries "
                                          "once, with its kind")
-            row = _checked_row(r, self.deterministic, f"{where}: answer {r['name']!r}")
+            shown = repr(r["name"])[:80]  # a public query name, cut: the message stays one short line
+            row = _checked_row(r, self.deterministic, f"{where}: answer {shown}")
             if (row["noisy_count"] is not None) != (r["name"] in noisy):
-                raise ReleaseFormatError(f"{where}: answer {r['name']!r} is not the mean mechanism.parameters states")
+                raise ReleaseFormatError(f"{where}: answer {shown} is not the mean mechanism.parameters states")
             self._rows[r["name"]] = row
 
     @property

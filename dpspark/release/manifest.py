@@ -472,6 +472,10 @@ def _semantic(obj: dict[str, Any], name: str, limits: ReadLimits) -> Manifest:
     if MANIFEST_NAME in files:
         raise _fail(name, "the manifest cannot list itself as a data file")
     kind = obj["kind"]
+    recorded_n = obj["config"].get("max_units") if isinstance(obj["config"], dict) else None
+    if recorded_n is not None and (isinstance(recorded_n, bool) or str(recorded_n) != str(max_units)):
+        raise _fail(name, f"config.max_units differs from max_units = {max_units} (the manifest's statements "
+                          "do not re-derive)")
     keys_per_unit = _bound(obj["config"], "max_keys_per_unit", name)
     rows_per_key = _bound(obj["config"], "max_rows_per_key", name)
     from dpspark.release.sections import SectionContext, parse_section
