@@ -133,10 +133,18 @@ def check_input_columns(cfg: ReleaseConfig, mech: Any) -> None:
         dataset, _ = open_dataset(str(path), cfg.input.format, cfg.input.options)
     except InputError:
         return
-    check_input_schema(mech, dataset.schema, str(path))
+    check_input_schema(mech, dataset.schema, str(path), text_input=is_text_format(cfg.input.format, str(path)))
 
 
-def check_input_schema(mech: Any, schema: Any, where: str) -> None:
+def is_text_format(fmt: str | None, path: str | None = None) -> bool:
+    """True when an input's column types are read from the data themselves (CSV, JSON lines), not declared."""
+    from dpspark.engine.arrow_backend import _format_from_suffix
+
+    name = (fmt or (_format_from_suffix(path) if path else "parquet")).lower()
+    return name in ("csv", "json")
+
+
+def check_input_schema(mech: Any, schema: Any, where: str, *, text_input: bool = False) -> None:
     """Refuse an input whose pyarrow ``schema`` (metadata only) lacks a column the release reads or has a
     column the mechanism cannot read (e.g. ``[columns] array`` that is not an array of 0/1 values)."""
     from dpspark.engine.arrow_backend import InputError
@@ -147,7 +155,7 @@ def check_input_schema(mech: Any, schema: Any, where: str) -> None:
         raise InputError(f"input has no column(s) {', '.join(map(repr, missing))}; it has "
                          f"{', '.join(map(repr, sorted(present)))} ({where}; checked before any budget is spent)")
     check = getattr(mech, "input_schema_problem", None)  # e.g. [columns] array of a non-array column
-    problem = check(schema) if check is not None else None
+    problem = check(schema, text_input=text_input) if check is not None else None
     if problem:
         raise InputError(f"{problem} ({where}; checked before any budget is spent)")
 

@@ -245,8 +245,9 @@ def _check_schema(mech: Any, arrow: Any, df: Any) -> None:
     """The job's pre-spend schema check on a session input: an Arrow table, a local file or a DataFrame."""
     import pyarrow as pa
 
-    from dpspark.job import check_input_schema
+    from dpspark.job import check_input_schema, is_text_format
 
+    text_input = False
     if isinstance(arrow, pa.Table):
         schema, where = arrow.schema, "the session's table"
     elif arrow is not None:
@@ -254,6 +255,7 @@ def _check_schema(mech: Any, arrow: Any, df: Any) -> None:
 
         try:
             schema, where = open_dataset(str(arrow), None, {})[0].schema, str(arrow)
+            text_input = is_text_format(None, str(arrow))
         except InputError:
             return  # the engine reports what it cannot open
     else:
@@ -266,4 +268,4 @@ def _check_schema(mech: Any, arrow: Any, df: Any) -> None:
                 return pa.binary()  # stands for "some non-array type" in the checks
         schema = pa.schema([pa.field(f.name, arrow_type(f.dataType)) for f in df.schema.fields])
         where = "the session's DataFrame"
-    check_input_schema(mech, schema, where)
+    check_input_schema(mech, schema, where, text_input=text_input)
