@@ -146,7 +146,9 @@ def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource) -> "Da
     if stage.out_of_universe == "error":
         bad = encoded.filter(F.col(MEMBER) == F.lit(False)).limit(1).count()
         if bad:
-            raise InputError(
+            from dpspark.engine.context import CuratorError
+
+            raise CuratorError(
                 "the input holds keys outside the declared universe and privacy.out_of_universe = 'error' "
                 "(curator-side check; the offending values are not shown)"
             )
