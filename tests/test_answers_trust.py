@@ -54,6 +54,7 @@ QUERIES: list[tuple[dict, Callable[[dict], bool] | None]] = [
     ({"name": "rows", "kind": "count"}, None),
     ({"name": "s_drop", "kind": "sum", "column": "x", "lo": "-3", "hi": "5"}, None),
     ({"name": "s_half", "kind": "sum", "column": "x", "lo": "-2", "hi": "2", "scale_bits": 2, "nulls": "1/2"}, None),
+    ({"name": "s_int", "kind": "sum", "column": "x", "lo": "-10", "hi": "10", "scale_bits": 0}, None),  # ties: 2.5, 0.5
     ({"name": "s_big", "kind": "sum", "column": "x", "lo": "-1000000", "hi": "1000000", "scale_bits": 20}, None),
     ({"name": "m_a", "kind": "mean", "column": "x", "lo": "0", "hi": "10", "mean": "noisy_count", "filter": "g = 'a'"},
      lambda r: text(r["g"]) == "a"),

@@ -330,6 +330,11 @@ class AnswersMechanism(Mechanism):
         return {"mechanism": self.name, "k": self.k, "queries": len(self.queries), "table": "answers",
                 "deterministic_bound": det, "bounds": words,
                 "noisy_count_means": "a mean over a noisy count states only a conditional bound (column condition)",
+                "nulls": ("per query (parameters.queries[].nulls): \"drop\" - a NULL, NaN or unparseable value is "
+                          "neither summed nor counted - or the public value it counts as; +-inf are clipped to "
+                          "the query's bounds; identical on the Arrow and Spark engines"),
+                "filters": ("a row counts only where its query's filter is TRUE (SQL three-valued logic; "
+                            "number literals compare as their nearest double)"),
                 "noise": dict(self.law.parameters, abs_bound_units=self.law.abs_bound, bound95_units=self.law.bound95)}
 
     def payload(self, answers: list[dict[str, Any]]) -> Any:
