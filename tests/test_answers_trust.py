@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpspark.engine.numeric import NUMBER_PATTERN
-from dpspark.mechanisms.answers_queries import QueryError, QueryKind, Scalar, parse_queries, scalars_of
+from dpspark.mechanisms.answers_queries import QueryError, Scalar, parse_queries, scalars_of
 
 CELLS = ["1.5", "-2.25", "", "abc", "NaN", "inf", "-Infinity", "1e400", "-1e400", "1e-400", "0.49999999999999994",
          "2.5", "-2.5", "0.5", "  3", "+4", ".5", "5.", "1E3", "123456789012345678901234567890", "7", "-0", "x1"]
@@ -319,4 +319,19 @@ def test_arrow_release_on_hostile_csv_runs(tmp_path: Path) -> None:
         if q["kind"] == "sum":
             row = rel.row(q["name"])
             assert abs(row["value"] - Fraction(truth[q["name"]], 1 << q.get("scale_bits", 8))) <= row["R"]
-    assert QueryKind.SUM.value == "sum"
+
+
+def test_engines_for_filters_and_wide_bounds() -> None:
+    """Filters no longer force Spark; only a clip range past the Arrow engine's exact 2^52 does (data-free)."""
+    from dpspark.config import ReleaseSpec
+    from dpspark.mechanisms.answers import BoundedNoiseAnswers
+
+    def spec(queries):
+        return ReleaseSpec.from_dict({"privacy": {"mechanism": "bounded_noise", "epsilon": "1", "delta": "1e-6",
+                                                  "max_units": 10}, "queries": queries,
+                                      "output": {"path": "/tmp/dpspark-unused"}}, input_given=True)
+
+    assert BoundedNoiseAnswers.engines_for(spec([{"name": "c", "kind": "count", "filter": "g = 'a'"}])) == \
+        ("arrow", "spark")
+    wide = [{"name": "s", "kind": "sum", "column": "x", "lo": "0", "hi": "1", "scale_bits": 52}]
+    assert BoundedNoiseAnswers.engines_for(spec(wide)) == ("spark",)

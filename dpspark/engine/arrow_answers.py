@@ -24,7 +24,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from dpspark.mechanisms.answers_queries import QueryError, QueryKind, Scalar
+from dpspark.mechanisms.answers_queries import QueryError, Scalar
 
 #: per-row values are computed in float64 and must stay exactly representable
 MAX_ARROW_DELTA = 1 << 52
@@ -179,23 +179,20 @@ def _batches(dataset: Any, columns: list[str], unit_column: str | None) -> Itera
 
 
 def _check_columns(dataset: Any, scalars: Sequence[Scalar], unit_column: str | None) -> list[str]:
-    from dpspark.engine.predicate import PredicateError
-
+    """The columns to scan; a missing column or a filter that does not fit the schema is refused here (metadata)."""
     names = sorted({c for s in scalars for c in s.columns()} | ({unit_column} if unit_column else set()))
     present = set(dataset.schema.names)
     missing = [c for c in names if c not in present]
     for s in scalars:  # a filter on a missing column is the query's own error
-        if s.filter is not None and any(c not in present for c in s.filter.columns()):
-            bad = next(c for c in s.filter.columns() if c not in present)
-            raise QueryError(f"query {s.query_name!r}: filter {s.filter.text!r} names column {bad!r}, which the "
-                             "input does not have")
-        if s.filter is not None:
-            try:
-                problem = s.filter.type_problem(dataset.schema, text_input=True)
-            except PredicateError as err:  # pragma: no cover - type_problem reports, never raises
-                problem = str(err)
-            if problem:
-                raise QueryError(f"query {s.query_name!r}: {problem}")
+        if s.filter is None:
+            continue
+        for c in s.filter.columns():
+            if c not in present:
+                raise QueryError(f"query {s.query_name!r}: filter {s.filter.text!r} names column {c!r}, which the "
+                                 "input does not have")
+        problem = s.filter.type_problem(dataset.schema, text_input=True)  # the strict check ran before the spend
+        if problem:
+            raise QueryError(f"query {s.query_name!r}: {problem}")
     if missing:
         from dpspark.spark.counts import InputError
 
