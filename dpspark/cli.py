@@ -107,7 +107,8 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
     try:
         with signing(signer):
-            out = run_release(cfg, spark=spark, progress=progress, engine=engine)
+            out = run_release(cfg, spark=spark, progress=progress, engine=engine,
+                              show_data_errors=args.show_data_errors)
     finally:
         if remote is not None:
             remote.stop()  # releases the server-side session and its uploaded artifacts
@@ -156,6 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
     rel.add_argument("--dry-run", action="store_true", help="validate the config and show the mechanism; read no data")
     rel.add_argument("--sign", default=None, metavar="KEYFILE",
                      help="sign the release's manifest with this Ed25519 private key (PEM; dpspark keygen)")
+    rel.add_argument(
+        "--show-data-errors", action="store_true",
+        help="if the data pass fails, show the original error (it can quote rows of the data: for the data's "
+             "curator only); by default a fixed, value-free error is shown and the spend stays",
+    )
     rel.add_argument("--use-active-spark", action="store_true", help=argparse.SUPPRESS)  # spark-submit entry point
     rel.set_defaults(func=_cmd_release)
     try:
@@ -185,6 +191,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dpspark {args.command}: error: {err}", file=sys.stderr)
         for note in getattr(err, "__notes__", ()):  # e.g. that a failed release's budget stays spent
             print(f"dpspark {args.command}: {note}", file=sys.stderr)
+        if getattr(args, "show_data_errors", False) and err.__cause__ is not None:  # the curator opted in
+            print(f"dpspark {args.command}: the data pass's original error (--show-data-errors): "
+                  f"{type(err.__cause__).__name__}: {err.__cause__}", file=sys.stderr)
         return 2
 
 

@@ -95,8 +95,8 @@ class InputSpec:
         out: dict[str, Any] = {"format": self.format} if self.path else {"table": self.table}
         if self.path:
             out["path"] = self.path
-        if self.options:
-            out["options"] = dict(self.options)
+        if self.options:  # as "key=value" strings: the manifest's input description holds no nested tables
+            out["options"] = [f"{k}={v}" for k, v in sorted(self.options.items())]
         return out
 
 

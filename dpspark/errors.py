@@ -19,3 +19,12 @@ class ParameterError(DPSparkError, ValueError):
 
 class ParameterTypeError(DPSparkError, TypeError):
     """A public parameter has the wrong type, e.g. a float where an exact value is required (ground rule 1)."""
+
+
+class ValueFreeError(DPSparkError):
+    """An error raised during a data pass whose text is built from public parameters only, by construction.
+
+    Such an error is the answer to a curator-side check the config asked for (``on_excess_units = "refuse"``):
+    it passes a data pass with its own text (:mod:`dpspark.engine.data_pass`), re-raised fresh, without the
+    original's frames. Never give a subclass a message that holds a data value.
+    """

@@ -87,7 +87,7 @@ def describe_plan(cfg: ReleaseConfig) -> dict[str, Any]:
     }
 
 
-def preflight(cfg: ReleaseConfig) -> None:
+def preflight(cfg: ReleaseConfig, engine: str | None = None) -> None:
     """Every check that needs no data, before any engine starts and before any spend.
 
     The spec and the mechanism's certified plan were checked when ``cfg`` was built; this adds the output
@@ -98,7 +98,12 @@ def preflight(cfg: ReleaseConfig) -> None:
 
     mech = cfg.mechanism_object()
     check_output_path(cfg.output)
-    check_input_columns(cfg, mech)
+    check_input_columns(cfg, mech, engine)
+    check_ledger(cfg)
+
+
+def check_ledger(cfg: ReleaseConfig) -> None:
+    """The ledger's refusals (totals, unit, budget left) for this spend, checked without spending."""
     if cfg.budget is not None:
         import tempfile
 
@@ -118,25 +123,36 @@ def preflight(cfg: ReleaseConfig) -> None:
                 check(Path(tmp) / "ledger.sqlite")
 
 
-def check_input_columns(cfg: ReleaseConfig, mech: Any) -> None:
-    """A local input file must have every column the release reads: its schema (metadata, no rows) is read here.
+def check_input_columns(cfg: ReleaseConfig, mech: Any, engine: str | None = None) -> None:
+    """A local input file must have every column the release reads, of a type it can read.
 
-    Catalog tables and remote paths are checked by the engine when it reads them; a local file the Arrow
-    reader cannot open with the config's options is left to Spark likewise.
+    Only metadata is read here (:func:`~dpspark.engine.arrow_backend.input_schema`: a footer or a CSV header
+    line), never a row. Catalog tables and remote paths are checked on their DataFrame's schema, after Spark
+    starts and still before the spend (:func:`run_release`).
     """
-    from dpspark.engine.arrow_backend import InputError, is_local_path, open_dataset
+    from dpspark.engine.arrow_backend import InputError, input_schema, is_local_path
 
     path = getattr(cfg.input, "path", None)
     if path is None or not is_local_path(str(path)):
         return
     try:
-        dataset, _ = open_dataset(str(path), cfg.input.format, cfg.input.options)
-    except InputError:
-        return
-    check_input_schema(mech, dataset.schema, str(path))
+        schema, text_input = input_schema(str(path), cfg.input.format, cfg.input.options)
+    except InputError:  # its text is value-free (a path, a format): fatal when the Arrow engine reads this file
+        if engine == "arrow":
+            raise
+        return  # e.g. options only Spark's reader has: Spark reads the schema, still before the spend
+    check_input_schema(mech, schema, str(path), text_input=text_input)
 
 
-def check_input_schema(mech: Any, schema: Any, where: str) -> None:
+def is_text_format(fmt: str | None, path: str | None = None) -> bool:
+    """True when an input's column types are read from the data themselves (CSV, JSON lines), not declared."""
+    from dpspark.engine.arrow_backend import _format_from_suffix
+
+    name = (fmt or (_format_from_suffix(path) if path else "parquet")).lower()
+    return name in ("csv", "json")
+
+
+def check_input_schema(mech: Any, schema: Any, where: str, *, text_input: bool = False) -> None:
     """Refuse an input whose pyarrow ``schema`` (metadata only) lacks a column the release reads or has a
     column the mechanism cannot read (e.g. ``[columns] array`` that is not an array of 0/1 values)."""
     from dpspark.engine.arrow_backend import InputError
@@ -147,7 +163,7 @@ def check_input_schema(mech: Any, schema: Any, where: str) -> None:
         raise InputError(f"input has no column(s) {', '.join(map(repr, missing))}; it has "
                          f"{', '.join(map(repr, sorted(present)))} ({where}; checked before any budget is spent)")
     check = getattr(mech, "input_schema_problem", None)  # e.g. [columns] array of a non-array column
-    problem = check(schema) if check is not None else None
+    problem = check(schema, text_input=text_input) if check is not None else None
     if problem:
         raise InputError(f"{problem} ({where}; checked before any budget is spent)")
 
@@ -229,6 +245,8 @@ def run_release(
     data: "DataFrame | None" = None,
     engine: str | None = None,
     arrow_source: Any = None,
+    session_charge: Any = None,
+    show_data_errors: bool = False,
 ) -> Path:
     """Run a whole release; returns the path of the published release directory.
 
@@ -238,6 +256,12 @@ def run_release(
     "arrow" for a local file input when neither ``spark`` nor ``data`` is given, else "spark".
     ``arrow_source`` (a pyarrow Table or a local path) is counted on the Arrow engine instead of the
     spec's input (the :class:`dpspark.Session` path for pandas, Arrow and file inputs).
+    ``session_charge``: (session budget, statement) to charge together with the ledger (:func:`charge`).
+
+    Everything that needs no data - the plan, the output path, the ledger and session budgets, the input's
+    schema (metadata) - is checked before the budget is spent. The data pass itself runs inside
+    :func:`~dpspark.engine.data_pass.run_data_pass`: any failure there is one fixed, value-free error
+    (``show_data_errors``: the curator opts in to the details), and the spend stays.
     """
     from dpspark.release import check_output_path
     from dpspark.release.manifest import utc_now
@@ -250,10 +274,23 @@ def run_release(
     mech = cfg.mechanism_object()  # data-free checks and the certified plan, before any spend
     cfg.output.parent.mkdir(parents=True, exist_ok=True)
     check_output_path(cfg.output)  # before any noise: a published release is never overwritten
-    preflight(cfg)
-    spent = spend_budget(cfg)  # committed before any data is read or noise drawn; never refunded
+    preflight(cfg, None if arrow_source is not None else engine)
+    if engine != "arrow" and data is None:  # a DataFrame over the input: schema only, nothing is read yet
+        from dpspark.spark.counts import read_input
+
+        if spark is None:
+            from dpspark.spark.session import local_session
+
+            show("starting local Spark")
+            spark = local_session("dpspark-release", "local[*]", conf=job_spark_conf(cfg))
+        data = read_input(spark, cfg.input)
+    if data is not None:
+        check_input_schema(mech, frame_schema(data), "the input DataFrame")
+    elif arrow_source is not None:
+        check_table_schema(mech, arrow_source)
+    spent = charge(cfg, session_charge)  # committed before any data is read or noise drawn; never refunded
     try:
-        out = _run(cfg, mech, spark, data, rng, show, engine, planned_utc, arrow_source)
+        out = _run(cfg, mech, data, rng, show, engine, planned_utc, arrow_source, show_data_errors)
     except BaseException as err:
         if spent is not None:
             spent[0].mark_failed(spent[1].id)
@@ -262,6 +299,53 @@ def run_release(
     if spent is not None:
         spent[0].mark_released(spent[1].id)
     return out
+
+
+def charge(cfg: ReleaseConfig, session_charge: Any = None) -> Any:
+    """The one budget charge of a release: session budget and ledger checked, then spent, ledger first.
+
+    ``session_charge`` is (session budget, statement) or None. The ledger's own check ran in
+    :func:`preflight`; the session budget is checked here before either is spent, so a refusal by either
+    spends neither (the two always agree). Returns :func:`spend_budget`'s (ledger, record) or None.
+    """
+    if session_charge is not None:
+        budget, statement = session_charge
+        if not budget.can_spend(statement):
+            from dpspark.session import SessionBudgetExceeded
+
+            raise SessionBudgetExceeded(
+                f"this release ({statement.measure.text()}) exceeds the session budget left: "
+                f"{budget.remaining.text()}; nothing was read and nothing was spent")
+    spent = spend_budget(cfg)
+    if session_charge is not None:
+        session_charge[0].spend(session_charge[1])  # never refunded
+    return spent
+
+
+def frame_schema(df: "DataFrame") -> Any:
+    """A Spark DataFrame's schema as a pyarrow schema (metadata only: no Spark job runs)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    def arrow_type(spark_type: Any) -> Any:
+        try:
+            return to_arrow_type(spark_type)
+        except Exception:  # a Spark type Arrow cannot name (pyspark raises its own error classes)
+            return pa.binary()  # stands for "some non-array, non-numeric type" in the checks
+    return pa.schema([pa.field(f.name, arrow_type(f.dataType)) for f in df.schema.fields])
+
+
+def check_table_schema(mech: Any, source: Any) -> None:
+    """The pre-spend schema check of an Arrow-engine input handed over directly (a table or a local path)."""
+    import pyarrow as pa
+
+    if isinstance(source, pa.Table):
+        check_input_schema(mech, source.schema, "the session's table")
+        return
+    from dpspark.engine.arrow_backend import input_schema
+
+    schema, text_input = input_schema(str(source), None, {})
+    check_input_schema(mech, schema, str(source), text_input=text_input)
 
 
 def choose_engine(cfg: ReleaseConfig, engine: str | None, have_spark: bool, given_table: bool = False) -> str:
@@ -301,18 +385,11 @@ def choose_engine(cfg: ReleaseConfig, engine: str | None, have_spark: bool, give
     return engine
 
 
-def _run(cfg: ReleaseConfig, mech: Any, spark: "SparkSession | None", data: "DataFrame | None",
-         rng: RandomSource, show: Progress, engine: str = "spark", created_utc: str | None = None,
-         arrow_source: Any = None) -> Path:
-    if engine != "arrow" and data is None:
-        from dpspark.spark.counts import read_input
+def _run(cfg: ReleaseConfig, mech: Any, data: "DataFrame | None", rng: RandomSource, show: Progress,
+         engine: str = "spark", created_utc: str | None = None, arrow_source: Any = None,
+         show_data_errors: bool = False) -> Path:
+    from dpspark.engine.data_pass import run_data_pass
 
-        if spark is None:
-            from dpspark.spark.session import local_session
-
-            show("starting local Spark")
-            spark = local_session("dpspark-release", "local[*]", conf=job_spark_conf(cfg))
-        data = read_input(spark, cfg.input)
     started = time.monotonic()
 
     def noise_progress(msg: str) -> None:
@@ -324,17 +401,20 @@ def _run(cfg: ReleaseConfig, mech: Any, spark: "SparkSession | None", data: "Dat
             return
         show(msg)
 
-    if engine == "arrow":  # a local file counted with pyarrow on this machine; re-scanned per pass
-        from dpspark.engine.arrow_backend import ArrowContext
+    def read_and_draw() -> Any:
+        if engine == "arrow":  # a local file counted with pyarrow on this machine; re-scanned per pass
+            from dpspark.engine.arrow_backend import ArrowContext
 
-        if arrow_source is not None:
-            ctx: Any = ArrowContext(arrow_source, rng, noise_progress)
+            if arrow_source is not None:
+                ctx: Any = ArrowContext(arrow_source, rng, noise_progress)
+            else:
+                ctx = ArrowContext(str(cfg.input.path), rng, noise_progress, format=cfg.input.format,
+                                   options=cfg.input.options)
         else:
-            ctx = ArrowContext(str(cfg.input.path), rng, noise_progress, format=cfg.input.format,
-                               options=cfg.input.options)
-    else:
-        ctx = SparkContext(data, rng, noise_progress, passes=len(mech.stages()))
-    payload = mech.run(ctx, rng, noise_progress)
+            ctx = SparkContext(data, rng, noise_progress, passes=len(mech.stages()))
+        return mech.run(ctx, rng, noise_progress)
+
+    payload = run_data_pass(read_and_draw, show_data_errors=show_data_errors)
     if cfg.pad_seconds is not None:  # the noise step's duration must not reveal |S| or the draws (docs/balcer-vadhan-notes.md §E10)
         pad_until(started, float(cfg.pad_seconds))  # report: decides only when to return
     show("writing the release atomically")

@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from dpspark.rng import RandomSource
 
 
+class SessionInputError(DPSparkError, ValueError):
+    """The session's input cannot be used (the message quotes no data value)."""
+
+
 class SessionBudgetExceeded(DPSparkError, ValueError):
     """A release would overspend the session's budget (checked before any data is read)."""
 
@@ -42,6 +46,8 @@ class Session:
     JVM, unless ``spark=`` is given). ``budget``: ``{"epsilon": ..., "delta": ...}``
     as exact strings, the session's total under add/remove of one unit among at most ``max_units``;
     None for no session budget. ``ledger``/``dataset``: charge a persistent ledger too.
+    ``show_data_errors``: a failed data pass shows its original error instead of the fixed, value-free
+    one (for a curator who owns the data only: the details can quote rows).
     """
 
     def __init__(
@@ -56,6 +62,7 @@ class Session:
         spark: "SparkSession | None" = None,
         rng: "RandomSource | None" = None,
         progress: Any = None,
+        show_data_errors: bool = False,
     ) -> None:
         from dpspark.privacy import AddRemove, Budget
 
@@ -67,7 +74,9 @@ class Session:
         self.dataset = dataset
         self.rng = rng
         self.progress = progress if progress is not None else (lambda _m: None)
-        self._data = data
+        #: the curator opts in to the original text of a failed data pass (it can quote rows; see dpspark.engine.data_pass)
+        self.show_data_errors = show_data_errors
+        self._data = _as_table(data)
         self._spark = spark
         self._own_spark = False
         self._df: "DataFrame | None" = None
@@ -116,8 +125,6 @@ class Session:
             from dpspark.engine.arrow_backend import is_local_path
 
             return str(Path(data).resolve()) if is_local_path(str(data)) else None
-        if hasattr(data, "columns") and hasattr(data, "dtypes"):  # a pandas DataFrame
-            return pa.Table.from_pandas(data, preserve_index=False)
         return None
 
     def _frame(self) -> "DataFrame":
@@ -141,8 +148,7 @@ class Session:
         else:
             import pyarrow as pa
 
-            table = data if isinstance(data, pa.Table) else pa.Table.from_pandas(data, preserve_index=False)
-            self._df = spark.createDataFrame(table)
+            self._df = spark.createDataFrame(data)
         return self._df
 
     def _spark_session(self) -> "SparkSession":
@@ -206,10 +212,10 @@ class Session:
         on_arrow = "arrow" in (cls.engines_for(spec) if hasattr(cls, "engines_for") else getattr(cls, "engines", ("arrow",)))
         arrow = self._arrow_source() if on_arrow else None  # Spark-only mechanisms get a Spark DataFrame
         df = None if arrow is not None else self._frame()
-        _check_schema(spec.mechanism_object(), arrow, df)  # metadata only, before the spend
-        if self.budget is not None:
-            self.budget.spend(statement)  # committed before any data is read; never refunded
-        out = run_release(spec, data=df, rng=self.rng, progress=self.progress, arrow_source=arrow)
+        # run_release checks the schema (metadata), then charges the session budget and the ledger together
+        out = run_release(spec, data=df, rng=self.rng, progress=self.progress, arrow_source=arrow,
+                          session_charge=None if self.budget is None else (self.budget, statement),
+                          show_data_errors=self.show_data_errors)
         self.releases.append(out)
         return open_release(out)
 
@@ -241,29 +247,23 @@ class Session:
                             **privacy)
 
 
-def _check_schema(mech: Any, arrow: Any, df: Any) -> None:
-    """The job's pre-spend schema check on a session input: an Arrow table, a local file or a DataFrame."""
+def _as_table(data: Any) -> Any:
+    """A pandas DataFrame becomes a pyarrow Table once, when the session opens (other inputs stay as given).
+
+    The conversion reads every value, so it runs here, by the curator who opens the session, and not in a
+    release or an answer; a value pyarrow cannot convert fails it with a fixed text that quotes no value.
+    """
+    if hasattr(data, "sparkSession") or not (hasattr(data, "columns") and hasattr(data, "dtypes")):
+        return data
     import pyarrow as pa
 
-    from dpspark.job import check_input_schema
-
-    if isinstance(arrow, pa.Table):
-        schema, where = arrow.schema, "the session's table"
-    elif arrow is not None:
-        from dpspark.engine.arrow_backend import InputError, open_dataset
-
-        try:
-            schema, where = open_dataset(str(arrow), None, {})[0].schema, str(arrow)
-        except InputError:
-            return  # the engine reports what it cannot open
-    else:
-        from pyspark.sql.pandas.types import to_arrow_type
-
-        def arrow_type(spark_type: Any) -> Any:
-            try:
-                return to_arrow_type(spark_type)
-            except Exception:  # a Spark type Arrow cannot name (pyspark raises its own error classes)
-                return pa.binary()  # stands for "some non-array type" in the checks
-        schema = pa.schema([pa.field(f.name, arrow_type(f.dataType)) for f in df.schema.fields])
-        where = "the session's DataFrame"
-    check_input_schema(mech, schema, where)
+    failed = False
+    try:
+        return pa.Table.from_pandas(data, preserve_index=False)
+    except (pa.ArrowException, TypeError, ValueError):
+        failed = True
+    if failed:  # outside the except block: no chained original, which quotes the value
+        raise SessionInputError("the pandas DataFrame cannot be converted to an Arrow table: some column mixes "
+                                "types Arrow cannot hold in one column (details withheld: they quote values); "
+                                "give such a column one dtype, e.g. df[col] = pd.to_numeric(df[col], errors='coerce')")
+    raise AssertionError("unreachable")

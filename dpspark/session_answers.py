@@ -17,8 +17,11 @@ Design (small on purpose):
 * ``.answer(query)`` validates the query (the ``[[queries]]`` fields), refuses it before reading any data
   if it needs more scalar answers than are left (a noisy-count mean needs two), runs one pass over the
   data for its scalars, draws their noise and returns the answer (a dict of exact Fractions with R,
-  bound95 or the conditional bound). A query that fails before its noise is drawn (a missing column, a
-  bad filter) uses no slot.
+  bound95 or the conditional bound). A query refused before any data is read (a malformed query, a missing
+  column or a column of the wrong type: schema only) uses no slot; from the data pass on, its slots and
+  its name are used, whatever happens: a pass that fails raises the fixed, value-free
+  :class:`~dpspark.engine.data_pass.DataPassError` and the slots stay spent (a failing probe is never free).
+* k is at most :data:`MAX_ANSWERS`, checked before anything is allocated.
 * Nothing is written to disk; ``.answered`` lists every answer so far, ``.statement`` the privacy.
 """
 
@@ -32,6 +35,10 @@ if TYPE_CHECKING:
     from dpspark.session import Session
 
 
+#: the most scalar answers one declaration may hold (stated before anything is allocated)
+MAX_ANSWERS = 100_000
+
+
 class AnswerBudgetExhausted(DPSparkError, ValueError):
     """More scalar answers were asked for than the k declared up front (nothing was read)."""
 
@@ -42,10 +49,10 @@ class AdaptiveAnswers:
     def __init__(self, session: "Session", *, k: int, mechanism: str, epsilon: Any, delta: Any,
                  **privacy: Any) -> None:
         from dpspark.mechanisms.answers import AnswersMechanism
-        from dpspark.session import SessionBudgetExceeded
 
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise AnswerBudgetExhausted(f"k (the number of scalar answers) must be an int >= 1, got {k!r}")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_ANSWERS:
+            raise AnswerBudgetExhausted(f"k (the number of scalar answers) must be an int in [1, {MAX_ANSWERS}], "
+                                        f"got {k!r}")
         placeholder = [{"name": f"slot{i}", "kind": "count"} for i in range(k)]  # k unit-sensitivity slots
         self.spec = session.spec(mechanism=mechanism, epsilon=epsilon, delta=delta,
                                  sections={"queries": placeholder}, **privacy)
@@ -57,15 +64,10 @@ class AdaptiveAnswers:
         self.k = k
         self.session = session
         statement = session._statement(self.spec)
-        if session.budget is not None and not session.budget.can_spend(statement):
-            raise SessionBudgetExceeded(
-                f"k = {k} answers ({statement.measure.text()}) exceed the session budget left: "
-                f"{session.budget.remaining.text()}; nothing was read and nothing was spent")
-        if session.budget is not None:
-            session.budget.spend(statement)  # once, for all k answers; never refunded
-        from dpspark.job import spend_budget
+        from dpspark.job import charge, check_ledger
 
-        spent = spend_budget(self.spec)  # the ledger, if any: also once
+        check_ledger(self.spec)  # the ledger's refusal comes before either budget is touched
+        spent = charge(self.spec, None if session.budget is None else (session.budget, statement))  # once, for all k
         if spent is not None:
             spent[0].mark_released(spent[1].id)
         from dpspark.rng import default_source
@@ -99,20 +101,58 @@ class AdaptiveAnswers:
                 f"k = {self.k} are left; nothing was read")
         if self.mechanism.spec.max_units * max(s.delta for s in q.scalars()) >= 10**38:
             raise QueryError(f"query {q.name!r}: max_units x its clip bound exceeds decimal(38,0)")
-        totals = self.mechanism.totals(self._context(q), q.scalars())
-        self.used += need  # from here the noise is drawn: the slots are spent
-        out = self.mechanism.answer_totals(totals, self.rng, [q])[0]
+        context = self._context(q)  # opens the input (metadata only) and checks the query's columns
+        # charge first: the slots and the name are used from here on, whatever the data pass does
+        self.used += need
         self._names.add(q.name)
+        from dpspark.engine.data_pass import run_data_pass
+
+        totals = run_data_pass(lambda: self.mechanism.totals(context(), q.scalars()),
+                               show_data_errors=self.session.show_data_errors)
+        out = self.mechanism.answer_totals(totals, self.rng, [q])[0]
         self.answered.append(out)
         return out
 
     def _context(self, q: Any) -> Any:
+        """A function that opens the engine context for ``q``, after the query's schema check (metadata only)."""
         s = self.session
         arrow = s._arrow_source() if q.filter is None else None  # filters are Spark SQL: Spark only
         if arrow is not None:
             from dpspark.engine.arrow_backend import ArrowContext
+            from dpspark.job import check_table_schema
 
-            return ArrowContext(arrow, self.rng, s.progress)
+            check_table_schema(_QueryCheck(self.mechanism, q), arrow)
+            return lambda: ArrowContext(arrow, self.rng, s.progress)
         from dpspark.engine.context import SparkContext
+        from dpspark.job import check_input_schema, frame_schema
 
-        return SparkContext(s._frame(), self.rng, s.progress)
+        frame = s._frame()
+        check_input_schema(_QueryCheck(self.mechanism, q), frame_schema(frame), "the session's DataFrame")
+        return lambda: SparkContext(frame, self.rng, s.progress)
+
+
+class _QueryCheck:
+    """The schema check of one adaptive query: the answers mechanism's check, for this query alone."""
+
+    def __init__(self, mechanism: Any, query: Any) -> None:
+        self.mechanism, self.query = mechanism, query
+
+    def input_columns(self) -> tuple[str, ...]:
+        """The columns the query reads (its column and the unit column)."""
+        unit = self.mechanism.spec.unit_column
+        cols = {s.column for s in self.query.scalars() if s.column is not None} | ({unit} if unit else set())
+        return tuple(sorted(cols))
+
+    def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
+        """Why the query cannot be read from an input of this schema (None: it can)."""
+        check = getattr(self.mechanism, "query_schema_problem", None)
+        if check is not None:
+            return check(self.query, schema, text_input=text_input)
+        from dpspark.engine.numeric import numeric_type_problem
+
+        for s in self.query.scalars():
+            if s.column is not None:
+                problem = numeric_type_problem(schema.field(s.column).type, s.column, text_input=text_input)
+                if problem:
+                    return f"query {self.query.name!r}: {problem}"
+        return None

@@ -132,12 +132,17 @@ def test_created_utc_is_the_plan_time_and_every_mtime(tmp_path: Path, monkeypatc
         parameters={"mechanism": {"mechanism": "GeoSample"}},
     )
 
-    def slow_job(cfg: object, mech: object, spark: object, data: object, rng: object, show: object,
-                 engine: str = "spark", created_utc: str | None = None, arrow_source: object = None) -> Path:
+    def slow_job(cfg: object, mech: object, data: object, rng: object, show: object,
+                 engine: str = "spark", created_utc: str | None = None, arrow_source: object = None,
+                 show_data_errors: bool = False) -> Path:
         time.sleep(1.2)  # the data takes a while: the finishing time must not show
         return job.write_release(cfg, release, "test", "sparse", created_utc)  # type: ignore[arg-type]
 
     monkeypatch.setattr(job, "_run", slow_job)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"v": pa.array([1, 2], pa.int64())}), tmp_path / "in.parquet")  # a real file: its schema is checked
     started = int(time.time())
     out = job.run_release(cfg, progress=lambda m: None)
     created = read_manifest(out).created_utc

@@ -1,7 +1,7 @@
 """How an ``answers`` batch is aggregated: value histograms for many row-level sums of one column.
 
-A batch of row-level sums (no ``unit_column``, no filter) over the same column and scale differ only in
-their clip range [lo_j, hi_j]. With L = min lo_j and H = max hi_j, every such sum is an exact function of
+A batch of row-level sums (no ``unit_column``) over the same column, scale, null rule and filter differ only
+in their clip range [lo_j, hi_j] (a row the filter or the null rule drops has value 0 in every one of them). With L = min lo_j and H = max hi_j, every such sum is an exact function of
 the histogram of v = clip(round(x * 2^b), L, H) over rows, because clip(clip(r, L, H), lo_j, hi_j) =
 clip(r, lo_j, hi_j) when [lo_j, hi_j] lies in [L, H]:
 
@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Sequence
 
+from dpspark.engine.numeric import NullRule
+from dpspark.engine.predicate import Predicate
 from dpspark.mechanisms.answers_queries import QueryKind, Scalar
 
 #: largest histogram (H - L + 1 values) a group may have; wider clip ranges use derived columns
@@ -37,23 +39,25 @@ class HistGroup:
     L: int
     H: int
     members: tuple[int, ...]
+    nulls: NullRule = NullRule()
+    filter: Predicate | None = None
 
 
 def split(scalars: Sequence[Scalar], unit_column: str | None) -> tuple[list[HistGroup], list[int]]:
     """(histogram groups, indexes of the scalars computed as derived columns); data-free."""
     if unit_column is not None:
         return [], list(range(len(scalars)))
-    by: dict[tuple[str, int], list[int]] = {}
+    by: dict[tuple, list[int]] = {}
     for j, s in enumerate(scalars):
-        if s.kind is QueryKind.SUM and s.filter is None and s.column is not None:
-            by.setdefault((s.column, s.scale_bits), []).append(j)
+        if s.kind is QueryKind.SUM and s.column is not None:
+            by.setdefault((s.column, s.scale_bits, s.nulls, s.filter), []).append(j)
     groups: list[HistGroup] = []
     grouped: set[int] = set()
-    for (col, bits), js in sorted(by.items()):
+    for (col, bits, nulls, filt), js in by.items():
         L = min(scalars[j].lo for j in js)
         H = max(scalars[j].hi for j in js)
         if len(js) >= HIST_MIN_MEMBERS and H - L + 1 <= HIST_MAX_VALUES and max(abs(L), abs(H)) < 1 << 52:
-            groups.append(HistGroup(col, bits, L, H, tuple(js)))
+            groups.append(HistGroup(col, bits, L, H, tuple(js), nulls, filt))
             grouped.update(js)
     return groups, [j for j in range(len(scalars)) if j not in grouped]
 

@@ -122,12 +122,76 @@ def open_dataset(source: Any, format: str | None = None,
             file_format = fmt
         else:
             raise InputError(f"the Arrow engine reads parquet, csv, orc and json, not {fmt!r}")
+    failed = False
     try:
         partitioning = "hive" if Path(path).is_dir() else None
         return ds.dataset(path, format=file_format, partitioning=partitioning), infer
-    except (pa.ArrowInvalid, OSError) as err:
+    except OSError as err:  # the file system's words name the path, never a row
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise InputError(f"cannot read input {path!r}: {first[:300]}") from None
+    except pa.ArrowInvalid:  # a parser's words can quote a row: say only what failed
+        failed = True
+    if failed:
+        raise InputError(f"cannot read input {path!r}: its first block does not parse as {fmt} "
+                         "(details withheld: they could quote the data)")
+    raise AssertionError("unreachable")
+
+
+def csv_header(path: str, parse: Any) -> list[str]:
+    """The column names of a CSV file (or of the first CSV file of a directory) from its header line alone.
+
+    Only the header is parsed, so no row's value can reach an error here; a CSV whose rows are malformed
+    fails later, inside the charged data pass (:mod:`dpspark.engine.data_pass`).
+    """
+    import io
+
+    import pyarrow.csv as pcsv
+
+    p = Path(path)
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.is_file() and not f.name.startswith(("_", ".")))
+        if not files:
+            raise InputError(f"cannot read input {path!r}: the directory holds no CSV file")
+        p = files[0]
+    try:
+        with open(p, "rb") as fh:
+            line = fh.readline(1 << 20)
+    except OSError as err:
+        raise InputError(f"cannot read input {path!r}: {err.strerror}") from None
+    try:
+        header = pcsv.read_csv(io.BytesIO(line), parse_options=parse,
+                               read_options=pcsv.ReadOptions(autogenerate_column_names=False))
+    except pa.ArrowInvalid:
+        header = None
+    if header is None or not header.column_names:
+        raise InputError(f"cannot read input {path!r}: its first line is not a CSV header of column names "
+                         "(the Arrow engine reads CSV files with a header line)")
+    return list(header.column_names)
+
+
+def input_schema(source: Any, format: str | None = None,
+                 options: dict[str, str] | None = None) -> tuple[pa.Schema, bool]:
+    """An input's schema before any spend, and whether its types come from the data (CSV, JSON lines).
+
+    Metadata only: a Parquet/ORC footer, a table's schema, or a CSV header line (every column a string, as
+    the data pass reads it without inferSchema; with inferSchema the types are the data's, so they are not
+    known before the pass and each column is taken as text here).
+    """
+    if isinstance(source, pa.Table):
+        return source.schema, False
+    path = str(source)
+    fmt = (format or _format_from_suffix(path)).lower()
+    if fmt == "csv" and is_local_path(path) and Path(path.removeprefix("file://")).exists():
+        import pyarrow.csv as pcsv
+
+        opts = {str(k).lower(): str(v) for k, v in (options or {}).items()}
+        _csv_format(path.removeprefix("file://"), {**opts, "inferschema": "false"})  # the same option checks
+        parse = pcsv.ParseOptions(delimiter=opts.get("sep", opts.get("delimiter", ",")),
+                                  quote_char=opts.get("quote", '"'))
+        names = csv_header(path.removeprefix("file://"), parse)
+        return pa.schema([pa.field(n, pa.string()) for n in names]), True
+    dataset, _ = open_dataset(source, format, options)
+    return dataset.schema, fmt == "json"
 
 
 def _format_from_suffix(path: str) -> str:
@@ -157,7 +221,7 @@ def _csv_format(path: str, opts: dict[str, str]) -> tuple[Any, bool]:
     null_value = opts.get("nullvalue", "")
     convert = pcsv.ConvertOptions(null_values=[null_value], strings_can_be_null=True, quoted_strings_can_be_null=False)
     if not infer:  # Spark reads every column as a string unless inferSchema is set: so does this reader
-        names = ds.dataset(path, format=ds.CsvFileFormat(parse_options=parse)).schema.names
+        names = csv_header(path, parse)
         convert = pcsv.ConvertOptions(column_types={n: pa.string() for n in names}, null_values=[null_value],
                                       strings_can_be_null=True, quoted_strings_can_be_null=False)
     return ds.CsvFileFormat(parse_options=parse, convert_options=convert), infer
@@ -272,7 +336,7 @@ def _encode(keys: pa.Table, universe: "Universe", cols: list[str],
     else:
         encoded = universe.encode_arrow(_one_chunk(keys.column(cols[0])))
     if out_of_universe == "error" and encoded.has_out_of_universe():
-        raise InputError(
+        raise CuratorError(
             "the input holds keys outside the declared universe and privacy.out_of_universe = 'error' "
             "(curator-side check; the offending values are not shown)"
         )

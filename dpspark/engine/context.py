@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from dpspark.engine.stages import CountsStage, OuterProductStage, SumsStage
-from dpspark.errors import DPSparkError
+from dpspark.errors import ValueFreeError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -14,8 +14,11 @@ if TYPE_CHECKING:
     from dpspark.rng import RandomSource
 
 
-class CuratorError(DPSparkError, ValueError):
-    """The data breaks a declared public bound (e.g. more units than max_units with on_excess_units = "refuse")."""
+class CuratorError(ValueFreeError, ValueError):
+    """The data breaks a declared public bound (e.g. more units than max_units with on_excess_units = "refuse").
+
+    Its text names public parameters only (a :class:`~dpspark.errors.ValueFreeError`).
+    """
 
 
 class StageContext(Protocol):

@@ -209,8 +209,10 @@ class AnswersMechanism(Mechanism):
 
     @classmethod
     def engines_for(cls, spec: "ReleaseSpec") -> tuple[str, ...]:
-        """Spark only when a query has a filter (a Spark SQL predicate); else Spark or Arrow (data-free)."""
-        if any(q.filter is not None for q in spec.sections.get("queries", ())):
+        """Spark or Arrow (filters run on both); Spark only past the Arrow engine's 2^52 clip range (data-free)."""
+        from dpspark.engine.arrow_answers import MAX_ARROW_DELTA
+
+        if any(s.delta >= MAX_ARROW_DELTA for q in spec.sections.get("queries", ()) for s in q.scalars()):
             return ("spark",)
         return ("arrow", "spark")
 
@@ -219,9 +221,31 @@ class AnswersMechanism(Mechanism):
         return "none removed (each unit's total is clipped per query; the guarantee does not depend on n)"
 
     def input_columns(self) -> tuple[str, ...]:
-        """The summed columns and the unit column (a filter's columns are checked by Spark, which parses it)."""
-        cols = [q.column for q in self.queries if q.column is not None]
+        """The summed columns, the filters' columns and the unit column."""
+        cols = [c for s in self.scalars for c in s.columns()]
         return tuple(dict.fromkeys(cols)) + super().input_columns()
+
+    def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
+        """Why the queries cannot read an input of this pyarrow schema (None: they can); metadata only.
+
+        Summed columns must read as numbers (:func:`dpspark.engine.numeric.numeric_type_problem`), and every
+        filter must type-check (:meth:`dpspark.engine.predicate.Predicate.type_problem`).
+        """
+        from dpspark.engine.numeric import numeric_type_problem
+
+        names = set(schema.names)
+        for q in self.queries:
+            if q.column is not None:
+                if q.column not in names:
+                    return f"query {q.name!r}: the input has no column {q.column!r}"
+                problem = numeric_type_problem(schema.field(q.column).type, q.column, text_input=text_input)
+                if problem:
+                    return f"query {q.name!r}: {problem}"
+            if q.filter is not None:
+                problem = q.filter.type_problem(schema, text_input=text_input)
+                if problem:
+                    return f"query {q.name!r}: {problem}"
+        return None
 
     def calibrate(self) -> NoiseLaw:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -306,6 +330,11 @@ class AnswersMechanism(Mechanism):
         return {"mechanism": self.name, "k": self.k, "queries": len(self.queries), "table": "answers",
                 "deterministic_bound": det, "bounds": words,
                 "noisy_count_means": "a mean over a noisy count states only a conditional bound (column condition)",
+                "nulls": ("per query (parameters.queries[].nulls): \"drop\" - a NULL, NaN or unparseable value is "
+                          "neither summed nor counted - or the public value it counts as; +-inf are clipped to "
+                          "the query's bounds; identical on the Arrow and Spark engines"),
+                "filters": ("a row counts only where its query's filter is TRUE (SQL three-valued logic; "
+                            "number literals compare as their nearest double)"),
                 "noise": dict(self.law.parameters, abs_bound_units=self.law.abs_bound, bound95_units=self.law.bound95)}
 
     def payload(self, answers: list[dict[str, Any]]) -> Any:

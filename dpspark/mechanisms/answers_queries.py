@@ -8,9 +8,13 @@ Each query is a table with
 * ``lo``, ``hi`` - public clip bounds, exact rationals (str or int; a TOML float is refused with a
   TypeError). Sums and means clip each unit's total of ``column`` to [lo, hi]. A count may give ``hi``
   (an int >= 1: the most rows of one unit it counts; default 1) and no ``lo``;
-* ``filter`` - optional Spark SQL predicate (a row counts / adds only where it is true; NULL is false).
-  Filters run on the Spark engine only: the Arrow engine refuses a query with a filter (a Spark SQL string
-  has no exact Arrow equivalent, and a re-implemented parser would be a second, subtly different language);
+* ``filter`` - optional predicate in the small grammar of :mod:`dpspark.engine.predicate` (comparisons of a
+  column with a literal, IN, BETWEEN, IS NULL, AND, OR, NOT; no functions, no arithmetic): a row counts /
+  adds only where it is TRUE (SQL three-valued logic: NULL is not true). Parsed here, before any data, and
+  compiled to the same exact test on both engines;
+* ``nulls`` - sums and means: what a NULL, NaN or unparseable value of ``column`` means
+  (:func:`dpspark.engine.numeric.parse_null_rule`): "drop" (default; the row adds nothing and a noisy-count
+  mean does not count it) or a public value it counts as. +-inf are clipped like any value;
 * ``scale_bits`` - sums and means: the public fixed-point scale S = 2^scale_bits, default 8. A value x
   becomes the integer round(x * S) (half away from zero) and the clip bounds become floor(lo * S) and
   ceil(hi * S) (rounded outward, so [lo, hi] is kept whole);
@@ -29,9 +33,10 @@ from enum import Enum
 from fractions import Fraction
 from typing import Any
 
+from dpspark.engine.numeric import NullRule, NullRuleError, parse_null_rule
+from dpspark.engine.predicate import Predicate, PredicateError, parse_predicate
 from dpspark.errors import DPSparkError
 from dpspark.exact import parse_rational
-
 
 
 class QueryKind(str, Enum):
@@ -48,7 +53,10 @@ MEAN_MODES = ("public_n", "noisy_count")
 DEFAULT_SCALE_BITS = 8
 MAX_SCALE_BITS = 64
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
-_FIELDS = {"name", "kind", "column", "lo", "hi", "filter", "scale_bits", "mean", "n"}
+_FIELDS = {"name", "kind", "column", "lo", "hi", "filter", "scale_bits", "mean", "n", "nulls"}
+#: every scalar's sensitivity (fixed point) stays below 2^63: a decimal(38,0) then holds any sum of fewer
+#: than 2^63 such values (< 2^126 < 10^38), so no exact aggregate on either engine can overflow
+MAX_DELTA = 1 << 63
 
 
 class QueryError(DPSparkError, ValueError):
@@ -68,10 +76,11 @@ class Query:
     column: str | None
     lo: Fraction
     hi: Fraction
-    filter: str | None
+    filter: Predicate | None
     scale_bits: int
     mean: str | None = None
     n: int | None = None
+    nulls: NullRule = NullRule()
 
     @property
     def scale(self) -> int:
@@ -93,9 +102,10 @@ class Query:
         if self.kind is QueryKind.COUNT:
             return [Scalar(self.name, QueryKind.COUNT, None, 0, int(self.hi), 0, self.filter)]
         total = Scalar(self.name if self.kind is QueryKind.SUM else f"{self.name}#sum", QueryKind.SUM, self.column,
-                       self.lo_int, self.hi_int, self.scale_bits, self.filter)
-        if self.kind is QueryKind.MEAN and self.mean == "noisy_count":
-            return [total, Scalar(f"{self.name}#count", QueryKind.COUNT, None, 0, 1, 0, self.filter)]
+                       self.lo_int, self.hi_int, self.scale_bits, self.filter, self.nulls)
+        if self.kind is QueryKind.MEAN and self.mean == "noisy_count":  # counts the rows the sum reads
+            present = self.column if self.nulls.drop else None
+            return [total, Scalar(f"{self.name}#count", QueryKind.COUNT, None, 0, 1, 0, self.filter, present=present)]
         return [total]
 
     def describe(self) -> dict[str, Any]:
@@ -107,7 +117,10 @@ class Query:
         if self.kind is not QueryKind.COUNT:
             out["scale_bits"] = self.scale_bits
         if self.filter is not None:
-            out["filter"] = self.filter
+            out["filter"] = self.filter.text
+        if self.kind is not QueryKind.COUNT:
+            out["nulls"] = self.nulls.describe()
+            out["nulls_rule"] = self.nulls.text() + "; +-inf are clipped to the bounds"
         if self.kind is QueryKind.MEAN:
             out["mean"] = self.mean
             if self.n is not None:
@@ -119,8 +132,9 @@ class Query:
 class Scalar:
     """One integer statistic: the sum over units of clip(unit's total, lo, hi) of a (filtered) column.
 
-    ``column`` None is a column of ones (a count). ``delta`` = max(|lo|, |hi|) is its add/remove
-    sensitivity in fixed-point units.
+    ``column`` None is a column of ones (a count); ``present`` (counts only) is a column whose NULL (or NaN,
+    or unparseable text) drops the row from the count, as the matching sum drops it. ``nulls`` is the sum's
+    null rule. ``delta`` = max(|lo|, |hi|) is its add/remove sensitivity in fixed-point units.
     """
 
     label: str
@@ -129,7 +143,32 @@ class Scalar:
     lo: int
     hi: int
     scale_bits: int
-    filter: str | None
+    filter: Predicate | None
+    nulls: NullRule = NullRule()
+    present: str | None = None
+
+    @property
+    def query_name(self) -> str:
+        """The name of the query this scalar answers."""
+        return self.label.split("#")[0]
+
+    def columns(self) -> tuple[str, ...]:
+        """Every input column this scalar reads (value, presence, filter)."""
+        cols = [c for c in (self.column, self.present) if c is not None]
+        if self.filter is not None:
+            cols.extend(self.filter.columns())
+        return tuple(dict.fromkeys(cols))
+
+    def imputed(self, bound: int | None = None) -> int | None:
+        """The fixed-point value a NULL stands for (exact round half away from zero, clipped to [-bound, bound];
+        default bound: delta), or None: the rule is "drop"."""
+        if self.nulls.drop:
+            return None
+        bound = self.delta if bound is None else bound
+        v = self.nulls.value * (1 << self.scale_bits)
+        r = (abs(v) + Fraction(1, 2)).__floor__()
+        r = r if v >= 0 else -r
+        return max(-bound, min(bound, r))
 
     @property
     def delta(self) -> int:
@@ -167,11 +206,17 @@ def parse_query(q: Any, index: int) -> Query:
     if raw_kind not in KINDS:
         raise QueryError(f"{where}: kind must be one of {KINDS}, got {raw_kind!r}")
     kind = QueryKind(raw_kind)
-    filt = q.get("filter")
-    if filt is not None and (not isinstance(filt, str) or not filt.strip()):
-        raise QueryError(f"{where}: filter must be a non-empty Spark SQL predicate string")
+    filt = None
+    if q.get("filter") is not None:
+        raw = q["filter"]
+        if not isinstance(raw, str) or not raw.strip():
+            raise QueryError(f"{where}: filter must be a non-empty predicate string")
+        try:
+            filt = parse_predicate(raw)
+        except PredicateError as err:
+            raise QueryError(f"{where}: filter {raw!r}: {err}") from None
     if kind is QueryKind.COUNT:
-        for key in ("column", "lo", "scale_bits", "mean", "n"):
+        for key in ("column", "lo", "scale_bits", "mean", "n", "nulls"):
             if key in q:
                 raise QueryError(f"{where}: a count takes no {key!r}")
         hi = q.get("hi", 1)
@@ -205,9 +250,16 @@ def parse_query(q: Any, index: int) -> Query:
             raise QueryError(f"{where}: n applies only to mean = \"public_n\"")
     elif "mean" in q or "n" in q:
         raise QueryError(f"{where}: mean and n apply only to kind = \"mean\"")
-    query = Query(name, kind, col, lo, hi, filt, bits, mode, n)
+    try:
+        nulls = parse_null_rule(q.get("nulls"), where)
+    except NullRuleError as err:
+        raise QueryError(str(err)) from None
+    query = Query(name, kind, col, lo, hi, filt, bits, mode, n, nulls)
     if query.scalars()[0].delta == 0:
         raise QueryError(f"{where}: the clip range [0, 0] sums nothing; widen lo/hi")
+    if query.scalars()[0].delta >= MAX_DELTA:
+        raise QueryError(f"{where}: max(|lo|, |hi|) x 2^scale_bits must be < 2^63 (exact sums stay inside "
+                         "decimal(38,0)); lower scale_bits or the bounds")
     return query
 
 

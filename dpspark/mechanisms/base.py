@@ -125,8 +125,13 @@ class Mechanism(ABC):
         unit = (self.spec.unit_column,) if self.spec.unit_column else ()
         return tuple(self.spec.key_columns) + unit
 
-    def input_schema_problem(self, schema: Any) -> str | None:
-        """Why a local input with this pyarrow schema cannot be read (None: it can); checked before any spend."""
+    def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
+        """Why an input with this pyarrow schema cannot be read (None: it can); checked before any spend.
+
+        Metadata only. ``text_input``: the types come from the data themselves (CSV, JSON lines), so a string
+        column may stand for numbers (read by :func:`dpspark.engine.numeric.arrow_numeric`, unparseable ->
+        NULL); otherwise the schema is declared metadata and a column of the wrong type is refused here.
+        """
         return None
 
     def exact_options(self) -> dict[str, Any]:

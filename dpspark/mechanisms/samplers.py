@@ -272,7 +272,7 @@ class BernoulliSampler(_Sampler):
         """The d binary columns (or the one array column) and the unit column."""
         return self.input.input_columns() + super().input_columns()
 
-    def input_schema_problem(self, schema: Any) -> str | None:
+    def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
         """The array form needs an array of booleans or integers (checked on a local file before any spend)."""
         return schema_problem(schema, self.input)
 

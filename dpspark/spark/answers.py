@@ -1,7 +1,8 @@
 """Spark side of an ``answers`` release: every scalar statistic of a query batch in ONE pass.
 
-Each scalar becomes a derived per-row column (a column of ones for a count, ``column * 2^scale_bits`` for a
-sum, each masked to 0 where the query's filter is not true), and one
+Each scalar becomes a derived per-row column (:func:`spark_value`: a column of ones for a count, the
+clipped, rounded ``column * 2^scale_bits`` for a sum with the query's null rule, each 0 where the query's
+filter is not TRUE; the filter is compiled from :mod:`dpspark.engine.predicate`, never ``F.expr``), and one
 :class:`~dpspark.engine.stages.SumsStage` over all of them computes the exact decimal(38,0) totals of the
 per-unit clipped values (:func:`dpspark.spark.sums.clipped_sums`). The derived columns are deterministic
 functions of one row, so a unit's contribution stays bounded by its clip range.
@@ -9,13 +10,13 @@ functions of one row, so a unit's contribution stays bounded by its clip range.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from dpspark.engine.stages import SumsStage
 from dpspark.mechanisms.answers_queries import QueryError, Scalar
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 
 def derived_name(j: int) -> str:
@@ -34,31 +35,80 @@ def derived_frame(df: "DataFrame", scalars: Sequence[Scalar], unit_column: str |
     return df.select(*derived_columns(df, scalars, unit_column))
 
 
+def spark_types(df: "DataFrame") -> dict[str, Any]:
+    """The input's Spark types by column name (analysis only)."""
+    return {f.name: f.dataType for f in df.schema.fields}
+
+
+def spark_value(s: Scalar, dtypes: dict[str, Any], bound: int | None = None) -> "Column":
+    """The scalar's per-row value as a double holding an integer, exactly as the Arrow engine computes it.
+
+    x = spark_numeric(column) (NULL for NULL, NaN, unparseable text; +-inf kept); x 2^b is clipped in double
+    to [-bound, bound] (exact for bound < 2^52; past it only a guard, the sums stage clips exactly on
+    decimals) BEFORE rounding, so no infinity reaches a round or a decimal cast (ANSI-safe); rounded half up
+    (Spark's HALF_UP on the double, equal to the Arrow engine's exact half-away rounding below 2^52); a NULL is
+    the imputed value or 0 (drop); 0 where the filter is not TRUE or, for a noisy-count mean's count, the
+    value is NULL. No cast or function here can raise on a data value.
+    """
+    from pyspark.sql import functions as F
+
+    from dpspark.engine.predicate import PredicateError
+
+    bound = s.delta if bound is None else bound
+    for c in (s.column, s.present):
+        if c is not None and c not in dtypes:
+            raise QueryError(f"query {s.query_name!r}: the input has no column {c!r}")
+    for c in (s.filter.columns() if s.filter is not None else ()):
+        if c not in dtypes:
+            raise QueryError(f"query {s.query_name!r}: filter {s.filter.text!r} names column {c!r}, which the "
+                             "input does not have")
+    cond = None
+    if s.filter is not None:
+        try:
+            cond = s.filter.spark_column(dtypes)
+        except PredicateError as err:
+            raise QueryError(f"query {s.query_name!r}: filter {s.filter.text!r}: {err}") from None
+    if s.present is not None:
+        ok = _numeric(s, s.present, dtypes).isNotNull()
+        cond = ok if cond is None else cond & ok
+    if s.column is None:
+        value = F.lit(1.0)
+    else:
+        x = _numeric(s, s.column, dtypes)
+        g = F.lit(float(bound) if bound < 1 << 52 else 1e37)  # report: exact below 2^52; a cast guard above
+        y = F.least(F.greatest(x * F.lit(float(1 << s.scale_bits)), -g), g)  # report: input preprocessing
+        imputed = s.imputed(bound)
+        value = F.when(x.isNull(), F.lit(float(imputed or 0))).otherwise(F.round(y, 0))  # report: HALF_UP
+    if cond is not None:
+        value = F.when(cond, value).otherwise(F.lit(0.0))  # NULL (not TRUE) is not a pass
+    return value
+
+
+def _numeric(s: Scalar, column: str, dtypes: dict[str, Any]) -> "Column":
+    from pyspark.sql.types import BooleanType, NullType, NumericType, StringType
+
+    from dpspark.engine.numeric import spark_numeric
+    from dpspark.engine.predicate import spark_ref
+
+    dtype = dtypes[column]
+    if not isinstance(dtype, (NumericType, StringType, BooleanType, NullType)):
+        raise QueryError(f"query {s.query_name!r}: column {column!r} has Spark type {dtype.simpleString()}, "
+                         "not a number")
+    return spark_numeric(spark_ref(column), dtype)
+
+
 def derived_columns(df: "DataFrame", scalars: Sequence[Scalar], unit_column: str | None) -> list:
     """(unit,) plus one derived column per scalar, checked against ``df`` (analysis only, no job)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.utils import AnalysisException
 
     from dpspark.spark.counts import check_columns
 
     check_columns(df, sorted({s.column for s in scalars if s.column is not None}
                              | ({unit_column} if unit_column else set())))
+    dtypes = spark_types(df)
     cols = [F.col(unit_column)] if unit_column else []
     for j, s in enumerate(scalars):
-        if s.column is None:
-            value = F.lit(1.0)
-        else:  # exact power of two: the product is x's double scaled, rounded to an integer by the stage
-            value = F.col(s.column).cast("double") * F.lit(float(1 << s.scale_bits))  # report: input preprocessing
-        if s.filter is not None:
-            try:
-                cond = F.expr(s.filter)
-                df.select(F.when(cond, F.lit(1)).alias("__dp_check")).schema  # analysis only (a boolean?): no job runs
-            except AnalysisException as err:  # ParseException derives from AnalysisException
-                first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-                raise QueryError(f"query {s.label.split('#')[0]!r}: filter {s.filter!r} is not a valid predicate "
-                                 f"on this input: {first}") from None
-            value = F.when(cond, value).otherwise(F.lit(0.0))
-        cols.append(value.alias(derived_name(j)))
+        cols.append(spark_value(s, dtypes).alias(derived_name(j)))
     return cols
 
 
@@ -89,15 +139,13 @@ def _stacked_totals(df: "DataFrame", scalars: Sequence[Scalar], groups: list, re
     from dpspark.spark.counts import check_columns
 
     check_columns(df, sorted({s.column for s in scalars if s.column is not None}))
-    guard = F.lit(2.0 ** 52)  # report: |L|, |H| < 2^52, so the clip below is exact in double
-
-    def fixed(column: str, bits: int):  # type: ignore[no-untyped-def]
-        x = F.coalesce(F.col(column).cast("double"), F.lit(0.0)) * F.lit(float(1 << bits))  # report: input preprocessing
-        return F.round(F.least(F.greatest(x, -guard), guard), 0)  # report: HALF_UP like the sums stage
+    dtypes = spark_types(df)
 
     entries = []
     for g, grp in enumerate(groups):
-        v = F.least(F.greatest(fixed(grp.column, grp.scale_bits), F.lit(float(grp.L))), F.lit(float(grp.H)))  # report: exact integers < 2^52
+        rep = scalars[grp.members[0]]  # the members share column, scale, null rule and filter
+        fixed = spark_value(rep, dtypes, (1 << 52) - 1)
+        v = F.least(F.greatest(fixed, F.lit(float(grp.L))), F.lit(float(grp.H)))  # report: exact integers < 2^52
         entries.append(F.struct(F.lit(g).alias("g"), v.cast("decimal(38,0)").alias("v"),
                                 F.lit(1).cast("decimal(38,0)").alias("w")))
     if rest:

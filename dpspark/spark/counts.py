@@ -45,6 +45,7 @@ class InputError(DPSparkError, ValueError):
 
 def read_input(spark: "SparkSession", spec: InputSpec) -> "DataFrame":
     """A DataFrame over the configured file(s) or catalog table (schema only; nothing is counted yet)."""
+    failed = False
     try:
         if spec.table is not None:
             return spark.read.table(spec.table)
@@ -54,9 +55,17 @@ def read_input(spark: "SparkSession", spec: InputSpec) -> "DataFrame":
         for key, value in spec.options.items():
             reader = reader.option(key, value)
         return reader.load(spec.path)
-    except Exception as err:  # AnalysisException and friends: keep the message, it names the path
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"cannot read input {spec.path or spec.table!r}: {first[:300]}") from None
+    except Exception as err:
+        from pyspark.errors import AnalysisException
+
+        if isinstance(err, AnalysisException):  # analysis only (a path, a table, a format): keep its first line
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise InputError(f"cannot read input {spec.path or spec.table!r}: {first[:300]}") from None
+        failed = True  # a job that read rows (schema inference): its words could quote one
+    if failed:
+        raise InputError(f"cannot read input {spec.path or spec.table!r}: reading its schema failed (details "
+                         "withheld: inferring a schema reads rows, and the error could quote one)")
+    raise AssertionError("unreachable")
 
 
 def check_columns(df: "DataFrame", wanted: list[str]) -> None:
@@ -146,7 +155,9 @@ def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource) -> "Da
     if stage.out_of_universe == "error":
         bad = encoded.filter(F.col(MEMBER) == F.lit(False)).limit(1).count()
         if bad:
-            raise InputError(
+            from dpspark.engine.context import CuratorError
+
+            raise CuratorError(
                 "the input holds keys outside the declared universe and privacy.out_of_universe = 'error' "
                 "(curator-side check; the offending values are not shown)"
             )

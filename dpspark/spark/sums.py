@@ -48,8 +48,9 @@ def _row_value(column: str, scale_bits: int, bound: int):  # type: ignore[no-unt
     from pyspark.sql import functions as F
 
     guard = F.lit(1e37)  # report: overflow guard only; the exact clip below decides the value
-    scaled = F.round(F.coalesce(F.col(column).cast("double"), F.lit(0.0)) * F.lit(float(1 << scale_bits)), 0)  # report
-    as_int = F.least(F.greatest(scaled, -guard), guard).cast("decimal(38,0)")
+    scaled = F.coalesce(F.col(column).cast("double"), F.lit(0.0)) * F.lit(float(1 << scale_bits))  # report
+    # guard before rounding: no +-inf reaches round() or the decimal cast (ANSI raises on those)
+    as_int = F.round(F.least(F.greatest(scaled, -guard), guard), 0).cast("decimal(38,0)")  # report
     b = F.lit(bound).cast("decimal(38,0)")
     return F.least(F.greatest(as_int, -b), b).alias(column)
 
