@@ -20,9 +20,13 @@ from tests.support.golden import CASES, fingerprint, fingerprint_case, load_gold
 GOLDEN = load_golden()
 
 
-def _param(name: str) -> object:
-    case = CASES.get(name)
-    return pytest.param(name, marks=[pytest.mark.spark] if case is not None and case.engine == "spark" else [])
+def _param(case_id: str) -> object:
+    case = CASES.get(case_id)
+    return pytest.param(case_id, marks=[pytest.mark.spark] if case is not None and case.engine == "spark" else [])
+
+
+#: every case, and every registered mechanism (one without a case fails below, by name)
+IDS = sorted(set(CASES) | set(names()), key=lambda i: (i not in CASES or CASES[i].engine != "arrow", i))
 
 
 def test_golden_covers_every_registered_mechanism() -> None:
@@ -30,17 +34,20 @@ def test_golden_covers_every_registered_mechanism() -> None:
     registered = set(names())
     assert len(registered) >= 13
     assert registered - set(CASES) == set(), "mechanisms without a golden case in tests/support/golden.py"
-    assert registered - set(GOLDEN) == set(), "mechanisms without a fingerprint: python -m tests.support.golden --write"
-    assert set(GOLDEN) - registered == set(), "golden.json has cases for mechanisms no longer registered"
+    assert {c.mechanism for c in CASES.values()} == registered, "a case of a mechanism that is not registered"
+    assert all(CASES[m].mechanism == m and not CASES[m].variant for m in registered)
+    assert set(CASES) - set(GOLDEN) == set(), "cases without a fingerprint: python -m tests.support.golden --write"
+    assert set(GOLDEN) - set(CASES) == set(), "golden.json has ids no case makes: python -m tests.support.golden --write"
 
 
-@pytest.mark.parametrize("name", [_param(n) for n in names()])
-def test_seeded_release_matches_golden(request: pytest.FixtureRequest, tmp_path: Path, name: str) -> None:
-    case = CASES.get(name)
-    assert case is not None, f"no golden case for {name!r}: add one to tests/support/golden.py"
+@pytest.mark.parametrize("case_id", [_param(i) for i in IDS])
+def test_seeded_release_matches_golden(request: pytest.FixtureRequest, tmp_path: Path, case_id: str) -> None:
+    case = CASES.get(case_id)
+    assert case is not None, f"no golden case for {case_id!r}: add one to tests/support/golden.py"
     spark = request.getfixturevalue("spark") if case.engine == "spark" else None
     got = fingerprint_case(case, spark, tmp_path)
-    assert got["manifest"]["config"]["mechanism"] == name
+    assert got["manifest"]["config"]["mechanism"] == case.mechanism
+    name = case_id
     want = GOLDEN.get(name)
     assert got == want, (f"{name}: the seeded release differs from tests/support/golden.json:\n"
                          f"{golden.diff_text(name, want, got)}")

@@ -56,48 +56,65 @@ CITIES = ["Berlin", "Lima", "Oslo", "Paris", "Quito", "Rome", "Tokyo"]
 
 
 def cities_table() -> pa.Table:
-    """200 users; user u has 1 + u % 3 rows over a user-dependent set of cities (the histograms' input)."""
-    users, keys = [], []
+    """200 users; user u has 1 + u % 3 rows over a user-dependent set of cities (the histograms' input).
+
+    Two one-row users have a NULL city and one a city outside every universe (the null / out-of-universe paths).
+    """
+    users: list[int] = []
+    keys: list[str | None] = []
     for u in range(200):
         for j in range(1 + u % 3):
             users.append(u)
             keys.append(CITIES[(u * 7 + j * 3 + (u // 5)) % (3 + (u % 5))])
+    first = {u: users.index(u) for u in (0, 3, 6)}  # users with one row: their only key changes
+    keys[first[0]] = keys[first[3]] = None
+    keys[first[6]] = "Ouagadougou"  # longer than max_bytes = 6 and not a categorical value
     return pa.table({"user": pa.array(users, pa.int64()), "city": pa.array(keys)})
 
 
 def answers_table() -> pa.Table:
-    """300 rows, 120 units; x in [-3, 8] in halves (exact in fixed point), a group column, two NULL x."""
+    """300 rows, 120 units; x in [-3, 8] in halves (exact in fixed point), a group column, two NULL x, a NaN."""
     n = 300
     xs: list[float | None] = [((i * 37) % 23) / 2 - 3 for i in range(n)]
     xs[17] = xs[211] = None
+    xs[64] = float("nan")
     return pa.table({"x": pa.array(xs, pa.float64()), "u": pa.array([i % 120 for i in range(n)], pa.int64()),
                      "g": pa.array(["a" if i % 3 else "b" for i in range(n)])})
 
 
 def symbols_table() -> pa.Table:
-    """300 units: a symbol in {a, b, c} (d is in the universe, never in the data) and two binary columns (int and bool) for the samplers."""
+    """300 units: a symbol in {a, b, c} (d is in the universe, never in the data) and two binary columns
+    (int and bool) for the samplers; one NULL in each of sym, x and y."""
     n = 300
-    return pa.table({"u": pa.array(range(n), pa.int64()), "sym": pa.array([["a", "b", "c", "d"][i % 3] for i in range(n)]),
-                     "x": pa.array([i % 2 for i in range(n)], pa.int64()), "y": pa.array([i % 3 == 0 for i in range(n)])})
+    sym: list[str | None] = [["a", "b", "c", "d"][i % 3] for i in range(n)]
+    x: list[int | None] = [i % 2 for i in range(n)]
+    y: list[bool | None] = [i % 3 == 0 for i in range(n)]
+    sym[5], x[6], y[7] = None, None, None
+    return pa.table({"u": pa.array(range(n), pa.int64()), "sym": pa.array(sym, pa.string()),
+                     "x": pa.array(x, pa.int64()), "y": pa.array(y, pa.bool_())})
 
 
 def product_table() -> pa.Table:
-    """300 units, six binary columns with different rates (ints and bools alternate)."""
+    """300 units, six binary columns with different rates (ints and bools alternate); a NULL in x0 and x1."""
     n, d = 300, 6
     rates = [(1, 2), (9, 10), (1, 5), (1, 20), (1, 100), (0, 1)]
     cols: dict[str, pa.Array] = {"id": pa.array(range(n), pa.int64())}
     for j in range(d):
         num, den = rates[j]
-        bits = [((i * 7919 + j * 104729) % den) < num for i in range(n)]  # a fixed permutation-ish pattern
-        cols[f"x{j}"] = pa.array([int(b) for b in bits], pa.int64()) if j % 2 else pa.array(bits)
+        bits: list[bool | None] = [((i * 7919 + j * 104729) % den) < num for i in range(n)]  # a fixed pattern
+        if j < 2:
+            bits[40 + j] = None
+        cols[f"x{j}"] = (pa.array([None if b is None else int(b) for b in bits], pa.int64()) if j % 2
+                         else pa.array(bits, pa.bool_()))
     return pa.table(cols)
 
 
 def gauss_table() -> pa.Table:
-    """300 units, two correlated float columns in exact binary fractions."""
+    """300 units, two correlated float columns in exact binary fractions; a NULL and a NaN in a."""
     n = 300
-    a = [((i * 37) % 41) / 4 - 5 for i in range(n)]
-    b = [a[i] / 2 + ((i * 53) % 17) / 8 - 1 for i in range(n)]
+    a: list[float | None] = [((i * 37) % 41) / 4 - 5 for i in range(n)]
+    b = [a[i] / 2 + ((i * 53) % 17) / 8 - 1 for i in range(n)]  # type: ignore[operator]
+    a[3], a[4] = None, float("nan")
     return pa.table({"a": pa.array(a, pa.float64()), "b": pa.array(b, pa.float64()),
                      "uid": pa.array(range(n), pa.int64())})
 
@@ -105,17 +122,27 @@ def gauss_table() -> pa.Table:
 # --- the cases ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Case:
-    """One mechanism's seeded release: input table, config sections (no input/output path), engine, seed."""
+    """One mechanism's seeded release: input table, config sections (no input/output path), engine, seed.
+
+    ``variant`` names a second case of the same mechanism (e.g. a Spark-only config); its id is
+    ``mechanism+variant``.
+    """
 
     mechanism: str
     engine: str  # "arrow" or "spark" (the mechanism has no Arrow engine, or this config needs Spark)
     table: Table
     config: dict[str, Any]
     seed: bytes = field(default=b"")
+    variant: str = ""
+
+    @property
+    def id(self) -> str:
+        """The case's key in golden.json: the mechanism name, or ``mechanism+variant``."""
+        return f"{self.mechanism}+{self.variant}" if self.variant else self.mechanism
 
     def seed_bytes(self) -> bytes:
-        """The SeededRandom seed: the case's own, else one derived from the mechanism name."""
-        return self.seed or b"golden:" + self.mechanism.encode()
+        """The SeededRandom seed: the case's own, else one derived from the case id."""
+        return self.seed or b"golden:" + self.id.encode()
 
 
 def _hist(mech: str, universe: dict[str, Any], **privacy: Any) -> Case:
@@ -133,10 +160,18 @@ ANSWER_QUERIES = [
 ]
 
 
-def _answers(mech: str) -> Case:
-    return Case(mech, "arrow", answers_table, {
+FILTER_QUERIES = [
+    {"name": "rows_a", "kind": "count", "filter": "g = 'a'"},
+    {"name": "total_b", "kind": "sum", "column": "x", "lo": "0", "hi": "3", "filter": "g = 'b' AND x > 1"},
+]
+
+
+def _answers(mech: str, filters: bool = False) -> Case:
+    # a query with a filter (a Spark SQL predicate) makes the release Spark-only: its own variant
+    queries = ANSWER_QUERIES + FILTER_QUERIES if filters else ANSWER_QUERIES
+    return Case(mech, "spark" if filters else "arrow", answers_table, {
         "privacy": {"mechanism": mech, "epsilon": "1", "delta": "1e-6", "max_units": 400, "unit_column": "u"},
-        "queries": copy.deepcopy(ANSWER_QUERIES)})
+        "queries": copy.deepcopy(queries)}, variant="filters" if filters else "")
 
 
 def _product(mech: str, max_units: int, **privacy: Any) -> Case:
@@ -155,13 +190,15 @@ def _gauss(mech: str, **extra: Any) -> Case:
                     "unit_column": "uid"}})
 
 
-CASES: dict[str, Case] = {c.mechanism: c for c in (
+#: every case by id; each registered mechanism has exactly one case whose id is its name
+CASES: dict[str, Case] = {c.id: c for c in (
     _hist("dense", {"kind": "categorical", "values": CITIES}),
     _hist("stability", STRING6, delta="1e-6"),
     _hist("pure_sparse", STRING6),
     _hist("compact", STRING6, m=128),
     _answers("bounded_noise"),
     _answers("gaussian"),
+    _answers("bounded_noise", filters=True),
     Case("kary_sampler", "arrow", symbols_table, {
         "keys": {"columns": ["sym"]}, "universe": {"kind": "categorical", "values": ["a", "b", "c", "d"]},
         "privacy": {"mechanism": "kary_sampler", "epsilon": "1/2", "max_units": 300, "unit_column": "u",
@@ -196,7 +233,7 @@ def run_case(case: Case, workdir: Path, spark: Any = None) -> Path:
     if case.engine == "arrow":
         return run_release(spec, rng=rng, progress=lambda _m: None, engine="arrow")
     if spark is None:
-        raise ValueError(f"case {case.mechanism!r} runs on Spark: pass a SparkSession")
+        raise ValueError(f"case {case.id!r} runs on Spark: pass a SparkSession")
     return run_release(spec, spark=spark, rng=rng, progress=lambda _m: None, engine="spark")
 
 
@@ -251,7 +288,7 @@ def fingerprint_case(case: Case, spark: Any = None, workdir: Path | None = None)
 
 
 def load_golden(path: Path = GOLDEN_PATH) -> dict[str, Any]:
-    """The committed fingerprints, by mechanism name."""
+    """The committed fingerprints, by case id (mechanism name, or ``mechanism+variant``)."""
     return json.loads(path.read_text(encoding="utf-8"))["releases"]
 
 
@@ -286,13 +323,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--write", action="store_true", help="rewrite tests/support/golden.json with today's outputs")
     ap.add_argument("--stable", action="store_true",
                     help="run every case twice (two tmp dirs of different path lengths) and check both agree")
-    ap.add_argument("mechanisms", nargs="*", help="only these cases (default: every registered mechanism)")
+    ap.add_argument("cases", nargs="*", help="only these case ids (default: every case)")
     args = ap.parse_args(argv)
-    wanted = args.mechanisms or list(names())
-    missing = [m for m in wanted if m not in CASES]
-    if missing:
-        print(f"no golden case for: {', '.join(missing)} (add one to tests/support/golden.py)", file=sys.stderr)
+    uncovered = [m for m in names() if m not in CASES]
+    unknown = [m for m in args.cases if m not in CASES]
+    if uncovered or unknown:
+        print(f"no golden case for: {', '.join(uncovered + unknown)} (add one to tests/support/golden.py)",
+              file=sys.stderr)
         return 2
+    wanted = args.cases or list(CASES)
     golden = load_golden() if GOLDEN_PATH.exists() else {}
     spark = None
     got: dict[str, Any] = {}
@@ -314,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
                 if again != got[name]:
                     unstable[name] = again
                     status += ", UNSTABLE (two runs differ)"
-            print(f"{name:20s} {case.engine:6s} {took:6.1f} s  {status}", flush=True)  # report
+            print(f"{name:22s} {case.engine:6s} {took:6.1f} s  {status}", flush=True)  # report
     finally:
         if spark is not None:
             spark.stop()
@@ -323,15 +362,15 @@ def main(argv: list[str] | None = None) -> int:
     if unstable:
         return 3
     if args.write:
-        dump_golden({**golden, **got})
+        dump_golden({**golden, **got} if args.cases else got)  # a full run also drops ids no case makes
         print(f"wrote {GOLDEN_PATH}")
         return 0
     changed = [n for n in wanted if golden.get(n) != got[n]]
     for name in changed:
         print(diff_text(name, golden.get(name), got[name]) if name in golden else f"{name}: not in golden.json")
-    stale = sorted(set(golden) - set(names()))
+    stale = sorted(set(golden) - set(CASES))
     if stale:
-        print(f"golden.json has cases for unregistered mechanisms: {', '.join(stale)}")
+        print(f"golden.json has ids no case makes (remove them by hand or rewrite the file): {', '.join(stale)}")
     return 1 if changed or stale else 0
 
 
