@@ -99,3 +99,20 @@ def test_another_seed_gives_another_fingerprint(tmp_path: Path) -> None:
 
     case = replace(CASES["bounded_noise"], seed=b"some other seed")
     assert fingerprint_case(case, None, tmp_path)["files"] != GOLDEN["bounded_noise"]["files"]
+
+
+def test_regeneration_command_reports_and_rewrites(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """``python -m tests.support.golden``: exit 0 when equal, 1 with a diff when not; --write fixes the file."""
+    path = tmp_path / "golden.json"
+    stale = json.loads(json.dumps(GOLDEN))
+    stale["dense"]["manifest"]["config"]["epsilon"] = "3"
+    golden.dump_golden(stale, path)
+    monkeypatch.setattr(golden, "GOLDEN_PATH", path)
+    assert golden.main(["kary_sampler"]) == 0
+    assert golden.main(["dense"]) == 1
+    out = capsys.readouterr().out
+    assert "DIFFERS" in out and '-   "epsilon": "3"' in out and '+   "epsilon": "1"' in out
+    assert golden.main(["--write", "dense"]) == 0
+    assert load_golden(path) == GOLDEN  # only dense was rewritten, and now matches
+    assert golden.main(["no_such_case"]) == 2

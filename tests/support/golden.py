@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     wanted = args.cases or list(CASES)
-    golden = load_golden() if GOLDEN_PATH.exists() else {}
+    golden = load_golden(GOLDEN_PATH) if GOLDEN_PATH.exists() else {}
     spark = None
     got: dict[str, Any] = {}
     unstable: dict[str, Any] = {}  # name -> the second run's fingerprint, when it differs
@@ -362,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     if unstable:
         return 3
     if args.write:
-        dump_golden({**golden, **got} if args.cases else got)  # a full run also drops ids no case makes
+        dump_golden({**golden, **got} if args.cases else got, GOLDEN_PATH)  # a full run also drops ids no case makes
         print(f"wrote {GOLDEN_PATH}")
         return 0
     changed = [n for n in wanted if golden.get(n) != got[n]]
