@@ -247,6 +247,7 @@ def run_release(
     arrow_source: Any = None,
     session_charge: Any = None,
     show_data_errors: bool = False,
+    text_input: bool | None = None,
 ) -> Path:
     """Run a whole release; returns the path of the published release directory.
 
@@ -257,6 +258,8 @@ def run_release(
     ``arrow_source`` (a pyarrow Table or a local path) is counted on the Arrow engine instead of the
     spec's input (the :class:`dpspark.Session` path for pandas, Arrow and file inputs).
     ``session_charge``: (session budget, statement) to charge together with the ledger (:func:`charge`).
+    ``text_input``: ``data``'s column types come from the data (a DataFrame over CSV/JSON files), so text may
+    stand for numbers; derived from the config's input format when this function reads the input itself.
 
     Everything that needs no data - the plan, the output path, the ledger and session budgets, the input's
     schema (metadata) - is checked before the budget is spent. The data pass itself runs inside
@@ -275,6 +278,8 @@ def run_release(
     cfg.output.parent.mkdir(parents=True, exist_ok=True)
     check_output_path(cfg.output)  # before any noise: a published release is never overwritten
     preflight(cfg, None if arrow_source is not None else engine)
+    if data is None and engine != "arrow":
+        text_input = is_text_format(getattr(cfg.input, "format", None), getattr(cfg.input, "path", None))
     if engine != "arrow" and data is None:  # a DataFrame over the input: schema only, nothing is read yet
         from dpspark.spark.counts import read_input
 
@@ -285,7 +290,7 @@ def run_release(
             spark = local_session("dpspark-release", "local[*]", conf=job_spark_conf(cfg))
         data = read_input(spark, cfg.input)
     if data is not None:
-        check_input_schema(mech, frame_schema(data), "the input DataFrame")
+        check_input_schema(mech, frame_schema(data), "the input DataFrame", text_input=bool(text_input))
     elif arrow_source is not None:
         check_table_schema(mech, arrow_source)
     spent = charge(cfg, session_charge)  # committed before any data is read or noise drawn; never refunded

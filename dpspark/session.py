@@ -127,6 +127,14 @@ class Session:
             return str(Path(data).resolve()) if is_local_path(str(data)) else None
         return None
 
+    def _text_input(self) -> bool:
+        """True when the input is a CSV/JSON path: its column types come from the data, not from metadata."""
+        if isinstance(self._data, (str, os.PathLike)):
+            from dpspark.job import is_text_format
+
+            return is_text_format(None, str(self._data))
+        return False
+
     def _frame(self) -> "DataFrame":
         """The input as a Spark DataFrame (created once; a Spark DataFrame is used as it is)."""
         if self._df is not None:
@@ -214,6 +222,7 @@ class Session:
         df = None if arrow is not None else self._frame()
         # run_release checks the schema (metadata), then charges the session budget and the ledger together
         out = run_release(spec, data=df, rng=self.rng, progress=self.progress, arrow_source=arrow,
+                          text_input=self._text_input(),
                           session_charge=None if self.budget is None else (self.budget, statement),
                           show_data_errors=self.show_data_errors)
         self.releases.append(out)

@@ -99,8 +99,6 @@ class AdaptiveAnswers:
             raise AnswerBudgetExhausted(
                 f"query {q.name!r} needs {need} scalar answer(s) but only {self.remaining} of the declared "
                 f"k = {self.k} are left; nothing was read")
-        if self.mechanism.spec.max_units * max(s.delta for s in q.scalars()) >= 10**38:
-            raise QueryError(f"query {q.name!r}: max_units x its clip bound exceeds decimal(38,0)")
         context = self._context(q)  # opens the input (metadata only) and checks the query's columns
         # charge first: the slots and the name are used from here on, whatever the data pass does
         self.used += need
@@ -116,7 +114,7 @@ class AdaptiveAnswers:
     def _context(self, q: Any) -> Any:
         """A function that opens the engine context for ``q``, after the query's schema check (metadata only)."""
         s = self.session
-        arrow = s._arrow_source() if q.filter is None else None  # filters are Spark SQL: Spark only
+        arrow = s._arrow_source()  # filters are the dpspark grammar: both engines
         if arrow is not None:
             from dpspark.engine.arrow_backend import ArrowContext
             from dpspark.job import check_table_schema
@@ -127,7 +125,8 @@ class AdaptiveAnswers:
         from dpspark.job import check_input_schema, frame_schema
 
         frame = s._frame()
-        check_input_schema(_QueryCheck(self.mechanism, q), frame_schema(frame), "the session's DataFrame")
+        check_input_schema(_QueryCheck(self.mechanism, q), frame_schema(frame), "the session's DataFrame",
+                           text_input=s._text_input())
         return lambda: SparkContext(frame, self.rng, s.progress)
 
 
@@ -138,21 +137,11 @@ class _QueryCheck:
         self.mechanism, self.query = mechanism, query
 
     def input_columns(self) -> tuple[str, ...]:
-        """The columns the query reads (its column and the unit column)."""
+        """The columns the query reads (its column, its filter's columns and the unit column)."""
         unit = self.mechanism.spec.unit_column
-        cols = {s.column for s in self.query.scalars() if s.column is not None} | ({unit} if unit else set())
-        return tuple(sorted(cols))
+        cols = [c for s in self.query.scalars() for c in s.columns()] + ([unit] if unit else [])
+        return tuple(dict.fromkeys(cols))
 
     def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
         """Why the query cannot be read from an input of this schema (None: it can)."""
-        check = getattr(self.mechanism, "query_schema_problem", None)
-        if check is not None:
-            return check(self.query, schema, text_input=text_input)
-        from dpspark.engine.numeric import numeric_type_problem
-
-        for s in self.query.scalars():
-            if s.column is not None:
-                problem = numeric_type_problem(schema.field(s.column).type, s.column, text_input=text_input)
-                if problem:
-                    return f"query {self.query.name!r}: {problem}"
-        return None
+        return self.mechanism.query_schema_problem(self.query, schema, text_input=text_input)

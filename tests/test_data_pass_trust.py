@@ -353,3 +353,52 @@ def test_session_on_a_spark_dataframe(spark: Any, tmp_path: Path, capfd: pytest.
         assert len(s.budget.history) == 2
     out, err = capfd.readouterr()
     assert SECRET not in out + err  # the JVM's log too: task failures are not logged with their records
+
+
+# ---------------------------------------------------------------------------------------------- filters
+HOSTILE_FILTERS = [
+    "CASE WHEN user = 'u3' AND salary > 50 THEN raise_error('u3 is rich') ELSE true END",
+    "raise_error('x') IS NULL",
+    "salary / 0 > 1",
+    "cast(salary AS int) > 1",
+    "salary * 9223372036854775807 > 1",
+    "assert_true(user = 'u3')",
+    "user = 'u3' OR reflect('java.lang.System', 'exit', 0) IS NULL",
+]
+
+
+@pytest.mark.parametrize("engine", ["arrow", "spark"])
+def test_adaptive_filters_outside_the_grammar_are_refused_before_any_slot(engine: str, tmp_path: Path,
+                                                                          request: pytest.FixtureRequest) -> None:
+    import dpspark
+
+    spark = request.getfixturevalue("spark") if engine == "spark" else None
+    with dpspark.Session(str(_typed_csv(tmp_path)), max_units=1000, spark=spark) as s:
+        a = s.answers(k=2, epsilon="1", delta="1e-6")
+        for text in HOSTILE_FILTERS:
+            with pytest.raises(dpspark.DPSparkError) as info:
+                a.answer({"name": "probe", "kind": "count", "filter": text})
+            assert not isinstance(info.value, DataPassError)  # refused on its text, before the data
+            assert a.remaining == 2
+        # a filter in the grammar runs, on either engine, and charges its slot
+        out = a.answer({"name": "rich", "kind": "count", "filter": "user = 'u3' AND city IS NOT NULL"})
+        assert a.remaining == 1 and "value" in out
+
+
+@pytest.mark.spark
+def test_engines_agree_on_a_filtered_sum_over_text(spark: Any, tmp_path: Path) -> None:
+    """The probe's column holds text: both engines read it as NULL, the same way, and answer."""
+    import dpspark
+    path = str(_typed_csv(tmp_path))
+    query = {"name": "s", "kind": "sum", "column": "salary", "lo": "0", "hi": "100",
+             "filter": "user IN ('u3', 'u4', 'u150')"}
+    totals = []
+    for on_spark in (None, spark):
+        with dpspark.Session(path, max_units=1000, spark=on_spark) as s:
+            a = s.answers(k=1, epsilon="1", delta="1e-6")
+            q = a.mechanism  # the exact totals, before noise: identical across engines
+            from dpspark.mechanisms.answers_queries import parse_query
+
+            pq_ = parse_query(query, 0)
+            totals.append(q.totals(a._context(pq_)(), pq_.scalars()))
+    assert totals[0] == totals[1] == [(3 + 4 + 100) * 256]  # u3's second row (text salary) is NULL: dropped; u150 clips to 100

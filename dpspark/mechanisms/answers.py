@@ -231,20 +231,27 @@ class AnswersMechanism(Mechanism):
         Summed columns must read as numbers (:func:`dpspark.engine.numeric.numeric_type_problem`), and every
         filter must type-check (:meth:`dpspark.engine.predicate.Predicate.type_problem`).
         """
+        for q in self.queries:
+            problem = self.query_schema_problem(q, schema, text_input=text_input)
+            if problem:
+                return problem
+        return None
+
+    @staticmethod
+    def query_schema_problem(q: Query, schema: Any, *, text_input: bool = False) -> str | None:
+        """Why one query cannot read an input of this pyarrow schema (None: it can); metadata only."""
         from dpspark.engine.numeric import numeric_type_problem
 
-        names = set(schema.names)
-        for q in self.queries:
-            if q.column is not None:
-                if q.column not in names:
-                    return f"query {q.name!r}: the input has no column {q.column!r}"
-                problem = numeric_type_problem(schema.field(q.column).type, q.column, text_input=text_input)
-                if problem:
-                    return f"query {q.name!r}: {problem}"
-            if q.filter is not None:
-                problem = q.filter.type_problem(schema, text_input=text_input)
-                if problem:
-                    return f"query {q.name!r}: {problem}"
+        if q.column is not None:
+            if q.column not in set(schema.names):
+                return f"query {q.name!r}: the input has no column {q.column!r}"
+            problem = numeric_type_problem(schema.field(q.column).type, q.column, text_input=text_input)
+            if problem:
+                return f"query {q.name!r}: {problem}"
+        if q.filter is not None:
+            problem = q.filter.type_problem(schema, text_input=text_input)
+            if problem:
+                return f"query {q.name!r}: {problem}"
         return None
 
     def calibrate(self) -> NoiseLaw:  # pragma: no cover - abstract
