@@ -196,7 +196,11 @@ def arrow_counts(dataset: "ds.Dataset", stage: CountsStage, rng: "RandomSource",
     index_of = keys.filter(keep).append_column(INDEX, index.filter(keep))
     pairs = grouped.join(index_of, keys=cols, join_type="inner")
     bounded = stage.max_keys_per_unit > 1 or stage.max_rows_per_key > 1
-    if not distinct_keys_keep_indexes(stage.universe):  # distinct keys may share an index: one row per (unit, index)
+    from dpspark.universe.keytypes import int_kind_columns
+
+    text_ints = any(pa.types.is_string(dataset.schema.field(c).type) or pa.types.is_large_string(dataset.schema.field(c).type)
+                    for c in int_kind_columns(stage.universe, cols))  # "5" and "05": one index
+    if not distinct_keys_keep_indexes(stage.universe, text_ints):  # distinct keys may share an index: one row per (unit, index)
         pairs = pairs.group_by([UNIT_ID, INDEX]).aggregate([(ROWS, "sum")] if bounded else [])
         pairs = pairs.rename_columns([ROWS if c == ROWS + "_sum" else c for c in pairs.column_names])
     if bounded:
