@@ -373,3 +373,21 @@ def test_int_keys_from_text_same_counts_on_both_engines(spark, tmp_path: Path) -
         assert want[0] == [3, 5, 7] and sum(want[1]) > 0  # keys 3, 5, 7 of [0, 9]: junk never errs
         for ansi in _ansi(spark):
             assert SparkContext(df, SeededRandom(2)).counts(st) == want, ansi
+
+
+@pytest.mark.parametrize("body", [
+    '[columns]\nnames = ["a"]\n[privacy]\nmechanism = "bernoulli_sampler"\nepsilon = "1"\nmax_units = 400000\n'
+    'unit_column = "u"\n',
+    '[keys]\ncolumns = ["a"]\n[universe]\nkind = "int_range"\nlo = 0\nhi = 9\n[privacy]\nmechanism = "dense"\n'
+    'epsilon = "1"\nmax_units = 400000\nunit_column = "u"\n'], ids=["bernoulli", "histogram"])
+def test_csv_infer_schema_conversion_error_quotes_no_value(tmp_path: Path, capsys, body: str) -> None:
+    """Arrow infers a CSV's types from its first block: a later value that does not fit fails the scan, and
+    Arrow's message would quote it. The engine says what happened without the value."""
+    rows = "".join(f"{i},1\n" for i in range(300_000))
+    (tmp_path / "in.csv").write_text(f"u,a\n{rows}5,{SECRET}\n")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(f'[input]\npath = "in.csv"\noptions = {{inferSchema = "true"}}\n{body}[output]\npath = "out"\n',
+                   encoding="utf-8")
+    assert cli(["release", "--config", str(cfg), "--engine", "arrow"]) != 0
+    err = capsys.readouterr().err
+    assert "withheld" in err and SECRET not in err, err

@@ -120,11 +120,15 @@ def column_sums(ctx: Any, stage: SumsStage, array: str | None = None, nulls: int
         finally:
             ctx.df = df
     if array is None:
-        table = ctx.dataset.to_table(columns=stage.input_columns)
+        from dpspark.engine.arrow_backend import scan_table
+
+        table = scan_table(ctx.dataset, stage.input_columns)
     else:
         from dpspark.samplers.binary_input import expand_array
 
-        raw = ctx.dataset.to_table(columns=[array] + unit)
+        from dpspark.engine.arrow_backend import scan_table
+
+        raw = scan_table(ctx.dataset, [array] + unit)
         elems = expand_array(raw.column(array), array, len(stage.columns))
         table = pa.table(dict(zip(stage.columns, elems)) | {c: raw.column(c) for c in unit})
     if nulls is not None:
@@ -177,7 +181,9 @@ def batched_counts(ctx: Any, stage: CountsStage, batches: int, rng: "RandomSourc
     else:
         from dpspark.engine.arrow_backend import ArrowContext
 
-        table = ctx.dataset.to_table(columns=stage.columns)
+        from dpspark.engine.arrow_backend import scan_table
+
+        table = scan_table(ctx.dataset, stage.columns)
         table = table.filter(pc.is_valid(table.column(stage.unit_column)))
         batch = batch_of(table.column(stage.unit_column), secret, batches, stage.unit_column)
         sub = ArrowContext(table.append_column(BATCH, pa.array(batch, pa.int64())), rng, ctx.progress)

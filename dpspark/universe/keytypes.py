@@ -66,6 +66,13 @@ def _type_ok(kind: str, dtype: "pa.DataType", text_input: bool) -> bool:
 _WANT = {"int": "an integer column", "string": "a string column", "bytes": "a binary column"}
 
 
+def pa_types() -> Any:
+    """pyarrow.types (imported lazily)."""
+    import pyarrow.types as t
+
+    return t
+
+
 def key_type_problem(universe: "Universe", columns: "list[str] | tuple[str, ...]", schema: "pa.Schema", *,
                      text_input: bool = False) -> str | None:
     """Why the key ``columns`` of ``schema`` cannot be read by ``universe`` (None when they can). Metadata only;
@@ -78,6 +85,8 @@ def key_type_problem(universe: "Universe", columns: "list[str] | tuple[str, ...]
             continue
         kind = _accepts(comp)
         dtype = schema.field(col).type
+        if pa_types().is_dictionary(dtype):  # a dictionary column is read as its values (Spark does too)
+            dtype = dtype.value_type
         if not _type_ok(kind, dtype, text_input):
             extra = " (or, in a CSV/JSON input, a string column of integers)" if kind == "int" else ""
             return (f"{comp.label}: key column {col!r} has type {dtype}; this universe reads "
