@@ -288,15 +288,14 @@ def _encode(keys: pa.Table, universe: "Universe", cols: list[str],
     """(index words, membership, keep mask) of the distinct keys; fails on a non-member in "error" mode."""
     from dpspark.universe import TupleUniverse
 
-    def column(c: str) -> pa.Array:
-        arr = _one_chunk(keys.column(c))
-        # a dictionary column (e.g. a pandas categorical in Parquet) is its values, as Spark reads it
-        return arr.dictionary_decode() if pa.types.is_dictionary(arr.type) else arr
+    from dpspark.universe.keytypes import engine_key_arrays
 
+    # a dictionary column is its values, a text input's integer key is parsed (unparseable -> NULL)
+    arrays = engine_key_arrays(universe, [_one_chunk(keys.column(c)) for c in cols])
     if isinstance(universe, TupleUniverse):
-        encoded = universe.encode_arrow([column(c) for c in cols])
+        encoded = universe.encode_arrow(arrays)
     else:
-        encoded = universe.encode_arrow(column(cols[0]))
+        encoded = universe.encode_arrow(arrays[0])
     if out_of_universe == "error" and encoded.has_out_of_universe():
         raise InputError(
             "the input holds keys outside the declared universe and privacy.out_of_universe = 'error' "

@@ -379,11 +379,14 @@ def _with_index_arrow(
     from pyspark.sql.types import BinaryType, BooleanType, StructField, StructType
 
     def encode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # runs in Python workers
+        from dpspark.universe.keytypes import engine_key_arrays
+
         for batch in batches:
+            arrays = engine_key_arrays(universe, [batch.column(name) for name in cols])  # text integers parsed
             if isinstance(universe, TupleUniverse):
-                encoded = universe.encode_arrow([batch.column(name) for name in cols])
+                encoded = universe.encode_arrow(arrays)
             else:
-                encoded = universe.encode_arrow(batch.column(cols[0]))
+                encoded = universe.encode_arrow(arrays[0])
             yield batch.append_column(index_col, encoded.index.cast(pa.binary())).append_column(
                 in_universe_col, encoded.in_universe
             )

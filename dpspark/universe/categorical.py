@@ -17,7 +17,6 @@ from dpspark.universe import wide
 from dpspark.universe.base import Universe, null_mask
 from dpspark.universe.errors import KeyTypeError, UniverseConfigError
 from dpspark.universe.int_range import INT64_MAX, INT64_MIN, is_plain_int
-from dpspark.universe.keytypes import arrow_int_text
 
 VALUE_TYPES = ("string", "int")
 _INT_LINE = re.compile(r"-?[0-9]+")
@@ -136,9 +135,6 @@ class CategoricalUniverse(Universe):
                 raise KeyTypeError(f"{self.label}: key column has Arrow type {array.type}, expected string")
             value_set = self._arrow_values.cast(array.type)
         else:
-            if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
-                array = arrow_int_text(array)  # a text input's integers (unparseable -> NULL, never an error)
-                nulls = null_mask(array)
             if not pa.types.is_integer(array.type):
                 raise KeyTypeError(f"{self.label}: key column has Arrow type {array.type}, expected an integer type")
             if pa.types.is_uint64(array.type):

@@ -27,7 +27,6 @@ from dpspark.universe import wide
 from dpspark.universe.base import Universe, null_mask
 from dpspark.universe.errors import KeyTypeError
 from dpspark.universe.int_range import INT64_MAX, INT64_MIN, is_plain_int
-from dpspark.universe.keytypes import arrow_int_text
 
 KEY_TYPES = ("string", "bytes", "int")
 
@@ -119,11 +118,6 @@ class HashedUniverse(Universe):
         member = ~nulls
         t = array.type
         if self.key_type == "int":
-            if pa.types.is_string(t) or pa.types.is_large_string(t):
-                array = arrow_int_text(array)  # a text input's integers (unparseable -> NULL, never an error)
-                t = array.type
-                nulls = null_mask(array)
-                member = ~nulls
             if not pa.types.is_integer(t):
                 raise KeyTypeError(f"{self.label}: key column has Arrow type {t}, expected an integer type")
             if pa.types.is_uint64(t):

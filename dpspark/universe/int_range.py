@@ -11,7 +11,6 @@ import pyarrow as pa
 from dpspark.universe import wide
 from dpspark.universe.base import Universe, null_mask
 from dpspark.universe.errors import KeyTypeError
-from dpspark.universe.keytypes import arrow_int_text
 
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -74,8 +73,6 @@ class IntRangeUniverse(Universe):
         return pa.int64()
 
     def _encode_offsets(self, array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
-            array = arrow_int_text(array)  # a text input's integers (unparseable -> NULL, never an error)
         if not pa.types.is_integer(array.type):
             raise KeyTypeError(f"{self.label}: key column has Arrow type {array.type}, expected an integer type")
         nulls = null_mask(array)

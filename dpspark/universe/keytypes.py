@@ -14,6 +14,9 @@ Anything else (floats, decimals, booleans, structs, lists, dates...) is refused 
 an integer key is never taken from a float column (1.5 has no index, and rounding it would be a silent
 choice), and the engines' own type checks would refuse it later anyway.
 
+The universes' own encoders (and so the lookup) stay strict; only the engines read a text input's integer
+keys, through :func:`engine_key_arrays` (Arrow) and :func:`spark_int_text` (Spark).
+
 Text integers: a value matching :data:`INT_TEXT` (an optional sign and 1 to 18 digits, so it fits int64
 whatever it says) is that integer; any other text - "1.0", " 7", "abc", a 19-digit number - is NULL, like a
 NULL key (dropped, never counted, never an error that could quote it). The same rule on both engines.
@@ -117,3 +120,21 @@ def int_kind_columns(universe: "Universe", columns: "list[str] | tuple[str, ...]
 
     parts = universe.components if isinstance(universe, TupleUniverse) else (universe,)
     return [col for comp, col in zip(parts, columns) if _accepts(comp) == "int"]
+
+
+def engine_key_arrays(universe: "Universe", arrays: "list[pa.Array]") -> "list[pa.Array]":
+    """The engines' key columns as the universe's encoder takes them: a dictionary column decoded to its
+    values (Spark reads it so), a string column of an integer kind parsed by :func:`arrow_int_text`."""
+    import pyarrow as pa
+
+    from dpspark.universe.product import TupleUniverse
+
+    parts = universe.components if isinstance(universe, TupleUniverse) else (universe,)
+    out = []
+    for comp, arr in zip(parts, arrays):
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.dictionary_decode()
+        if _accepts(comp) == "int" and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+            arr = arrow_int_text(arr)
+        out.append(arr)
+    return out
