@@ -253,9 +253,20 @@ def test_spark_binary_sums_match_arrow(spark, tmp_path: Path) -> None:
     want_t = column_sums(ArrowContext(str(tmp_path / "t.csv"), SeededRandom(1)), text_stage, None, 0)
     dm = spark.read.parquet(str(tmp_path / "m.parquet"))
     dt = spark.read.option("header", "true").option("inferSchema", "false").csv(str(tmp_path / "t.csv"))
+    # the array form: NULL arrays, short arrays and NULL elements are missing bits (nulls = 1 here)
+    arrays = [None, [], [0, None, 2], [1, 0, 0, 5], [None, None, None], [0, 0]]
+    pq.write_table(pa.table({"u": pa.array(range(120), pa.int64()),
+                             "f": pa.array([arrays[i % len(arrays)] for i in range(120)], pa.list_(pa.int16()))}),
+                   tmp_path / "a.parquet")
+    elems = tuple(f"__dp_elem{j}" for j in range(3))
+    arr_stage = SumsStage(columns=elems, lo=(0,) * 3, hi=(1,) * 3, scale_bits=0, unit_column="u", max_units=1000)
+    want_a = column_sums(ArrowContext(str(tmp_path / "a.parquet"), SeededRandom(1)), arr_stage, "f", 1)
+    assert [want_a[0][f"sum_{e}"] for e in elems] == [80, 80, 100]  # 0s: 2, 2 and 1 of the 6 arrays
+    da = spark.read.parquet(str(tmp_path / "a.parquet"))
     for ansi in _ansi(spark):
         assert column_sums(SparkContext(dm, SeededRandom(1)), _stage(), None, 1) == want_m, ansi
         assert column_sums(SparkContext(dt, SeededRandom(1)), text_stage, None, 0) == want_t, ansi
+        assert column_sums(SparkContext(da, SeededRandom(1)), arr_stage, "f", 1) == want_a, ansi
 
 
 @pytest.mark.spark
@@ -391,3 +402,26 @@ def test_csv_infer_schema_conversion_error_quotes_no_value(tmp_path: Path, capsy
     assert cli(["release", "--config", str(cfg), "--engine", "arrow"]) != 0
     err = capsys.readouterr().err
     assert "withheld" in err and SECRET not in err, err
+
+
+@pytest.mark.parametrize("nulls", [0, 1])
+def test_array_form_missing_elements_follow_the_rule(nulls: int) -> None:
+    """[columns] array: a NULL array, a short array and a NULL element are missing bits (the nulls value);
+    the packed words of the rounds and the element bits of the sums agree with the named-column rule."""
+    from dpspark.samplers.binary_input import binary_bits, expand_array
+    from dpspark.spark.arrays import array_words
+
+    width = 70  # two words, bit 63 in use
+    rows = [None, [], [0, 1, None, 2, -1], [1] * 80, [None] * 70, [0] * 69, [3, 0]]
+    values = pa.array(rows, pa.list_(pa.int8()))
+    want = np.zeros((len(rows), width), dtype=np.uint8)
+    for i, r in enumerate(rows):
+        for j in range(width):
+            v = r[j] if r is not None and j < len(r) else None
+            want[i, j] = _bit(v, nulls)
+    elems = np.column_stack([binary_bits(e, nulls) for e in expand_array(values, "f", width)])
+    assert (elems == want).all()
+    words = array_words(values, width, nulls).view(np.uint64)
+    got = np.array([[(int(words[i, j // 64]) >> (j % 64)) & 1 for j in range(width)] for i in range(len(rows))])
+    assert (got == want).all()
+    assert want[0].sum() == (width if nulls else 0)  # a NULL array: every bit is missing

@@ -124,9 +124,8 @@ def column_sums(ctx: Any, stage: SumsStage, array: str | None = None, nulls: int
 
         table = scan_table(ctx.dataset, stage.input_columns)
     else:
-        from dpspark.samplers.binary_input import expand_array
-
         from dpspark.engine.arrow_backend import scan_table
+        from dpspark.samplers.binary_input import expand_array
 
         raw = scan_table(ctx.dataset, [array] + unit)
         elems = expand_array(raw.column(array), array, len(stage.columns))
@@ -179,9 +178,7 @@ def batched_counts(ctx: Any, stage: CountsStage, batches: int, rng: "RandomSourc
 
         sub: Any = SparkContext(with_batches(ctx.df, stage.unit_column, batches, secret), rng, ctx.progress)
     else:
-        from dpspark.engine.arrow_backend import ArrowContext
-
-        from dpspark.engine.arrow_backend import scan_table
+        from dpspark.engine.arrow_backend import ArrowContext, scan_table
 
         table = scan_table(ctx.dataset, stage.columns)
         table = table.filter(pc.is_valid(table.column(stage.unit_column)))
