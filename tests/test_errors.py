@@ -174,17 +174,18 @@ def test_bad_budget_arguments_are_one_line(tmp_path: Path, capsys: pytest.Captur
 
 @pytest.mark.spark
 def test_key_column_of_the_wrong_type_is_one_line(spark: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Spark analysis finds a string column where the universe wants integers: a KeyTypeError, not a traceback."""
+    """The preflight finds a string column where the universe wants integers (the Parquet schema alone, before
+    any spend): one line on both engines, not a traceback."""
     cfg = _config(tmp_path)
     cfg.write_text(cfg.read_text().replace('kind = "string"\nmax_bytes = 4', 'kind = "int_range"\nlo = 0\nhi = 9'))
-    for engine, message in (("spark", "Spark column 'q' has type StringType, expected an integral type"),
-                            ("arrow", "key column has Arrow type string, expected an integer type")):
+    message = "key column 'q' has type string; this universe reads an integer column"
+    for engine in ("spark", "arrow"):
         assert cli.main(["release", "--config", str(cfg), "--engine", engine]) == 2
         err = capsys.readouterr().err  # progress lines, then the error
         assert "Traceback" not in err
         line = err.strip().splitlines()[-1]
         assert line.startswith("dpspark release: error: ")
-        assert message in line
+        assert message in line and "before any budget is spent" in line
         assert not (tmp_path / "rel").exists()
 
 

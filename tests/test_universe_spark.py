@@ -205,9 +205,11 @@ def test_spark_plan_uses_no_python(spark):
 
 @pytest.mark.spark
 def test_spark_type_and_column_errors(spark):
-    df = spark.createDataFrame(pa.table({"s": ["a"], "i": pa.array([1], pa.int64())}))
-    with pytest.raises(TypeError, match="column 's' has type StringType, expected an integral type"):
-        with_universe_index(df, IntRangeUniverse(0, 5), ["s"])
+    df = spark.createDataFrame(pa.table({"s": ["a"], "i": pa.array([1], pa.int64()), "f": [1.5]}))
+    # a string column is read as text integers (a CSV's keys; dpspark.universe.keytypes), a double is refused
+    with pytest.raises(TypeError, match="column 'f' has type DoubleType, expected an integral type"):
+        with_universe_index(df, IntRangeUniverse(0, 5), ["f"])
+    assert with_universe_index(df, IntRangeUniverse(0, 5), ["s"]).select("dp_in_universe").collect()[0][0] is None  # "a": a NULL key
     with pytest.raises(TypeError, match="expected BinaryType"):
         with_universe_index(df, BytesUniverse(5), ["s"])
     with pytest.raises(ValueError, match="no column"):

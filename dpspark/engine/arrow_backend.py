@@ -260,7 +260,11 @@ def arrow_counts(dataset: "ds.Dataset", stage: CountsStage, rng: "RandomSource",
     index_of = keys.filter(keep).append_column(INDEX, index.filter(keep))
     pairs = grouped.join(index_of, keys=cols, join_type="inner")
     bounded = stage.max_keys_per_unit > 1 or stage.max_rows_per_key > 1
-    if not distinct_keys_keep_indexes(stage.universe):  # distinct keys may share an index: one row per (unit, index)
+    from dpspark.universe.keytypes import int_kind_columns
+
+    text_ints = any(pa.types.is_string(dataset.schema.field(c).type) or pa.types.is_large_string(dataset.schema.field(c).type)
+                    for c in int_kind_columns(stage.universe, cols))  # "5" and "05": one index
+    if not distinct_keys_keep_indexes(stage.universe, text_ints):  # distinct keys may share an index: one row per (unit, index)
         pairs = pairs.group_by([UNIT_ID, INDEX]).aggregate([(ROWS, "sum")] if bounded else [])
         pairs = pairs.rename_columns([ROWS if c == ROWS + "_sum" else c for c in pairs.column_names])
     if bounded:
@@ -301,6 +305,24 @@ def _first_k_per_unit(unit_ids: np.ndarray, pick: np.ndarray, words: np.ndarray,
     return np.flatnonzero(keep)
 
 
+def read_error_text(err: BaseException) -> str:
+    """What a failed Arrow scan may say: never Arrow's own message for a conversion error, which quotes the
+    row's value (a CSV read with ``inferSchema``: a later value that does not fit the inferred type)."""
+    if isinstance(err, pa.ArrowInvalid):
+        return ("a value does not fit its column's type, or the file is malformed (Arrow's message is withheld: "
+                "it may quote data; with CSV inferSchema the Arrow reader infers types from the first block only)")
+    first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return first[:300]
+
+
+def scan_table(dataset: "ds.Dataset", columns: list[str]) -> pa.Table:
+    """``dataset.to_table(columns)`` whose failure is an :class:`InputError` that quotes no data."""
+    try:
+        return dataset.to_table(columns=columns)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as err:
+        raise InputError(f"cannot read input: {read_error_text(err)}") from None
+
+
 def _group_count(dataset: "ds.Dataset", columns: list[str]) -> pa.Table:
     """Rows per distinct non-NULL value of ``columns``, by a streaming Acero plan (the rows are never held).
 
@@ -316,8 +338,7 @@ def _group_count(dataset: "ds.Dataset", columns: list[str]) -> pa.Table:
     try:
         grouped = plan.to_table(use_threads=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise InputError(f"cannot read input: {first[:300]}") from None
+        raise InputError(f"cannot read input: {read_error_text(err)}") from None
     if any(grouped.column(c).null_count for c in columns):
         valid = pc.is_valid(grouped.column(columns[0]))
         for c in columns[1:]:
@@ -331,10 +352,14 @@ def _encode(keys: pa.Table, universe: "Universe", cols: list[str],
     """(index words, membership, keep mask) of the distinct keys; fails on a non-member in "error" mode."""
     from dpspark.universe import TupleUniverse
 
+    from dpspark.universe.keytypes import engine_key_arrays
+
+    # a dictionary column is its values, a text input's integer key is parsed (unparseable -> NULL)
+    arrays = engine_key_arrays(universe, [_one_chunk(keys.column(c)) for c in cols])
     if isinstance(universe, TupleUniverse):
-        encoded = universe.encode_arrow([_one_chunk(keys.column(c)) for c in cols])
+        encoded = universe.encode_arrow(arrays)
     else:
-        encoded = universe.encode_arrow(_one_chunk(keys.column(cols[0])))
+        encoded = universe.encode_arrow(arrays[0])
     if out_of_universe == "error" and encoded.has_out_of_universe():
         raise CuratorError(
             "the input holds keys outside the declared universe and privacy.out_of_universe = 'error' "
@@ -368,7 +393,7 @@ def _csv_ints_fit_int32(dataset: "ds.Dataset", unit: str) -> bool:
     field = dataset.schema.field(unit)
     if not pa.types.is_integer(field.type):
         return False
-    col = dataset.to_table(columns=[unit]).column(unit)  # one column of a CSV file (CSV inputs are small)
+    col = scan_table(dataset, [unit]).column(unit)  # one column of a CSV file (CSV inputs are small)
     lo, hi = pc.min(col).as_py(), pc.max(col).as_py()
     return lo is None or (-(1 << 31) <= lo and hi < (1 << 31))
 

@@ -32,7 +32,7 @@ Aggregates (:class:`GaussianSource`)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -79,6 +79,18 @@ def fixed_point(values: np.ndarray, data_bits: int) -> np.ndarray:
     with np.errstate(over="ignore"):  # a huge value scales to +-inf, which the clip below maps to +-bound
         scaled = np.rint(np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0) * float(1 << data_bits))  # report: input conversion
     return np.clip(scaled, -INPUT_BOUND, INPUT_BOUND).astype(np.int64)
+
+
+def apply_nulls(values: np.ndarray, unit_ids: np.ndarray | None, nulls: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Rows with a NaN (a missing value) dropped, or the NaN replaced by the public value, per the
+    :class:`~dpspark.engine.numeric.NullRule` ``nulls`` (the driver twin of the Spark preparation)."""
+    v = np.asarray(values, dtype=np.float64)
+    ids = np.arange(v.shape[0], dtype=np.int64) if unit_ids is None else np.asarray(unit_ids, dtype=np.int64)
+    missing = np.isnan(v)
+    if nulls.drop:
+        keep = ~missing.any(axis=1) if v.ndim == 2 else ~missing
+        return v[keep], ids[keep]
+    return np.where(missing, float(nulls.value), v), ids  # report: the public value enters the input conversion
 
 
 def keyed_buckets(unit_ids: np.ndarray, secret: bytes, buckets: int) -> np.ndarray:
@@ -186,7 +198,9 @@ class ArraySource:
     """
 
     def __init__(self, values: np.ndarray, data_bits: int, secret: bytes, buckets: int | None = None,
-                 unit_ids: np.ndarray | None = None) -> None:
+                 unit_ids: np.ndarray | None = None, nulls: Any = None) -> None:
+        if nulls is not None:  # the declared rule for NaN (= NULL), as the Spark preparation applies it
+            values, unit_ids = apply_nulls(values, unit_ids, nulls)
         x = fixed_point(values, data_bits)
         n, self.dimension = x.shape
         ids = np.arange(n, dtype=np.int64) if unit_ids is None else np.asarray(unit_ids, dtype=np.int64)

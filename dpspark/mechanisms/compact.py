@@ -58,6 +58,12 @@ class CompactHistogram(Mechanism):
         self.step_epsilon = per_step_epsilon(spec.epsilon, self.k, 1)
         self.compact_plan = self.make_plan(lam)
 
+    def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
+        """Key column types against the universe kind (:mod:`dpspark.universe.keytypes`), before any spend."""
+        from dpspark.universe.keytypes import key_type_problem
+
+        return key_type_problem(self.spec.universe, tuple(self.spec.key_columns), schema, text_input=text_input)
+
     @classmethod
     def universe_limit_text(cls) -> str:
         return "mechanism 'compact' takes universes of up to 2^256 keys (string/bytes keys: max_bytes <= 31, with m = 256)"

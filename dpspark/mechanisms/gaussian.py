@@ -13,6 +13,17 @@ keyed on the unit id), ``max_units``, ``epsilon``, ``delta`` (required) and opti
     covariance = [["1", "0"], ["0", "1"]]   # gaussian_mean only: a KNOWN covariance (else estimated by PPC)
     alpha = "1/10"             # optional: the target error (default 1/10) of the stated sample size
     beta = "1/1000000"         # optional: its failure probability (default privacy.beta)
+    nulls = "drop"             # optional: "drop" (default) or a public value ("0", "1/2") for a missing value
+
+Missing values (one rule, :mod:`dpspark.engine.numeric`): a column is read by an infallible cast (text in a
+CSV/JSON input: a plain decimal number, anything else is unparseable); NULL, NaN and unparseable text are
+missing. ``nulls = "drop"``: a row with a missing value in any of the d columns is removed before the units
+are bucketed (it is neither paired, nor a single, nor counted); a public value instead replaces each missing
+coordinate. Either is a per-row map that depends on that row alone, applied before the keyed buckets, so
+adding or removing a unit still changes only that unit's rows - its own bucket, at most one pair term and at
+most one single (:mod:`dpspark.gaussian.source`) - and every sensitivity below is unchanged. Nothing here
+divides by the public n: the counts of pairs and singles are measured with noise. +-inf (and any huge value)
+is clipped to the public fixed-point bound +-(2^31 - 1) / 2^b, as before.
 
 Accuracy target (data-free, :mod:`dpspark.gaussian.sample_size`): the plan states N, the number of units
 at which ||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F <= alpha (covariance) and ||Sigma^-1/2 (mu^ - mu)||_2 <=
@@ -48,6 +59,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpspark.engine.numeric import numeric_type_problem, parse_null_rule
 from dpspark.exact import parse_rational
 from dpspark.gaussian.covariance import PublicBounds, Run, kappa_schedule, noisy_pair_count, pce, ppc
 from dpspark.gaussian.fixed import ceil_frac, chi2_threshold, choose_scales, default_data_bits, ln_upper, quantise_matrix
@@ -76,7 +88,7 @@ def parse_gaussian(raw: Any) -> dict[str, Any]:
     """The ``[gaussian]`` section, validated (exact rationals; a float is a TypeError)."""
     if not isinstance(raw, dict):
         raise ValueError("[gaussian] must be a table")
-    allowed = {"columns", "radius", "kappa", "scale_bits", "buckets", "covariance", "alpha", "beta"}
+    allowed = {"columns", "radius", "kappa", "scale_bits", "buckets", "covariance", "alpha", "beta", "nulls"}
     extra = set(raw) - allowed
     if extra:
         raise ValueError(f"[gaussian] has unknown keys {sorted(extra)} (allowed: {sorted(allowed)})")
@@ -84,6 +96,9 @@ def parse_gaussian(raw: Any) -> dict[str, Any]:
     if not isinstance(cols, list) or not cols or not all(isinstance(c, str) and c for c in cols) or len(set(cols)) != len(cols):
         raise ValueError("gaussian.columns must be a non-empty list of distinct column names")
     out: dict[str, Any] = {"columns": list(cols)}
+    from dpspark.engine.numeric import parse_null_rule
+
+    out["nulls"] = parse_null_rule(raw.get("nulls"), "gaussian")
     for key in ("radius", "kappa"):
         if key not in raw:
             raise ValueError(f"gaussian.{key} is required (a public bound)")
@@ -146,6 +161,7 @@ class _GaussianBase(Mechanism):
         except ValueError as exc:
             raise MechanismSpecError(str(exc)) from None
         self.buckets = g["buckets"] or spec.max_units
+        self.nulls = g.get("nulls") or parse_null_rule(None, "gaussian")
 
     # --- public, data-free -------------------------------------------------------------------
     def pass_names(self) -> list[str]:
@@ -189,6 +205,7 @@ class _GaussianBase(Mechanism):
                 "data_bits": self.scales.data_bits,
                 "matrix_bits": self.scales.matrix_bits, "buckets": self.buckets,
                 "passes": len(self.pass_names()), "pass_names": self.pass_names(), "split": self.split_text(),
+                "nulls": self.nulls.describe(), "nulls_rule": self.nulls.text(),
                 "accuracy_target": self.accuracy_target()}
 
     def split_text(self) -> str:
@@ -223,12 +240,26 @@ class _GaussianBase(Mechanism):
     def stages(self) -> list[StageInfo]:
         return [StageInfo(n, n, depends_on_previous=i > 0) for i, n in enumerate(self.pass_names())]
 
+    def input_columns(self) -> tuple[str, ...]:
+        """The d real columns and the unit column."""
+        return tuple(self.g["columns"]) + super().input_columns()
+
+    def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
+        """Every [gaussian] column must be numeric (text only in CSV/JSON): the schema alone, before any spend."""
+        for c in self.g["columns"]:
+            if c in schema.names:
+                problem = numeric_type_problem(schema.field(c).type, c, text_input=text_input)
+                if problem:
+                    return f"gaussian.columns: {problem}"
+        return None
+
     # --- with data ---------------------------------------------------------------------------
     def _source(self, ctx: Any) -> Any:
         from dpspark.spark.pairs import SparkGaussianSource
 
         return SparkGaussianSource(ctx.df, self.g["columns"], self.spec.unit_column, self.scales.data_bits,
-                                   self.buckets, ctx.batch_secret(), ctx.progress, max_terms=self.spec.max_units)
+                                   self.buckets, ctx.batch_secret(), ctx.progress, max_terms=self.spec.max_units,
+                                   nulls=self.nulls)
 
     def learn(self, run: Run) -> dict[str, np.ndarray]:
         """The private estimates (override)."""

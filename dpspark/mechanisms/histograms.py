@@ -76,6 +76,12 @@ class CountingHistogram(Mechanism):
         self.counting = self.make_counting()
         self.certify()
 
+    def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
+        """Key column types against the universe kind (:mod:`dpspark.universe.keytypes`), before any spend."""
+        from dpspark.universe.keytypes import key_type_problem
+
+        return key_type_problem(self.spec.universe, tuple(self.spec.key_columns), schema, text_input=text_input)
+
     # --- policy -------------------------------------------------------------------------------
     def check_universe(self) -> None:
         """Data-free universe checks of this mechanism (override)."""

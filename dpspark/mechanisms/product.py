@@ -1,7 +1,9 @@
 """``product_sampler`` (RSSS Alg 4, Thm 5.1 => 1.6) and ``product_learner`` (KLSU PPDE Alg 7, Thm 5.2).
 
 Input: d binary columns named in ``[columns] names = [...]`` (0/1 integers or booleans; a value counts as 1
-iff it is non-null and non-zero), or one array column, ``[columns] array = "col"`` with ``width = d``, whose
+iff it is non-zero, +-inf included; a NULL, NaN or unparseable value counts as the public ``[columns] nulls``
+= 0 (default) or 1 - "drop" is refused: each round's estimate divides by its public nominal size
+n |slice| / B, so a dropped record would silently count as 0), or one array column, ``[columns] array = "col"`` with ``width = d``, whose
 element j is bit j (:mod:`dpspark.samplers.binary_input`: missing elements count 0, elements beyond d are
 ignored; outputs are named ``col[j]``; a per-row deterministic map, so privacy is unchanged), one record per
 unit: ``privacy.unit_column`` is required, because the rounds read disjoint batches chosen by a keyed hash of
@@ -78,8 +80,9 @@ class _Product(Mechanism):
         return self.input.input_columns() + super().input_columns()
 
     def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
-        """The array form needs an array of booleans or integers (checked on a local file before any spend)."""
-        return schema_problem(schema, self.input)
+        """Named columns must be numbers or booleans (text only in CSV/JSON), the array form an array of
+        booleans or integers: checked on the schema alone, before any spend."""
+        return schema_problem(schema, self.input, text_input)
 
     def statements(self) -> tuple[tuple[str, Any], ...]:
         """rho-zCDP under Substitute(n) and AddRemove(n), with certified (eps, delta) at the configured delta."""
@@ -141,7 +144,8 @@ class ProductSampler(_Product):
         return [f"{nm} (sample {s + 1})" if self.m > 1 else nm for s in range(self.m) for nm in names]
 
     def plan(self) -> dict[str, Any]:
-        return {"mechanism": self.name, "rho": str(self.rho), "samples": self.m, **self.plan_obj.describe()}
+        return {"mechanism": self.name, "rho": str(self.rho), "samples": self.m, "nulls": self.input.nulls,
+                "nulls_rule": self.input.nulls_text(), **self.plan_obj.describe()}
 
     def accuracy_statement(self) -> Any:
         from dpspark.privacy import AccuracyClaim, AccuracyStatement
@@ -164,7 +168,8 @@ class ProductSampler(_Product):
         from dpspark.release.statement import StatementRelease
         from dpspark.spark.product_rounds import SparkRounds
 
-        oracle = SparkRounds(ctx, self.columns, self.spec.unit_column, rd.DEFAULT_BATCHES, self.input.array)
+        oracle = SparkRounds(ctx, self.columns, self.spec.unit_column, rd.DEFAULT_BATCHES, self.input.array,
+                             self.input.nulls)
         try:
             runs = [run_sampler(self.plan_obj, oracle, rng, offset=s * self.plan_obj.batches,
                                 total_batches=rd.DEFAULT_BATCHES) for s in range(self.m)]
@@ -208,7 +213,8 @@ class ProductLearner(_Product):
         return [f"partitioning {r}" for r in range(1, self.plan_obj.R)] + ["final"]
 
     def plan(self) -> dict[str, Any]:
-        return {"mechanism": self.name, "rho": str(self.rho), **self.plan_obj.describe()}
+        return {"mechanism": self.name, "rho": str(self.rho), "nulls": self.input.nulls,
+                "nulls_rule": self.input.nulls_text(), **self.plan_obj.describe()}
 
     def accuracy_statement(self) -> Any:
         from dpspark.privacy import AccuracyClaim, AccuracyStatement
@@ -231,7 +237,8 @@ class ProductLearner(_Product):
         from dpspark.release.statement import StatementRelease
         from dpspark.spark.product_rounds import SparkRounds
 
-        oracle = SparkRounds(ctx, self.columns, self.spec.unit_column, self.plan_obj.batches, self.input.array)
+        oracle = SparkRounds(ctx, self.columns, self.spec.unit_column, self.plan_obj.batches, self.input.array,
+                             self.input.nulls)
         try:
             run = run_learner(self.plan_obj, oracle, rng)
         finally:

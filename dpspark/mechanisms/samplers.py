@@ -119,6 +119,12 @@ class KarySampler(_Sampler):
         if not within_epsilon(self.counting.exp_eps, self.extra, spec.epsilon):
             raise MechanismSpecError("internal error: the plan's exact epsilon would exceed the configured epsilon")
 
+    def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
+        """Key column types against the universe kind (:mod:`dpspark.universe.keytypes`), before any spend."""
+        from dpspark.universe.keytypes import key_type_problem
+
+        return key_type_problem(self.spec.universe, tuple(self.spec.key_columns), schema, text_input=text_input)
+
     # --- data-free --------------------------------------------------------------------------------
     @property
     def units_per_batch(self) -> int:
@@ -273,8 +279,9 @@ class BernoulliSampler(_Sampler):
         return self.input.input_columns() + super().input_columns()
 
     def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
-        """The array form needs an array of booleans or integers (checked on a local file before any spend)."""
-        return schema_problem(schema, self.input)
+        """Named columns must be numbers or booleans (text only in CSV/JSON), the array form an array of
+        booleans or integers: checked on the schema alone, before any spend."""
+        return schema_problem(schema, self.input, text_input)
 
     def zcdp_rho(self, nb: int) -> Fraction:
         """d rho0 with rho0 >= (ln r(nb) + bias)^2 / 2 certified (BS16 Prop. 1.4 per column, then composition)."""
@@ -298,6 +305,7 @@ class BernoulliSampler(_Sampler):
         from dpspark.samplers.bernoulli import column_ratio
 
         return {"mechanism": self.name, "d": self.d, "samples": self.m, "max_units": self.n,
+                "nulls": self.input.nulls, "nulls_rule": self.input.nulls_text(),
                 "units_per_batch": self.nb, "column_ratio": str(column_ratio(self.nb)),
                 "epsilon": f"{self.d} ln({column_ratio(self.nb)}) + {self.extra}",
                 "rho": None if self.rho is None else str(self.rho),
@@ -363,7 +371,8 @@ class BernoulliSampler(_Sampler):
         return {"tv_bound_at_n": str(self.tv_bound()), "units_per_batch": self.nb}
 
     def stages(self) -> list[StageInfo]:
-        what = f"sum of each of {self.d} binary columns (per unit clipped to [0, 1])"
+        what = (f"sum of each of {self.d} binary columns (a value is 1 iff non-zero, a missing one counts "
+                f"{self.input.nulls}; per unit clipped to [0, 1])")
         return [StageInfo("sums", what + (f", per each of {self.m} disjoint batches" if self.m > 1 else ""))]
 
     def run(self, ctx: "StageContext", rng: "RandomSource", progress: Progress) -> Any:
@@ -379,7 +388,7 @@ class BernoulliSampler(_Sampler):
         stage = SumsStage(columns=names, lo=(0,) * d, hi=(1,) * d, scale_bits=0,
                           unit_column=self.spec.unit_column, max_units=self.n,
                           batches=self.m if self.m > 1 else None)
-        rows = column_sums(ctx, stage, self.input.array)
+        rows = column_sums(ctx, stage, self.input.array, self.input.nulls)
         if self.spec.on_excess_units == "refuse" and sum(r["units"] for r in rows) > self.n:
             raise CuratorError(
                 f"the input holds more units than privacy.max_units = {self.n} and on_excess_units = 'refuse' "
@@ -391,7 +400,8 @@ class BernoulliSampler(_Sampler):
         return StatementRelease(
             algorithm="BernoulliSampler (RSSS Thm 6.1; product over columns, Thms 6.4, 1.8)",
             parameters={"d": d, "samples": self.m, "max_units": self.n, "units_per_batch": self.nb,
-                        "column_ratio": self.plan()["column_ratio"]},
+                        "column_ratio": self.plan()["column_ratio"], "nulls": self.input.nulls,
+                        "nulls_rule": self.input.nulls_text()},
             privacy=self.statements(),
             accuracy=self.accuracy_statement(),
             section=_sample_section(samples, list(self.columns), self.m),

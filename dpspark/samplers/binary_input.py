@@ -10,12 +10,24 @@ Config (exactly one of the two forms)::
     array = "features"               # one column: array<boolean> or array<integer>
     width = 1000                     # the public d (required: d is fixed before any data is read)
 
+    nulls = 0                        # optional, either form: what a missing bit counts as, 0 (default) or 1
+
+Values (one rule, both engines, every binary mechanism). A value is read as a number by the infallible
+casts of :mod:`dpspark.engine.numeric` (booleans: true = 1; text in CSV/JSON inputs: a plain decimal
+number, anything else is unparseable); it is 1 iff it is non-zero - any non-zero finite value and +-inf
+count 1 (as the rounds always did: "non-zero is 1") - and 0 iff it is zero. NULL, NaN and unparseable
+text are *missing* and count as the public ``nulls`` value. ``nulls = "drop"`` is refused for these
+mechanisms: their estimates divide by the public n (bernoulli: c/n; product rounds: the nominal round
+size n |slice| / B), so a dropped row is not "uncounted" - it would silently count as 0, and the
+release would state a rule it does not follow. Imputation is a per-row map that depends on that row
+alone, so every sensitivity argument below is unchanged.
+
 Array semantics. The array form is the named-column form applied to the d virtual columns
 ``features[0]``, ..., ``features[d-1]``: column ``features[j]`` holds element j of the row's array, and is
 NULL when the array is NULL or has at most j elements. Elements beyond ``width`` are ignored. So every rule of
-the named form carries over unchanged: in the product rounds an element counts as 1 iff it is non-null and
-non-zero (true); in the bernoulli sampler's column sums a NULL element counts 0 and a unit's total per
-element is clipped to [0, 1] (for 0/1 or boolean elements: 1 iff non-null and non-zero, as in the rounds).
+the named form carries over unchanged: an element is 1 iff it is non-zero (true), a missing one counts as the
+``nulls`` value; in the product rounds a unit's record is the OR of its rows' bits, in the bernoulli sampler's
+column sums a unit's total per column is clipped to [0, 1] (the same OR).
 The same data written as d columns or as one array gives the same sums, on Arrow and on Spark.
 
 Privacy is unchanged: a row's d bits are a deterministic function of that row alone (its array, read at the
@@ -32,6 +44,7 @@ d outputs ``features[0]``, ``features[1]``, ... (:func:`element_name`; stable ac
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -53,6 +66,8 @@ class BinaryInput:
 
     names: tuple[str, ...]
     array: str | None = None
+    #: what a missing bit (NULL, NaN, unparseable text, NULL array, short array) counts as: 0 or 1 (public)
+    nulls: int = 0
 
     @property
     def width(self) -> int:
@@ -66,8 +81,29 @@ class BinaryInput:
     def describe(self) -> dict[str, Any]:
         """For the plan: the form and d."""
         if self.array is None:
-            return {"form": "columns", "d": self.width}
-        return {"form": "array", "array": self.array, "width": self.width}
+            return {"form": "columns", "d": self.width, "nulls": str(self.nulls)}
+        return {"form": "array", "array": self.array, "width": self.width, "nulls": str(self.nulls)}
+
+    def nulls_text(self) -> str:
+        """The missing-value rule in words (plan, inspect, --dry-run)."""
+        return (f"a NULL, NaN or unparseable value (and a NULL or short array's missing element) counts as "
+                f"{self.nulls}; any other non-zero value, +-inf included, counts as 1")
+
+
+def parse_binary_nulls(raw: Any) -> int:
+    """``[columns] nulls``: 0 (default) or 1, the public value of a missing bit; "drop" is refused."""
+    from dpspark.engine.numeric import parse_null_rule
+
+    if raw is None:
+        return 0
+    if raw == "drop":
+        raise ValueError("nulls = \"drop\" is not available for binary columns: the estimates divide by the "
+                         "public n (max_units), so a dropped row would silently count as 0; set nulls = 0 or "
+                         "nulls = 1 (the public value a NULL, NaN or unparseable bit counts as)")
+    rule = parse_null_rule(raw, "columns")
+    if rule.value not in (Fraction(0), Fraction(1)):
+        raise ValueError(f"columns.nulls must be 0 or 1 for binary columns, got {raw!r}")
+    return int(rule.value)
 
 
 def parse_binary_input(raw: Any) -> BinaryInput:
@@ -75,7 +111,7 @@ def parse_binary_input(raw: Any) -> BinaryInput:
     form = "give names = [\"col1\", ...] (d binary columns) or array = \"col\" with width = d (one array column)"
     if not isinstance(raw, dict):
         raise ValueError(f"must be a table: {form}")
-    unknown = sorted(set(raw) - {"names", "array", "width"})
+    unknown = sorted(set(raw) - {"names", "array", "width", "nulls"})
     if unknown:
         raise ValueError(f"unknown field(s) {', '.join(unknown)}: {form}")
     if "names" in raw and ("array" in raw or "width" in raw):
@@ -88,7 +124,7 @@ def parse_binary_input(raw: Any) -> BinaryInput:
             raise ValueError("names has a duplicate column")
         if len(names) > MAX_COLUMNS:
             raise ValueError(f"at most {MAX_COLUMNS} columns")
-        return BinaryInput(tuple(names))
+        return BinaryInput(tuple(names), None, parse_binary_nulls(raw.get("nulls")))
     if "array" not in raw:
         raise ValueError(f"needs names or array: {form}")
     array = raw["array"]
@@ -102,7 +138,7 @@ def parse_binary_input(raw: Any) -> BinaryInput:
         raise ValueError(f"width must be an integer (the public d), got {type(width).__name__}")
     if not 1 <= width <= MAX_COLUMNS:
         raise ValueError(f"width must lie in [1, {MAX_COLUMNS}], got {width}")
-    return BinaryInput(tuple(element_name(array, j) for j in range(width)), array)
+    return BinaryInput(tuple(element_name(array, j) for j in range(width)), array, parse_binary_nulls(raw.get("nulls")))
 
 
 # ----------------------------------------------------------------------------------------------- Arrow side
@@ -121,15 +157,46 @@ def array_type_problem(t: pa.DataType, column: str) -> str | None:
     return None
 
 
-def schema_problem(schema: pa.Schema, inp: BinaryInput) -> str | None:
-    """A local input's schema (no rows) checked for the array form: why it cannot be read, or None."""
-    if inp.array is None or inp.array not in schema.names:
-        return None  # the named form, or a missing column (reported by the caller's presence check)
+def schema_problem(schema: pa.Schema, inp: BinaryInput, text_input: bool = False) -> str | None:
+    """An input's schema (no rows) checked before any spend: why it cannot be read, or None.
+
+    Named form: each column is numeric or boolean (strings only in a text input, CSV/JSON, where they are
+    parsed per value); array form: an array of booleans or integers. A missing column is reported by the
+    caller's presence check.
+    """
+    from dpspark.engine.numeric import numeric_type_problem
+
+    if inp.array is None:
+        for c in inp.names:
+            if c in schema.names:
+                problem = numeric_type_problem(schema.field(c).type, c, text_input=text_input)
+                if problem:
+                    return problem + " (binary columns: 0/1 numbers or booleans)"
+        return None
+    if inp.array not in schema.names:
+        return None
     return array_type_problem(schema.field(inp.array).type, inp.array)
 
 
+def binary_bits(values: "pa.Array | pa.ChunkedArray", nulls: int) -> np.ndarray:
+    """The 0/1 bits (uint8) of one binary column on Arrow: 1 iff non-zero (+-inf included), ``nulls`` where
+    the value is NULL, NaN or unparseable text (module docstring). Never raises on data."""
+    from dpspark.engine.numeric import arrow_numeric
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks else pa.array([], values.type)
+    if pa.types.is_boolean(values.type):
+        nz = values
+    elif pa.types.is_integer(values.type):
+        nz = pc.not_equal(values, pa.scalar(0, values.type))
+    else:
+        nz = pc.not_equal(arrow_numeric(values), pa.scalar(0.0))
+    return pc.fill_null(nz, bool(nulls)).to_numpy(zero_copy_only=False).astype(np.uint8)
+
+
 def expand_array(values: "pa.Array | pa.ChunkedArray", column: str, width: int) -> list[pa.Array]:
-    """The d element columns of an Arrow array column: column j = element j, NULL when the array is NULL or short.
+    """The d element columns of an Arrow array column: column j = element j, NULL when the array is NULL or short
+    (a missing element then counts as the ``nulls`` value, as a NULL one does).
 
     One ``take`` per element from the flattened values (``pc.list_element`` would fail on a short array).
     """

@@ -3,7 +3,8 @@
 * :func:`column_sums` - a :class:`~dpspark.engine.stages.SumsStage` on Spark (``ctx.sums``) or on Arrow
   (:func:`arrow_sums`, the same definition: values rounded half away from zero to integers, NULL = 0, a
   unit's total per column clipped to [lo, hi], batches H_key(unit) mod B); also over the elements of one
-  array column (the ``[columns] array`` form).
+  array column (the ``[columns] array`` form). Binary columns (the bernoulli sampler) are first mapped to
+  their 0/1 bits with the declared ``nulls`` value, by the same infallible map on both engines.
 * :func:`batched_counts` - counts per disjoint batch H_key(unit) mod m in one pass: the batch is a keyed hash
   of the unit id alone (never of record content, so a changed record stays in its batch) and becomes the most
   significant key column of the engine's ordinary count stage.
@@ -91,33 +92,49 @@ def arrow_sums(table: pa.Table, stage: SumsStage, secret: bytes | None) -> list[
     return out
 
 
-def column_sums(ctx: Any, stage: SumsStage, array: str | None = None) -> list[dict[str, int]]:
+def column_sums(ctx: Any, stage: SumsStage, array: str | None = None, nulls: int | None = 0) -> list[dict[str, int]]:
     """Per batch: {"batch", "units", "sum_<col>"...} exact ints, on the context's engine.
 
     ``array``: the stage's columns are elements 0..d-1 of this array column (NULL when missing), made on
     either engine before the same sums (:mod:`dpspark.samplers.binary_input`).
+    ``nulls`` (0 or 1): the columns are binary - each value becomes its bit first (1 iff non-zero, +-inf
+    included; NULL, NaN and unparseable text count ``nulls``), by casts that cannot raise on data, the same
+    map on both engines (:func:`dpspark.samplers.binary_input.binary_bits`,
+    :func:`dpspark.spark.arrays.spark_bit`). None: the stage's own value rule (rounded numbers, NULL = 0).
     """
+    unit = [stage.unit_column] if stage.unit_column is not None else []
     if hasattr(ctx, "sums"):
-        if array is None:
+        if array is None and nulls is None:
             return ctx.sums(stage)
-        from dpspark.spark.arrays import with_elements
-
-        unit = [stage.unit_column] if stage.unit_column is not None else []
         df = ctx.df
-        ctx.df = with_elements(df, array, len(stage.columns), stage.columns, unit)
-        try:  # the context's own sums (its batch key and pass count), over the element columns
+        if nulls is None:
+            from dpspark.spark.arrays import with_elements
+
+            ctx.df = with_elements(df, array, len(stage.columns), stage.columns, unit)
+        else:
+            from dpspark.spark.arrays import with_bits
+
+            ctx.df = with_bits(df, stage.columns, unit, nulls, array)
+        try:  # the context's own sums (its batch key and pass count), over the element / bit columns
             return ctx.sums(stage)
         finally:
             ctx.df = df
     if array is None:
-        table = ctx.dataset.to_table(columns=stage.input_columns)
+        from dpspark.engine.arrow_backend import scan_table
+
+        table = scan_table(ctx.dataset, stage.input_columns)
     else:
+        from dpspark.engine.arrow_backend import scan_table
         from dpspark.samplers.binary_input import expand_array
 
-        unit = [stage.unit_column] if stage.unit_column is not None else []
-        raw = ctx.dataset.to_table(columns=[array] + unit)
+        raw = scan_table(ctx.dataset, [array] + unit)
         elems = expand_array(raw.column(array), array, len(stage.columns))
         table = pa.table(dict(zip(stage.columns, elems)) | {c: raw.column(c) for c in unit})
+    if nulls is not None:
+        from dpspark.samplers.binary_input import binary_bits
+
+        table = pa.table({c: pa.array(binary_bits(table.column(c), nulls).astype(np.int64)) for c in stage.columns}
+                         | {c: table.column(c) for c in unit})
     secret = batch_secret(ctx) if stage.batches is not None else None
     ctx.progress("pass 1: clipped column sums on Arrow")
     out = arrow_sums(table, stage, secret)
@@ -161,9 +178,9 @@ def batched_counts(ctx: Any, stage: CountsStage, batches: int, rng: "RandomSourc
 
         sub: Any = SparkContext(with_batches(ctx.df, stage.unit_column, batches, secret), rng, ctx.progress)
     else:
-        from dpspark.engine.arrow_backend import ArrowContext
+        from dpspark.engine.arrow_backend import ArrowContext, scan_table
 
-        table = ctx.dataset.to_table(columns=stage.columns)
+        table = scan_table(ctx.dataset, stage.columns)
         table = table.filter(pc.is_valid(table.column(stage.unit_column)))
         batch = batch_of(table.column(stage.unit_column), secret, batches, stage.unit_column)
         sub = ArrowContext(table.append_column(BATCH, pa.array(batch, pa.int64())), rng, ctx.progress)

@@ -103,17 +103,29 @@ def keyed_pick_hash(secret: bytes) -> Any:
     return add_hash
 
 
-def distinct_keys_keep_indexes(universe: Universe) -> bool:
+def distinct_keys_keep_indexes(universe: Universe, text_ints: bool = False) -> bool:
     """True if the Spark encoder maps distinct group keys to distinct indexes (so no re-aggregation by index).
 
     int_range (integral cast to long), bytes and categorical lookups are injective
     on what ``groupBy`` tells apart; tuples of those too. Not hashed (collisions)
     and, to stay on the safe side, not string: ``encode(s, 'UTF-8')`` replaces
     malformed byte sequences, so two distinct invalid strings could share an index.
+    ``text_ints``: an integer key is read from a string column ("5" and "05" are one index): not injective.
     """
+    if text_ints:
+        return False
     if isinstance(universe, TupleUniverse):
         return all(distinct_keys_keep_indexes(c) for c in universe.components)
     return isinstance(universe, (IntRangeUniverse, BytesUniverse, CategoricalUniverse))
+
+
+def _text_ints(df: "DataFrame", stage: CountsStage) -> bool:
+    """Whether an integer-kind key column is a string column (a text input's integers, parsed per value)."""
+    from pyspark.sql.types import StringType
+
+    from dpspark.universe.keytypes import int_kind_columns
+
+    return any(isinstance(df.schema[c].dataType, StringType) for c in int_kind_columns(stage.universe, stage.key_columns))
 
 
 def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource) -> "DataFrame":
@@ -163,7 +175,7 @@ def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource) -> "Da
             )
     if unit is None:
         members = encoded.filter(F.col(MEMBER)).select(INDEX, "count")
-        if distinct_keys_keep_indexes(stage.universe):
+        if distinct_keys_keep_indexes(stage.universe, _text_ints(df, stage)):
             return members  # one row per distinct key = one row per index: a second shuffle would change nothing
         return members.groupBy(INDEX).agg(F.sum("count").alias("count"))
     index_of = encoded.filter(F.col(MEMBER)).select(*cols, INDEX)

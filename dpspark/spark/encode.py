@@ -284,6 +284,23 @@ def _sum(terms: list[Column]) -> Column:
     return total
 
 
+def _int_text_columns(st: "_Stages", components: Sequence[Universe], cols: list[str]) -> list[str]:
+    """Key columns of integer kinds held as strings (a text input) replaced by their parsed longs
+    (:func:`dpspark.universe.keytypes.spark_int_text`: unparseable -> NULL, never a cast error), so the
+    membership, the limbs and the NULL test all read the same value the Arrow encoder reads."""
+    from pyspark.sql.types import StringType
+
+    from dpspark.universe.keytypes import _accepts, spark_int_text
+
+    out = list(cols)
+    for j, (comp, col) in enumerate(zip(components, cols)):
+        if _accepts(comp) == "int" and isinstance(st.df.schema[col].dataType, StringType):
+            name = st.name(f"c{j}_int")
+            st.add({name: spark_int_text(_col(col))})
+            out[j] = name
+    return out
+
+
 def with_universe_index(
     df: DataFrame,
     universe: Universe,
@@ -316,6 +333,7 @@ def with_universe_index(
     F = _F()
     nlimbs = universe.index_width // 4
     st = _Stages(df)
+    cols = _int_text_columns(st, components, cols)
     parts = [
         _component(st, comp, col, j, categorical_literal_max) for j, (comp, col) in enumerate(zip(components, cols))
     ]
@@ -361,11 +379,14 @@ def _with_index_arrow(
     from pyspark.sql.types import BinaryType, BooleanType, StructField, StructType
 
     def encode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:  # runs in Python workers
+        from dpspark.universe.keytypes import engine_key_arrays
+
         for batch in batches:
+            arrays = engine_key_arrays(universe, [batch.column(name) for name in cols])  # text integers parsed
             if isinstance(universe, TupleUniverse):
-                encoded = universe.encode_arrow([batch.column(name) for name in cols])
+                encoded = universe.encode_arrow(arrays)
             else:
-                encoded = universe.encode_arrow(batch.column(cols[0]))
+                encoded = universe.encode_arrow(arrays[0])
             yield batch.append_column(index_col, encoded.index.cast(pa.binary())).append_column(
                 in_universe_col, encoded.in_universe
             )

@@ -2,7 +2,8 @@
 
 DataFrame API only, every quantity an exact decimal(38,0): the fixed-point vector, the preconditioned
 y = A x, the squared norm that decides membership, and the sums of products. Float appears only in the
-input conversion round(v * 2^b) (a deterministic function of one row, guarded against overflow).
+input conversion round(v * 2^b) (a deterministic function of one row, guarded against overflow; NULL, NaN
+and unparseable text count as 0 here).
 """
 
 from __future__ import annotations
@@ -30,11 +31,16 @@ def outer_product_sums(df: "DataFrame", stage: OuterProductStage, batch_secret: 
     """The stage's exact totals on the driver: (batch), kept, sum_i_j for i <= j, as an Arrow table."""
     from pyspark.sql import functions as F
 
+    from dpspark.engine.numeric import spark_numeric
+
     check_columns(df, list(stage.columns) + ([stage.unit_column] if stage.unit_column else []))
     dec = "decimal(38,0)"
+    types = {f.name: f.dataType for f in df.schema.fields}
     guard = F.lit(float(1 << 31))  # report: overflow guard of the conversion; exact integers from here on
+    # spark_numeric cannot raise on data (text -> NULL when unparseable, NaN -> NULL); +-inf meet the guard
+    # before the decimal cast, so no ANSI overflow either
     xs = [
-        F.least(F.greatest(F.round(F.coalesce(F.col(c).cast("double"), F.lit(0.0)) * F.lit(float(1 << stage.scale_bits)), 0),  # report
+        F.least(F.greatest(F.round(F.coalesce(spark_numeric(F.col(c), types[c]), F.lit(0.0)) * F.lit(float(1 << stage.scale_bits)), 0),  # report
                            -guard), guard).cast(dec)
         for c in stage.columns
     ]

@@ -149,7 +149,7 @@ class SparkGaussianSource:
 
     def __init__(self, df: "DataFrame", columns: Sequence[str], unit_column: str, data_bits: int,
                  buckets: int, secret: bytes, progress=None, max_terms: int | None = None,  # type: ignore[no-untyped-def]
-                 kernel: str | None = None) -> None:
+                 kernel: str | None = None, nulls: Any = None) -> None:
         from pyspark.sql import functions as F
         from pyspark.sql.types import ByteType, LongType, StructField, StructType
 
@@ -162,7 +162,7 @@ class SparkGaussianSource:
         self.passes = 0
         self.progress = progress or (lambda _m: None)
         parts = partitions_for(max_terms or 0, d, int(df.sparkSession.conf.get("spark.sql.shuffle.partitions", "8")))
-        blobs = prepare(df, list(columns), unit_column, data_bits, buckets, secret, parts)
+        blobs = prepare(df, list(columns), unit_column, data_bits, buckets, secret, parts, nulls)
         if self.kernel == "arrow":  # the numpy kernels read the blobs directly
             self.prepared = blobs.cache()
             self.pairs = self.prepared.filter(F.col(KIND) == PAIR).select(BLOB)

@@ -22,6 +22,7 @@ partitions comes from the public ``max_units`` (:func:`partitions_for`), never f
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Iterator
 
 import numpy as np
@@ -153,15 +154,35 @@ def pair_maker(d: int):  # type: ignore[no-untyped-def]
 
 
 def prepare(df: Any, columns: list[str], unit_column: str, data_bits: int, buckets: int, secret: bytes,
-            partitions: int) -> Any:
-    """The uncached frame (kind byte, blob binary) of pairs and singles (module docstring). Null units drop."""
+            partitions: int, nulls: Any = None) -> Any:
+    """The uncached frame (kind byte, blob binary) of pairs and singles (module docstring). Null units drop.
+
+    Values are read by :func:`dpspark.engine.numeric.spark_numeric` (no cast can raise on data, ANSI on or
+    off); a missing value (NULL, NaN, unparseable text) follows ``nulls`` (a
+    :class:`~dpspark.engine.numeric.NullRule`; the mechanisms always pass their declared rule, None here
+    means the value 0): the row is removed before it is bucketed, or the public value replaces it. +-inf
+    stay infinite and are clipped by :func:`fixed_point`.
+    """
+    from functools import reduce
+
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType, ByteType, LongType, StructField, StructType
 
+    from dpspark.engine.numeric import NullRule, spark_numeric
+
+    rule = nulls if nulls is not None else NullRule(Fraction(0))
     d = len(columns)
-    rows = df.filter(F.col(unit_column).isNotNull()).select(
+    types = {f.name: f.dataType for f in df.schema.fields}
+    values = [spark_numeric(F.col(c), types[c]) for c in columns]
+    rows = df.filter(F.col(unit_column).isNotNull())
+    if rule.drop and values:  # a per-row filter: the row is absent from every pass, as if never written
+        rows = rows.filter(reduce(lambda a, b: a & b, [v.isNotNull() for v in values]))
+    else:
+        fill = F.lit(float(rule.value or 0))  # report: the public imputed value enters the input conversion as data do
+        values = [F.coalesce(v, fill) for v in values]
+    rows = rows.select(
         F.xxhash64(F.col(unit_column)).alias(UNIT_HASH), F.col(unit_column).alias(UNIT),
-        *[F.col(c).cast("double").alias(f"__dp_v{j}") for j, c in enumerate(columns)])
+        *[v.alias(f"__dp_v{j}") for j, v in enumerate(values)])
     unit_field = rows.schema.fields[1]
     encoded_schema = StructType([StructField(BUCKET, LongType(), False), StructField(UNIT, unit_field.dataType, True),
                                  StructField(BLOB, BinaryType(), False)])

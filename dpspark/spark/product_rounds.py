@@ -1,7 +1,10 @@
 """Spark side of the product rounds (:mod:`dpspark.product.rounds`): one record per unit, hash batches, exact sums.
 
-* A unit's record is the OR over its rows of each binary column (a value counts as 1 iff it is non-null
-  and non-zero / true): a deterministic function of that unit's rows only.
+* A unit's record is the OR over its rows of each binary column (a value counts as 1 iff it is non-zero /
+  true, +-inf included; NULL, NaN and unparseable text count as the public ``[columns] nulls`` value, 0 by
+  default - :mod:`dpspark.samplers.binary_input`): a deterministic function of that unit's rows only. No
+  cast can raise on data (ANSI on or off): strings and other non-integer types are read by
+  :func:`dpspark.engine.numeric.spark_numeric`.
 * Unit u sits in batch H_key(u) mod B (:func:`dpspark.spark.sums.with_batches`: the release's secret key,
   a keyed hash of the unit id alone, so changing or adding a unit moves no other unit).
 * The record is packed into ceil(d/64) int64 words before the per-unit OR (Spark's ``bit_or``), so the
@@ -36,17 +39,14 @@ def _words(d: int) -> int:
     return (d + 63) // 64
 
 
-def _bits(col: pa.Array) -> np.ndarray:
-    """A column as 0/1 uint64: 1 iff the value is non-null and non-zero (true)."""
-    import pyarrow.compute as pc
+def _bits(col: pa.Array, nulls: int = 0) -> np.ndarray:
+    """A column as 0/1 uint64: 1 iff the value is non-zero (true), ``nulls`` when it is missing."""
+    from dpspark.samplers.binary_input import binary_bits
 
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    nz = col if pa.types.is_boolean(col.type) else pc.not_equal(col, pa.scalar(0, col.type))
-    return pc.fill_null(nz, False).to_numpy(zero_copy_only=False).astype(np.uint64)
+    return binary_bits(col, nulls).astype(np.uint64)
 
 
-def _pack(d: int):  # type: ignore[no-untyped-def]
+def _pack(d: int, nulls: int = 0):  # type: ignore[no-untyped-def]
     """mapInArrow: the unit id and its d bits packed into ceil(d/64) int64 words (bit j of word j // 64)."""
     nw = _words(d)
 
@@ -55,7 +55,7 @@ def _pack(d: int):  # type: ignore[no-untyped-def]
             rows = b.num_rows
             words = [np.zeros(rows, dtype=np.uint64) for _ in range(nw)]
             for j in range(d):
-                words[j // 64] |= _bits(b.column(j + 1)) << np.uint64(j % 64)
+                words[j // 64] |= _bits(b.column(j + 1), nulls) << np.uint64(j % 64)
             yield pa.RecordBatch.from_arrays([b.column(0)] + [pa.array(w.view(np.int64)) for w in words],
                                              [b.schema.field(0).name] + [f"w{i}" for i in range(nw)])
 
@@ -66,16 +66,18 @@ def _pack(d: int):  # type: ignore[no-untyped-def]
 _SQL_BITS = frozenset({"boolean", "tinyint", "smallint", "int", "bigint"})
 
 
-def _sql_words(columns: Sequence[str], types: dict[str, str]) -> list[Any]:
+def _sql_words(columns: Sequence[str], types: dict[str, Any], nulls: int = 0) -> list[Any]:
     """Column expressions w0.. equal to what :func:`_pack` computes: bit j of word j // 64 is 1 iff column j
-    is non-null and non-zero (true). Bit 63 lands in the sign bit, as in _pack's uint64 -> int64 view."""
+    is non-zero (true), ``nulls`` when missing (:func:`dpspark.spark.arrays.spark_bit`, Spark types in
+    ``types``). Bit 63 lands in the sign bit, as in _pack's uint64 -> int64 view."""
     from functools import reduce
 
     from pyspark.sql import functions as F
 
+    from dpspark.spark.arrays import spark_bit
+
     def bit(c: str) -> Any:
-        nz = F.col(c) if types[c] == "boolean" else F.col(c) != F.lit(0)
-        return F.coalesce(nz, F.lit(False)).cast("long")
+        return spark_bit(F.col(c), types[c], nulls)
 
     d = len(columns)
     return [reduce(lambda a, b: a.bitwiseOR(b),
@@ -84,11 +86,12 @@ def _sql_words(columns: Sequence[str], types: dict[str, str]) -> list[Any]:
 
 
 def prepare(df: "DataFrame", columns: Sequence[str], unit: str, batches: int, secret: bytes,
-            array: str | None = None) -> "DataFrame":
+            array: str | None = None, nulls: int = 0) -> "DataFrame":
     """One row per unit: its 0/1 record packed into int64 words ``w0``... (OR over its rows) and its BATCH.
 
     Packing first makes the per-unit shuffle carry d/8 bytes a row instead of d columns (cached).
     ``array``: the bits are elements 0..d-1 of this array column (d = len(columns), the output names).
+    ``nulls``: the public bit of a missing value (0 or 1).
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
@@ -96,20 +99,16 @@ def prepare(df: "DataFrame", columns: Sequence[str], unit: str, batches: int, se
     check_columns(df, (list(columns) if array is None else [array]) + [unit])
     rows = df.filter(F.col(unit).isNotNull())
     nw = _words(len(columns))
-    types = dict(rows.dtypes)
+    types = {f.name: f.dataType for f in rows.schema.fields}
     if array is not None:
         from dpspark.spark.arrays import packed_array
 
         # the array form: the same words (every round downstream is unchanged), packed in mapInArrow
-        packed = packed_array(rows, array, unit, len(columns))
-    elif all(types[c] in _SQL_BITS for c in columns):
-        # pack in the JVM: sending d narrow columns to Python through Arrow dominated pass 1 at d = 1000
-        packed = rows.select(F.col(unit), *_sql_words(columns, types))
+        packed = packed_array(rows, array, unit, len(columns), nulls)
     else:
-        # other types: the raw columns go to Arrow as they are; _bits decides 0/1 per value
-        rows = rows.select(F.col(unit), *[F.col(c) for c in columns])
-        schema = StructType([rows.schema.fields[0]] + [StructField(f"w{i}", LongType(), False) for i in range(nw)])
-        packed = rows.mapInArrow(_pack(len(columns)), schema)
+        # pack in the JVM (every type: infallible SQL casts): sending d narrow columns to Python through
+        # Arrow dominated pass 1 at d = 1000
+        packed = rows.select(F.col(unit), *_sql_words(columns, types, nulls))
     # bit_or is partially aggregated per partition before the shuffle (Spark's partial HashAggregate)
     per_unit = packed.groupBy(unit).agg(*[F.bit_or(f"w{i}").alias(f"w{i}") for i in range(nw)])
     out = with_batches(per_unit, unit, batches, secret).drop(unit)
@@ -158,9 +157,10 @@ def round_sums(prepared: "DataFrame", query: RoundQuery) -> list[int]:
 class SparkRounds:
     """The aggregate oracle of a release on Spark: prepares the units once, then one pass per round."""
 
-    def __init__(self, ctx: Any, columns: Sequence[str], unit: str, batches: int, array: str | None = None) -> None:
+    def __init__(self, ctx: Any, columns: Sequence[str], unit: str, batches: int, array: str | None = None,
+                 nulls: int = 0) -> None:
         self.ctx = ctx
-        self.prepared = prepare(ctx.df, columns, unit, batches, ctx.batch_secret(), array)
+        self.prepared = prepare(ctx.df, columns, unit, batches, ctx.batch_secret(), array, nulls)
         self.batches = batches
         self.timings: list[float] = []
 
