@@ -16,10 +16,11 @@ Example (see ``conf/*.toml`` for commented versions)::
     [privacy]
     mechanism = "stability"            # a registered mechanism: dpspark.mechanisms.names()
     # compact only: m = 128 (GF(2^m); default the smallest that fits), sampler = "rounded-cdf"
-    epsilon = "1"                      # exact: a quoted string, never a TOML float
-    delta = "1e-9"                     # stability only
+    epsilon = "1"                      # exact: a quoted string, never a TOML float; at most 64
+    delta = "1e-9"                     # approximate-DP mechanisms only; below 1/max_units
+    # allow_large_delta = true         # accept delta >= 1/max_units on purpose (refused otherwise)
     beta = "1/20"                      # error bars hold with probability >= 1 - beta
-    max_units = 1000000                # n: public bound on the number of units (never computed from data)
+    max_units = 1000000                # n: public bound on the number of units (never computed from data); <= 2^48
     unit_column = "user_id"            # optional: the privacy unit (default: every row is a unit)
     max_keys_per_unit = 1              # with unit_column: distinct keys a unit counts in (epsilon/k per bin)
     max_rows_per_key = 1               # with unit_column: rows a unit adds to one key's count (dense only)

@@ -40,7 +40,9 @@ def check_plan_readable(spec: "ReleaseSpec", mech: Any = None) -> None:
     Checks, with the reader's own parsers and default limits: the config section and n; for histogram
     kinds the add/remove and replacement statements (e^eps, bias, delta) and, for compact, the counting
     mechanism's exact e^eps~ and range d; for the other kinds every privacy statement the mechanism can
-    state before the data (its ``planned_statements()``, or its ``statement()`` with the replacement one).
+    state before the data (its ``planned_statements()``, or its ``statement()`` with the replacement one)
+    and its accuracy statement (``accuracy_statement()`` or ``accuracy()``) when it has one; for compact, the
+    number of coefficient rows.
     """
     mech = spec.mechanism_object() if mech is None else mech
     try:
@@ -77,6 +79,9 @@ def _check_histogram(spec: "ReleaseSpec", mech: Any) -> None:
     if compact:
         plan = mech.compact_plan
         counting = plan.mechanism
+        if mech.n_range + 1 > limits.max_rows:  # l = k n + 1 coefficients, one row each
+            raise ValueError(f"the coefficient file would have l = k n + 1 = {mech.n_range + 1} rows, above the "
+                             f"reader's limit of {limits.max_rows}")
         if counting.d.bit_length() > limits.max_sampler_d_bits:
             raise ValueError(f"compact.counting_mechanism.d has {counting.d.bit_length()} bits, above the reader's "
                              f"limit of {limits.max_sampler_d_bits}")
@@ -113,7 +118,22 @@ def _check_statements(spec: "ReleaseSpec", mech: Any) -> None:
         statements = list(standard_statements(primary, delta=spec.delta if spec.delta else None,
                                               replacement=rep() if callable(rep) else None))
     else:  # no statement before the data (zCDP mechanisms state rho on a 2^-30 grid: small by construction)
-        return
+        statements = []
     for key, st in statements:
         text = json.dumps(st.describe(), allow_nan=False)
         PrivacyStatement.from_description(json.loads(text), f"privacy.statements.{key}")
+    _check_accuracy(mech)
+
+
+def _check_accuracy(mech: Any) -> None:
+    """The accuracy statement, when the mechanism states it before the data (samplers, learners, answers)."""
+    from dpspark.privacy import AccuracyStatement
+
+    for attr in ("accuracy_statement", "accuracy"):
+        make = getattr(mech, attr, None)
+        if callable(make):
+            acc = make()
+            if isinstance(acc, AccuracyStatement):
+                text = json.dumps(acc.describe(), allow_nan=False)
+                AccuracyStatement.from_description(json.loads(text), "accuracy.statement")
+            return
