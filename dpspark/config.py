@@ -183,8 +183,8 @@ class ReleaseSpec:
 
         return mechanism_class(self.mechanism)(self)
 
-    def exact_parameters(self) -> dict[str, Any]:
-        """The privacy parameters as exact strings, for the manifest."""
+    def exact_parameters(self, mech: Any = None) -> dict[str, Any]:
+        """The privacy parameters as exact strings, for the manifest (``mech``: this spec's mechanism, if built)."""
         from dpspark.mechanisms.registry import mechanism_class
 
         out = {
@@ -205,7 +205,9 @@ class ReleaseSpec:
         if self.allow_large_delta:  # recorded only when set, so other manifests stay as they were
             out["allow_large_delta"] = True
         cls = mechanism_class(self.mechanism)
-        extra = {k: v for k, v in cls(self).exact_options().items() if k != "gamma"} if cls.options else {}
+        if cls.options and mech is None:
+            mech = cls(self)
+        extra = {k: v for k, v in mech.exact_options().items() if k != "gamma"} if cls.options else {}
         return {**out, **extra}
 
 

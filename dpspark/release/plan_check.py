@@ -46,7 +46,7 @@ def check_plan_readable(spec: "ReleaseSpec", mech: Any = None) -> None:
     """
     mech = spec.mechanism_object() if mech is None else mech
     try:
-        _check_config(spec)
+        _check_config(spec, mech)
         if mech.release_kind in HISTOGRAM_KINDS:
             _check_histogram(spec, mech)
         else:
@@ -59,11 +59,11 @@ def check_plan_readable(spec: "ReleaseSpec", mech: Any = None) -> None:
             "any budget is spent - lower max_keys_per_unit, max_rows_per_key, max_units or epsilon") from None
 
 
-def _check_config(spec: "ReleaseSpec") -> None:
+def _check_config(spec: "ReleaseSpec", mech: Any) -> None:
     from dpspark.release.exactjson import int_to_str, str_to_int
     from dpspark.release.manifest import json_safe
 
-    section = json.loads(json.dumps(json_safe(spec.exact_parameters(), "config"), allow_nan=False))
+    section = json.loads(json.dumps(json_safe(spec.exact_parameters(mech), "config"), allow_nan=False))
     if len(section) > 256:
         raise ValueError("config: more than 256 entries")
     str_to_int(int_to_str(spec.max_units), 256)  # both envelopes read n with this bound
@@ -93,7 +93,8 @@ def _check_histogram(spec: "ReleaseSpec", mech: Any) -> None:
     else:
         st: "PrivacyStatement" = mech.planned_statement()
         exp_eps, bias, delta = st.exp_eps, st.bias_epsilon, st.delta
-        algorithm = {"stability": "StabilityHistogram"}.get(mech.name, "")
+        # stability proves replacement delta = delta for one step; with k > 1 the generic, larger one is stated
+        algorithm = "StabilityHistogram" if mech.name == "stability" and mech.k == 1 and mech.c == 1 else ""
     str_to_frac(frac_to_str(exp_eps), 4096)  # mechanism.epsilon_tilde.exp
     add_remove, replacement = relation_statements(
         exp_eps, bias, delta, AddRemove(spec.max_units).text(), mech.name,
