@@ -16,10 +16,11 @@ Example (see ``conf/*.toml`` for commented versions)::
     [privacy]
     mechanism = "stability"            # a registered mechanism: dpspark.mechanisms.names()
     # compact only: m = 128 (GF(2^m); default the smallest that fits), sampler = "rounded-cdf"
-    epsilon = "1"                      # exact: a quoted string, never a TOML float
-    delta = "1e-9"                     # stability only
+    epsilon = "1"                      # exact: a quoted string, never a TOML float; at most 64
+    delta = "1e-9"                     # approximate-DP mechanisms only; below 1/max_units
+    # allow_large_delta = true         # accept delta >= 1/max_units on purpose (refused otherwise)
     beta = "1/20"                      # error bars hold with probability >= 1 - beta
-    max_units = 1000000                # n: public bound on the number of units (never computed from data)
+    max_units = 1000000                # n: public bound on the number of units (never computed from data); <= 2^48
     unit_column = "user_id"            # optional: the privacy unit (default: every row is a unit)
     max_keys_per_unit = 1              # with unit_column: distinct keys a unit counts in (epsilon/k per bin)
     max_rows_per_key = 1               # with unit_column: rows a unit adds to one key's count (dense only)
@@ -54,10 +55,17 @@ DEFAULT_BETA = Fraction(1, 20)
 #: [privacy] fields every mechanism accepts; a mechanism adds its own (``Mechanism.options``)
 COMMON_PRIVACY_FIELDS = {
     "delta", "beta", "unit_column", "out_of_universe", "pad_seconds",
-    "max_keys_per_unit", "max_rows_per_key", "on_excess_units",
+    "max_keys_per_unit", "max_rows_per_key", "on_excess_units", "allow_large_delta",
 }
 #: what happens when the input holds more units than privacy.max_units
 EXCESS_RULES = ("truncate", "refuse")
+#: Largest privacy.epsilon a release takes. e^64 > 6 * 10^27: a bound that large protects nobody, and the
+#: exact parameters (e^eps~ = p/q, the counting mechanisms' ranges d ~ p^t) grow with epsilon until the
+#: release's own reader refuses them (its exact numbers are bounded against hostile files).
+MAX_EPSILON = 64
+#: Largest privacy.max_units (n): 2^48 ~ 2.8 * 10^14 units. The release states n exactly and its reader takes
+#: at most 256-bit integers; the counting ranges (k c n) and the gaussian/answers fixed-point sums must fit too.
+MAX_UNITS = 1 << 48
 
 _SECTIONS: dict[str, tuple[set[str], set[str]]] = {
     "input": (set(), {"path", "table", "format", "options"}),
@@ -140,6 +148,8 @@ class ReleaseSpec:
     on_excess_units: str = "truncate"
     #: the mechanism's own config sections, parsed by it (e.g. ``[queries]``)
     sections: dict[str, Any] = field(default_factory=dict)
+    #: privacy.allow_large_delta: the config accepts delta >= 1/max_units on purpose
+    allow_large_delta: bool = False
 
     @classmethod
     def from_toml(cls, path: str | os.PathLike[str], *, output: str | None = None) -> "ReleaseSpec":
@@ -173,8 +183,8 @@ class ReleaseSpec:
 
         return mechanism_class(self.mechanism)(self)
 
-    def exact_parameters(self) -> dict[str, Any]:
-        """The privacy parameters as exact strings, for the manifest."""
+    def exact_parameters(self, mech: Any = None) -> dict[str, Any]:
+        """The privacy parameters as exact strings, for the manifest (``mech``: this spec's mechanism, if built)."""
         from dpspark.mechanisms.registry import mechanism_class
 
         out = {
@@ -192,8 +202,12 @@ class ReleaseSpec:
             "max_rows_per_key": self.max_rows_per_key,
             "on_excess_units": self.on_excess_units,
         }
+        if self.allow_large_delta:  # recorded only when set, so other manifests stay as they were
+            out["allow_large_delta"] = True
         cls = mechanism_class(self.mechanism)
-        extra = {k: v for k, v in cls(self).exact_options().items() if k != "gamma"} if cls.options else {}
+        if cls.options and mech is None:
+            mech = cls(self)
+        extra = {k: v for k, v in mech.exact_options().items() if k != "gamma"} if cls.options else {}
         return {**out, **extra}
 
 
@@ -360,6 +374,10 @@ def parse_config(
     epsilon = _exact(priv, "epsilon", source)
     if epsilon <= 0:
         raise _fail(source, "privacy.epsilon must be > 0")
+    if epsilon > MAX_EPSILON:
+        raise _fail(source, f"privacy.epsilon = {epsilon} is above the supported maximum of {MAX_EPSILON} "
+                            f"(supported range: 0 < epsilon <= {MAX_EPSILON}; e^{MAX_EPSILON} > 6 * 10^27 already "
+                            "protects nobody, and larger values make exact parameters the release's reader refuses)")
     beta = _exact(priv, "beta", source) if "beta" in priv else DEFAULT_BETA
     if not 0 < beta < 1:
         raise _fail(source, "privacy.beta must lie in (0, 1)")
@@ -382,6 +400,18 @@ def parse_config(
     n = priv["max_units"]
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise _fail(source, "privacy.max_units (n, the public bound on the number of units) must be an integer >= 1")
+    if n > MAX_UNITS:
+        raise _fail(source, f"privacy.max_units = {n} is above the supported maximum of 2^48 = {MAX_UNITS} "
+                            "(supported range: 1 <= max_units <= 2^48)")
+    allow_large = priv.get("allow_large_delta", False)
+    if not isinstance(allow_large, bool):
+        raise _fail(source, "privacy.allow_large_delta must be true or false")
+    if delta is not None and delta * n >= 1 and not allow_large:
+        raise _fail(source, f"privacy.delta = {delta} is >= 1/max_units = 1/{n}: a delta that large allows "
+                            "releasing a random unit's data in the clear (each unit's record published with "
+                            "probability delta, about delta * n >= 1 records in all) and still meets the "
+                            "definition; use delta well below 1/max_units, or set privacy.allow_large_delta = true "
+                            "if you mean it")
     bounds = {}
     for key in ("max_keys_per_unit", "max_rows_per_key"):
         v = priv.get(key, 1)
@@ -444,11 +474,17 @@ def parse_config(
         max_rows_per_key=bounds["max_rows_per_key"],
         on_excess_units=excess,
         sections=sections,
+        allow_large_delta=allow_large,
     )
+    from dpspark.errors import ParameterError
+
     try:
-        spec.mechanism_object()  # the mechanism's data-free checks and certified plan, before any Spark
-    except MechanismSpecError as err:
+        mech = spec.mechanism_object()  # the mechanism's data-free checks and certified plan, before any Spark
+    except (MechanismSpecError, ParameterError) as err:  # e.g. a counting range d too large to draw from
         raise _fail(source, str(err)) from None
+    from dpspark.release.plan_check import check_plan_readable
+
+    check_plan_readable(spec, mech)  # the release's own reader must take what this plan will write
     return spec
 
 

@@ -13,6 +13,10 @@ from typing import Any, Callable
 import gmpy2
 
 BACKENDS = ("gmpy2", "int")
+#: Largest range d (in bits) a counting mechanism is built with: 2^24 bits is a 2 MiB integer. Every draw
+#: evaluates its CDF about log2(n) times on integers of that size, and GMP aborts the process (it cannot
+#: raise) when an integer outgrows its limits, so larger ranges are refused before they are computed.
+MAX_D_BITS = 1 << 24
 _backend = "gmpy2"
 
 

@@ -49,23 +49,46 @@ def parse_gamma(gamma: object) -> int:
 
 def truncation_condition(t: int, p: int, q: int, g: int, n: int) -> bool:
     """True iff 2 q^(t+1) (g-1)(n+1) <= (p-q) p^t, FastSample's exact privacy condition at t."""
-    return 2 * q ** (t + 1) * (g - 1) * (n + 1) <= (p - q) * p**t
+    P, Q = bigint.big(p), bigint.big(q)  # GMP: t* for a small epsilon needs powers of millions of bits
+    return bool(2 * Q ** (t + 1) * (g - 1) * (n + 1) <= (P - Q) * P**t)
 
 
 def tight_t(p: int, q: int, g: int, n: int) -> int:
-    """t* = min{t >= 0 : truncation_condition(t)}, by doubling then bisection (public-bounded loops)."""
-    if truncation_condition(0, p, q, g, n):
+    """t* = min{t >= 0 : truncation_condition(t)}, by doubling then bisection (public-bounded loops).
+
+    The powers are built incrementally (squarings while doubling, one product per bisection step), so t*
+    costs about 2 log2(t*) big products instead of as many full powers. ParameterError when p^t* would
+    have more than ``bigint.MAX_D_BITS`` bits (epsilon too small for this n and gamma): the range d of
+    FastSample (or of its GeoSample fallback) would be too large to draw from.
+    """
+    big = bigint.big
+    P, Q, C = big(p), big(q), 2 * (g - 1) * (n + 1)
+
+    def holds(p_t: Any, q_t1: Any) -> bool:  # truncation_condition at t, given p^t and q^(t+1)
+        return bool(C * q_t1 <= (P - Q) * p_t)
+
+    if holds(big(1), Q):
         return 0
-    hi = 1
-    while not truncation_condition(hi, p, q, g, n):  # at most log2(t*)+1 rounds, public inputs only
-        hi *= 2
-    lo = hi // 2  # condition false at lo, true at hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if truncation_condition(mid, p, q, g, n):
-            hi = mid
+    hi, p_hi, q_hi = 1, P, Q
+    powers = [(P, Q)]  # (p^(2^j), q^(2^j)) for j = 0 .. log2(hi)
+    while not holds(p_hi, q_hi * Q):  # at most log2(t*)+1 rounds, public inputs only
+        if 2 * hi * p.bit_length() > 2 * bigint.MAX_D_BITS:
+            raise ParameterError(
+                f"epsilon is too small for this n: FastSample's truncation t* exceeds {hi} and p^t* would have "
+                f"more than {2 * bigint.MAX_D_BITS} bits (e^eps~ = p/q with p of {p.bit_length()} bits, n = {n}); "
+                "raise epsilon (per step: epsilon / (max_keys_per_unit x max_rows_per_key)) or lower max_units")
+        p_hi, q_hi, hi = p_hi * p_hi, q_hi * q_hi, 2 * hi
+        powers.append((p_hi, q_hi))
+    if hi == 1:
+        return 1
+    lo = hi // 2  # condition false at lo, true at hi; hi - lo = lo is a power of two
+    p_lo, q_lo = powers[-2]
+    for p_step, q_step in reversed(powers[:-2]):  # steps lo/2, lo/4, ..., 1
+        p_mid, q_mid = p_lo * p_step, q_lo * q_step
+        if not holds(p_mid, q_mid * Q):
+            lo, p_lo, q_lo = lo + (hi - lo) // 2, p_mid, q_mid
         else:
-            lo = mid
+            hi = lo + (hi - lo) // 2
     return hi
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from dpspark.counting import bigint
+from dpspark.errors import ParameterError
 from dpspark.counting.base import CountingMechanism, require_n
 from dpspark.counting.batch import BatchTables
 from dpspark.counting.exp_eps import resolve_exp_eps
@@ -57,6 +58,11 @@ class GeoSample(CountingMechanism):
         self._q = bigint.big(self.q)
         # q is a power of two under both built-in rules: multiply by q^k with a shift.
         self._qshift = self.q.bit_length() - 1 if self.q & (self.q - 1) == 0 else None
+        if (self.n - 1) * self.p.bit_length() > bigint.MAX_D_BITS:  # before the power: GMP would abort
+            raise ParameterError(
+                f"GeoSample's range d = (p + q) p^(n-1) would have about {(self.n - 1) * self.p.bit_length()} bits, "
+                f"above the limit of {bigint.MAX_D_BITS} bits (n = {self.n}, e^eps~ = p/q with p of "
+                f"{self.p.bit_length()} bits): lower max_units or epsilon")
         self._d = (self._p + self._q) * self._p ** (self.n - 1)
         self.d = int(self._d)
 

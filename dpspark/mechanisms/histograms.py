@@ -28,6 +28,33 @@ if TYPE_CHECKING:
 
 #: Largest universe the dense mechanism releases in full (every bin is a row of the release).
 DENSE_MAX_BINS = 10_000_000
+#: e^eps = (p/q)^(k c) is stated exactly while both parts have at most this many bits; above, it is stated
+#: rounded up (:func:`stated_exp_eps`). The reader takes parts of at most 4096 bits and squares e^eps for
+#: the replacement statement, so the stated value must stay well under 2048 bits.
+EXACT_EXP_EPS_BITS = 1024
+#: the rounded-up e^eps is a multiple of 2^-ROUND_BITS
+ROUND_BITS = 256
+
+
+def stated_exp_eps(exp_eps: Fraction) -> Fraction:
+    """The e^eps a release states for the exact ``exp_eps`` = (p/q)^(k c): itself when small, else rounded up.
+
+    (p/q)^(k c) has k c times the bits of p/q (10 keys x 50 rows at epsilon 1: about 4500 bits), more than
+    the reader takes. Rounding *up* to a multiple of 2^-ROUND_BITS keeps the statement a valid upper bound
+    on the privacy loss (e^eps <= stated), loosens it by a factor below 1 + 2^-ROUND_BITS, and bounds its size.
+    """
+    if max(exp_eps.numerator.bit_length(), exp_eps.denominator.bit_length()) <= EXACT_EXP_EPS_BITS:
+        return exp_eps
+    scale = 1 << ROUND_BITS
+    return Fraction(-(-exp_eps.numerator * scale // exp_eps.denominator), scale)
+
+
+def rounding_note(exact: Fraction, stated: Fraction) -> str:
+    """What the statement says about a rounded e^eps (empty when stated exactly)."""
+    if exact == stated:
+        return ""
+    return (f"e^eps is stated as (p/q)^(k c) rounded up to a multiple of 2^-{ROUND_BITS} (an upper bound: the "
+            "exact value has too many bits for the release format)")
 
 
 def within_epsilon(exp_eps: Fraction, extra: Fraction, epsilon: Fraction) -> bool:
@@ -102,10 +129,22 @@ class CountingHistogram(Mechanism):
         """delta of one unit step (0 for the pure mechanisms)."""
         return Fraction(0)
 
+    def stated_exp_eps(self) -> Fraction:
+        """The per-unit e^eps the release states: (p/q)^(k c), rounded up when too large (:func:`stated_exp_eps`)."""
+        return stated_exp_eps(self.counting.exp_eps ** (self.k * self.c))
+
+    def planned_statement(self) -> Any:
+        """The per-unit privacy statement the release will make (data-free), under AddRemove(max_units)."""
+        from dpspark.privacy import AddRemove, PrivacyStatement
+
+        extra, grow = biased_draw_factor(self.bias_draws(), self.lam)
+        return PrivacyStatement.from_exp_eps(self.stated_exp_eps(), extra * self.k, self.step_delta() * grow * self.k,
+                                             self.name, AddRemove(self.spec.max_units))
+
     def certify(self) -> None:
         """The per-unit (epsilon, delta) this plan states is within the requested budget, exactly."""
         extra, grow = biased_draw_factor(self.bias_draws(), self.lam)
-        if not within_epsilon(self.counting.exp_eps ** (self.k * self.c), extra * self.k, self.spec.epsilon):
+        if not within_epsilon(self.stated_exp_eps(), extra * self.k, self.spec.epsilon):
             raise MechanismSpecError("internal error: the plan's exact epsilon would exceed the configured epsilon")
         if self.step_delta() * grow * self.k > (self.spec.delta or 0):
             raise MechanismSpecError("internal error: the plan's exact delta would exceed the configured delta")
@@ -124,11 +163,7 @@ class CountingHistogram(Mechanism):
 
     def privacy_summary(self) -> dict[str, Any]:
         """The per-unit statement the release will make, exactly: e^eps = (p/q)^(k c), extra, delta."""
-        from dpspark.privacy import AddRemove, PrivacyStatement
-
-        extra, grow = biased_draw_factor(self.bias_draws(), self.lam)
-        st = PrivacyStatement.from_exp_eps(self.counting.exp_eps ** (self.k * self.c), extra * self.k,
-                                           self.step_delta() * grow * self.k, self.name, AddRemove(self.spec.max_units))
+        st = self.planned_statement()
         from dpspark.lookup.describe import relation_line
 
         return {"statement": relation_line(st), "epsilon_requested": str(self.spec.epsilon),
@@ -150,6 +185,14 @@ class CountingHistogram(Mechanism):
 
         release = self.histogram((indices, counts), rng, progress)
         privacy = scale_statement(release.privacy, self.k, self.c, self.spec.max_units)
+        stated = stated_exp_eps(privacy.exp_eps)
+        if stated != privacy.exp_eps:  # too many bits for the format: an upper bound, rounded up
+            from dpspark.privacy import PrivacyStatement
+
+            privacy = PrivacyStatement.from_exp_eps(
+                stated, privacy.bias_epsilon, privacy.delta, privacy.theorem, privacy.relation,
+                "; ".join(t for t in (privacy.notes, rounding_note(privacy.exp_eps, stated)) if t),
+                privacy.replacement_delta)
         if not within_epsilon(privacy.exp_eps, privacy.bias_epsilon, self.spec.epsilon):
             raise RuntimeError("internal error: the release's exact epsilon exceeds the configured epsilon")
         if privacy.delta > (self.spec.delta or 0):

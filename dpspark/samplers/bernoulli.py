@@ -70,7 +70,9 @@ def bias_extra(n: int, d: int, lam: int) -> Fraction:
 
 def tv_bound(n: int, d: int) -> Fraction:
     """A rational upper bound d 2^{-1 - floor(1.44 n / 72)} >= d e^{-n/72} / 2 on the product's TV (exactly n units)."""
-    return min(Fraction(1), Fraction(d, 1 << (1 + (144 * n) // 7200)))
+    # the exponent is capped at 4096 bits (a looser, still valid bound): 2^(0.02 n) for a large n would not
+    # fit in memory, let alone in the release's exact numbers
+    return min(Fraction(1), Fraction(d, 1 << min(1 + (144 * n) // 7200, 4096)))
 
 
 def draw_bit(c: int, n: int, rng: RandomSource) -> int:

@@ -49,8 +49,14 @@ def batch_of(unit_values: "pa.Array | pa.ChunkedArray", secret: bytes, batches: 
 
 
 def _fixed(values: "pa.ChunkedArray", scale_bits: int, bound: int) -> np.ndarray:
-    """round(x 2^b) half away from zero (Spark's HALF_UP), NULL = 0, clipped to [-bound, bound] (int64)."""
-    x = pc.cast(values, pa.float64()).fill_null(0.0).to_numpy()  # report: input preprocessing, as on Spark
+    """round(x 2^b) half away from zero (Spark's HALF_UP), NULL and NaN = 0, clipped to [-bound, bound] (int64).
+
+    Read by :func:`dpspark.engine.numeric.arrow_numeric` (a cast that cannot raise; +-inf clip to the bound),
+    the twin of the Spark stage's :func:`dpspark.spark.sums._row_value`.
+    """
+    from dpspark.engine.numeric import arrow_numeric
+
+    x = arrow_numeric(values).fill_null(0.0).to_numpy()  # report: input preprocessing, as on Spark
     scaled = x * float(1 << scale_bits)  # report
     r = np.sign(scaled) * np.floor(np.abs(scaled) + 0.5)  # report
     return np.clip(r, -bound, bound).astype(np.int64)

@@ -8,7 +8,7 @@ the keyed numpy mix of :mod:`dpspark.spark.counts` applied to Spark's xxhash64 o
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -38,8 +38,11 @@ def with_batches(df: "DataFrame", unit: str, batches: int, secret: bytes) -> "Da
     return mixed.withColumn(BATCH, F.pmod(F.col(HASH), F.lit(batches))).drop(HASH, UNIT_HASH)
 
 
-def _row_value(column: str, scale_bits: int, bound: int):  # type: ignore[no-untyped-def]
-    """One row's value as an exact decimal(38,0) integer in [-bound, bound] (NULL counts as 0).
+def _row_value(column: str, scale_bits: int, bound: int, dtype: Any = None):  # type: ignore[no-untyped-def]
+    """One row's value as an exact decimal(38,0) integer in [-bound, bound] (NULL and NaN count as 0).
+
+    ``dtype`` (the column's Spark type) reads it by :func:`dpspark.engine.numeric.spark_numeric`, a cast
+    that cannot raise on data (text that is not a number is NULL); None: the column is already a double.
 
     round(x * 2^b) is computed in double (input preprocessing: a deterministic function of the row) and
     guarded to |.| <= 1e37 only so the cast cannot overflow; the clip to [-bound, bound] that bounds the
@@ -48,7 +51,10 @@ def _row_value(column: str, scale_bits: int, bound: int):  # type: ignore[no-unt
     from pyspark.sql import functions as F
 
     guard = F.lit(1e37)  # report: overflow guard only; the exact clip below decides the value
-    scaled = F.coalesce(F.col(column).cast("double"), F.lit(0.0)) * F.lit(float(1 << scale_bits))  # report
+    from dpspark.engine.numeric import spark_numeric
+
+    x = spark_numeric(F.col(column), dtype) if dtype is not None else F.when(~F.isnan(F.col(column)), F.col(column))
+    scaled = F.coalesce(x, F.lit(0.0)) * F.lit(float(1 << scale_bits))  # report
     # guard before rounding: no +-inf reaches round() or the decimal cast (ANSI raises on those)
     as_int = F.round(F.least(F.greatest(scaled, -guard), guard), 0).cast("decimal(38,0)")  # report
     b = F.lit(bound).cast("decimal(38,0)")
@@ -63,7 +69,8 @@ def clipped_sums(df: "DataFrame", stage: SumsStage, batch_secret: bytes | None) 
     rows = df.select(*stage.input_columns)
     if stage.unit_column is not None:
         rows = rows.filter(F.col(stage.unit_column).isNotNull())
-    fixed = [_row_value(c, stage.scale_bits, h) for c, h in zip(stage.columns, stage.sensitivity())]
+    types = {f.name: f.dataType for f in rows.schema.fields}
+    fixed = [_row_value(c, stage.scale_bits, h, types[c]) for c, h in zip(stage.columns, stage.sensitivity())]
     unit = stage.unit_column
     if unit is None:  # every row is a unit
         per_unit = rows.select(F.monotonically_increasing_id().alias("__dp_row"), *fixed)
