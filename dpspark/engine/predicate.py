@@ -125,7 +125,7 @@ def _kind_of_literal(v: Any) -> str:
 def literal_double(r: Fraction) -> float:
     """The nearest double to r (ties to even; +-inf past the largest double), computed exactly."""
     try:
-        return float(r)  # correctly rounded: int / int true division
+        return float(r)  # report: a filter literal as its nearest double (int / int true division rounds correctly); a per-row map, so no sensitivity rests on it
     except OverflowError:
         return math.inf if r > 0 else -math.inf
 
