@@ -125,7 +125,9 @@ def _sub(sub: "argparse._SubParsersAction[argparse.ArgumentParser]", name: str, 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``dpspark`` command."""
-    parser = argparse.ArgumentParser(prog="dpspark", description="Exact differentially private histogram releases.")
+    parser = argparse.ArgumentParser(
+        prog="dpspark", description="Exact differentially private releases (histograms, answers, samples, learned "
+                                    "distributions) on Arrow or Spark, and the tools to read, verify and budget them.")
     parser.add_argument("--version", action="version", version=f"dpspark {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -139,7 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     mech.add_argument("--count", type=int, action="append", default=None, help="a true count (repeatable)")
     mech.set_defaults(func=_cmd_mechanism)
 
-    rel = _sub(sub, "release", "run a release job from a TOML config on an embedded local Spark",
+    rel = _sub(sub, "release", "run a release from a TOML config (Arrow on this machine for a local file; "
+               "Spark with --master, --remote or spark-submit)",
                "dpspark release --config conf/queries-stability.toml --output releases/queries")
     rel.add_argument("--config", required=True, help="release config (see conf/)")
     rel.add_argument("--output", default=None, help="override [output] path")
