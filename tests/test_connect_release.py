@@ -104,7 +104,8 @@ import sys
 from dpspark.config import load_config
 from dpspark.job import run_release
 from dpspark.spark.remote import remote_session
-run_release(load_config(sys.argv[2], output=sys.argv[3]), spark=remote_session(sys.argv[1], ship_code=False))
+run_release(load_config(sys.argv[2], output=sys.argv[3]), spark=remote_session(sys.argv[1], ship_code=False),
+            show_data_errors=True)  # the curator's opt-in: the worker's ImportError is shown, not withheld
 """
 
 

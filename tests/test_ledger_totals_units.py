@@ -114,7 +114,12 @@ def test_schema_1_ledger_is_migrated(tmp_path: Path) -> None:
 
 
 def _release_config(tmp_path: Path, budget: str, unit: str = "") -> Path:
-    (tmp_path / "in.parquet").write_bytes(b"PAR1")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # a real file: its schema is read before the spend
+    pq.write_table(pa.table({"q": pa.array([1, 2], pa.int64()), "user": pa.array([1, 2], pa.int64())}),
+                   tmp_path / "in.parquet")
     p = tmp_path / "c.toml"
     p.write_text(dense_toml("q", unit, f'[budget]\nledger = "l.sqlite"\ndataset = "demo"\n{budget}\n'))
     return p
@@ -126,7 +131,7 @@ def test_job_passes_config_totals_and_unit_and_says_the_spend_is_kept(
     """job.run_release: totals/unit reach the ledger; a failure after the spend says the spend stays (1.5)."""
     import dpspark.job as job
 
-    def boom(*args: object) -> Path:
+    def boom(*args: object, **kwargs: object) -> Path:
         raise RuntimeError("simulated failure after the spend")
 
     monkeypatch.setattr(job, "_run", boom)
@@ -152,7 +157,7 @@ def test_cli_prints_the_spend_kept_note(tmp_path: Path, monkeypatch: pytest.Monk
     import dpspark.job as job
     from dpspark.cli import main
 
-    def boom(*args: object) -> Path:
+    def boom(*args: object, **kwargs: object) -> Path:
         from dpspark.spark.counts import InputError
 
         raise InputError("simulated failure after the spend")  # a user-facing error, caught by the CLI

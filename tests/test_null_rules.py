@@ -173,7 +173,7 @@ REFUSED = {
     "bernoulli_string": ('[columns]\nnames = ["x", "s"]\n[privacy]\nmechanism = "bernoulli_sampler"\n'
                          'epsilon = "1/4"\nmax_units = 400\nunit_column = "u"\n', "column 's' has type string"),
     "product_struct": ('[columns]\nnames = ["x", "st"]\n[privacy]\nmechanism = "product_learner"\nepsilon = "1"\n'
-                       'delta = "1/1000000"\nmax_units = 1000000\nunit_column = "u"\n', "column 'st' has type struct"),
+                       'delta = "1/10000000"\nmax_units = 1000000\nunit_column = "u"\n', "column 'st' has type struct"),
     "gaussian_string": ('[gaussian]\ncolumns = ["x", "s"]\nradius = "10"\nkappa = "2"\n[privacy]\n'
                         'mechanism = "gaussian_learner"\nepsilon = "1"\ndelta = "1/1000000"\nmax_units = 1000\n'
                         'unit_column = "u"\n', "gaussian.columns: column 's' has type string"),
