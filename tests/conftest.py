@@ -20,3 +20,14 @@ def spark() -> Iterator[object]:
     session = local_session("dpspark-tests", "local[2]", shuffle_partitions=2)
     yield session
     session.stop()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test that uses the shared Spark session is a ``spark`` test, marked or not.
+
+    ``scripts/test`` runs the ``spark`` tests in one process (one JVM) and the rest in parallel workers, so
+    the mark must be exact.
+    """
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("spark") is None:
+            item.add_marker(pytest.mark.spark)

@@ -96,7 +96,7 @@ def test_toy_fastsample_cases_are_not_fallbacks() -> None:
     assert TOY_MECHS[4].fallback is None and TOY_MECHS[4].t < 12
 
 
-@pytest.mark.parametrize("mech", TOY_MECHS + [compact_mechanism(40, 2**64, "1/2")], ids=repr)
+@pytest.mark.parametrize("mech", TOY_MECHS + [compact_mechanism(40, 2**64, "1/2")], ids=lambda m: f"{type(m).__name__}-n{m.n}-{m.exp_eps}")
 def test_min_scaled_pmf_closed_form_matches_scan(mech) -> None:
     assert min_scaled_pmf_at_zero(mech) == min(scaled_pmf_m0(mech))
 

@@ -367,7 +367,7 @@ HOSTILE_FILTERS = [
 ]
 
 
-@pytest.mark.parametrize("engine", ["arrow", "spark"])
+@pytest.mark.parametrize("engine", ["arrow", pytest.param("spark", marks=pytest.mark.spark)])
 def test_adaptive_filters_outside_the_grammar_are_refused_before_any_slot(engine: str, tmp_path: Path,
                                                                           request: pytest.FixtureRequest) -> None:
     import dpspark
