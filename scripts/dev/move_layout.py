@@ -258,18 +258,6 @@ def apply(layout: Layout, root: Path) -> dict[str, int]:
         (root / new).parent.mkdir(parents=True, exist_ok=True)
         git(root, "mv", old, new)
         moved += 1
-    for path, body in layout.new_init.items():
-        target = root / path
-        doc = f'"""{dotted(path)}: created by the issue-21 layout move (a curated __init__ is left for later)."""\n'
-        target.write_text(doc + ("\n" + body if body else ""), encoding="utf-8")
-        git(root, "add", path)
-    # every destination folder is a package
-    for new in layout.files.values():
-        d = (root / new).parent
-        while d != root / "dpspark" and d.is_relative_to(root / "dpspark"):
-            if not (d / "__init__.py").exists():
-                raise SystemExit(f"{d.relative_to(root)} has no __init__.py: add it to [new_init] in the map")
-            d = d.parent
     # emptied old folders (with their __pycache__) would still import as namespace packages
     for d in sorted({(root / old).parent for old in layout.files}, key=lambda p: -len(p.parts)):
         if d.exists() and not any(p for p in d.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
@@ -296,6 +284,19 @@ def apply(layout: Layout, root: Path) -> dict[str, int]:
         if LAZY_OLD not in src:
             raise SystemExit("dpspark/_lazy.py changed: cannot teach lazy_exports absolute names")
         lazy_py.write_text(src.replace(LAZY_OLD, LAZY_NEW), encoding="utf-8")
+    # new __init__ files last: their text names NEW modules, which must not be mapped again
+    for path, body in layout.new_init.items():
+        target = root / path
+        doc = f'"""{dotted(path)}: created by the issue-21 layout move (a curated __init__ is left for later)."""\n'
+        target.write_text(doc + ("\n" + body if body else ""), encoding="utf-8")
+        git(root, "add", path)
+    # every destination folder is a package
+    for new in layout.files.values():
+        d = (root / new).parent
+        while d != root / "dpspark" and d.is_relative_to(root / "dpspark"):
+            if not (d / "__init__.py").exists():
+                raise SystemExit(f"{d.relative_to(root)} has no __init__.py: add it to [new_init] in the map")
+            d = d.parent
     git(root, "add", "-A", *[t for t in (*TREES, *FILES) if (root / t).exists()])
     return {"moved": moved, "rewritten": changed, "new_init": len(layout.new_init), "frozen": len(frozen)}
 
