@@ -126,14 +126,32 @@ def frozen_names(root: Path) -> set[str]:
     return names
 
 
+def docstring_lines(text: str) -> set[int]:
+    """Line numbers of the docstrings of ``text`` (they are documentation, never a manifest's text)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                lines.update(range(first.lineno, first.end_lineno + 1))
+    return lines
+
+
 def string_spans(text: str) -> list[tuple[int, int]]:
-    """Character spans of the string literals of Python source ``text``."""
+    """Character spans of the string literals of Python source ``text``, docstrings excepted."""
+    docs = docstring_lines(text)
     starts = [0]
     for line in text.splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
     spans = []
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.start[0] in docs:
+                continue
             if tok.type == tokenize.STRING or tok.type == getattr(tokenize, "FSTRING_MIDDLE", -1):
                 spans.append((starts[tok.start[0] - 1] + tok.start[1], starts[tok.end[0] - 1] + tok.end[1]))
     except (tokenize.TokenError, SyntaxError):
