@@ -69,6 +69,7 @@ class Layout:
         self.data: dict[str, str] = table.get("data", {})
         self.new_init: dict[str, str] = table.get("new_init", {})
         self.split_later: dict[str, str] = table.get("split_later", {})
+        self.lazy_init: list[str] = [p for p, on in table.get("lazy_init", {}).items() if on]
         self.modules = {dotted(a): dotted(b) for a, b in self.move.items()}
         self.files = {**self.move, **self.data}
         # old directory -> new directory: where its __init__ goes (a module facade counts as its folder),
@@ -111,10 +112,67 @@ def check(layout: Layout, root: Path) -> list[str]:
         problems.append(f"not in the map: {missing}")
     if absent := sorted(set(layout.files) - tracked - set(layout.data)):
         problems.append(f"mapped but not in the checkout (already moved?): {absent}")
+    problems += shadowed(layout, root)
     targets = list(layout.files.values()) + list(layout.new_init)
     if dup := sorted({t for t in targets if targets.count(t) > 1}):
         problems.append(f"two files would land on: {dup}")
     return problems
+
+
+def bound_names(source: str) -> set[str]:
+    """Names a package ``__init__`` binds: they hide a submodule of the same name from attribute lookups."""
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            if any(isinstance(t, ast.Name) and t.id == "_NAMES" for t in node.targets) and isinstance(node.value, ast.Dict):
+                names.update(k.value for k in node.value.keys if isinstance(k, ast.Constant))
+    return names
+
+
+def shadowed(layout: Layout, root: Path) -> list[str]:
+    """Moved modules whose new name their new package's ``__init__`` also binds (``monkeypatch`` and
+    ``from pkg import name`` would then find the function, not the module)."""
+    init_source = {new: (root / old).read_text(encoding="utf-8")
+                   for old, new in layout.move.items() if new.endswith("/__init__.py") and (root / old).exists()}
+    init_source.update(layout.new_init)
+    problems = []
+    for old, new in layout.move.items():
+        if old == new or new.endswith("__init__.py"):
+            continue
+        source = init_source.get(new.rsplit("/", 1)[0] + "/__init__.py")
+        name = new.rsplit("/", 1)[1].removesuffix(".py")
+        if source is not None and name in bound_names(source):
+            problems.append(f"{new}: its package __init__ binds {name!r} too; pick another module name")
+    return problems
+
+
+def make_lazy(source: str, package: str) -> str:
+    """An ``__init__`` whose ``from <package>.<sub> import names`` lines become one lazy ``_NAMES`` table."""
+    tree = ast.parse(source)
+    lines = source.splitlines(keepends=True)
+    table: dict[str, str] = {}
+    spans = []
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith(package + "."):
+            sub = node.module.removeprefix(package + ".")
+            if "." in sub:
+                continue
+            table.update({a.asname or a.name: sub for a in node.names if (a.asname or a.name) == a.name})
+            spans.append((node.lineno - 1, node.end_lineno))
+    if not spans:
+        return source
+    block = ["from dpspark._lazy import lazy_exports\n", "\n", "_NAMES = {\n",
+             *[f'    "{name}": "{sub}",\n' for name, sub in table.items()], "}\n",
+             "__getattr__ = lazy_exports(__name__, _NAMES)\n"]
+    for start, end in reversed(spans[1:]):
+        del lines[start:end]
+    lines[spans[0][0]:spans[0][1]] = block
+    return "".join(lines)
 
 
 def frozen_names(root: Path) -> set[str]:
@@ -276,6 +334,11 @@ def apply(layout: Layout, root: Path) -> dict[str, int]:
         (root / new).parent.mkdir(parents=True, exist_ok=True)
         git(root, "mv", old, new)
         moved += 1
+    for path in layout.lazy_init:
+        old = next(o for o, n in layout.move.items() if n == path)
+        target = root / path
+        target.write_text(make_lazy(target.read_text(encoding="utf-8"), dotted(old)), encoding="utf-8")
+        lazy[path] = dotted(old)
     # emptied old folders (with their __pycache__) would still import as namespace packages
     for d in sorted({(root / old).parent for old in layout.files}, key=lambda p: -len(p.parts)):
         if d.exists() and not any(p for p in d.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
