@@ -108,6 +108,9 @@ def check(layout: Layout, root: Path) -> list[str]:
     """Problems that make the map unusable on this checkout (empty list: go)."""
     problems = []
     tracked = {p for p in git(root, "ls-files", "dpspark").split() if p.endswith(".py")}
+    moves = [(a, b) for a, b in layout.move.items() if a != b]
+    if moves and all(a not in tracked and b in tracked for a, b in moves):
+        return ["this checkout is already moved (every destination exists, no source does)"]
     if missing := sorted(tracked - set(layout.move)):
         problems.append(f"not in the map: {missing}")
     if absent := sorted(set(layout.files) - tracked - set(layout.data)):
