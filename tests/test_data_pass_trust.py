@@ -105,6 +105,16 @@ def test_show_data_errors_is_an_opt_in_with_a_warning() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- Arrow
+#: every probe's config ends so: a ledger with room for the probes, and the output path
+BUDGET_AND_OUTPUT = """[budget]
+ledger = "{ledger}"
+dataset = "people"
+total_epsilon = "10"
+total_delta = "1e-3"
+[output]
+path = "{out}"
+"""
+
 HIST = """
 [input]
 path = "{path}"
@@ -118,20 +128,11 @@ mechanism = "stability"
 epsilon = "1"
 delta = "1e-6"
 max_units = 1000
-{options}
-[budget]
-ledger = "{ledger}"
-dataset = "people"
-total_epsilon = "10"
-total_delta = "1e-3"
-[output]
-path = "{out}"
-"""
+""" + BUDGET_AND_OUTPUT
 
 ANSWERS = """
 [input]
 path = "{path}"
-{options}
 [privacy]
 mechanism = "bounded_noise"
 epsilon = "1"
@@ -140,14 +141,7 @@ max_units = 1000
 [[queries]]
 name = "n"
 kind = "count"
-[budget]
-ledger = "{ledger}"
-dataset = "people"
-total_epsilon = "10"
-total_delta = "1e-3"
-[output]
-path = "{out}"
-"""
+""" + BUDGET_AND_OUTPUT
 
 
 def _ledger_statuses(ledger: Path) -> list[str]:
@@ -161,7 +155,7 @@ def test_cli_release_on_arrow_fails_value_free_and_charged(tmp_path: Path, templ
     ledger = tmp_path / "ledger.sqlite"
     cfg = tmp_path / "c.toml"
     data = _csv(tmp_path) if where == "first block" else _csv(tmp_path, 150_000, 149_000)
-    cfg.write_text(template.format(path=data, ledger=ledger, out=tmp_path / "rel", options=""))
+    cfg.write_text(template.format(path=data, ledger=ledger, out=tmp_path / "rel"))
     assert main(["release", "--config", str(cfg), "--engine", "arrow"]) == 2
     out, err = capfd.readouterr()
     assert DATA_PASS_FAILED in err and SECRET not in out + err
@@ -172,8 +166,7 @@ def test_cli_release_on_arrow_fails_value_free_and_charged(tmp_path: Path, templ
 def test_cli_show_data_errors_shows_the_original(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     ledger = tmp_path / "ledger.sqlite"
     cfg = tmp_path / "c.toml"
-    cfg.write_text(ANSWERS.format(path=_csv(tmp_path, 150_000, 149_000), ledger=ledger, out=tmp_path / "rel",
-                                  options=""))
+    cfg.write_text(ANSWERS.format(path=_csv(tmp_path, 150_000, 149_000), ledger=ledger, out=tmp_path / "rel"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert main(["release", "--config", str(cfg), "--engine", "arrow", "--show-data-errors"]) == 2
@@ -290,14 +283,7 @@ kind = "sum"
 column = "salary"
 lo = "0"
 hi = "100"
-[budget]
-ledger = "{ledger}"
-dataset = "people"
-total_epsilon = "10"
-total_delta = "1e-3"
-[output]
-path = "{out}"
-"""
+""" + BUDGET_AND_OUTPUT
 
 
 @pytest.mark.spark
