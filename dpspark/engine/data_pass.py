@@ -4,7 +4,8 @@ An exception raised while data is read is data too. A cast that fails quotes the
 fails on one person's row answers a question about that person with no noise. So whatever goes wrong inside
 a data pass becomes one :class:`DataPassError` whose text is fixed, and which carries nothing of the
 original: no ``__cause__``, no ``__context__`` (it is raised after the ``except`` block has ended, so Python
-does not chain it), no note, and a traceback whose frames hold no data values. The budget or answer slot
+does not chain it), no note, and a traceback whose frames hold nothing from the failed pass (only the
+caller's own objects, such as the table a Session was given). The budget or answer slot
 was charged before the pass began and stays charged (the callers do that; see :mod:`dpspark.job`).
 
 Two exceptions pass with their own text, because it is built from public parameters only:
