@@ -262,11 +262,11 @@ class _Parser:
         tok = self.peek()
         if tok is None:
             raise PredicateError("the filter ends where a column name is expected")
-        kind, text = tok
-        if kind == "bq":
+        tag, text = tok
+        if tag == "bq":
             self.i += 1
             return text[1:-1].replace("``", "`")
-        if kind != "name":
+        if tag != "name":
             raise PredicateError(f"expected a column name {self.where()}")
         low = text.lower()
         if self.peek(1) == ("punct", "("):
@@ -293,18 +293,18 @@ class _Parser:
                                      "of the filter grammar")
         if tok is None:
             raise PredicateError("the filter ends where a literal is expected")
-        kind, text = tok
-        if kind == "num":
+        tag, text = tok
+        if tag == "num":
             self.i += 1
             return sign * _number(text)
-        if kind == "str":
+        if tag == "str":
             self.i += 1
             return text[1:-1].replace("''", "'")
         w = self.word()
         if w in ("true", "false"):
             self.i += 1
             return w == "true"
-        if kind == "name" and self.peek(1) == ("punct", "("):
+        if tag == "name" and self.peek(1) == ("punct", "("):
             raise PredicateError(f"function calls such as {text}(...) are not part of the filter grammar")
         raise PredicateError(f"expected a literal (a number, a 'string', true or false) {self.where()}; "
                              "a column compares only with literals")
@@ -364,18 +364,18 @@ class Predicate:
             if leaf.column not in names:
                 return f"filter names column {leaf.column!r}, which the input does not have"
             dtype = _plain(schema.field(leaf.column).type)
-            kind = _arrow_kind(dtype)
+            ctype = _arrow_kind(dtype)
             for v in _values(leaf):
                 lit = _kind_of_literal(v)
-                if kind == "null":
+                if ctype == "null":
                     continue
                 if lit == "number":
-                    if kind == "boolean":
+                    if ctype == "boolean":
                         return f"filter compares boolean column {leaf.column!r} with a number; use true or false"
                     problem = numeric_type_problem(dtype, leaf.column, text_input=text_input)
                     if problem:
                         return f"filter compares {problem}"
-                elif lit != kind:
+                elif lit != ctype:
                     return (f"filter compares column {leaf.column!r} of type {dtype} with a {lit} literal; "
                             f"{lit} literals compare only with {lit} columns")
                 if lit == "boolean" and isinstance(leaf, Cmp) and leaf.op not in ("=", "!="):
@@ -487,14 +487,14 @@ def _arrow(node: Node, batch: Any, cache: dict) -> Any:
         for item in node.items[1:]:
             out = fn(out, _arrow(item, batch, cache))
         return out
-    kind = _arrow_leaf_kind(node, batch)
-    if kind == "null":  # an all-NULL column: every test is NULL (IS NULL is TRUE)
+    ctype = _arrow_leaf_kind(node, batch)
+    if ctype == "null":  # an all-NULL column: every test is NULL (IS NULL is TRUE)
         return pa.array([isinstance(node, IsNull) or None] * batch.num_rows, pa.bool_())
     if isinstance(node, IsNull):
-        return pc.is_null(_arrow_column(node.column, batch, cache, kind == "number"))
+        return pc.is_null(_arrow_column(node.column, batch, cache, ctype == "number"))
     values = _values(node)
     numeric = isinstance(values[0], Fraction)
-    _check_kind(node, kind, numeric)
+    _check_kind(node, ctype, numeric)
     x = _arrow_column(node.column, batch, cache, numeric)
     if isinstance(node, Cmp):
         return _arrow_cmp(x, node.op, node.value)
@@ -512,15 +512,15 @@ def _in_values(values: tuple[Any, ...]) -> list[float]:
     return [literal_double(v) for v in values]
 
 
-def _check_kind(leaf: Node, kind: str, numeric: bool) -> None:
+def _check_kind(leaf: Node, ctype: str, numeric: bool) -> None:
     """The same rules as :meth:`Predicate.type_problem` for the engine's own types (schema only)."""
     lits = {_kind_of_literal(v) for v in _values(leaf)}
     if len(lits) > 1:
         raise PredicateError(f"the IN list on column {leaf.column!r} mixes literal types")
     lit = lits.pop()
-    ok = (kind in ("number", "string")) if lit == "number" else kind == lit
+    ok = (ctype in ("number", "string")) if lit == "number" else ctype == lit
     if not ok:
-        raise PredicateError(f"filter compares column {leaf.column!r} ({kind}) with a {lit} literal")
+        raise PredicateError(f"filter compares column {leaf.column!r} ({ctype}) with a {lit} literal")
     if lit == "boolean" and isinstance(leaf, Cmp) and leaf.op not in ("=", "!="):
         raise PredicateError(f"filter orders boolean column {leaf.column!r}; booleans take only = and !=")
 
@@ -563,16 +563,16 @@ def _spark(node: Node, dtypes: dict[str, Any]) -> "Column":
     if node.column not in dtypes:
         raise PredicateError(f"filter names column {node.column!r}, which the input does not have")
     dtype = dtypes[node.column]
-    kind = _spark_kind(dtype)
+    ctype = _spark_kind(dtype)
     null = F.lit(None).cast("boolean")
-    if kind == "null":
+    if ctype == "null":
         return F.lit(True) if isinstance(node, IsNull) else null
     raw = spark_ref(node.column)
     if isinstance(node, IsNull):
-        return (spark_numeric(raw, dtype) if kind == "number" else raw).isNull()
+        return (spark_numeric(raw, dtype) if ctype == "number" else raw).isNull()
     values = _values(node)
     numeric = isinstance(values[0], Fraction)
-    _check_kind(node, kind, numeric)
+    _check_kind(node, ctype, numeric)
     x = spark_numeric(raw, dtype) if numeric else raw
     if isinstance(node, Cmp):
         v = node.value
