@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpspark.compact import CompactRelease  # noqa: E402
+from dpspark.mechanisms.compact import CompactRelease  # noqa: E402
 from dpspark.universe import IntRangeUniverse  # noqa: E402
 
 SEED = b"dpspark compact known-answer vectors v1"
@@ -40,8 +40,8 @@ def build() -> CompactRelease:
     """The known-answer release (same code path as the job: the public plan, then compact_histogram)."""
     from fractions import Fraction
 
-    from dpspark.compact import compact_histogram
-    from dpspark.compact.plan import plan_compact
+    from dpspark.mechanisms.compact import compact_histogram
+    from dpspark.mechanisms.compact.plan import plan_compact
     from dpspark.rng import SeededRandom
 
     plan = plan_compact(N, UNIVERSE.size, Fraction(1), Fraction(1, 20), m=64)
@@ -51,7 +51,7 @@ def build() -> CompactRelease:
 
 def main(argv: list[str] | None = None) -> int:
     """Write ``release/`` and ``expected.json`` under --out (replacing them)."""
-    from dpspark.release.compact import write_compact_release
+    from dpspark.mechanisms.compact.writer import write_compact_release
     from dpspark.rng import SeededRandom
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

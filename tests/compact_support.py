@@ -5,9 +5,9 @@ from __future__ import annotations
 from fractions import Fraction
 from pathlib import Path
 
-from dpspark.compact import CompactRelease, compact_histogram
-from dpspark.compact.plan import plan_compact
-from dpspark.release.compact import write_compact_release
+from dpspark.mechanisms.compact import CompactRelease, compact_histogram
+from dpspark.mechanisms.compact.plan import plan_compact
+from dpspark.mechanisms.compact.writer import write_compact_release
 from dpspark.rng import SeededRandom
 from dpspark.universe import Universe
 

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 DPSPARK = Path(sys.executable).parent / "dpspark"
 DATASET = "fault.queries"
 
-#: progress-line fragments printed by dpspark.job, in order (see dpspark.job._run_spark_and_mechanism)
+#: progress-line fragments printed by dpspark.engine.runner, in order (see dpspark.engine.runner._run_spark_and_mechanism)
 STAGE_COUNTING = "reading input and counting keys on Spark"
 STAGE_COLLECTED = "counts collected on the driver"
 STAGE_NOISE = "drawing noise on the driver"
@@ -286,7 +286,7 @@ def fail_first_attempt(marker_dir: str, label: str):
 
 
 def flaky_sparse_counts(real, marker_dir: str):
-    """Test-only wrapper of dpspark.spark.counts.sparse_counts: a first-attempt failure before and after counting."""
+    """Test-only wrapper of dpspark.engine.spark.counts.sparse_counts: a first-attempt failure before and after counting."""
 
     def wrapped(df, cfg, rng):
         df = df.mapInArrow(fail_first_attempt(marker_dir, "input"), df.schema)
@@ -298,11 +298,11 @@ def flaky_sparse_counts(real, marker_dir: str):
 
 def retry_experiment(config: str, clean_out: str, flaky_out: str, marker_dir: str, master: str) -> None:
     """Release the same data twice with the same SeededRandom: once clean, once with failing first attempts."""
-    import dpspark.spark.counts as counts_module
-    from dpspark.config import load_config
-    from dpspark.job import run_release
+    import dpspark.engine.spark.counts as counts_module
+    from dpspark.api.config import load_config
+    from dpspark.engine.runner import run_release
     from dpspark.rng import SeededRandom
-    from dpspark.spark.session import local_session
+    from dpspark.engine.spark.local import local_session
 
     spark = local_session("dpspark-retry-test", master, shuffle_partitions=2)
     quiet = lambda msg: None  # noqa: E731

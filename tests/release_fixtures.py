@@ -38,7 +38,7 @@ def _people() -> pa.Table:
 
 
 def _session(seed: int, unit: bool = True) -> Any:
-    from dpspark.session import Session
+    from dpspark.api.session import Session
 
     return Session(_people(), max_units=N, unit_column="u" if unit else None, rng=SeededRandom(seed))
 
@@ -68,7 +68,7 @@ def _sparse(out: Path) -> Path:
 
 
 def _spec(mechanism: str, out: Path, **extra: Any) -> Any:
-    from dpspark.config import ReleaseSpec
+    from dpspark.api.config import ReleaseSpec
 
     priv = {"mechanism": mechanism, "epsilon": "4", "delta": "1/1000000000", "max_units": extra.pop("n", 10**6),
             "unit_column": "u", **extra.pop("privacy", {})}
@@ -76,13 +76,13 @@ def _spec(mechanism: str, out: Path, **extra: Any) -> Any:
 
 
 def _write(spec: Any, release: Any) -> Path:
-    from dpspark.job import write_release
+    from dpspark.engine.runner import write_release
 
     return write_release(spec, release, RNG_NAME, created_utc="2026-01-01T00:00:00Z")
 
 
 def _product_sampler(out: Path) -> Path:
-    from dpspark.release.statement import StatementRelease
+    from dpspark.release.statement_envelope import StatementRelease
 
     spec = _spec("product_sampler", out, columns={"names": ["b0", "b1", "b2"]}, privacy={"samples": 2})
     mech = spec.mechanism_object()
@@ -95,7 +95,7 @@ def _product_sampler(out: Path) -> Path:
 
 
 def _product_learner(out: Path) -> Path:
-    from dpspark.release.statement import StatementRelease
+    from dpspark.release.statement_envelope import StatementRelease
 
     spec = _spec("product_learner", out, n=2 * 10**6, columns={"names": ["b0", "b1", "b2"]})
     mech = spec.mechanism_object()
@@ -109,9 +109,9 @@ def _product_learner(out: Path) -> Path:
 
 def _gaussian(out: Path) -> Path:
     """A gaussian_learner release: the real plan and statements, a hand-made private mean and PSD covariance."""
-    from dpspark.gaussian.noise import plan_noise
+    from dpspark.mechanisms.gaussian_model.model_noise import plan_noise
     from dpspark.privacy import AccuracyClaim, AccuracyStatement, AddRemove, PrivacyStatement, ZCDP
-    from dpspark.release.statement import StatementRelease, standard_statements
+    from dpspark.release.statement_envelope import StatementRelease, standard_statements
 
     spec = _spec("gaussian_learner", out, n=10**5, gaussian={"columns": ["g0", "g1"], "radius": "10", "kappa": "4"})
     mech = spec.mechanism_object()

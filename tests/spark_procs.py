@@ -74,7 +74,7 @@ def spark_env(tmp: Path, *, executor_python: Path | None = None, **extra: str) -
     ``executor_python`` is the Python the executors run (default: this venv's).
     A SPARK_CONF_DIR under ``tmp`` holds a quiet log4j2 config (warnings only).
     """
-    from dpspark.spark.java import ensure_java_home
+    from dpspark.engine.spark.java import ensure_java_home
 
     conf_dir = tmp / "spark-conf"
     conf_dir.mkdir(parents=True, exist_ok=True)

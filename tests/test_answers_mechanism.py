@@ -8,9 +8,9 @@ from typing import Callable, Sequence
 
 import pytest
 
-from dpspark.config import ConfigError, ReleaseSpec
-from dpspark.mechanisms.answers import assemble, release_scalars, round_half_up
-from dpspark.mechanisms.answers_queries import Scalar
+from dpspark.api.config import ConfigError, ReleaseSpec
+from dpspark.mechanisms.answers.mechanism import assemble, release_scalars, round_half_up
+from dpspark.mechanisms.answers.queries import Scalar
 from dpspark.noise.bounded import BoundedNoise
 from dpspark.rng import SeededRandom
 

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.config import ConfigError, ReleaseSpec
-from dpspark.job import run_release
+from dpspark.api.config import ConfigError, ReleaseSpec
+from dpspark.engine.runner import run_release
 from dpspark.lookup import open_release
 from dpspark.rng import SeededRandom
 
@@ -96,7 +96,7 @@ def check_answers(rel, queries, units: bool = False) -> None:
 
 
 def test_arrow_release_end_to_end(tmp_path: Path, capsys) -> None:
-    from dpspark.cli import main as cli
+    from dpspark.cli.app import main as cli
     from dpspark.noise.bounded_calibrate import calibrate
     from dpspark.privacy.measures import ApproxDP
 
@@ -135,8 +135,8 @@ def test_arrow_release_with_filters(tmp_path: Path) -> None:
 
 def test_arrow_filter_totals_are_exact() -> None:
     """The Arrow totals with filters equal the definition computed in Python (no noise)."""
-    from dpspark.engine.arrow_answers import scalar_totals_arrow
-    from dpspark.mechanisms.answers_queries import parse_queries, scalars_of
+    from dpspark.mechanisms.answers.arrow_kernel import scalar_totals_arrow
+    from dpspark.mechanisms.answers.queries import parse_queries, scalars_of
 
     table = pa.table({"x": XS, "u": UNITS, "g": GROUPS})
     queries = WITH_FILTER[4:]
@@ -148,8 +148,8 @@ def test_arrow_filter_totals_are_exact() -> None:
 def test_adaptive_session_declares_k_once(tmp_path: Path) -> None:
     import pandas as pd
 
-    from dpspark.session import Session, SessionBudgetExceeded
-    from dpspark.session_answers import AnswerBudgetExhausted
+    from dpspark.api.session import Session, SessionBudgetExceeded
+    from dpspark.api.session_answers import AnswerBudgetExhausted
 
     df = pd.DataFrame({"x": XS, "u": UNITS, "g": GROUPS})
     with Session(df, max_units=1000, budget={"epsilon": "3/2", "delta": "1e-5"}, rng=SeededRandom(4)) as s:
@@ -165,7 +165,7 @@ def test_adaptive_session_declares_k_once(tmp_path: Path) -> None:
             a.answer({"name": "more", "kind": "count"})
         with pytest.raises(SessionBudgetExceeded):
             s.answers(k=1, mechanism="bounded_noise", epsilon="1", delta="1e-6")
-    from dpspark.mechanisms.answers import BoundedNoiseAnswers
+    from dpspark.mechanisms.answers.mechanism import BoundedNoiseAnswers
 
     same = BoundedNoiseAnswers(ReleaseSpec.from_dict(_raw(tmp_path, [{"name": f"q{i}", "kind": "count"}
                                                                       for i in range(4)])))
@@ -174,9 +174,9 @@ def test_adaptive_session_declares_k_once(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 def test_spark_release_with_filters_and_units(spark, tmp_path: Path) -> None:
-    from dpspark.engine.arrow_answers import scalar_totals_arrow
-    from dpspark.mechanisms.answers_queries import QueryError, parse_queries, scalars_of
-    from dpspark.spark.answers import scalar_totals
+    from dpspark.mechanisms.answers.arrow_kernel import scalar_totals_arrow
+    from dpspark.mechanisms.answers.queries import QueryError, parse_queries, scalars_of
+    from dpspark.mechanisms.answers.spark_kernel import scalar_totals
 
     spec = ReleaseSpec.from_dict(_raw(tmp_path, WITH_FILTER, unit_column="u"))
     rel = open_release(run_release(spec, spark=spark, rng=SeededRandom(3), progress=lambda _m: None))
@@ -201,9 +201,9 @@ def test_spark_release_with_filters_and_units(spark, tmp_path: Path) -> None:
 
 def test_histogram_path_equals_per_row_sums(monkeypatch) -> None:
     """Many row-level sums of one column from its value histogram = the per-row clipped sums, exactly."""
-    from dpspark.engine import answers_plan
-    from dpspark.engine.arrow_answers import scalar_totals_arrow
-    from dpspark.mechanisms.answers_queries import parse_queries, scalars_of
+    from dpspark.mechanisms.answers import plan as answers_plan
+    from dpspark.mechanisms.answers.arrow_kernel import scalar_totals_arrow
+    from dpspark.mechanisms.answers.queries import parse_queries, scalars_of
 
     xs = [None, -2.5, -0.5, 0.5, 1.5, 2.49, 7.0, 1e30, -1e30, float("nan")] * 7 + [i / 8 for i in range(-40, 40)]
     table = pa.table({"x": pa.array(xs, pa.float64())})

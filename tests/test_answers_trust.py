@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpspark.engine.numeric import NUMBER_PATTERN
-from dpspark.mechanisms.answers_queries import QueryError, Scalar, parse_queries, scalars_of
+from dpspark.mechanisms.answers.queries import QueryError, Scalar, parse_queries, scalars_of
 
 CELLS = ["1.5", "-2.25", "", "abc", "NaN", "inf", "-Infinity", "1e400", "-1e400", "1e-400", "0.49999999999999994",
          "2.5", "-2.5", "0.5", "  3", "+4", ".5", "5.", "1E3", "123456789012345678901234567890", "7", "-0", "x1"]
@@ -127,8 +127,8 @@ def _csv(tmp: Path) -> Path:
 
 
 def test_arrow_totals_on_hostile_csv_equal_the_definition(tmp_path: Path) -> None:
-    from dpspark.engine.arrow_answers import scalar_totals_arrow
-    from dpspark.engine.arrow_backend import open_dataset
+    from dpspark.mechanisms.answers.arrow_kernel import scalar_totals_arrow
+    from dpspark.engine.arrow.backend import open_dataset
 
     dataset, _ = open_dataset(str(_csv(tmp_path)))
     assert dataset.schema.field("x").type == pa.string()  # text: every cell parsed by the one rule
@@ -163,9 +163,9 @@ def test_manifest_states_the_null_rule() -> None:
 @pytest.mark.spark
 @pytest.mark.parametrize("ansi", ["true", "false"])
 def test_spark_equals_arrow_on_hostile_inputs(spark, tmp_path: Path, ansi: str) -> None:
-    from dpspark.engine.arrow_answers import scalar_totals_arrow
-    from dpspark.engine.arrow_backend import open_dataset
-    from dpspark.spark.answers import scalar_totals
+    from dpspark.mechanisms.answers.arrow_kernel import scalar_totals_arrow
+    from dpspark.engine.arrow.backend import open_dataset
+    from dpspark.mechanisms.answers.spark_kernel import scalar_totals
 
     path = _csv(tmp_path)
     scalars, filters = _scalars()
@@ -212,8 +212,8 @@ def _overflow_table() -> tuple[pa.Table, list[Scalar], list[int]]:
 
 
 def test_arrow_sums_never_wrap(monkeypatch) -> None:
-    from dpspark.engine import arrow_answers
-    from dpspark.engine.arrow_answers import exact_sum, scalar_totals_arrow
+    from dpspark.mechanisms.answers import arrow_kernel as arrow_answers
+    from dpspark.mechanisms.answers.arrow_kernel import exact_sum, scalar_totals_arrow
 
     table, scalars, want = _overflow_table()
     assert 5000 * (1 << 51) >= 1 << 63  # the scenario overflows int64 per unit
@@ -235,7 +235,7 @@ def test_arrow_sums_never_wrap(monkeypatch) -> None:
 
 @pytest.mark.spark
 def test_spark_sums_never_wrap(spark, tmp_path: Path) -> None:
-    from dpspark.spark.answers import scalar_totals
+    from dpspark.mechanisms.answers.spark_kernel import scalar_totals
 
     table, scalars, want = _overflow_table()
     pq.write_table(table, tmp_path / "big.parquet")
@@ -263,7 +263,7 @@ def test_sensitivity_past_2_63_is_refused_before_any_data() -> None:
     "x = (SELECT max(x) FROM t)", "x > 1 -- comment", "x > 1 /* c */",
 ])
 def test_hostile_filters_are_refused_at_config_time(tmp_path: Path, filt: str) -> None:
-    from dpspark.config import ConfigError, ReleaseSpec
+    from dpspark.api.config import ConfigError, ReleaseSpec
 
     with pytest.raises(QueryError, match="query 'q': filter"):
         parse_queries([{"name": "q", "kind": "sum", "column": "x", "lo": "0", "hi": "1", "filter": filt}])
@@ -277,7 +277,7 @@ def test_hostile_filters_are_refused_at_config_time(tmp_path: Path, filt: str) -
 
 
 def test_type_mismatches_are_found_from_the_schema(tmp_path: Path) -> None:
-    from dpspark.config import ReleaseSpec
+    from dpspark.api.config import ReleaseSpec
 
     pq.write_table(pa.table({"x": [1.0]}), tmp_path / "in.parquet")
 
@@ -301,8 +301,8 @@ def test_type_mismatches_are_found_from_the_schema(tmp_path: Path) -> None:
 
 def test_arrow_release_on_hostile_csv_runs(tmp_path: Path) -> None:
     """A whole release (Arrow engine) over text full of junk: no exception, answers within their bounds."""
-    from dpspark.config import ReleaseSpec
-    from dpspark.job import run_release
+    from dpspark.api.config import ReleaseSpec
+    from dpspark.engine.runner import run_release
     from dpspark.lookup import open_release
     from dpspark.rng import SeededRandom
 
@@ -323,8 +323,8 @@ def test_arrow_release_on_hostile_csv_runs(tmp_path: Path) -> None:
 
 def test_engines_for_filters_and_wide_bounds() -> None:
     """Filters no longer force Spark; only a clip range past the Arrow engine's exact 2^52 does (data-free)."""
-    from dpspark.config import ReleaseSpec
-    from dpspark.mechanisms.answers import BoundedNoiseAnswers
+    from dpspark.api.config import ReleaseSpec
+    from dpspark.mechanisms.answers.mechanism import BoundedNoiseAnswers
 
     def spec(queries):
         return ReleaseSpec.from_dict({"privacy": {"mechanism": "bounded_noise", "epsilon": "1", "delta": "1e-6",

@@ -16,11 +16,11 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.engine.arrow_backend import ArrowContext, spark_hash
-from dpspark.engine.context import CuratorError, SparkContext
+from dpspark.engine.arrow.backend import ArrowContext, spark_hash
+from dpspark.engine.backend import CuratorError, SparkContext
 from dpspark.engine.stages import CountsStage
 from dpspark.rng import SeededRandom
-from dpspark.spark.counts import InputError
+from dpspark.engine.spark.counts import InputError
 from dpspark.universe import universe_from_dict
 
 ROWS = 3000
@@ -258,8 +258,8 @@ path = "{name}"
 @pytest.mark.spark
 @pytest.mark.parametrize("mechanism", ["stability", "dense"])
 def test_release_bins_identical_on_both_engines(spark, data: Path, tmp_path: Path, mechanism: str) -> None:
-    from dpspark.config import load_config
-    from dpspark.job import run_release
+    from dpspark.api.config import load_config
+    from dpspark.engine.runner import run_release
 
     quiet = lambda m: None  # noqa: E731
     on_arrow = run_release(load_config(_release_config(tmp_path, data, "a", mechanism)), engine="arrow",
@@ -270,8 +270,8 @@ def test_release_bins_identical_on_both_engines(spark, data: Path, tmp_path: Pat
 
 
 def test_engine_choice(tmp_path: Path, data: Path) -> None:
-    from dpspark.config import ConfigError, load_config
-    from dpspark.job import choose_engine
+    from dpspark.api.config import ConfigError, load_config
+    from dpspark.engine.runner import choose_engine
 
     cfg = load_config(_release_config(tmp_path, data, "c", "dense"))
     assert choose_engine(cfg, None, have_spark=False) == "arrow"  # a local file, no session: no JVM
@@ -285,7 +285,7 @@ def test_engine_choice(tmp_path: Path, data: Path) -> None:
 
 def test_cli_release_defaults_to_arrow_for_a_local_file(tmp_path: Path, data: Path,
                                                         capfd: pytest.CaptureFixture[str]) -> None:
-    from dpspark.cli import main
+    from dpspark.cli.app import main
 
     cfg = _release_config(tmp_path, data, "cli", "stability")
     assert main(["release", "--config", str(cfg)]) == 0
@@ -315,7 +315,7 @@ def test_json_lines_and_orc_equal(spark, tmp_path: Path) -> None:
 
 
 def test_fixed_width_hash_and_tie_breaks_match_the_general_paths() -> None:
-    from dpspark.engine.arrow_backend import _first_k_per_unit
+    from dpspark.engine.arrow.backend import _first_k_per_unit
     from dpspark.engine.xxhash64 import hash_bytes, hash_fixed
 
     g = np.random.default_rng(5)

@@ -53,8 +53,8 @@ from dpspark.audit import (
     toy_compact_histogram,
     toy_compact_pipeline,
 )
-from dpspark.compact import RoundedCdfSampler, compact_mechanism
-from dpspark.counting import GeoSample
+from dpspark.mechanisms.compact import RoundedCdfSampler, compact_mechanism
+from dpspark.noise.counting import GeoSample
 from dpspark.rng import SeededRandom
 
 assert FALSE_ALARM == 1e-6

@@ -25,7 +25,7 @@ from fractions import Fraction
 
 import pytest
 
-import dpspark.histogram.stability as stability_module
+import dpspark.mechanisms.histogram.stability as stability_module
 from dpspark.audit import (
     FALSE_ALARM,
     Claim,
@@ -38,10 +38,10 @@ from dpspark.audit import (
     value_at_least,
     value_equals,
 )
-from dpspark.counting import FastSample, GeoSample, choose_exp_eps
-from dpspark.histogram import stability_histogram, stability_mechanism, stability_threshold
+from dpspark.noise.counting import FastSample, GeoSample, choose_exp_eps
+from dpspark.mechanisms.histogram import stability_histogram, stability_mechanism, stability_threshold
 from dpspark.rng import SeededRandom, SystemRandom, bias_epsilon
-from dpspark.verify import worst_privacy_ratio
+from dpspark.noise.verifier import worst_privacy_ratio
 
 assert FALSE_ALARM == 1e-6
 

@@ -2,7 +2,7 @@
 
 Pipeline: a pyarrow-written Parquet file -> the job's Spark counting stage
 (``read_input``, ``sparse_counts``, ``collect_counts``, ``counts_to_python``,
-config from ``dpspark.config.parse_config``) -> the driver mechanism: the real
+config from ``dpspark.api.config.parse_config``) -> the driver mechanism: the real
 job's ``run_mechanism`` (honest) or the same StabilityHistogram with tau
 forced to 0 (mutant), audited against the honest release's claim.
 
@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import dpspark.histogram.stability as stability_module
+import dpspark.mechanisms.histogram.stability as stability_module
 from dpspark.audit import (
     Claim,
     check_neighbours,
@@ -48,9 +48,9 @@ from dpspark.audit import (
     sample_event_counts,
     spark_pipeline,
 )
-from dpspark.config import ReleaseConfig, parse_config
-from dpspark.histogram import stability_histogram
-from dpspark.job import count_mechanism
+from dpspark.api.config import ReleaseConfig, parse_config
+from dpspark.mechanisms.histogram import stability_histogram
+from dpspark.engine.runner import count_mechanism
 from dpspark.rng import RandomSource, SeededRandom, SystemRandom
 
 pytestmark = pytest.mark.spark

@@ -28,8 +28,8 @@ from dpspark.audit import (
     value_equals,
 )
 from dpspark.audit.planner import detects, guaranteed_hits
-from dpspark.histogram import basic_histogram
-from dpspark.counting import GeoSample
+from dpspark.mechanisms.histogram import basic_histogram
+from dpspark.noise.counting import GeoSample
 from dpspark.rng import SeededRandom
 
 

@@ -21,13 +21,13 @@ from fractions import Fraction
 import pytest
 
 from dpspark.audit import CountingRandom, count_calls, count_line_hits, histogram_step_bounds
-from dpspark.counting import FastSample, GeoSample
-from dpspark.counting.base import CountingMechanism
-from dpspark.histogram import basic_histogram, pure_sparse_histogram, sparse_histogram, stability_histogram
-from dpspark.histogram.distinct_fast import CHUNK, _count_below, search_rounds
-from dpspark.histogram.ordstat import approx_bin_sample
-from dpspark.histogram.pure_sparse import mixing_delta
-from dpspark.histogram.sparse import s_bits_for
+from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise.counting_base import CountingMechanism
+from dpspark.mechanisms.histogram import basic_histogram, pure_sparse_histogram, sparse_histogram, stability_histogram
+from dpspark.mechanisms.histogram.distinct_fast import CHUNK, _count_below, search_rounds
+from dpspark.mechanisms.histogram.ordstat import approx_bin_sample
+from dpspark.mechanisms.histogram.pure_sparse import mixing_delta
+from dpspark.mechanisms.histogram.sparse import s_bits_for
 from dpspark.rng import SeededRandom
 
 
@@ -190,8 +190,8 @@ COMPACT_NEIGHBOURS = [
 @pytest.mark.parametrize("pair", COMPACT_NEIGHBOURS)
 def test_compact_loop_counts_within_public_bounds(pair, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     """Draws, target draws, interpolation points and coefficients never exceed |S| <= n, l = n + 1."""
-    import dpspark.compact.histogram as compact_module
-    from dpspark.compact import compact_histogram, compact_mechanism
+    import dpspark.mechanisms.compact.algorithm as compact_module
+    from dpspark.mechanisms.compact import compact_histogram, compact_mechanism
 
     bound = histogram_step_bounds("compact", COMPACT_N, COMPACT_SIZE)
     mech = compact_mechanism(COMPACT_N, COMPACT_SIZE, "1")
@@ -232,7 +232,7 @@ def test_compact_padding_holds_wall_time_at_the_bound_on_neighbours() -> None:
     interpolation) from before the call; lookups of the published polynomial are public post-processing and
     are not padded. Unpadded, the work is well under the pad; padded, every neighbour takes >= the pad."""
     from dpspark.audit import compact_pipeline
-    from dpspark.compact import compact_mechanism
+    from dpspark.mechanisms.compact import compact_mechanism
 
     pad = 0.25
     mech = compact_mechanism(COMPACT_N, COMPACT_SIZE, "1")

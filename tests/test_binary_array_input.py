@@ -11,16 +11,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.cli import main as cli
-from dpspark.config import ConfigError, ReleaseSpec
-from dpspark.engine.arrow_backend import ArrowContext
+from dpspark.cli.app import main as cli
+from dpspark.api.config import ConfigError, ReleaseSpec
+from dpspark.engine.arrow.backend import ArrowContext
 from dpspark.engine.stages import SumsStage
 from dpspark.errors import DPSparkError
 from dpspark.ledger import Ledger
 from dpspark.rng import SeededRandom
-from dpspark.samplers.binary_input import MAX_COLUMNS, BinaryInput, expand_array, parse_binary_input
-from dpspark.samplers.stages import column_sums
-from dpspark.spark.counts import InputError
+from dpspark.mechanisms.samplers.binary_input import MAX_COLUMNS, BinaryInput, expand_array, parse_binary_input
+from dpspark.mechanisms.samplers.stages import column_sums
+from dpspark.engine.spark.counts import InputError
 
 LEARNER = {"mechanism": "product_learner", "epsilon": "1", "delta": "1/1000000000", "max_units": 500000,
            "unit_column": "id", "alpha": "1/2", "beta": "1/20"}
@@ -88,7 +88,7 @@ def _release_config(tmp_path: Path, mech: str) -> Path:
     (pa.array([["a"], []], pa.list_(pa.string())), "is an array of string"),
 ], ids=["missing", "int", "double-array", "string-array"])
 def test_bad_array_column_refused_before_the_spend(tmp_path: Path, capsys, monkeypatch, mech: str, column, why) -> None:
-    import dpspark.spark.session as session
+    import dpspark.engine.spark.local as session
 
     def refuse(*_a: object, **_k: object) -> None:
         raise AssertionError("Spark was started before the schema check refused the release")
@@ -186,8 +186,8 @@ class _Ctx:
 @pytest.mark.parametrize("boolean", [False, True], ids=["int8", "bool"])
 def test_array_words_are_the_named_columns_words(tmp_path: Path, boolean: bool) -> None:
     """The array packing (numpy packbits) gives the words _pack gives on d named columns, bit 63 included."""
-    from dpspark.spark.arrays import array_words
-    from dpspark.spark.product_rounds import _pack
+    from dpspark.mechanisms.samplers.spark_arrays import array_words
+    from dpspark.mechanisms.product.spark_rounds import _pack
 
     cols, arr, names = _data(tmp_path, boolean=boolean, seed=7 + boolean)
     c = pq.read_table(cols).combine_chunks().to_batches()[0]
@@ -203,8 +203,8 @@ def test_array_words_are_the_named_columns_words(tmp_path: Path, boolean: bool) 
 def test_spark_words_and_sums_match_named_columns(spark, tmp_path: Path) -> None:
     """prepare() packs the same words from the array as from d columns, and the bernoulli sums on Spark
     (get(array, j), ANSI on and off) equal those on Arrow, for both forms."""
-    from dpspark.engine.context import SparkContext
-    from dpspark.spark.product_rounds import prepare
+    from dpspark.engine.backend import SparkContext
+    from dpspark.mechanisms.product.spark_rounds import prepare
 
     cols, arr, names = _data(tmp_path, boolean=False, seed=4)
     dc, da = spark.read.parquet(str(cols)), spark.read.parquet(str(arr))
@@ -237,7 +237,7 @@ def test_spark_words_and_sums_match_named_columns(spark, tmp_path: Path) -> None
 
 @pytest.mark.spark
 def test_bool_array_words_match_named_columns(spark, tmp_path: Path) -> None:
-    from dpspark.spark.product_rounds import prepare
+    from dpspark.mechanisms.product.spark_rounds import prepare
 
     cols, arr, names = _data(tmp_path, boolean=True, seed=5, rows=120)
     want = sorted(tuple(r) for r in prepare(spark.read.parquet(str(cols)), names, "id", 4, b"t" * 16).collect())
@@ -248,7 +248,7 @@ def test_bool_array_words_match_named_columns(spark, tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------------------------ releases
 def test_bernoulli_array_release_through_session(tmp_path: Path) -> None:
     """On Arrow: the array release draws exactly what the named-column release draws (same generator)."""
-    from dpspark.session import Session
+    from dpspark.api.session import Session
 
     cols, arr, names = _data(tmp_path, boolean=False, seed=6, rows=400, d=6)
     kw = {"mechanism": "bernoulli_sampler", "epsilon": "1/8", "samples": 2}
@@ -263,8 +263,8 @@ def test_bernoulli_array_release_through_session(tmp_path: Path) -> None:
 @pytest.mark.spark
 def test_product_learner_array_release_through_session(spark, tmp_path: Path, capsys) -> None:
     from dpspark.lookup import open_release
-    from dpspark.lookup.distribution import DistributionLookup
-    from dpspark.session import Session
+    from dpspark.mechanisms.product.reader import DistributionLookup
+    from dpspark.api.session import Session
 
     p = [0.5, 0.9, 0.2, 0.05, 0.01, 0.0]
     n = 120000
@@ -290,7 +290,7 @@ def test_product_learner_array_release_through_session(spark, tmp_path: Path, ca
 def test_session_refuses_a_bad_dataframe_schema_before_the_spend(spark, tmp_path: Path) -> None:
     """A Spark DataFrame given to Session is schema-checked (metadata only) before the session budget pays."""
     from dpspark.errors import DPSparkError
-    from dpspark.session import Session
+    from dpspark.api.session import Session
 
     frame = spark.createDataFrame([(1, "not an array", 1)], "id long, f string, x00 int")
     with Session(frame, max_units=100000, budget={"epsilon": "8", "delta": "1/1000000"}, rng=SeededRandom(7)) as s:

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from dpspark.cli import main
+from dpspark.cli.app import main
 from dpspark.noise.bounded import BoundedNoise
 from dpspark.noise.bounded_calibrate import CalibrationRefused, bound_with_probability, calibrate
 from dpspark.rng import SeededRandom

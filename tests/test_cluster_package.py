@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dpspark.spark.remote import package_zip
+from dpspark.engine.spark.remote import package_zip
 from tests.spark_procs import ROOT, ExecutorPython, make_executor_python
 
 
@@ -25,7 +25,7 @@ def test_zip_holds_the_package_sources_and_data_and_no_caches(tmp_path: Path) ->
         if "__pycache__" not in p.parts
     }
     assert sources <= names
-    assert {"dpspark/__init__.py", "dpspark/spark/counts.py", "dpspark/py.typed"} <= names
+    assert {"dpspark/__init__.py", "dpspark/engine/spark/counts.py", "dpspark/py.typed"} <= names
     assert any(n.endswith(".json") for n in names)  # package data (the manifest schema)
     assert not [n for n in names if "__pycache__" in n or n.endswith((".pyc", ".nbi", ".nbc"))]
 
@@ -57,10 +57,10 @@ def test_executor_python_has_the_dependencies_but_not_dpspark(executor: Executor
 def test_the_zip_alone_lets_executors_import_the_mapinarrow_code(tmp_path: Path, executor: ExecutorPython) -> None:
     zipped = package_zip(tmp_path)
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import dpspark.spark.counts as c; "
+        "import sys; sys.path.insert(0, sys.argv[1]); import dpspark.engine.spark.counts as c; "
         "f = c.keyed_pick_hash(bytes(16)); print(c.__file__)"
     )
     out = subprocess.run([str(executor.python), "-c", code, str(zipped)], capture_output=True, text=True,
                          timeout=120, cwd="/")
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == str(zipped / "dpspark" / "spark" / "counts.py")
+    assert out.stdout.strip() == str(zipped / "dpspark" / "engine" / "spark" / "counts.py")

@@ -27,9 +27,9 @@ import numpy as np
 import pytest
 from tests.test_compact_samplers import ShortZeroPreimage
 
-from dpspark.compact import BlockSampler, RoundedCdfSampler
-from dpspark.compact.samplers import EmptyBinSampler
-from dpspark.counting import FastSample, GeoSample
+from dpspark.mechanisms.compact import BlockSampler, RoundedCdfSampler
+from dpspark.mechanisms.compact.empty_bin import EmptyBinSampler
+from dpspark.noise.counting import FastSample, GeoSample
 from dpspark.exact import exp_lower_bound
 
 M_BITS = 6

@@ -10,11 +10,11 @@ import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.cli import main as cli_main
-from dpspark.config import load_config
-from dpspark.job import count_mechanism, run_release
+from dpspark.cli.app import main as cli_main
+from dpspark.api.config import load_config
+from dpspark.engine.runner import count_mechanism, run_release
 from dpspark.lookup import KeyNotInUniverseError, open_release
-from dpspark.lookup.compact import CompactReleaseLookup
+from dpspark.mechanisms.compact.reader import CompactReleaseLookup
 from dpspark.release import ReleaseExistsError
 from dpspark.rng import SeededRandom
 
@@ -151,7 +151,7 @@ def test_64_bit_ints_through_the_cli_and_spark_submit_entry(spark, tmp_path: Pat
 
 
 def test_spark_helper_agrees_with_the_library(spark, tmp_path: Path) -> None:
-    from dpspark.spark.compact_lookup import lookup_dataframe
+    from dpspark.mechanisms.compact.spark_lookup import lookup_dataframe
 
     true = {"a": 7, "bb": 3}
     write_units(tmp_path / "in.parquet", true, pa.string())

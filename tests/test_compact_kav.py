@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pytest
 
-from dpspark.compact.parameters import make_sampler
-from dpspark.compact.release import rebuild_mechanism
+from dpspark.mechanisms.compact.parameters import make_sampler
+from dpspark.mechanisms.compact.rebuild import rebuild_mechanism
 from dpspark.lookup import open_release
 from dpspark.universe import IntRangeUniverse
 from tests.compact_support import build, write

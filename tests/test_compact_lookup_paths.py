@@ -8,10 +8,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dpspark.compact.decode import CountDecoder
+from dpspark.mechanisms.compact.decode import CountDecoder
 from dpspark.gf import GF2m, multipoint_eval
 from dpspark.lookup import open_release
-from dpspark.lookup.compact import points_of_index_words
+from dpspark.mechanisms.compact.reader import points_of_index_words
 from dpspark.universe import IntRangeUniverse, StringUniverse, index_to_bytes
 from tests.compact_support import build, write
 

@@ -7,17 +7,17 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpspark.compact import (
+from dpspark.mechanisms.compact import (
     compact_histogram,
     compact_mechanism,
     conditioned_polynomial,
     evaluate,
     rebuild_sampler,
 )
-from dpspark.compact.lookup import MULTIPOINT_MIN
-from dpspark.counting import GeoSample
+from dpspark.mechanisms.compact.evaluation import MULTIPOINT_MIN
+from dpspark.noise.counting import GeoSample
 from dpspark.gf import GF2m, horner, modulus_int
-from dpspark.histogram.basic import noisy_counts
+from dpspark.mechanisms.histogram.basic import noisy_counts
 from dpspark.rng import SeededRandom, bias_epsilon
 
 

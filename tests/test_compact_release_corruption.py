@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from dpspark.lookup import open_release
 from dpspark.release import ReleaseFormatError, parse_manifest
-from dpspark.release.coefficients import write_coefficient_file
+from dpspark.mechanisms.compact.coefficients import write_coefficient_file
 from dpspark.release.files import file_entry
 from dpspark.release.manifest import seal_manifest
 from dpspark.universe import IntRangeUniverse

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from dpspark.compact import (
+from dpspark.mechanisms.compact import (
     BlockSampler,
     RoundedCdfSampler,
     choose_field_degree,
@@ -14,9 +14,9 @@ from dpspark.compact import (
     make_sampler,
     min_scaled_pmf_at_zero,
 )
-from dpspark.compact.samplers import EmptyBinSampler
-from dpspark.counting import FastSample, GeoSample
-from dpspark.counting.exp_eps import denominator_for, exp_eps_at_most
+from dpspark.mechanisms.compact.empty_bin import EmptyBinSampler
+from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise.exp_eps import denominator_for, exp_eps_at_most
 
 
 # ---------------------------------------------------------------- broken fixtures (kept on purpose)

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from tests.test_compact_samplers import ShiftedUp
 
-from dpspark.compact import CompactRelease, compact_histogram, compact_mechanism
+from dpspark.mechanisms.compact import CompactRelease, compact_histogram, compact_mechanism
 from dpspark.rng import SeededRandom
 
 ALPHA = 1e-7  # per check; <= 10 checks per call

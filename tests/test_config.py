@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dpspark.config import ConfigError, load_config
+from dpspark.api.config import ConfigError, load_config
 
 GOOD = """
 [input]
@@ -129,7 +129,7 @@ COMPACT = GOOD.replace('mechanism = "stability"', 'mechanism = "compact"').repla
 
 
 def test_compact_config_is_planned_before_spark(tmp_path: Path) -> None:
-    from dpspark.job import compact_plan, describe_plan
+    from dpspark.engine.runner import compact_plan, describe_plan
 
     cfg = load_config(write(tmp_path, COMPACT))
     assert cfg.mechanism == "compact" and cfg.field_degree is None and cfg.sampler == "rounded-cdf"

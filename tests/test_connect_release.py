@@ -2,7 +2,7 @@
 
 The server (SparkConnectServer, local[2], loopback) runs its Python workers
 with a Python that cannot import dpspark by itself, so the job only works if
-:func:`dpspark.spark.remote.remote_session` shipped the package. The input has
+:func:`dpspark.engine.spark.remote.remote_session` shipped the package. The input has
 a unit column (so the ``mapInArrow`` keyed pick runs on the server) and a heavy
 key whose count after contribution bounding is exactly HEAVY_USERS. The error
 bar check fails with probability <= 1e-9 (beta of the config).
@@ -101,9 +101,9 @@ def test_the_server_ran_python_workers_that_only_had_the_shipped_dpspark(remote_
 
 _UNSHIPPED = """
 import sys
-from dpspark.config import load_config
-from dpspark.job import run_release
-from dpspark.spark.remote import remote_session
+from dpspark.api.config import load_config
+from dpspark.engine.runner import run_release
+from dpspark.engine.spark.remote import remote_session
 run_release(load_config(sys.argv[2], output=sys.argv[3]), spark=remote_session(sys.argv[1], ship_code=False),
             show_data_errors=True)  # the curator's opt-in: the worker's ImportError is shown, not withheld
 """

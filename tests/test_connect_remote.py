@@ -1,4 +1,4 @@
-"""dpspark.spark.remote and ``dpspark release --remote`` failure paths that need no server."""
+"""dpspark.engine.spark.remote and ``dpspark release --remote`` failure paths that need no server."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from dpspark.cli import main
-from dpspark.spark import remote
-from dpspark.spark.remote import RemoteSessionError, check_remote_url, missing_connect_modules, remote_session
+from dpspark.cli.app import main
+from dpspark.engine.spark import remote
+from dpspark.engine.spark.remote import RemoteSessionError, check_remote_url, missing_connect_modules, remote_session
 from tests.spark_procs import ABSENT_KEY, free_port, write_config
 
 

@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 from dpspark.audit.timing import CountingRandom
-from dpspark.counting import FastSample, GeoSample
-from dpspark.counting.base import CountingMechanism
-from dpspark.counting.batch import batch_sample
-from dpspark.histogram.basic import basic_histogram, noisy_counts
-from dpspark.histogram.stability import stability_histogram
+from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise.counting_base import CountingMechanism
+from dpspark.noise.counting_batch import batch_sample
+from dpspark.mechanisms.histogram.basic import basic_histogram, noisy_counts
+from dpspark.mechanisms.histogram.stability import stability_histogram
 from dpspark.rng import PREFIX_BITS, LazyUniforms, SeededRandom, SystemRandom
 from tests.chisq import chi2_critical
 from tests.test_counting_stat import make_bins
@@ -123,7 +123,7 @@ def test_the_boundary_check_catches_an_understated_error_bound() -> None:
 
 
 def test_plain_int_backend_gives_identical_batches() -> None:
-    from dpspark.counting import bigint
+    from dpspark.noise import bigint
 
     def run() -> list[int]:
         out: list[int] = []

@@ -11,9 +11,9 @@ from fractions import Fraction
 
 import pytest
 
-from dpspark.counting import FastSample, GeoSample, truncation_condition
-from dpspark.counting.base import CountingMechanism
-from dpspark.verify import check_sampler, verify_mechanism, worst_privacy_ratio
+from dpspark.noise.counting import FastSample, GeoSample, truncation_condition
+from dpspark.noise.counting_base import CountingMechanism
+from dpspark.noise.verifier import check_sampler, verify_mechanism, worst_privacy_ratio
 
 EPSILONS = ["1/10", "1/2", "1", "2"]
 NS = [1, 2, 3, 5, 8, 12]
@@ -318,7 +318,7 @@ def test_describe_is_exact_and_json_ready() -> None:
 
 
 def test_plain_int_backend_gives_identical_results() -> None:
-    from dpspark.counting import bigint
+    from dpspark.noise import bigint
     from dpspark.rng import SeededRandom
 
     def run() -> list[int]:

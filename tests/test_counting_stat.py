@@ -16,8 +16,8 @@ from fractions import Fraction
 
 import pytest
 
-from dpspark.counting import FastSample, GeoSample
-from dpspark.counting.base import CountingMechanism
+from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise.counting_base import CountingMechanism
 from dpspark.rng import RandomSource, SeededRandom, SystemRandom
 from tests.chisq import chi2_critical
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from dpspark.cli import main
+from dpspark.cli.app import main
 from dpspark.engine.data_pass import DATA_PASS_FAILED, DataPassError, run_data_pass
-from dpspark.engine.context import CuratorError
+from dpspark.engine.backend import CuratorError
 from dpspark.ledger import Ledger
 
 SECRET = "SECRETu3isrich"
@@ -219,7 +219,7 @@ def test_session_answers_name_stays_used(tmp_path: Path) -> None:
 
 def test_session_answers_k_is_bounded_before_allocation(tmp_path: Path) -> None:
     import dpspark
-    from dpspark.session_answers import MAX_ANSWERS
+    from dpspark.api.session_answers import MAX_ANSWERS
 
     with dpspark.Session(str(_csv(tmp_path)), max_units=1000, budget={"epsilon": "1", "delta": "1e-6"}) as s:
         with pytest.raises(dpspark.DPSparkError, match=str(MAX_ANSWERS)):
@@ -383,7 +383,7 @@ def test_engines_agree_on_a_filtered_sum_over_text(spark: Any, tmp_path: Path) -
         with dpspark.Session(path, max_units=1000, spark=on_spark) as s:
             a = s.answers(k=1, epsilon="1", delta="1e-6")
             q = a.mechanism  # the exact totals, before noise: identical across engines
-            from dpspark.mechanisms.answers_queries import parse_query
+            from dpspark.mechanisms.answers.queries import parse_query
 
             pq_ = parse_query(query, 0)
             totals.append(q.totals(a._context(pq_)(), pq_.scalars()))

@@ -9,11 +9,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.config import ConfigError, ReleaseSpec
-from dpspark.engine.context import CuratorError, SparkContext
+from dpspark.api.config import ConfigError, ReleaseSpec
+from dpspark.engine.backend import CuratorError, SparkContext
 from dpspark.engine.stages import CountsStage
 from dpspark.rng import SeededRandom
-from dpspark.verify import exact_pmf
+from dpspark.noise.verifier import exact_pmf
 
 CITIES = ["a", "b", "c"]
 
@@ -148,7 +148,7 @@ def test_truncation_is_two_stable_on_neighbours(spark, tmp_path: Path) -> None:
 
 
 def test_row_level_truncation_keeps_exactly_n_rows() -> None:
-    from dpspark.engine.context import finish_counts
+    from dpspark.engine.backend import finish_counts
 
     st = stage(unit_column=None, max_units=7)
     idx, cnt = finish_counts([2, 0, 1], [5, 4, 3], st, SeededRandom(b"rows"))
@@ -169,7 +169,7 @@ def test_row_level_truncation_keeps_exactly_n_rows() -> None:
 ])
 def test_bounded_releases_are_written_read_and_accurate(spark, tmp_path: Path, mechanism: str, extra: dict) -> None:
     """k keys (and c rows) per unit, end to end: the release states the per-unit guarantee and reads back."""
-    from dpspark.job import run_release
+    from dpspark.engine.runner import run_release
     from dpspark.lookup import open_release
 
     users = [u for u in range(60) for _ in range(3)]

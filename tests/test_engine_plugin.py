@@ -8,9 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.cli import main as cli
-from dpspark.config import ConfigError, load_config
-from dpspark.job import describe_plan, run_release
+from dpspark.cli.app import main as cli
+from dpspark.api.config import ConfigError, load_config
+from dpspark.engine.runner import describe_plan, run_release
 from dpspark.lookup import open_release
 from dpspark.mechanisms import registry
 from dpspark.rng import SeededRandom

@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.cli import main as cli
-from dpspark.config import ConfigError, load_config
+from dpspark.cli.app import main as cli
+from dpspark.api.config import ConfigError, load_config
 from dpspark.ledger import Ledger
 
 CONFIG = """
@@ -41,7 +41,7 @@ def write(tmp_path: Path, *, delta: str = "1e-9", n: int = 1000, budget: str = "
 
 def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail the test if anything tries to start Spark."""
-    import dpspark.spark.session as session
+    import dpspark.engine.spark.local as session
 
     def refuse(*_a: object, **_k: object) -> None:
         raise AssertionError("Spark was started before a data-free check refused the release")

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.engine.context import SparkContext
+from dpspark.engine.backend import SparkContext
 from dpspark.engine.stages import DECIMAL38_MAX, SumsStage
 from dpspark.rng import SeededRandom
 
@@ -51,7 +51,7 @@ def test_capacity_is_checked_before_any_data() -> None:
 
 def test_batches_are_stable_and_content_free(spark, tmp_path: Path) -> None:
     """Same key: adding a unit moves no other unit, and changing a unit's records keeps its batch."""
-    from dpspark.spark.sums import BATCH, with_batches
+    from dpspark.engine.spark.sums import BATCH, with_batches
 
     base = pa.table({"u": pa.array(range(200), pa.int64()), "x": pa.array([1.0] * 200)})
     more = pa.concat_tables([base, pa.table({"u": pa.array([999], pa.int64()), "x": pa.array([5.0])})])

@@ -24,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import dpspark
-from dpspark import cli
+from dpspark.cli import app as cli
 from dpspark.errors import DPSparkError, ParameterError, ParameterTypeError
 from dpspark.exact import parse_rational
 
@@ -67,7 +67,7 @@ def test_every_dpspark_exception_is_a_dpspark_error() -> None:
 
 def test_second_bases_are_kept() -> None:
     """Callers that catch ValueError, TypeError, OSError or RuntimeError keep working."""
-    from dpspark.config import ConfigError
+    from dpspark.api.config import ConfigError
     from dpspark.ledger import LedgerError
     from dpspark.release import ReleaseExistsError, ReleaseFormatError, ReleaseWriteError
     from dpspark.universe import KeyTypeError
@@ -194,7 +194,7 @@ def test_a_bad_spark_master_is_one_line(tmp_path: Path) -> None:
     """A master URL Spark rejects: one line and exit code 2 (a fresh process, so no running session is reused)."""
     cfg = _config(tmp_path)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    proc = subprocess.run([sys.executable, "-m", "dpspark.cli", "release", "--config", str(cfg), "--master", "bogus"],
+    proc = subprocess.run([sys.executable, "-m", "dpspark.cli.app", "release", "--config", str(cfg), "--master", "bogus"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr

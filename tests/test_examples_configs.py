@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.config import load_config
-from dpspark.job import describe_plan
+from dpspark.api.config import load_config
+from dpspark.engine.runner import describe_plan
 from dpspark.mechanisms.registry import names
 
 CONF = Path(__file__).resolve().parents[1] / "conf"

@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpspark.config import load_config
-from dpspark.job import run_release
+from dpspark.api.config import load_config
+from dpspark.engine.runner import run_release
 from dpspark.ledger import STATUS_RELEASED, STATUS_SPENT
 from dpspark.rng import SeededRandom
 from tests.fault_support import (

@@ -15,8 +15,8 @@ from types import ModuleType
 
 import pytest
 
-from dpspark.config import load_config
-from dpspark.job import run_release
+from dpspark.api.config import load_config
+from dpspark.engine.runner import run_release
 from dpspark.rng import SeededRandom
 from tests.fault_support import REPO, make_queries, release_state, write_config
 

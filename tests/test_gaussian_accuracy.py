@@ -25,10 +25,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpspark.gaussian.covariance import PublicBounds, Run, naive_pce_release, pce
-from dpspark.gaussian.fixed import Scales, as_real
-from dpspark.gaussian.mean import pme
-from dpspark.gaussian.source import ArraySource, upper_pairs
+from dpspark.mechanisms.gaussian_model.covariance import PublicBounds, Run, naive_pce_release, pce
+from dpspark.mechanisms.gaussian_model.fixed import Scales, as_real
+from dpspark.mechanisms.gaussian_model.mean import pme
+from dpspark.mechanisms.gaussian_model.source import ArraySource, upper_pairs
 from dpspark.rng import SeededRandom
 
 KEY = bytes(range(16, 32))
@@ -110,14 +110,14 @@ def test_pme_error_within_its_stated_bounds(d: int, n: int) -> None:
     bounds = PublicBounds(d, Fraction(40), Fraction(100), Fraction(1, 10**7), n)
     src = ArraySource(x, scales.data_bits, KEY)
     run = Run(src, scales, bounds, SeededRandom(d))
-    from dpspark.gaussian.mean import whitening
+    from dpspark.mechanisms.gaussian_model.mean import whitening
 
     m_int = whitening(sigma, scales.matrix_bits)  # known covariance: M = Sigma^-1/2 (quantised)
     est = pme(run, m_int, Fraction(1), Fraction(1, 2))
     count_noise, sums_noise = run.noises[0], run.noises[-1]
     c = run.outputs[0][0]
     radius, centres = run.passes[-1]["radius"], run.passes[-1]["centres"]
-    from dpspark.gaussian.source import _apply
+    from dpspark.mechanisms.gaussian_model.source import _apply
 
     y = _apply(m_int, src._singles).astype(object)
     assert all(abs(int(v) - c0) <= radius for row in y for v, c0 in zip(row, centres))  # no value was clamped
@@ -154,7 +154,7 @@ def test_preconditioning_pays_off_at_kappa_1e4() -> None:
 
 
 # ------------------------------------------------------------------------------------------------
-# at the n the theorem gives: N from dpspark.gaussian.sample_size (data-free), then one run at exactly N
+# at the n the theorem gives: N from dpspark.mechanisms.gaussian_model.sample_size (data-free), then one run at exactly N
 # ------------------------------------------------------------------------------------------------
 
 BETA_N = Fraction(1, 10**6)  # the stated false-alarm rate of every test below (the bound's own beta)
@@ -162,7 +162,7 @@ BETA_N = Fraction(1, 10**6)  # the stated false-alarm rate of every test below (
 
 def _run_at(d: int, n: int, kappa: int, seed: int, events: int = 1):  # type: ignore[no-untyped-def]
     """(data, mu, sigma, source, run) configured as a release with max_units = buckets = n would be."""
-    from dpspark.gaussian.sample_size import mechanism_scales, tested_beta
+    from dpspark.mechanisms.gaussian_model.sample_size import mechanism_scales, tested_beta
 
     x, mu, sigma = _problem(d, float(kappa), n, seed=seed)
     bb = tested_beta(BETA_N, events)
@@ -178,11 +178,11 @@ def test_pce_at_the_stated_sample_size(d: int, kappa: int, rho: Fraction, alpha:
     """PCE at exactly n = N(d, alpha, beta, rho, kappa): ||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F <= alpha.
 
     False-alarm rate: the bound holds w.p. >= 1 - beta, beta = 1e-6 (norm event, pair count, noisy
-    count, Gram, every noise vector; dpspark.gaussian.sample_size). The realised-quantity bound of
+    count, Gram, every noise vector; dpspark.mechanisms.gaussian_model.sample_size). The realised-quantity bound of
     :func:`_cov_bounds` (same tails, realised m, c, W) must also be <= alpha at N, and the pair count
     must be above its stated lower bound. Teeth: the un-halved pair covariance (2 Sigma^) fails.
     """
-    from dpspark.gaussian.sample_size import CovariancePlan, covariance_error_bound, covariance_sample_size, pair_count_lower
+    from dpspark.mechanisms.gaussian_model.sample_size import CovariancePlan, covariance_error_bound, covariance_sample_size, pair_count_lower
 
     n = covariance_sample_size(d, alpha, BETA_N, rho, Fraction(kappa), radius=Fraction(40))
     assert n is not None
@@ -206,8 +206,8 @@ def test_pme_at_the_stated_sample_size(d: int) -> None:
     False-alarm rate <= beta = 1e-6 (histogram, clamp, counts, sums, Laurent-Massart). Teeth: a centre
     one histogram bin off (each y_j shifted by the bin width sqrt(k) = 1, an off-by-one bug) fails.
     """
-    from dpspark.gaussian.mean import whitening
-    from dpspark.gaussian.sample_size import mean_sample_size
+    from dpspark.mechanisms.gaussian_model.mean import whitening
+    from dpspark.mechanisms.gaussian_model.sample_size import mean_sample_size
 
     alpha, rho, kappa = Fraction(1, 10), Fraction(1), 100
     n = mean_sample_size(d, alpha, BETA_N, rho, Fraction(kappa), Fraction(40))
@@ -224,7 +224,7 @@ def test_pme_at_the_stated_sample_size(d: int) -> None:
 def test_sample_size_is_monotone_as_theory_says() -> None:
     """N falls as alpha or rho grows and rises with kappa (PPC rounds); halving alpha multiplies the mean's N
     by between 2 (the privacy terms, ~ 1/alpha) and 4 (the sampling term, ~ 1/alpha^2)."""
-    from dpspark.gaussian.sample_size import covariance_sample_size, mean_sample_size
+    from dpspark.mechanisms.gaussian_model.sample_size import covariance_sample_size, mean_sample_size
 
     def cov(alpha: Fraction, rho: Fraction, kappa: int) -> int:
         n = covariance_sample_size(5, alpha, BETA_N, rho, Fraction(kappa), radius=Fraction(40))
@@ -247,7 +247,7 @@ def test_stated_bound_holds_for_every_n_above_n(kind: str, units: int) -> None:
     """At a fixed max_units and buckets, the bound is <= alpha at N and non-increasing on [N, max_units]
     (so the release's "once n >= N" holds), and above alpha just below N. The estimated-covariance kinds
     take their mean at the unpaired singles' lower bound (about n/e)."""
-    from dpspark.gaussian.sample_size import (mechanism_scales, release_error_bound, release_events,
+    from dpspark.mechanisms.gaussian_model.sample_size import (mechanism_scales, release_error_bound, release_events,
                                               release_sample_size, tested_beta)
 
     d, alpha, rho, kappa, radius = 5, Fraction(1, 2), Fraction(1), Fraction(100), Fraction(40)
@@ -263,7 +263,7 @@ def test_stated_bound_holds_for_every_n_above_n(kind: str, units: int) -> None:
 
 def test_pair_count_lower_bound_holds_on_the_keyed_hash() -> None:
     """m_lo (McDiarmid, p = 1e-7) is below the realised pair count for B = n and for n < B."""
-    from dpspark.gaussian.sample_size import pair_count_lower
+    from dpspark.mechanisms.gaussian_model.sample_size import pair_count_lower
 
     for n, b in ((50_000, 50_000), (50_000, 200_000)):
         src = ArraySource(np.zeros((n, 1)), 12, KEY, buckets=b)
@@ -273,8 +273,8 @@ def test_pair_count_lower_bound_holds_on_the_keyed_hash() -> None:
 
 def test_mechanism_plan_states_the_sample_size(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The plan (dry-run) states N from the same function; alpha/beta are exact (a float is a TypeError)."""
-    from dpspark.config import ReleaseSpec
-    from dpspark.gaussian.sample_size import release_sample_size
+    from dpspark.api.config import ReleaseSpec
+    from dpspark.mechanisms.gaussian_model.sample_size import release_sample_size
 
     base = {"input": {"path": str(tmp_path), "format": "parquet"},
             "gaussian": {"columns": ["a", "b", "c"], "radius": "10", "kappa": "100", "alpha": "1/2", "beta": "1/1000000"},

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from dpspark.engine.xxhash64 import hash_long
-from dpspark.gaussian.covariance import PublicBounds, Run, kappa_schedule, pce
-from dpspark.gaussian.exactops import exact_gram, exact_sq_norms, limb_bits
-from dpspark.gaussian.fixed import Scales, chi2_threshold, identity, quantise_matrix
-from dpspark.gaussian.mean import pme
-from dpspark.gaussian.noise import plan_noise
-from dpspark.gaussian.source import ArraySource, Moments, _apply, keyed_buckets, upper_pairs
+from dpspark.mechanisms.gaussian_model.covariance import PublicBounds, Run, kappa_schedule, pce
+from dpspark.mechanisms.gaussian_model.exactops import exact_gram, exact_sq_norms, limb_bits
+from dpspark.mechanisms.gaussian_model.fixed import Scales, chi2_threshold, identity, quantise_matrix
+from dpspark.mechanisms.gaussian_model.mean import pme
+from dpspark.mechanisms.gaussian_model.model_noise import plan_noise
+from dpspark.mechanisms.gaussian_model.source import ArraySource, Moments, _apply, keyed_buckets, upper_pairs
 from dpspark.noise.dgauss import l2_rho
 from dpspark.noise.grid import grid_sensitivity
 from dpspark.rng import SeededRandom
@@ -138,7 +138,7 @@ def test_unpaired_singles_move_by_one_unit_and_share_no_unit_with_a_pair() -> No
 
 def test_alone_count_lower_bound_holds_on_the_keyed_hash() -> None:
     """The McDiarmid lower bound (p = 1e-7) is below the realised unpaired count, for B = n and n < B."""
-    from dpspark.gaussian.sample_size import alone_count_lower
+    from dpspark.mechanisms.gaussian_model.sample_size import alone_count_lower
 
     for n, b in ((50_000, 50_000), (50_000, 200_000)):
         src = ArraySource(np.zeros((n, 1)), 12, KEY, buckets=b)
@@ -242,8 +242,8 @@ def test_chi2_threshold_is_an_upper_bound() -> None:
 
 
 def test_largest_possible_sum_fits_decimal38_at_the_configured_scale() -> None:
-    from dpspark.gaussian.fixed import DECIMAL38_MAX, GaussianSpecError, choose_scales, default_data_bits
-    from dpspark.spark.pairs import check_pass_capacity
+    from dpspark.mechanisms.gaussian_model.fixed import DECIMAL38_MAX, GaussianSpecError, choose_scales, default_data_bits
+    from dpspark.mechanisms.gaussian_model.spark_pairs import check_pass_capacity
 
     # the example configs' scale (d = 5, R = 20, kappa = 100, max_units = 200000) and the benchmark target
     for d, radius, kappa, units in ((5, 20, 100, 200_000), (100, 20, 1000, 10**7)):
@@ -263,7 +263,7 @@ def test_largest_possible_sum_fits_decimal38_at_the_configured_scale() -> None:
 
 
 def test_config_refusals_before_any_data(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from dpspark.config import ConfigError, ReleaseSpec
+    from dpspark.api.config import ConfigError, ReleaseSpec
 
     base = {"input": {"path": str(tmp_path), "format": "parquet"},
             "gaussian": {"columns": ["a", "b"], "radius": "10", "kappa": "100"},
@@ -285,7 +285,7 @@ def test_config_refusals_before_any_data(tmp_path) -> None:  # type: ignore[no-u
 
 
 def test_limb_apply_and_vectorised_norm_test_at_their_edges() -> None:
-    from dpspark.gaussian.exactops import apply_bits, exact_apply, exact_norm_le
+    from dpspark.mechanisms.gaussian_model.exactops import apply_bits, exact_apply, exact_norm_le
 
     for d in (1, 5, 100, 127, 128):
         b = apply_bits(d)
@@ -322,7 +322,7 @@ def test_blob_preparation_matches_the_driver_across_batch_edges() -> None:
     give exactly the driver's pairs (up to sign) and singles; int32 and int64 blobs decode losslessly."""
     import pyarrow as pa
 
-    from dpspark.spark.pairs_prep import BLOB, BUCKET, UNIT, blob_array, blob_rows, encoder, pair_maker
+    from dpspark.mechanisms.gaussian_model.spark_pairs_prep import BLOB, BUCKET, UNIT, blob_array, blob_rows, encoder, pair_maker
 
     g = np.random.default_rng(5)
     n, d, b = 600, 3, 450
@@ -359,7 +359,7 @@ def test_blob_preparation_matches_the_driver_across_batch_edges() -> None:
 
 
 def test_int64_bins_and_clamped_sums_equal_python_ints_at_the_edges() -> None:
-    from dpspark.gaussian.source import bins_of, centred_of
+    from dpspark.mechanisms.gaussian_model.source import bins_of, centred_of
 
     g = np.random.default_rng(8)
     x = g.integers(-(2**31), 2**31, size=(4000, 3))

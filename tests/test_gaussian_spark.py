@@ -11,8 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.gaussian.fixed import identity, quantise_matrix
-from dpspark.gaussian.source import ArraySource
+from dpspark.mechanisms.gaussian_model.fixed import identity, quantise_matrix
+from dpspark.mechanisms.gaussian_model.source import ArraySource
 from dpspark.rng import SeededRandom
 
 pytestmark = pytest.mark.spark
@@ -29,7 +29,7 @@ def _frame(n: int, seed: int) -> tuple[pd.DataFrame, np.ndarray]:
 
 @pytest.mark.parametrize("built", ["sql", "arrow"])  # int64 columns in the cache, or the int32/int64 blobs
 def test_spark_aggregates_equal_the_driver_backend(spark, built: str) -> None:  # type: ignore[no-untyped-def]
-    from dpspark.spark.pairs import SparkGaussianSource
+    from dpspark.mechanisms.gaussian_model.spark_pairs import SparkGaussianSource
 
     df, x = _frame(3000, 1)
     df = pd.concat([df, df.iloc[:5]], ignore_index=True)  # five units with two rows: not singles
@@ -68,9 +68,9 @@ def _check_release(rel, mechanism: str) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_gaussian_covariance_via_config_and_inspect(spark, tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
-    from dpspark.cli import main as cli
-    from dpspark.config import load_config
-    from dpspark.job import run_release
+    from dpspark.cli.app import main as cli
+    from dpspark.api.config import load_config
+    from dpspark.engine.runner import run_release
     from dpspark.lookup import open_release
 
     df, x = _frame(20000, 2)
@@ -109,7 +109,7 @@ path = "release"
     ("gaussian_learner", {}),
 ])
 def test_mean_and_learner_via_session(spark, tmp_path: Path, mechanism: str, extra: dict) -> None:  # type: ignore[no-untyped-def]
-    from dpspark.session import Session
+    from dpspark.api.session import Session
 
     df, x = _frame(20000, 3)
     with Session(df, max_units=20000, unit_column="uid", spark=spark, rng=SeededRandom(7)) as s:
@@ -123,10 +123,10 @@ def test_mean_and_learner_via_session(spark, tmp_path: Path, mechanism: str, ext
 def test_input_conversion_is_the_drivers_and_fits_int32(spark) -> None:  # type: ignore[no-untyped-def]
     """The prepared singles are fixed_point's integers (the driver's conversion) for halves, infinities,
     NaN, NULL and values beyond the int32 clamp; a unit id that is NULL drops its row."""
-    from dpspark.gaussian.fixed import INPUT_BOUND
-    from dpspark.gaussian.source import fixed_point
-    from dpspark.spark.pairs import SparkGaussianSource
-    from dpspark.spark.pairs_prep import blob_rows
+    from dpspark.mechanisms.gaussian_model.fixed import INPUT_BOUND
+    from dpspark.mechanisms.gaussian_model.source import fixed_point
+    from dpspark.mechanisms.gaussian_model.spark_pairs import SparkGaussianSource
+    from dpspark.mechanisms.gaussian_model.spark_pairs_prep import blob_rows
 
     vals = [0.0, -0.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 0.49999999999999994, 0.5000000000000001, 1e300, -1e300,
             float("inf"), float("-inf"), float("nan"), None, 2.0**30 - 0.25, -(2.0**30) + 0.25, 2.0**30 + 0.5,

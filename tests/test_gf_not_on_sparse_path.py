@@ -22,9 +22,9 @@ ROOT = Path(__file__).resolve().parents[1]
 _DRIVER = r"""
 import json, sys
 from pathlib import Path
-from dpspark.config import load_config
-from dpspark.engine.context import finish_counts
-from dpspark.job import write_release
+from dpspark.api.config import load_config
+from dpspark.engine.backend import finish_counts
+from dpspark.engine.runner import write_release
 from dpspark.rng import SeededRandom
 
 cfg = load_config(Path(sys.argv[1]))

@@ -117,10 +117,10 @@ def test_interpolation_error_paths() -> None:
 
 
 def test_compact_lookup_paths_agree(monkeypatch: pytest.MonkeyPatch) -> None:
-    """dpspark.compact.lookup.evaluate_points gives the same values whichever path its dispatch picks."""
+    """dpspark.mechanisms.compact.evaluation.evaluate_points gives the same values whichever path its dispatch picks."""
     import importlib
 
-    L = importlib.import_module("dpspark.compact.lookup")
+    L = importlib.import_module("dpspark.mechanisms.compact.evaluation")
     real = L.use_multipoint
     assert not real(L.MULTIPOINT_MIN - 1, 10**9)
     assert real(10**5, 10**6) and not real(10**4, 10**4)

@@ -6,9 +6,9 @@ from fractions import Fraction
 
 import pytest
 
-from dpspark.counting import FastSample, GeoSample
-from dpspark.histogram import keepheavy
-from dpspark.histogram.keepheavy import accuracy_at
+from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.mechanisms.histogram import keepheavy
+from dpspark.mechanisms.histogram.keepheavy import accuracy_at
 
 MECHS = [FastSample(n=500, exp_eps=Fraction(21, 8), gamma=Fraction(1, 1 << 72)), GeoSample(n=40, exp_eps=Fraction(2))]
 

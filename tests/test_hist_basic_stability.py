@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from tests.test_hist_support import exact_law
 
-from dpspark.counting import FastSample, GeoSample
-from dpspark.histogram import basic_histogram, stability_histogram, stability_mechanism, stability_threshold
+from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.mechanisms.histogram import basic_histogram, stability_histogram, stability_mechanism, stability_threshold
 from dpspark.rng import SeededRandom
 
 MECH = GeoSample(n=2, exp_eps=Fraction(2))  # d = 6

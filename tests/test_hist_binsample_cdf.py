@@ -8,8 +8,8 @@ from math import comb
 
 import pytest
 
-from dpspark.histogram import binsample_cdf
-from dpspark.histogram.binsample_cdf import (
+from dpspark.mechanisms.histogram import binsample_cdf
+from dpspark.mechanisms.histogram.binsample_cdf import (
     TOP_BITS,
     approx_bin_sample_cdf,
     binomial_cdf_bounds,
@@ -19,8 +19,8 @@ from dpspark.histogram.binsample_cdf import (
     precisions,
     tail_bound,
 )
-from dpspark.histogram.lazy_bits import LazyBits, draw_level_uniform
-from dpspark.histogram.ordstat import approx_bin_sample, approx_conv_exp, bernoulli_vector
+from dpspark.mechanisms.histogram.lazy_bits import LazyBits, draw_level_uniform
+from dpspark.mechanisms.histogram.ordstat import approx_bin_sample, approx_conv_exp, bernoulli_vector
 from dpspark.rng import SeededRandom
 
 

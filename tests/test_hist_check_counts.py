@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dpspark.histogram.inputs import check_counts
+from dpspark.mechanisms.histogram.inputs import check_counts
 
 
 @pytest.mark.parametrize("seed", range(6))

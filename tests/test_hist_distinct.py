@@ -10,8 +10,8 @@ from itertools import permutations
 import pytest
 from tests.test_hist_support import exact_law
 
-from dpspark.histogram import distinct
-from dpspark.histogram.distinct import kth_missing, sample_distinct_avoiding, search_rounds
+from dpspark.mechanisms.histogram import distinct
+from dpspark.mechanisms.histogram.distinct import kth_missing, sample_distinct_avoiding, search_rounds
 from dpspark.rng import SeededRandom
 
 

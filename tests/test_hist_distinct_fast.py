@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from dpspark.histogram.distinct import sample_distinct_avoiding
-from dpspark.histogram.distinct_fast import sample_distinct_avoiding_chunked
+from dpspark.mechanisms.histogram.distinct import sample_distinct_avoiding
+from dpspark.mechanisms.histogram.distinct_fast import sample_distinct_avoiding_chunked
 from dpspark.rng import SeededRandom
 
 
@@ -49,7 +49,7 @@ def test_extreme_ranks_at_the_top_of_a_2_to_64_universe(avoid: list[int]) -> Non
 
 def _mutant(old: str, new: str):  # type: ignore[no-untyped-def]
     """The chunked sampler with one source line changed (a plausible bug)."""
-    from dpspark.histogram import distinct_fast
+    from dpspark.mechanisms.histogram import distinct_fast
 
     src = inspect.getsource(distinct_fast.sample_distinct_avoiding_chunked)
     assert old in src
@@ -100,7 +100,7 @@ def test_progress_names_only_public_fractions() -> None:
 def test_every_draw_runs_the_same_fixed_rounds(avoid: list[int]) -> None:
     """Strict time: one searchsorted and exactly search_rounds(B) in-chunk rounds per draw, whatever u and T."""
     from dpspark.audit.timing import count_line_hits
-    from dpspark.histogram.distinct_fast import _count_below, search_rounds
+    from dpspark.mechanisms.histogram.distinct_fast import _count_below, search_rounds
 
     for chunk in (2, 512):
         with count_line_hits([(_count_below, "mid = (lo + hi) >> 1")]) as hits:

@@ -8,10 +8,10 @@ from functools import cache
 import pytest
 from tests.test_hist_support import EnumeratingRandom, exact_law
 
-from dpspark.counting import GeoSample
-from dpspark.histogram import keepheavy_reference, keepheavy_simulation
-from dpspark.histogram.inputs import keep_strictly_heavy
-from dpspark.histogram.ordstat import ordsample_pmf
+from dpspark.noise.counting import GeoSample
+from dpspark.mechanisms.histogram import keepheavy_reference, keepheavy_simulation
+from dpspark.mechanisms.histogram.inputs import keep_strictly_heavy
+from dpspark.mechanisms.histogram.ordstat import ordsample_pmf
 from dpspark.rng import SeededRandom
 
 MECH = GeoSample(n=2, exp_eps=Fraction(2))  # d = 6: every draw is enumerable

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dpspark.histogram.lazy_bits import LEVEL_TOP_BITS, LazyBits, draw_lazy_bits, draw_level_uniform
+from dpspark.mechanisms.histogram.lazy_bits import LEVEL_TOP_BITS, LazyBits, draw_lazy_bits, draw_level_uniform
 from dpspark.rng import SeededRandom, SystemRandom
 
 

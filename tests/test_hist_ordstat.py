@@ -9,15 +9,15 @@ from math import comb
 import pytest
 from tests.test_hist_support import exact_law, sd
 
-from dpspark.counting import FastSample, GeoSample
-from dpspark.histogram import binsample_fast
-from dpspark.histogram.binsample_fast import (
+from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.mechanisms.histogram import binsample_fast
+from dpspark.mechanisms.histogram.binsample_fast import (
     approx_bin_sample_adaptive,
     interval_conv_exp,
     interval_conv_exp_packed,
     precision_bits,
 )
-from dpspark.histogram.ordstat import (
+from dpspark.mechanisms.histogram.ordstat import (
     approx_bin_sample,
     approx_bin_sample_pmf,
     approx_conv_exp,
@@ -231,7 +231,7 @@ def test_ordstat_error_paths() -> None:
 
 def test_approx_ord_sample_lazy_cdf_sampler_identical_under_seeded_rng() -> None:
     """The lazy U (top bits first) with CDF-bound decisions gives the exact path's outputs, level by level."""
-    from dpspark.histogram.binsample_cdf import approx_bin_sample_cdf
+    from dpspark.mechanisms.histogram.binsample_cdf import approx_bin_sample_cdf
 
     mech = FastSample(n=60, exp_eps=Fraction(3, 2), gamma="1/1000")
     s_bits = 2000

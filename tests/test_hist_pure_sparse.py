@@ -9,10 +9,10 @@ import pytest
 from tests.test_hist_sparse import sparse_law
 from tests.test_hist_support import EnumeratingRandom, exact_law
 
-from dpspark.counting import FastSample, GeoSample
-from dpspark.histogram import pure_sparse, pure_sparse_histogram, random_histogram
-from dpspark.histogram.pure_sparse import mixing_delta, mixing_min_probability_bound
-from dpspark.histogram.sparse import sd_bound, s_bits_for
+from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.mechanisms.histogram import pure_sparse, pure_sparse_histogram, random_histogram
+from dpspark.mechanisms.histogram.pure_sparse import mixing_delta, mixing_min_probability_bound
+from dpspark.mechanisms.histogram.sparse import sd_bound, s_bits_for
 from dpspark.rng import SeededRandom
 
 Law = dict[tuple[tuple[int, ...], tuple[int, ...]], Fraction]

@@ -8,11 +8,11 @@ from functools import cache
 import pytest
 from tests.test_hist_support import EnumeratingRandom, exact_law, sd
 
-from dpspark.counting import FastSample, GeoSample
-from dpspark.histogram import keepheavy_reference, sparse_histogram
-from dpspark.histogram.ordstat import approx_bin_sample_pmf
-from dpspark.histogram.result import biased_draw_factor
-from dpspark.histogram.sparse import sd_bound, s_bits_for, sparse_bias_draws
+from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.mechanisms.histogram import keepheavy_reference, sparse_histogram
+from dpspark.mechanisms.histogram.ordstat import approx_bin_sample_pmf
+from dpspark.mechanisms.histogram.result import biased_draw_factor
+from dpspark.mechanisms.histogram.sparse import sd_bound, s_bits_for, sparse_bias_draws
 from dpspark.rng import SeededRandom
 
 MECH = GeoSample(n=2, exp_eps=Fraction(2))

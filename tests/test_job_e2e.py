@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.config import load_config
-from dpspark.job import CuratorError, count_mechanism, run_release
+from dpspark.api.config import load_config
+from dpspark.engine.runner import CuratorError, count_mechanism, run_release
 from dpspark.ledger import BudgetExceeded, Ledger
 from dpspark.lookup import open_release
 from dpspark.release import ReleaseExistsError

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from dpspark.cli import main
-from dpspark.config import load_config
-from dpspark.histogram.result import AccuracyStatement, HistogramRelease, add_remove_statement
+from dpspark.cli.app import main
+from dpspark.api.config import load_config
+from dpspark.mechanisms.histogram.result import AccuracyStatement, HistogramRelease, add_remove_statement
 from dpspark.release.manifest import read_manifest
 
 from tests.configs import dense_toml
@@ -40,14 +40,14 @@ def test_spark_defaults_turn_the_ui_off_and_logs_down() -> None:
     )
     assert conf["spark.ui.enabled"].strip() == "false" and conf["spark.log.level"].strip() == "WARN"
     assert "log4j2.configurationFile=conf/log4j2.properties" in conf["spark.driver.extraJavaOptions"]
-    from dpspark.spark.session import DEFAULT_CONF, QUIET_SUBMIT_CONF
+    from dpspark.engine.spark.local import DEFAULT_CONF, QUIET_SUBMIT_CONF
 
     assert DEFAULT_CONF["spark.ui.enabled"] == "false" and "spark.log.level" in DEFAULT_CONF
     assert QUIET_SUBMIT_CONF == {"spark.ui.enabled": "false", "spark.log.level": "WARN"}
 
 
 ACTIVE = """
-from dpspark.spark.session import active_session
+from dpspark.engine.spark.local import active_session
 spark = active_session("t")
 conf = spark.sparkContext.getConf()
 print("RESULT", conf.get("spark.ui.enabled"), conf.get("spark.log.level"))
@@ -68,7 +68,7 @@ def test_spark_submit_session_is_quiet_unless_the_user_says_otherwise() -> None:
 
 def test_release_prints_before_spark_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                             capsys: pytest.CaptureFixture[str]) -> None:
-    import dpspark.spark.session as session
+    import dpspark.engine.spark.local as session
 
     seen: list[str] = []
 
@@ -108,7 +108,7 @@ def test_gen_queries_creates_the_parent_directory(tmp_path: Path) -> None:
 
 
 def test_no_verify_says_what_it_gives_up() -> None:
-    from dpspark.cli import build_parser
+    from dpspark.cli.app import build_parser
     from dpspark.lookup import open_release
 
     assert "wrong keys" in " ".join((open_release.__doc__ or "").split()).lower()
@@ -121,7 +121,7 @@ def test_no_verify_says_what_it_gives_up() -> None:
 
 
 def test_created_utc_is_the_plan_time_and_every_mtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import dpspark.job as job
+    import dpspark.engine.runner as job
 
     cfg = load_config(_config(tmp_path))
     release = HistogramRelease(

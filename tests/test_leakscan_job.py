@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpspark.audit.leaks import assert_no_leaks, blobs_from_paths, find_leaks
-from dpspark.cli import main as dpspark_main
-from dpspark.config import load_config
+from dpspark.cli.app import main as dpspark_main
+from dpspark.api.config import load_config
 from tests.fault_support import write_config
 
 pytestmark = pytest.mark.spark

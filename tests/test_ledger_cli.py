@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from dpspark.cli_budget import add_budget_commands
+from dpspark.cli.budget import add_budget_commands
 from dpspark.ledger import Ledger
 
 

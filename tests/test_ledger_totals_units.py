@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dpspark.config import load_config
+from dpspark.api.config import load_config
 from dpspark.errors import DPSparkError
 from dpspark.ledger import (
     BudgetExceeded,
@@ -129,7 +129,7 @@ def test_job_passes_config_totals_and_unit_and_says_the_spend_is_kept(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """job.run_release: totals/unit reach the ledger; a failure after the spend says the spend stays (1.5)."""
-    import dpspark.job as job
+    import dpspark.engine.runner as job
 
     def boom(*args: object, **kwargs: object) -> Path:
         raise RuntimeError("simulated failure after the spend")
@@ -154,11 +154,11 @@ def test_job_passes_config_totals_and_unit_and_says_the_spend_is_kept(
 
 
 def test_cli_prints_the_spend_kept_note(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    import dpspark.job as job
-    from dpspark.cli import main
+    import dpspark.engine.runner as job
+    from dpspark.cli.app import main
 
     def boom(*args: object, **kwargs: object) -> Path:
-        from dpspark.spark.counts import InputError
+        from dpspark.engine.spark.counts import InputError
 
         raise InputError("simulated failure after the spend")  # a user-facing error, caught by the CLI
 
@@ -170,7 +170,7 @@ def test_cli_prints_the_spend_kept_note(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_budget_cli_names_the_flag_and_shows_the_unit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from dpspark.cli import main
+    from dpspark.cli.app import main
 
     path = str(tmp_path / "l.sqlite")
     assert main(["budget", "d", "--ledger", path, "--total", "1/2"]) == 0

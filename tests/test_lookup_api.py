@@ -133,7 +133,7 @@ def test_importing_lookup_does_not_import_spark() -> None:
     code = (
         "import sys, dpspark.lookup, dpspark.release\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j', 'numba', 'galois', 'matplotlib')\n"
-        "         or m.startswith(('dpspark.spark', 'dpspark.histogram'))]\n"
+        "         or m.startswith(('dpspark.engine.spark', 'dpspark.mechanisms.histogram'))]\n"
         "assert not heavy, heavy\n"
         "print('ok')\n"
     )
@@ -151,7 +151,7 @@ def test_opening_and_looking_up_a_compact_release_stays_small() -> None:
         "rel.counts([1, 2, 3])\n"
         "bad = [m for m in sys.modules if m.split('.')[0] in ('pyspark', 'py4j', 'flint')\n"
         "       or any(p in m for p in ('pure_sparse', 'ordstat', 'keepheavy', 'release.writer', 'release.sparse',\n"
-        "                               'dpspark.engine', 'dpspark.mechanisms', 'dpspark.job', 'dpspark.config'))]\n"
+        "                               'dpspark.engine', 'dpspark.mechanisms', 'dpspark.engine.runner', 'dpspark.api.config'))]\n"
         "assert not bad, bad\n"
         "print(len([m for m in sys.modules if m.startswith('dpspark')]))\n"
     )

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dpspark.cli_release import add_release_commands, parse_key, split_tuple_key
+from dpspark.cli.lookup import add_release_commands, parse_key, split_tuple_key
 from dpspark.universe import BytesUniverse, CategoricalUniverse, HashedUniverse, IntRangeUniverse, StringUniverse, TupleUniverse
 from tests.test_release_support import hand_release, write
 

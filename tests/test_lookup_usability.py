@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dpspark.cli import build_parser, main
+from dpspark.cli.app import build_parser, main
 from dpspark.lookup import BELOW_THRESHOLD, KeyNotInUniverseError, open_release
 from dpspark.lookup.describe import readable
 from dpspark.lookup.display import display_width, format_table
@@ -158,7 +158,7 @@ def test_plot_hides_below_threshold_bins_labels_the_axis_and_orders(
     assert ax.get_xlabel().startswith("city")  # type: ignore[attr-defined]
     code, ax = _plot(monkeypatch, ["plot", str(cities), "--show-below-threshold", "--order", "universe", "-o", out])
     labels = [t.get_text() for t in ax.get_xticklabels()]  # type: ignore[attr-defined]
-    from dpspark.lookup.plotfont import covered, drawable_label, font_chain
+    from dpspark.cli.plotfont import covered, drawable_label, font_chain
 
     drawable = covered(font_chain())
     shortlex = sorted(CITIES, key=lambda k: CITY.encode(k))  # the universe's order
@@ -167,7 +167,7 @@ def test_plot_hides_below_threshold_bins_labels_the_axis_and_orders(
 
 
 def test_plot_draws_cjk_with_a_font_or_escapes_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dpspark.lookup import plotfont
+    from dpspark.cli import plotfont
 
     assert plotfont.drawable_label("東京 x", frozenset(map(ord, "東京x"))) == "東京 x"
     assert plotfont.drawable_label("東京 x", frozenset(map(ord, "x"))) == "\\u6771\\u4eac x"
@@ -203,7 +203,7 @@ def test_every_subcommand_has_a_one_line_description_and_an_example() -> None:
     ("stability", 32, "max_bytes <= 15"), ("stability", 16, "max_bytes <= 15"), ("compact", 32, "max_bytes <= 31"),
 ])
 def test_universe_limit_is_stated_for_the_chosen_mechanism(tmp_path: Path, mechanism: str, max_bytes: int, expect: str) -> None:
-    from dpspark.config import ConfigError, load_config
+    from dpspark.api.config import ConfigError, load_config
 
     (tmp_path / "in.parquet").write_bytes(b"PAR1")
     delta = 'delta = "1e-9"' if mechanism == "stability" else ""
@@ -232,8 +232,8 @@ path = "out"
 
 def test_pure_sparse_progress_is_in_words() -> None:
     """2.2: no 's = 2^6079689' in the progress lines."""
-    from dpspark.counting import GeoSample
-    from dpspark.histogram import pure_sparse_histogram
+    from dpspark.noise.counting import GeoSample
+    from dpspark.mechanisms.histogram import pure_sparse_histogram
     from dpspark.rng import SeededRandom
 
     lines: list[str] = []

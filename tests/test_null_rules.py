@@ -19,17 +19,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.cli import main as cli
-from dpspark.config import ConfigError, load_config
-from dpspark.engine.arrow_backend import ArrowContext
+from dpspark.cli.app import main as cli
+from dpspark.api.config import ConfigError, load_config
+from dpspark.engine.arrow.backend import ArrowContext
 from dpspark.engine.numeric import NullRule
 from dpspark.engine.stages import SumsStage
-from dpspark.job import run_release
+from dpspark.engine.runner import run_release
 from dpspark.ledger import Ledger
 from dpspark.lookup import open_release
 from dpspark.rng import SeededRandom
-from dpspark.samplers.binary_input import parse_binary_input
-from dpspark.samplers.stages import column_sums
+from dpspark.mechanisms.samplers.binary_input import parse_binary_input
+from dpspark.mechanisms.samplers.stages import column_sums
 
 #: a non-numeric text value that must never appear in any error message
 SECRET = "zq-SECRET-77"
@@ -105,7 +105,7 @@ def test_binary_nulls_field() -> None:
 
 
 def test_gaussian_nulls_field() -> None:
-    from dpspark.mechanisms.gaussian import parse_gaussian
+    from dpspark.mechanisms.gaussian_model.mechanism import parse_gaussian
 
     base = {"columns": ["a"], "radius": "10", "kappa": "2"}
     assert parse_gaussian(base)["nulls"] == NullRule()  # default: drop
@@ -144,7 +144,7 @@ def test_arrow_text_bits_never_raise(tmp_path: Path) -> None:
 
 
 def test_bernoulli_release_on_messy_data_is_the_release_on_its_clean_image(tmp_path: Path) -> None:
-    from dpspark.session import Session
+    from dpspark.api.session import Session
 
     pq.write_table(_messy(), tmp_path / "m.parquet")
     pq.write_table(_clean(_messy(), 1), tmp_path / "c.parquet")
@@ -159,7 +159,7 @@ def test_bernoulli_release_on_messy_data_is_the_release_on_its_clean_image(tmp_p
 
 # ------------------------------------------------------------------------------------------------ before the spend
 def _no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
-    import dpspark.spark.session as session
+    import dpspark.engine.spark.local as session
 
     def refuse(*_a: object, **_k: object) -> None:
         raise AssertionError("Spark was started before a data-free check refused the release")
@@ -243,7 +243,7 @@ def _ansi(spark: object) -> object:
 def test_spark_binary_sums_match_arrow(spark, tmp_path: Path) -> None:
     """Bernoulli column sums: messy Parquet (NULL, NaN, +-inf, non-0/1) and a CSV of junk text give the
     same totals on Spark, ANSI on and off, as on Arrow; nothing raises."""
-    from dpspark.engine.context import SparkContext
+    from dpspark.engine.backend import SparkContext
 
     pq.write_table(_messy(), tmp_path / "m.parquet")
     _write_text_csv(tmp_path / "t.csv")
@@ -289,7 +289,7 @@ def test_bernoulli_csv_release_same_on_both_engines(spark, tmp_path: Path) -> No
 def test_product_words_follow_the_rule(spark, tmp_path: Path, nulls: int) -> None:
     """The product rounds' packed records: messy columns (float with NaN/inf, bool and int8 with NULLs, and
     text with junk) pack to the words of their documented 0/1 image, ANSI on and off."""
-    from dpspark.spark.product_rounds import prepare
+    from dpspark.mechanisms.product.spark_rounds import prepare
 
     pq.write_table(_messy(), tmp_path / "m.parquet")
     pq.write_table(_clean(_messy(), nulls), tmp_path / "c.parquet")
@@ -317,9 +317,9 @@ def test_product_words_follow_the_rule(spark, tmp_path: Path, nulls: int) -> Non
 def test_gaussian_sufficient_statistics_follow_the_rule(spark, tmp_path: Path, rule: NullRule) -> None:
     """The Gaussian source on Spark (ANSI on and off) and the driver source agree on the pair count, the
     single count and the exact second moments of data full of NULL, NaN and +-inf; text junk is missing."""
-    from dpspark.gaussian.fixed import quantise_matrix
-    from dpspark.gaussian.source import ArraySource
-    from dpspark.spark.pairs import SparkGaussianSource
+    from dpspark.mechanisms.gaussian_model.fixed import quantise_matrix
+    from dpspark.mechanisms.gaussian_model.source import ArraySource
+    from dpspark.mechanisms.gaussian_model.spark_pairs import SparkGaussianSource
 
     gen = np.random.default_rng(5)
     n = 600
@@ -367,7 +367,7 @@ def test_int_keys_from_text_same_counts_on_both_engines(spark, tmp_path: Path) -
     NULL key (dropped); the same counts on Arrow and Spark (ANSI on and off), with and without units."""
     from dataclasses import replace
 
-    from dpspark.engine.context import SparkContext
+    from dpspark.engine.backend import SparkContext
     from dpspark.engine.stages import CountsStage
     from dpspark.universe import IntRangeUniverse
 
@@ -408,8 +408,8 @@ def test_csv_infer_schema_conversion_error_quotes_no_value(tmp_path: Path, capsy
 def test_array_form_missing_elements_follow_the_rule(nulls: int) -> None:
     """[columns] array: a NULL array, a short array and a NULL element are missing bits (the nulls value);
     the packed words of the rounds and the element bits of the sums agree with the named-column rule."""
-    from dpspark.samplers.binary_input import binary_bits, expand_array
-    from dpspark.spark.arrays import array_words
+    from dpspark.mechanisms.samplers.binary_input import binary_bits, expand_array
+    from dpspark.mechanisms.samplers.spark_arrays import array_words
 
     width = 70  # two words, bit 63 in use
     rows = [None, [], [0, 1, None, 2, -1], [1] * 80, [None] * 70, [0] * 69, [3, 0]]

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.config import MAX_EPSILON, MAX_UNITS, ConfigError, ReleaseSpec
+from dpspark.api.config import MAX_EPSILON, MAX_UNITS, ConfigError, ReleaseSpec
 from dpspark.ledger import Ledger
 from dpspark.mechanisms.registry import mechanism_class, names
 from dpspark.rng import SeededRandom
@@ -78,7 +78,7 @@ def _prepare(tmp: Path) -> Path:
 def _within(exp_eps: Fraction, extra: Fraction, epsilon: Fraction) -> bool:
     """Certified ln(exp_eps) + extra <= epsilon (either sufficient condition)."""
     from dpspark.exact import exp_lower_bound
-    from dpspark.mechanisms.histograms import within_epsilon
+    from dpspark.mechanisms.histogram.mechanism import within_epsilon
 
     return within_epsilon(exp_eps, extra, epsilon) or (extra <= epsilon and exp_eps <= exp_lower_bound(epsilon - extra))
 
@@ -91,9 +91,9 @@ def _spends(tmp: Path) -> int:
 def attempt(tmp: Path, mech: str, run: bool = True, spark: Any = None, **privacy: Any) -> str:
     """"refused" (before any spend), "planned" (``run=False``) or "released" (written, read back, inspected);
     anything else fails the test. ``spark``: run on that session (the Spark-only mechanisms), else on Arrow."""
-    from dpspark.cli import main as cli
-    from dpspark.job import run_release
-    from dpspark.lookup.release import open_release
+    from dpspark.cli.app import main as cli
+    from dpspark.engine.runner import run_release
+    from dpspark.lookup.open import open_release
 
     _prepare(tmp)
     raw = _raw(tmp, mech, **privacy)
@@ -203,7 +203,7 @@ def test_spark_only_mechanisms_release_or_refuse(spark, tmp_path: Path, mech: st
 def test_dense_10_keys_50_rows_states_a_readable_upper_bound(tmp_path: Path) -> None:
     """dense, k = 10, c = 50: (p/q)^500 has ~4500-bit parts, which the reader refuses; the plan states it
     rounded up (a valid upper bound), and the release reads back."""
-    from dpspark.mechanisms.histograms import ROUND_BITS
+    from dpspark.mechanisms.histogram.mechanism import ROUND_BITS
     from dpspark.release.exactjson import frac_to_str, str_to_frac
 
     spec = ReleaseSpec.from_dict(_raw(_prepare(tmp_path), "dense", max_keys_per_unit=10, max_rows_per_key=50), base_dir=tmp_path)
@@ -218,7 +218,7 @@ def test_dense_10_keys_50_rows_states_a_readable_upper_bound(tmp_path: Path) -> 
 
 
 def test_dense_10_keys_50_rows_releases_and_reads_back(tmp_path: Path) -> None:
-    from dpspark.lookup.release import open_release
+    from dpspark.lookup.open import open_release
 
     assert attempt(tmp_path, "dense", max_units=10, max_keys_per_unit=10, max_rows_per_key=50) == "released"
     rel = open_release(tmp_path / "out")
@@ -296,7 +296,7 @@ def test_tight_t_is_the_exact_minimum() -> None:
     """The incremental t* search returns the least t meeting FastSample's exact condition."""
     import random
 
-    from dpspark.counting.fastsample import tight_t, truncation_condition
+    from dpspark.noise.fastsample import tight_t, truncation_condition
 
     rnd = random.Random(7)
     for _ in range(300):

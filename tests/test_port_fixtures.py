@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dpspark.config import load_config
-from dpspark.job import run_release
+from dpspark.api.config import load_config
+from dpspark.engine.runner import run_release
 from dpspark.rng import SeededRandom
 
 pytestmark = pytest.mark.spark

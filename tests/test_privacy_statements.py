@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpspark.counting.geosample import GeoSample
-from dpspark.histogram.basic import basic_accuracy, basic_privacy
+from dpspark.noise.geosample import GeoSample
+from dpspark.mechanisms.histogram.basic import basic_accuracy, basic_privacy
 from dpspark.privacy import (
     AccuracyClaim,
     AccuracyStatement,

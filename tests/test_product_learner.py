@@ -15,8 +15,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from dpspark.product import learner as lr
-from dpspark.product.simulate import SimulatedCounts
+from dpspark.mechanisms.product import learner as lr
+from dpspark.mechanisms.product.simulate import SimulatedCounts
 from dpspark.rng import SeededRandom
 
 

@@ -1,4 +1,4 @@
-"""Exact privacy checks of the product sampler and learner rounds (dpspark.product).
+"""Exact privacy checks of the product sampler and learner rounds (dpspark.mechanisms.product).
 
 * every round's l2 sensitivity, by enumerating all pairs of records at every ceiling (the truncation
   boundary included), equals the stated min(|S|, 2C) (Substitute) and min(|S|, C) (AddRemove);
@@ -20,9 +20,9 @@ import pytest
 
 from dpspark.noise.dgauss import vector_rho
 from dpspark.privacy import AddRemove, PrivacyStatement, Substitute, ZCDP, parallel_statements
-from dpspark.product import rounds as rd
-from dpspark.product.learner import LearnerPlan, run_learner
-from dpspark.product.sampler import SamplerPlan, run_sampler
+from dpspark.mechanisms.product import rounds as rd
+from dpspark.mechanisms.product.learner import LearnerPlan, run_learner
+from dpspark.mechanisms.product.sampler import SamplerPlan, run_sampler
 from dpspark.rng import SeededRandom
 
 

@@ -10,12 +10,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.cli import main as cli
-from dpspark.config import ConfigError, ReleaseSpec, load_config
-from dpspark.job import run_release
+from dpspark.cli.app import main as cli
+from dpspark.api.config import ConfigError, ReleaseSpec, load_config
+from dpspark.engine.runner import run_release
 from dpspark.lookup import open_release
-from dpspark.lookup.distribution import DistributionLookup, bernoulli_matrix, check_distribution_section
-from dpspark.lookup.statement import StatementLookup
+from dpspark.mechanisms.product.reader import DistributionLookup, bernoulli_matrix, check_distribution_section
+from dpspark.lookup.statement_base import StatementLookup
 from dpspark.mechanisms.zcdp_budget import converted_epsilon
 from dpspark.release.errors import ReleaseFormatError
 from dpspark.rng import SeededRandom
@@ -127,7 +127,7 @@ def test_product_releases_end_to_end(spark, tmp_path: Path, capsys: pytest.Captu
 def test_product_learner_through_session(spark, tmp_path: Path) -> None:
     import pandas as pd
 
-    from dpspark.session import Session
+    from dpspark.api.session import Session
 
     n = 120000
     gen = np.random.default_rng(9)
@@ -145,8 +145,8 @@ def test_product_learner_through_session(spark, tmp_path: Path) -> None:
 @pytest.mark.spark
 def test_spark_rounds_match_the_reference_truncation(spark) -> None:
     """Packed words across a 64-bit boundary, units with several rows (OR), flips and a ceiling: exact sums."""
-    from dpspark.product.rounds import RoundQuery, truncate
-    from dpspark.spark.product_rounds import SparkRounds
+    from dpspark.mechanisms.product.rounds import RoundQuery, truncate
+    from dpspark.mechanisms.product.spark_rounds import SparkRounds
 
     d, units = 70, 300
     gen = np.random.default_rng(5)
@@ -193,7 +193,7 @@ def test_sql_packing_equals_arrow_packing(spark) -> None:
     import pandas as pd
     from pyspark.sql.types import LongType, StructField, StructType
 
-    from dpspark.spark.product_rounds import _pack, _sql_words
+    from dpspark.mechanisms.product.spark_rounds import _pack, _sql_words
 
     d, n = 130, 200
     gen = np.random.default_rng(7)

@@ -1,4 +1,4 @@
-"""The derived constants of dpspark.product.rounds against the tail bounds they come from (exact or certified)."""
+"""The derived constants of dpspark.mechanisms.product.rounds against the tail bounds they come from (exact or certified)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from fractions import Fraction
 
 import pytest
 
-from dpspark.product import rounds as rd
+from dpspark.mechanisms.product import rounds as rd
 
 
 def test_ln_and_sqrt_bounds() -> None:

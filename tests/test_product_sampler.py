@@ -11,9 +11,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from dpspark.product import rounds as rd
-from dpspark.product.sampler import SamplerPlan, run_sampler
-from dpspark.product.simulate import SimulatedCounts
+from dpspark.mechanisms.product import rounds as rd
+from dpspark.mechanisms.product.sampler import SamplerPlan, run_sampler
+from dpspark.mechanisms.product.simulate import SimulatedCounts
 from dpspark.rng import SeededRandom
 
 FALSE_ALARM = 1e-6  # report

@@ -13,7 +13,8 @@ import pytest
 
 from dpspark.lookup import open_release
 from dpspark.release import ReleaseExistsError, ReleaseWriteError, check_output_path
-from dpspark.release import atomic, sparse, writer
+from dpspark.release import atomic, writer
+from dpspark.mechanisms.histogram import writer as sparse
 from dpspark.universe import IntRangeUniverse
 from tests.test_release_support import hand_release, write
 

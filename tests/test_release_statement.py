@@ -10,20 +10,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.cli import main as cli
-from dpspark.config import ReleaseSpec
-from dpspark.job import run_release
+from dpspark.cli.app import main as cli
+from dpspark.api.config import ReleaseSpec
+from dpspark.engine.runner import run_release
 from dpspark.lookup import open_release
-from dpspark.lookup.kinds import register_reader
-from dpspark.lookup.statement import StatementLookup
+from dpspark.lookup.readers import register_reader
+from dpspark.lookup.statement_base import StatementLookup
 from dpspark.mechanisms import registry
 from dpspark.mechanisms.base import MechanismSpecError
 from dpspark.mechanisms.zcdp_budget import RHO_BITS, converted_epsilon, rho_within
 from dpspark.privacy import AccuracyClaim, AccuracyStatement, AddRemove, PrivacyStatement, Substitute, ZCDP
 from dpspark.release.errors import ReleaseFormatError
-from dpspark.release.kinds import register_writer
+from dpspark.release.writers import register_writer
 from dpspark.release.manifest import read_manifest, seal_manifest
-from dpspark.release.statement import StatementManifest, StatementRelease, standard_statements, write_statement_release
+from dpspark.release.statement_envelope import StatementManifest, StatementRelease, standard_statements, write_statement_release
 from dpspark.rng import SeededRandom
 from tests.plugins import toy_statement
 
@@ -188,9 +188,9 @@ def toy() -> object:
 
 @pytest.mark.spark
 def test_statement_mechanism_end_to_end(spark, tmp_path: Path, toy, capsys: pytest.CaptureFixture[str]) -> None:
-    from dpspark.config import ConfigError, load_config
-    from dpspark.job import choose_engine
-    from dpspark.session import Session
+    from dpspark.api.config import ConfigError, load_config
+    from dpspark.engine.runner import choose_engine
+    from dpspark.api.session import Session
 
     xs = [i % 9 for i in range(600)]  # clipped to [0, 5]
     pq.write_table(pa.table({"x": pa.array(xs, pa.int64())}), tmp_path / "in.parquet")
@@ -222,7 +222,7 @@ def test_statement_mechanism_end_to_end(spark, tmp_path: Path, toy, capsys: pyte
 
 
 def test_config_refusals_before_any_data(tmp_path: Path, toy) -> None:
-    from dpspark.config import ConfigError
+    from dpspark.api.config import ConfigError
 
     base = {"input": {"path": str(tmp_path), "format": "parquet"}, "sum": {"column": "x", "hi": 5},
             "privacy": {"mechanism": "toy_dgauss_sum", "epsilon": "1", "delta": "1/1000000000", "max_units": 10},

@@ -6,7 +6,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpspark.histogram.result import AccuracyStatement, HistogramRelease, add_remove_statement
+from dpspark.mechanisms.histogram.result import AccuracyStatement, HistogramRelease, add_remove_statement
 from dpspark.release import write_sparse_release
 from dpspark.rng import SeededRandom, bias_epsilon
 from dpspark.universe import Universe

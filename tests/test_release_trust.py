@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.cli import main as cli
+from dpspark.cli.app import main as cli
 from dpspark.lookup import open_release
 from dpspark.privacy.measures import ZCDP
 from dpspark.release.errors import ReleaseExistsError, ReleaseFormatError

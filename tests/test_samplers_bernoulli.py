@@ -9,8 +9,8 @@ from fractions import Fraction
 import pytest
 
 from dpspark.rng import DEFAULT_LAMBDA, SeededRandom
-from dpspark.samplers import bernoulli as B
-from dpspark.samplers.categorical import uniform_cdf_count
+from dpspark.mechanisms.samplers import bernoulli as B
+from dpspark.mechanisms.samplers.categorical import uniform_cdf_count
 from tests.chisq import chi2_critical
 
 LAM = DEFAULT_LAMBDA

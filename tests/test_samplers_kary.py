@@ -8,11 +8,11 @@ from fractions import Fraction
 
 import pytest
 
-from dpspark.counting import GeoSample
+from dpspark.noise.counting import GeoSample
 from dpspark.exact import exp_lower_bound
 from dpspark.rng import DEFAULT_LAMBDA, SeededRandom
-from dpspark.samplers import categorical
-from dpspark.samplers.kary import (
+from dpspark.mechanisms.samplers import categorical
+from dpspark.mechanisms.samplers.kary import (
     exact_output_law, kary_counting, kary_sample, mean_abs_noise, min_units_for, tv_bound,
 )
 from tests.chisq import chi2_critical
@@ -121,7 +121,7 @@ def test_tv_within_rsss_bound(k, N, eps, P):
 
 def _add_one_law(c, mech, lam):
     """Mutant: add-one smoothing of the noisy counts (w_j + 1) - biased toward uniform."""
-    from dpspark.samplers.kary import implemented_pmf
+    from dpspark.mechanisms.samplers.kary import implemented_pmf
 
     k = len(c)
     pmfs = [implemented_pmf(mech, int(x), lam) for x in c]

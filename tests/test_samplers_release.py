@@ -12,18 +12,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.cli import main as cli
-from dpspark.config import ConfigError, load_config
+from dpspark.cli.app import main as cli
+from dpspark.api.config import ConfigError, load_config
 from dpspark.engine.stages import SumsStage
-from dpspark.job import run_release
+from dpspark.engine.runner import run_release
 from dpspark.lookup import open_release
-from dpspark.lookup.sample import SampleLookup
+from dpspark.mechanisms.samplers.reader import SampleLookup
 from dpspark.privacy import AddRemove, Substitute
 from dpspark.rng import DEFAULT_LAMBDA, SeededRandom
-from dpspark.samplers import bernoulli as B
-from dpspark.samplers.categorical import uniform_cdf_count
-from dpspark.samplers.stages import arrow_sums
-from dpspark.session import Session
+from dpspark.mechanisms.samplers import bernoulli as B
+from dpspark.mechanisms.samplers.categorical import uniform_cdf_count
+from dpspark.mechanisms.samplers.stages import arrow_sums
+from dpspark.api.session import Session
 
 UNIVERSE = {"kind": "categorical", "values": ["a", "b", "c", "d"]}
 
@@ -185,7 +185,7 @@ def test_bernoulli_zcdp_route(tmp_path: Path) -> None:
 
 
 def test_sample_section_check() -> None:
-    from dpspark.lookup.sample import check_sample_section
+    from dpspark.mechanisms.samplers.reader import check_sample_section
     from dpspark.release.errors import ReleaseFormatError
 
     good = {"samples": [[0, 1], [1, 1]], "columns": ["x", "y"], "batches": 2, "independence": "independent only across batches"}

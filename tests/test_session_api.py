@@ -12,7 +12,7 @@ import pytest
 
 import dpspark
 from dpspark.rng import SeededRandom
-from dpspark.session import SessionBudgetExceeded
+from dpspark.api.session import SessionBudgetExceeded
 
 pytestmark = pytest.mark.spark
 

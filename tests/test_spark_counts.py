@@ -9,10 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.config import load_config
+from dpspark.api.config import load_config
 from dpspark.rng import SeededRandom
 from dpspark.engine.stages import CountsStage
-from dpspark.spark.counts import InputError, collect_counts, counts_to_python, read_input, sparse_counts
+from dpspark.engine.spark.counts import InputError, collect_counts, counts_to_python, read_input, sparse_counts
 
 pytestmark = pytest.mark.spark
 
@@ -61,7 +61,7 @@ def test_rows_without_unit_column_are_individuals(spark, tmp_path: Path) -> None
 def test_out_of_universe_error_mode_names_no_value(spark, tmp_path: Path) -> None:
     t = pa.table({"k": pa.array([3, 12345678], pa.int64())})
     cfg = make_config(tmp_path, t, 'kind = "int_range"\nlo = 1\nhi = 10', unit=False, extra='out_of_universe = "error"')
-    from dpspark.engine.context import CuratorError  # a curator-side check: value-free text, passes the data pass
+    from dpspark.engine.backend import CuratorError  # a curator-side check: value-free text, passes the data pass
 
     with pytest.raises(CuratorError, match="outside the declared universe") as err:
         counts_of(spark, cfg)

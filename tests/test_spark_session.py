@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dpspark.spark import java
-from dpspark.spark.java import INSTALL_HINT, JavaNotFoundError, ensure_java_home, find_java, inspect_java_home
+from dpspark.engine.spark import java
+from dpspark.engine.spark.java import INSTALL_HINT, JavaNotFoundError, ensure_java_home, find_java, inspect_java_home
 
 FULL_MODULES = "java.base java.sql jdk.incubator.vector jdk.unsupported"
 
@@ -104,7 +104,7 @@ def test_local_session_settings(spark):
 @pytest.mark.spark
 def test_a_running_session_is_reused_unchanged(spark):
     """Starting a release in-process reuses the active session and leaves its runtime settings alone."""
-    from dpspark.spark.session import local_session
+    from dpspark.engine.spark.local import local_session
 
     before = spark.conf.get("spark.sql.shuffle.partitions")
     again = local_session("another", "local[1]", shuffle_partitions=7, conf={"spark.sql.shuffle.partitions": "9"})

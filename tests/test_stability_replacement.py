@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dpspark.histogram.stability import stability_histogram, stability_mechanism, stability_threshold
+from dpspark.mechanisms.histogram.stability import stability_histogram, stability_mechanism, stability_threshold
 from dpspark.release.manifest import read_manifest
 from dpspark.rng import SeededRandom
 from dpspark.universe import IntRangeUniverse

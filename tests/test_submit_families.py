@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from dpspark.cli import main as cli
+from dpspark.cli.app import main as cli
 from dpspark.lookup import open_release
-from dpspark.lookup.statement import StatementLookup
+from dpspark.lookup.statement_base import StatementLookup
 from tests.spark_procs import ROOT, SUBMIT_CONF, conf_args, run_process, spark_env, spark_submit
 
 pytestmark = pytest.mark.spark

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from dpspark.engine.stages import SumsStage
-from dpspark.samplers.stages import arrow_sums
+from dpspark.mechanisms.samplers.stages import arrow_sums
 
 VALUES = [1.5, float("nan"), float("inf"), float("-inf"), None, -2.25, 3.0, float("nan")]
 UNITS = [1, 1, 2, 3, 4, 4, 5, 6]
@@ -44,7 +44,7 @@ def test_arrow_sums_nan_inf(unit: str | None) -> None:
 @pytest.mark.parametrize("unit", [None, "u"])
 @pytest.mark.parametrize("ansi", ["true", "false"])
 def test_spark_sums_agree(spark: Any, unit: str | None, ansi: str) -> None:
-    from dpspark.spark.sums import clipped_sums, sum_column
+    from dpspark.engine.spark.sums import clipped_sums, sum_column
 
     df = spark.createDataFrame(pa.table({"x": pa.array(VALUES, pa.float64()), "u": pa.array(UNITS, pa.int64())}))
     before = spark.conf.get("spark.sql.ansi.enabled")

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from dpspark.spark.encode import with_universe_index
+from dpspark.engine.spark.encode import with_universe_index
 from dpspark.universe import (
     BytesUniverse,
     CategoricalUniverse,
@@ -265,7 +265,7 @@ def _python_counts(universe, rows) -> dict[bytes, int]:
     ids=["tuple", "hashed-collisions"],
 )
 def test_count_universe_indexes_matches_python(spark, universe):
-    from dpspark.spark.encode import count_universe_indexes
+    from dpspark.engine.spark.encode import count_universe_indexes
 
     s = ["a", "a", "b", "é", None, "toolong", "a", "c", "d", "e", "b"]
     n = [0, 0, 1, 2, 3, 1, 4, None, 3, 2, 1]
@@ -282,7 +282,7 @@ def test_count_universe_indexes_matches_python(spark, universe):
 
 @pytest.mark.spark
 def test_count_universe_indexes_fail_mode(spark):
-    from dpspark.spark.encode import count_universe_indexes
+    from dpspark.engine.spark.encode import count_universe_indexes
 
     df = spark.createDataFrame(pa.table({"s": ["ok", SECRET_KEY, None]}))
     with pytest.raises(OutOfUniverseError, match="column 's'.*outside the universe") as info:

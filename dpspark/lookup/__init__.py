@@ -6,7 +6,7 @@
 """
 
 from dpspark.lookup.describe import accuracy_text, privacy_text
-from dpspark.lookup.release import BELOW_THRESHOLD, Estimate, KeyNotInUniverseError, ReleaseLookup, open_release
+from dpspark.lookup.open import BELOW_THRESHOLD, Estimate, KeyNotInUniverseError, ReleaseLookup, open_release
 from dpspark.release.errors import ReleaseFormatError
 
 __all__ = [

@@ -8,7 +8,7 @@ parameters; never data). Before any data is read it answers:
 * :meth:`Mechanism.privacy_summary` / :meth:`Mechanism.accuracy_summary` - what the release will state;
 * :meth:`Mechanism.stages` - which aggregates it needs, in how many passes.
 
-Then :meth:`Mechanism.run` pulls aggregates from a :class:`~dpspark.engine.context.StageContext`
+Then :meth:`Mechanism.run` pulls aggregates from a :class:`~dpspark.engine.backend.StageContext`
 (Spark or Arrow; a multi-pass mechanism asks for the next stage after seeing its previous noisy,
 public output) and returns a release payload that the writer of its :attr:`release_kind` stores.
 
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from dpspark.errors import DPSparkError
 
 if TYPE_CHECKING:
-    from dpspark.engine.context import StageContext
+    from dpspark.engine.backend import StageContext
     from dpspark.engine.spec import ReleaseSpec
     from dpspark.rng import RandomSource
 

@@ -21,9 +21,9 @@ every parameter of the counting mechanism and of the empty-bin sampler G),
 parsed into :class:`CompactInfo`.
 
 Releases that are not keyed histograms (answers, samples, learned distributions) use the statement
-envelope (``"envelope": "statement"``, :mod:`dpspark.release.statement`): the same format, version,
+envelope (``"envelope": "statement"``, :mod:`dpspark.release.statement_envelope`): the same format, version,
 checksum and limits, with general exact privacy and accuracy statements; :func:`read_manifest` returns
-a :class:`~dpspark.release.statement.StatementManifest` for them.
+a :class:`~dpspark.release.statement_envelope.StatementManifest` for them.
 
 Reading order (each failure is a :class:`ReleaseFormatError` naming the file):
 size limit, UTF-8, JSON (no NaN/Infinity, bounded depth), format and schema
@@ -88,7 +88,7 @@ class FileEntry:
     size: int
 
 
-from dpspark.release.section_compact import CompactInfo  # noqa: E402  (re-exported: readers import it from here)
+from dpspark.mechanisms.compact.section import CompactInfo  # noqa: E402  (re-exported: readers import it from here)
 
 #: the parsed statements are the shared types of :mod:`dpspark.privacy` (one definition for writer and reader)
 RelationPrivacy = PrivacyStatement
@@ -171,7 +171,7 @@ def _exp_eps_float(exp_eps: Fraction) -> float | None:
     return math.log(exp_eps.numerator) - math.log(exp_eps.denominator)  # report
 
 
-#: algorithms whose replacement delta equals their add/remove delta (proof in dpspark.histogram.stability)
+#: algorithms whose replacement delta equals their add/remove delta (proof in dpspark.mechanisms.histogram.stability)
 REPLACEMENT_DELTA_EQUALS_DELTA = ("StabilityHistogram",)
 
 
@@ -190,7 +190,7 @@ def relation_statements(
     (1 + (p/q)/(1 - b)) delta, using e^b <= 1/(1 - b) for 0 <= b < 1.
     ``replacement_delta`` replaces that delta' by a bound the algorithm proves itself
     (only ``delta`` itself is accepted: StabilityHistogram's two changed bins are
-    independent coordinates, see :mod:`dpspark.histogram.stability`).
+    independent coordinates, see :mod:`dpspark.mechanisms.histogram.stability`).
     """
     if replacement_delta is not None and replacement_delta != delta:
         raise ValueError("a proved replacement delta must equal the add/remove delta (the only proved case)")
@@ -364,7 +364,7 @@ def _parse(data: bytes, name: str, limits: ReadLimits) -> Manifest:
     if "envelope" in obj:  # answers, samples, learned distributions: the general statement envelope
         if obj["envelope"] != "statement":
             raise _fail(name, f"unknown manifest envelope {json.dumps(obj['envelope'])[:40]}")
-        from dpspark.release.statement import parse_statement_manifest
+        from dpspark.release.statement_envelope import parse_statement_manifest
 
         return parse_statement_manifest(obj, name, limits)  # type: ignore[return-value]
     try:

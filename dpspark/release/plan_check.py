@@ -6,9 +6,9 @@ release) and its reader bounds their sizes, because a hostile file must not make
 run, and write a release nobody can open. :func:`check_plan_readable` serialises the parts of the
 manifest known before any data is read - the config section, n, and the privacy statements - with the
 writer's own encoders and parses them back with the reader's own checks and limits; anything the reader
-would refuse is refused here, as a :class:`UnreadablePlanError` (a :class:`~dpspark.config.ConfigError`).
+would refuse is refused here, as a :class:`UnreadablePlanError` (a :class:`~dpspark.api.config.ConfigError`).
 
-:func:`dpspark.config.parse_config` calls it on every spec, so the job, the session and ``--dry-run``
+:func:`dpspark.api.config.parse_config` calls it on every spec, so the job, the session and ``--dry-run``
 all refuse such a plan before any engine starts and before any budget is spent.
 """
 
@@ -18,11 +18,11 @@ import json
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from dpspark.config import ConfigError
+from dpspark.api.config import ConfigError
 from dpspark.release.errors import ReleaseFormatError
 
 if TYPE_CHECKING:
-    from dpspark.config import ReleaseSpec
+    from dpspark.api.config import ReleaseSpec
     from dpspark.privacy import PrivacyStatement
 
 #: the histogram release kinds (the histogram manifest); every other kind uses the statement envelope
@@ -111,7 +111,7 @@ def _check_histogram(spec: "ReleaseSpec", mech: Any) -> None:
 
 def _check_statements(spec: "ReleaseSpec", mech: Any) -> None:
     from dpspark.privacy import PrivacyStatement
-    from dpspark.release.statement import standard_statements
+    from dpspark.release.statement_envelope import standard_statements
 
     planned = getattr(mech, "planned_statements", None)
     if callable(planned):

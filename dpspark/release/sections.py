@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 #: kind -> (section key in the manifest, "module:function" of the codec)
 _BUILTIN: dict[str, tuple[str, str]] = {
-    "sparse": ("bins", "dpspark.release.section_sparse:parse_bins_section"),
-    "compact": ("compact", "dpspark.release.section_compact:parse_compact_section"),
+    "sparse": ("bins", "dpspark.mechanisms.histogram.section:parse_bins_section"),
+    "compact": ("compact", "dpspark.mechanisms.compact.section:parse_compact_section"),
 }
 _REGISTERED: dict[str, tuple[str, Callable[..., dict[str, Any]]]] = {}
 

@@ -1,6 +1,6 @@
 """What every release kind writes the same way: the manifest's common body and the atomic directory.
 
-:mod:`dpspark.release.sparse` and :mod:`dpspark.release.compact` add only
+:mod:`dpspark.mechanisms.histogram.writer` and :mod:`dpspark.mechanisms.compact.writer` add only
 their data file and their own manifest section (``bins`` or ``compact``);
 the privacy, accuracy, universe, input and file-checksum parts come from here,
 so the two kinds cannot drift apart.
@@ -31,7 +31,7 @@ from dpspark.release.manifest import (
 from dpspark.universe import CategoricalUniverse, TupleUniverse, Universe
 
 if TYPE_CHECKING:  # the lookup library must not import the mechanisms
-    from dpspark.histogram.result import AccuracyStatement, PrivacyStatement
+    from dpspark.mechanisms.histogram.result import AccuracyStatement, PrivacyStatement
 
 _INPUT_VALUE_TYPES = (str, int, bool, type(None))
 

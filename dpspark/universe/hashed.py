@@ -112,7 +112,7 @@ class HashedUniverse(Universe):
 
     def _encode_offsets(self, array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # Per-row Python remains here: one hashlib.sha256 call per row (about 1 us);
-        # Spark jobs use the native sha2() path in dpspark.spark.encode instead.
+        # Spark jobs use the native sha2() path in dpspark.engine.spark.encode instead.
         nulls = null_mask(array)
         rows = len(array)
         member = ~nulls

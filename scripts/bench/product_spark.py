@@ -39,11 +39,11 @@ def main() -> int:
         subprocess.run([sys.executable, os.path.join(root, "scripts", "gen_product.py"), data, "--rows",
                         str(args.rows), "--cols", str(args.cols)] + (["--array", "f"] if args.array else []), check=True, stdout=subprocess.DEVNULL)
         print(f"generated {data} in {time.perf_counter() - t0:.1f} s", flush=True)
-    from dpspark.engine.context import SparkContext
-    from dpspark.product.learner import LearnerPlan, run_learner
+    from dpspark.engine.backend import SparkContext
+    from dpspark.mechanisms.product.learner import LearnerPlan, run_learner
     from dpspark.rng import SystemRandom
-    from dpspark.spark.product_rounds import SparkRounds
-    from dpspark.spark.session import jvm_peak_rss_mib, local_session
+    from dpspark.mechanisms.product.spark_rounds import SparkRounds
+    from dpspark.engine.spark.local import jvm_peak_rss_mib, local_session
 
     spark = local_session("product-bench", args.master, shuffle_partitions=4)
     df = spark.read.parquet(data)

@@ -11,11 +11,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from dpspark.counting import GeoSample
-from dpspark.counting.exp_eps import exp_eps_at_most
-from dpspark.histogram.basic import basic_histogram
+from dpspark.noise.counting import GeoSample
+from dpspark.noise.exp_eps import exp_eps_at_most
+from dpspark.mechanisms.histogram.basic import basic_histogram
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError
-from dpspark.mechanisms.histograms import within_epsilon
+from dpspark.mechanisms.histogram.mechanism import within_epsilon
 from dpspark.rng import bias_epsilon
 
 

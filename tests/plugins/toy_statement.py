@@ -18,7 +18,7 @@ from dpspark.mechanisms.base import Mechanism, MechanismSpecError
 from dpspark.mechanisms.zcdp_budget import rho_option, rho_within
 from dpspark.noise.dgauss import DiscreteGaussian, smallest_sigma
 from dpspark.privacy import AccuracyClaim, AccuracyStatement
-from dpspark.release.statement import StatementRelease, standard_statements
+from dpspark.release.statement_envelope import StatementRelease, standard_statements
 
 KIND = "toy_statement"
 
@@ -84,11 +84,11 @@ class ToyDGaussSum(Mechanism):
 
 def register() -> None:
     """The registry entries: mechanism, writer (the generic one) and reader (the generic base)."""
-    from dpspark.lookup.kinds import register_reader
-    from dpspark.lookup.statement import StatementLookup
+    from dpspark.lookup.readers import register_reader
+    from dpspark.lookup.statement_base import StatementLookup
     from dpspark.mechanisms.registry import register as add
-    from dpspark.release.kinds import register_writer
-    from dpspark.release.statement import write_statement_release
+    from dpspark.release.writers import register_writer
+    from dpspark.release.statement_envelope import write_statement_release
 
     add(ToyDGaussSum)
     register_writer(KIND, write_statement_release)

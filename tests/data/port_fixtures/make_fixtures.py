@@ -74,10 +74,10 @@ def data_file(release: Path) -> Path:
 
 
 def main() -> int:
-    from dpspark.config import load_config
-    from dpspark.job import run_release
+    from dpspark.api.config import load_config
+    from dpspark.engine.runner import run_release
     from dpspark.rng import SeededRandom
-    from dpspark.spark.session import local_session
+    from dpspark.engine.spark.local import local_session
 
     write_input(HERE / "input.parquet")
     write_configs()

@@ -1,0 +1,1 @@
+"""dpspark.engine.arrow: created by the issue-21 layout move (a curated __init__ is left for later)."""
