@@ -29,7 +29,7 @@ def _cmd_mechanism(args: argparse.Namespace) -> int:
     print(f"n              {mech.n}")
     print(f"e^eps~ = p/q   {mech.exp_eps}   (eps~ = {mech.epsilon_tilde:.6f}, requested eps = {args.epsilon})")  # report
     if "t" in desc:
-        from dpspark.lookup.describe import readable  # [userfix] no number longer than 20 digits
+        from dpspark.text import readable  # [userfix] no number longer than 20 digits
 
         print(f"gamma, t*      {readable(mech.gamma)}, {desc['t']}")
     print(f"d              {mech.d.bit_length()} bits")

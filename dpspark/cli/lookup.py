@@ -9,7 +9,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from dpspark.lookup.describe import short
+from dpspark.text import short
 from dpspark.lookup.display import format_table, safe_text
 from dpspark.errors import DPSparkError, ParameterError
 from dpspark.universe import (

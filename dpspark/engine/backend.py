@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dpspark.engine.stages import CountsStage, OuterProductStage, SumsStage
 from dpspark.errors import ValueFreeError
@@ -123,3 +125,32 @@ def finish_counts(indices: list[int], counts: list[int], stage: CountsStage, rng
         left -= take
     pairs = [(x, c) for x, c in zip(indices, kept) if c > 0]
     return [x for x, _ in pairs], [c for _, c in pairs]
+
+
+# --- the seam the runner uses (issue 21): the backend protocol's helper replaces these bodies -------------
+def supported_engines(mech: Any) -> tuple[str, ...]:
+    """The engines that compute every stage ``mech`` (a constructed mechanism) asks for.
+
+    Interim body: the mechanism class's declaration. The backend protocol derives it from the stages.
+    """
+    cls = type(mech)
+    per_spec = getattr(cls, "engines_for", None)
+    return tuple(per_spec(mech.spec)) if per_spec is not None else tuple(getattr(cls, "engines", ("arrow", "spark")))
+
+
+@contextmanager
+def open_backend(engine: str, *, rng: "RandomSource", progress: Any = None, passes: int = 1, data: Any = None,
+                 source: Any = None, input_format: str | None = None,
+                 input_options: dict[str, str] | None = None) -> Iterator[Any]:
+    """The backend of one release's data pass; its input cache is released when the block ends.
+
+    ``engine`` "spark": ``data`` is the input DataFrame. "arrow": ``source`` is a local path or a pyarrow
+    Table (``input_format``/``input_options`` for a path). Call inside the data pass: opening reads metadata.
+    """
+    if engine == "arrow":
+        from dpspark.engine.arrow.backend import ArrowContext
+
+        ctx: Any = ArrowContext(source, rng, progress, format=input_format, options=input_options)
+    else:
+        ctx = SparkContext(data, rng, progress, passes=passes)
+    yield ctx

@@ -172,7 +172,7 @@ def plan_text(plan: dict[str, Any]) -> str:
     """The ``--dry-run`` plan in plain words (numbers shortened; exact values stay in the JSON form)."""
     from fractions import Fraction
 
-    from dpspark.lookup.describe import readable
+    from dpspark.text import readable
 
     def short_value(value: Any) -> str:
         if isinstance(value, str) and "/" in value and " " not in value:
