@@ -113,7 +113,7 @@ def main() -> int:
         new = mod_re.sub(lambda m: modules["tests." + m.group(1)], text)
         new = path_re.sub(lambda m: paths["tests/" + m.group(1)], new)
         new = folder_re.sub(lambda m: "tests/support/" + m.group(1), new)
-        new = new.replace("tests.plugins.", "tests.support.plugins.")
+        new = new.replace("tests.support.plugins.", "tests.support.plugins.")
         if new != text:
             f.write_text(new)
             changed += 1

@@ -6,7 +6,7 @@ generator, so no library version can change it), written to Parquet, a config gi
 through the public path, :func:`dpspark.engine.runner.run_release`, on the Arrow engine when the mechanism supports it
 and on the shared local Spark session otherwise. :func:`fingerprint` reduces the release directory to what
 does not depend on the clock or the tmp dir; ``tests/support/golden.json`` holds the committed fingerprints
-and ``tests/test_golden_releases.py`` compares.
+and ``tests/system/e2e/test_golden_releases.py`` compares.
 
 Regenerate (only in a commit of its own that says why outputs were allowed to change), from the repo root::
 

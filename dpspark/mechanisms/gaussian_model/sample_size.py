@@ -1,6 +1,6 @@
 """Data-free sample sizes for PCE and PME: the n at which the stated error bound is <= alpha w.p. >= 1 - beta.
 
-The bound is the one ``tests/test_gaussian_accuracy.py`` checks on realised runs, with every realised
+The bound is the one ``tests/unit/gaussian_model/test_gaussian_accuracy.py`` checks on realised runs, with every realised
 quantity replaced by a public worst case. Floats are used throughout (accuracy analysis, ``# report``);
 the noise plans are the mechanism's own exact :func:`~dpspark.mechanisms.gaussian_model.model_noise.plan_noise` objects.
 
@@ -65,7 +65,7 @@ Search: doubling n = 4, 8, ... (at most 39 steps) to the first n whose bound is 
 bisection (at most 64 steps, 0.1 % resolution, rounded up); the returned N's bound is <= alpha. For a
 fixed max_units and buckets B >= n, every term is monotone in n on [N, max_units] (the failure shares use
 max_units; m_lo grows with n for n <= B since E m ~ n^2 / 2B there), so "once n >= N" holds
-(tests/test_gaussian_accuracy.py checks it on a grid). With an estimated preconditioner (PPC, or PCE's Sigma^) M
+(tests/unit/gaussian_model/test_gaussian_accuracy.py checks it on a grid). With an estimated preconditioner (PPC, or PCE's Sigma^) M
 depends on the pairs, so the mean then reads only the unpaired singles (rows alone in their bucket; no
 pair holds their units), independent of M under i.i.d. rows - KLSU's fresh half. Their number is at least
 n (1 - 1/B)^(n-1) - sqrt(2 n ln(4/beta')) w.p. >= 1 - beta'/4 (McDiarmid, one unit moves it by <= 2;

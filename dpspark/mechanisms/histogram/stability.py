@@ -34,7 +34,7 @@ B(1) puts mass d1 = Pr[M(1,U) > tau] <= delta on "present". The pair moves
 So H <= d1 <= delta in every case, i.e. (2 eps, delta)-DP (the (2 eps, 2 delta_M)
 of composing two (eps, delta_M) coordinates is valid but looser). The bound is
 attained: the pair (1, 0) -> (0, 1) has H = d1 exactly.
-tests/test_stability_replacement.py enumerates the exact law at small n.
+tests/unit/histogram/test_stability_replacement.py enumerates the exact law at small n.
 
 FastSample inside: its uniform component alone gives Pr[M(1,U) > b] >= gamma (n-b)/(n+1),
 so gamma must be well below delta. :func:`stability_mechanism` splits delta as

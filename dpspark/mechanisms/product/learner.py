@@ -30,7 +30,7 @@ KL(P||Q) over the coordinates of A is at most their chi^2 sum <= alpha^2/2 (KL <
 TV(P, Q) <= TV_A + TV_B <= sqrt(KL_A / 2) + sum_B |p - q| <= alpha/2 + alpha/4 < alpha, except w.p.
 4 d R e^{-L} + R n e^{-L} (+ floor mass) <= beta/2 + (tiny) <= beta (truncations: Bernstein ceilings).
 n = sum of the round sizes = O(d L / alpha^2 + d L / (alpha sqrt(rho))) (KLSU Thm 5.2).
-Test of the claim (KL over A, TV bound, at a stated confidence): tests/test_product_learner.py.
+Test of the claim (KL over A, TV bound, at a stated confidence): tests/unit/product/test_product_learner.py.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ record - y = x[S] if popcount(x[S]) <= C, else the zero vector - and sums. Every
 record's contribution (S, the flips, C, the batch slice) is public: a function of the plan and of earlier
 rounds' noisy output only, never of other records.
 
-Sensitivity of one round (exact; tested by enumeration in tests/test_product_privacy.py). For binary
+Sensitivity of one round (exact; tested by enumeration in tests/unit/product/test_product_privacy.py). For binary
 y, y' in {0,1}^S with popcounts <= C, ||y - y'||_2^2 = |y xor y'| <= min(|S|, |y| + |y'|), so
 
 * Substitute(n) (change one record, n public): Delta^2 = min(|S|, 2C);

@@ -40,7 +40,7 @@ TV(output law, P) <= Pr[some bucketing step fails] + sum_j |E[y_j] - p_j|
 <= 4 d R e^{-L} + 2 R n e^{-L} (bucketing deviations, truncations) + d * alpha/(4d) (last bucket)
 + d * 2 sqrt((m' u_r + sigma_bar^2) 4 e^{-L}) / m' (rare clipping elsewhere, Cauchy-Schwarz) + floor mass
 <= alpha/4 + alpha/4 + (tiny) <= alpha: :meth:`SamplerPlan.accuracy_bound` computes the exact rational sum.
-Statistical test of the claim and of the unbiasedness lemma: tests/test_product_sampler.py.
+Statistical test of the claim and of the unbiasedness lemma: tests/unit/product/test_product_sampler.py.
 """
 
 from __future__ import annotations
