@@ -243,9 +243,10 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
 def _inspect(args: argparse.Namespace) -> int:
     from dpspark.lookup.describe import accuracy_text, privacy_text, relation_line
     from dpspark.release.manifest import read_manifest
-    from dpspark.release.reader import load_universe
+    from dpspark.mechanisms.histogram.layout import bins_columns
+    from dpspark.release.files import load_universe
 
-    from dpspark.release.statement_envelope import StatementManifest
+    from dpspark.release.statements import StatementManifest
 
     root = Path(args.release)
     try:
@@ -254,7 +255,7 @@ def _inspect(args: argparse.Namespace) -> int:
             return _inspect_statement(root, m, args.exact)
         status = _file_status(root, m)
         ok = all(s[2] for s in status)
-        universe = load_universe(m, root) if ok else None
+        universe = load_universe(m, root, bins_columns) if ok else None
     except DPSparkError as err:
         return _fail("inspect", err)
     eps = "not given" if m.epsilon_requested is None else short(m.epsilon_requested, args.exact)
@@ -304,7 +305,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _inspect_statement(root: Path, m: Any, exact: bool) -> int:
     """``inspect`` of a statement-envelope release (answers, samples, learned distributions)."""
-    from dpspark.lookup.readers import reader_for
+    from dpspark.release.kinds import reader_for
 
     status = _file_status(root, m)
     ok = all(s[2] for s in status)

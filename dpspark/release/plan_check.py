@@ -61,7 +61,7 @@ def check_plan_readable(spec: "ReleaseSpec", mech: Any = None) -> None:
 
 def _check_config(spec: "ReleaseSpec", mech: Any) -> None:
     from dpspark.release.exactjson import int_to_str, str_to_int
-    from dpspark.release.manifest import json_safe
+    from dpspark.release.header import json_safe
 
     section = json.loads(json.dumps(json_safe(spec.exact_parameters(mech), "config"), allow_nan=False))
     if len(section) > 256:
@@ -71,7 +71,9 @@ def _check_config(spec: "ReleaseSpec", mech: Any) -> None:
 
 def _check_histogram(spec: "ReleaseSpec", mech: Any) -> None:
     from dpspark.release.exactjson import frac_to_str, str_to_frac
-    from dpspark.release.manifest import DEFAULT_LIMITS, REPLACEMENT_DELTA_EQUALS_DELTA, _relation, relation_statements
+    from dpspark.release.counts_form import REPLACEMENT_DELTA_EQUALS_DELTA, relation_statements
+    from dpspark.release.counts_form import parse_relation as _relation
+    from dpspark.release.header import DEFAULT_LIMITS
     from dpspark.privacy import AddRemove, Substitute
 
     limits = DEFAULT_LIMITS
@@ -111,7 +113,7 @@ def _check_histogram(spec: "ReleaseSpec", mech: Any) -> None:
 
 def _check_statements(spec: "ReleaseSpec", mech: Any) -> None:
     from dpspark.privacy import PrivacyStatement
-    from dpspark.release.statement_envelope import standard_statements
+    from dpspark.release.statements import standard_statements
 
     planned = getattr(mech, "planned_statements", None)
     if callable(planned):

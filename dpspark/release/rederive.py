@@ -37,7 +37,9 @@ from dpspark.release.exactjson import str_to_frac
 
 if TYPE_CHECKING:
     from dpspark.privacy.statement import PrivacyStatement
-    from dpspark.release.statement_envelope import StatementManifest
+
+#: a :class:`dpspark.release.statements.StatementManifest` (not imported: statements calls this module)
+StatementManifest = Any
 
 #: a rho or delta whose conversion is recomputed has at most this many bits per part (the writer's are far below)
 MAX_CONVERSION_BITS = 1024

@@ -2,7 +2,7 @@
 
 The envelope (:mod:`dpspark.release.manifest`) has already checked the common parts; this codec checks
 the compact-specific fields against them (l = k n + 1, the per-unit statement, sizes before any
-allocation). Registered for the ``compact`` kind in :mod:`dpspark.release.sections`.
+allocation). Declared for the ``compact`` kind in ``kind.py``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dpspark.release.manifest import FileEntry, ReadLimits
-    from dpspark.release.sections import SectionContext
+    from dpspark.release.counts_form import SectionContext
+    from dpspark.release.header import FileEntry, ReadLimits
 
 SECTION_KEY = "compact"
 
@@ -53,7 +53,7 @@ def parse_compact_section(
     and the add/remove statement is k times the per-step one (group privacy).
     """
     from dpspark.gf.field import modulus_int, modulus_string
-    from dpspark.release.manifest import _fail, _frac, _int
+    from dpspark.release.header import exact_frac as _frac, exact_int as _int, fail as _fail
 
     if "bins" in obj:
         raise _fail(name, "a compact release has no bins section")

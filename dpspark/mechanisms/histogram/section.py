@@ -1,7 +1,7 @@
 """The ``bins`` section of a sparse release's manifest: the bins file and its columns.
 
-Registered for the ``sparse`` kind in :mod:`dpspark.release.sections`; the envelope
-(:mod:`dpspark.release.manifest`) has checked the common parts.
+Declared for the ``sparse`` kind in ``kind.py``; the envelope (:mod:`dpspark.release.manifest`) has
+checked the common parts.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dpspark.release.manifest import FileEntry, ReadLimits
-    from dpspark.release.sections import SectionContext
+    from dpspark.release.counts_form import SectionContext
+    from dpspark.release.header import FileEntry, ReadLimits
 
 SECTION_KEY = "bins"
 
@@ -19,7 +19,7 @@ def parse_bins_section(
     obj: dict[str, Any], files: "dict[str, FileEntry]", name: str, limits: "ReadLimits", ctx: "SectionContext"
 ) -> dict[str, Any]:
     """The ``bins`` section, after checking that its file is listed under ``files``."""
-    from dpspark.release.manifest import _fail
+    from dpspark.release.header import fail as _fail
 
     bins = obj.get("bins")
     if bins is None:
