@@ -7,7 +7,7 @@ KINDS = (
         name="answers",
         form="statements",
         section="section",
-        codec="dpspark.mechanisms.answers.section:check_section",
+        codec="dpspark.mechanisms.answers.section:check_kind",
         reader="dpspark.mechanisms.answers.reader:AnswersLookup",
     ),
 )

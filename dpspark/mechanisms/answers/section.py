@@ -6,6 +6,7 @@ from typing import Any
 
 from dpspark.release.errors import ReleaseFormatError
 from dpspark.release.exactjson import str_to_frac
+from dpspark.release.rederive import check_group_privacy, check_rho, fail, param, privacy_checked, within_budget
 
 _SECTION_KEYS = ("mechanism", "k", "queries", "table", "deterministic_bound", "bounds", "noise")
 _COLUMNS = ("name", "kind", "value", "R", "bound95", "conditional_bound", "conditional_bound95",
@@ -62,3 +63,37 @@ def _check_noise(noise: Any, mechanism: str, deterministic: bool, name: str) -> 
         raise ReleaseFormatError(f"{name}: answers.noise.{'/'.join(texts)} must be exact rationals") from None
     if deterministic != (mechanism == "bounded_noise"):
         raise ReleaseFormatError(f"{name}: answers.deterministic_bound contradicts the mechanism")
+
+
+def rederive_answers(m: Any, name: str) -> None:
+    """The statements of the built-in answers mechanisms re-derive from ``mechanism.parameters``.
+
+    Within the config's budget; replacement by group privacy; Gaussian: rho = parameters.rho >= k / (2 sigma^2)
+    and within rho_budget; bounded noise: the certified (epsilon, delta) of the parameters.
+    """
+    from dpspark.privacy.measures import ApproxDP
+
+    ar = m.privacy.get("add_remove")
+    if m.mechanism not in _MECHANISMS or ar is None:
+        return
+    within_budget(m, name)
+    check_group_privacy(m, name)
+    if m.mechanism == "gaussian":
+        check_rho(m, name, ("add_remove",))
+        k, sigma = param(m, "k", name), param(m, "sigma", name)
+        if sigma <= 0 or ar.measure.rho * 2 * sigma * sigma < k:
+            raise fail(name, "privacy.statements.add_remove", f"rho is below k / (2 sigma^2) for k = {k}, "
+                                                              f"sigma = {sigma}")
+        if "rho_budget" in m.parameters and ar.measure.rho > param(m, "rho_budget", name):
+            raise fail(name, "privacy.statements.add_remove", "rho exceeds mechanism.parameters.rho_budget")
+    if m.mechanism == "bounded_noise":
+        want = ApproxDP(param(m, "certified_epsilon", name), param(m, "certified_delta", name))
+        if ar.measure != want:
+            raise fail(name, "privacy.statements.add_remove", "differs from mechanism.parameters.certified_epsilon "
+                                                              "and certified_delta")
+
+
+def check_kind(section: dict[str, Any], manifest: Any, name: str) -> None:
+    """The kind's codec check (declared in ``kind.py``): the statements re-derive, then the section is checked."""
+    privacy_checked(name, rederive_answers, manifest, name)
+    check_section(section, manifest, name)

@@ -7,7 +7,7 @@ KINDS = (
         name="gaussian_model",
         form="statements",
         section="section",
-        codec="dpspark.mechanisms.gaussian_model.section:check_gaussian_section",
+        codec="dpspark.mechanisms.gaussian_model.section:check_kind",
         reader="dpspark.mechanisms.gaussian_model.reader:GaussianModelLookup",
     ),
 )

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
+from dpspark.privacy.measures import ZCDP
 from dpspark.release.errors import ReleaseFormatError
+from dpspark.release.rederive import check_group_privacy, exact, fail, param, privacy_checked, within_budget
 
 KIND = "gaussian_model"
 MECHANISMS = ("gaussian_covariance", "gaussian_mean", "gaussian_learner")
@@ -43,3 +46,40 @@ def check_gaussian_section(section: dict[str, Any], manifest: Any, name: str) ->
     tables = sorted(f[: -len(".parquet")] for f in manifest.files if f.endswith(".parquet"))
     if tables != estimates:
         raise ReleaseFormatError(f"{name}: the release's tables {tables} differ from section.estimates {estimates}")
+
+
+def rederive_gaussian_model(m: Any, name: str) -> None:
+    """The model's statements re-derive: within the config's budget, replacement by group privacy, and rho the
+    sum of its noise additions' (zCDP composition), within the planned ``mechanism.parameters.rho``."""
+    ar = m.privacy.get("add_remove")
+    if m.mechanism not in MECHANISMS or ar is None:
+        return
+    within_budget(m, name)
+    check_group_privacy(m, name)
+    _check_gaussian_rho(m, ar, name)
+
+
+def _check_gaussian_rho(m: Any, ar: Any, name: str) -> None:
+    section = m.section
+    rho = exact(section.get("rho"), name, "section.rho")
+    parts = section.get("rho_by_noise")
+    if not isinstance(parts, list) or not parts:
+        raise fail(name, "section.rho_by_noise", "must list the rho of every noise addition")
+    noise = section.get("noise")
+    if not isinstance(noise, list) or len(noise) != len(parts) or not all(isinstance(x, dict) for x in noise):
+        raise fail(name, "section.noise", "must describe every noise addition")
+    values = [exact(p, name, "section.rho_by_noise") for p in parts]
+    if any(v <= 0 for v in values) or [exact(x.get("rho"), name, "section.noise.rho") for x in noise] != values:
+        raise fail(name, "section.noise", "rho differs from section.rho_by_noise")
+    if sum(values, Fraction(0)) != rho:
+        raise fail(name, "section.rho", "is not the sum of section.rho_by_noise (zCDP composition)")
+    if not isinstance(ar.measure, ZCDP) or ar.measure.rho != rho:
+        raise fail(name, "privacy.statements.add_remove", f"differs from section.rho = {rho}")
+    if rho > param(m, "rho", name):
+        raise fail(name, "section.rho", "exceeds the planned mechanism.parameters.rho")
+
+
+def check_kind(section: dict[str, Any], manifest: Any, name: str) -> None:
+    """The kind's codec check (declared in ``kind.py``): the statements re-derive, then the section is checked."""
+    privacy_checked(name, rederive_gaussian_model, manifest, name)
+    check_gaussian_section(section, manifest, name)

@@ -27,3 +27,16 @@ def parse_bins_section(
     if bins["file"] not in files:
         raise _fail(name, f"the bins file {bins['file']!r} is not listed under files")
     return {"bins": bins}
+
+
+def check_sparse_plan(plan: Any, mech: Any, limits: "ReadLimits") -> None:
+    """Before any spend: the statements this plan's sparse manifest will state, read back with the reader's limits."""
+    from dpspark.release.plan_check import check_count_statements
+
+    planned = getattr(mech, "planned_statement", None)
+    if not callable(planned):  # a plugin's histogram: its statement is only known from its run
+        return
+    st = planned()
+    # stability proves replacement delta = delta for one step; with k > 1 the generic, larger one is stated
+    algorithm = "StabilityHistogram" if mech.name == "stability" and mech.k == 1 and mech.c == 1 else ""
+    check_count_statements(plan, mech.name, st.exp_eps, st.bias_epsilon, st.delta, algorithm, False, limits)

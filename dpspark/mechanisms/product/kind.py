@@ -7,7 +7,7 @@ KINDS = (
         name="distribution",
         form="statements",
         section="section",
-        codec="dpspark.mechanisms.product.section:check_distribution_section",
+        codec="dpspark.mechanisms.product.section:check_kind",
         reader="dpspark.mechanisms.product.reader:DistributionLookup",
     ),
 )

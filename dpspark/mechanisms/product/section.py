@@ -8,6 +8,7 @@ from typing import Any
 from dpspark.lookup.statement_base import section_keys_and_columns
 from dpspark.release.errors import ReleaseFormatError
 from dpspark.release.exactjson import str_to_frac
+from dpspark.release.rederive import check_rho, privacy_checked, within_budget
 
 KIND = "distribution"
 _KEYS = {"q", "columns", "flipped"}
@@ -34,3 +35,17 @@ def check_distribution_section(section: dict[str, Any], manifest: Any, name: str
         raise ReleaseFormatError(f"{name}: distribution.q holds a value that is not an exact rational") from None
     if not all(0 <= v <= 1 for v in values):
         raise ReleaseFormatError(f"{name}: distribution.q holds a value outside [0, 1]")
+
+
+def rederive_distribution(m: Any, name: str) -> None:
+    """The product learner's statements re-derive: within the config's budget, rho = ``mechanism.parameters.rho``."""
+    if m.mechanism != "product_learner" or m.privacy.get("add_remove") is None:
+        return
+    within_budget(m, name)
+    check_rho(m, name, ("add_remove", "replacement"))
+
+
+def check_kind(section: dict[str, Any], manifest: Any, name: str) -> None:
+    """The kind's codec check (declared in ``kind.py``): the statements re-derive, then the section is checked."""
+    privacy_checked(name, rederive_distribution, manifest, name)
+    check_distribution_section(section, manifest, name)

@@ -10,7 +10,7 @@ KINDS = (
         name="sample",
         form="statements",
         section="section",
-        codec="dpspark.mechanisms.samplers.section:check_sample_section",
+        codec="dpspark.mechanisms.samplers.section:check_kind",
         reader="dpspark.mechanisms.samplers.reader:SampleLookup",
     ),
 )

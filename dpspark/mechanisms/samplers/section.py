@@ -6,6 +6,7 @@ from typing import Any
 
 from dpspark.lookup.statement_base import section_keys_and_columns
 from dpspark.release.errors import ReleaseFormatError
+from dpspark.release.rederive import check_group_privacy, check_rho, fail, param, privacy_checked, within_budget
 
 KIND = "sample"
 _KEYS = {"samples", "columns", "batches", "independence"}
@@ -57,3 +58,27 @@ def check_sample_section(section: dict[str, Any], manifest: Any, name: str) -> N
 
 def _int01(value: Any) -> bool:
     return type(value) is int and value in (0, 1)
+
+
+def rederive_sample(m: Any, name: str) -> None:
+    """The statements of the built-in samplers re-derive: within the config's budget; k-ary: replacement by group
+    privacy and e^eps = ``mechanism.parameters.exp_eps``; the product sampler: rho = ``mechanism.parameters.rho``."""
+    from dpspark.privacy.measures import PureDP
+
+    ar = m.privacy.get("add_remove")
+    if m.mechanism not in BIT_ROWS + KEYED or ar is None:
+        return
+    within_budget(m, name)
+    if m.mechanism == "kary_sampler":
+        check_group_privacy(m, name)
+    if m.mechanism == "product_sampler":
+        check_rho(m, name, ("add_remove", "replacement"))
+    if m.mechanism == "kary_sampler":
+        if not isinstance(ar.measure, PureDP) or ar.measure.epsilon.exp != param(m, "exp_eps", name):
+            raise fail(name, "privacy.statements.add_remove", "differs from mechanism.parameters.exp_eps")
+
+
+def check_kind(section: dict[str, Any], manifest: Any, name: str) -> None:
+    """The kind's codec check (declared in ``kind.py``): the statements re-derive, then the section is checked."""
+    privacy_checked(name, rederive_sample, manifest, name)
+    check_sample_section(section, manifest, name)
