@@ -482,7 +482,7 @@ def parse_config(
         mech = spec.mechanism_object()  # the mechanism's data-free checks and certified plan, before any Spark
     except (MechanismSpecError, ParameterError) as err:  # e.g. a counting range d too large to draw from
         raise _fail(source, str(err)) from None
-    from dpspark.release.plan_check import check_plan_readable
+    from dpspark.api.plan_check import check_plan_readable
 
     check_plan_readable(spec, mech)  # the release's own reader must take what this plan will write
     return spec

@@ -431,7 +431,7 @@ def _run(cfg: ReleaseConfig, mech: Any, data: "DataFrame | None", rng: RandomSou
 def write_release(cfg: ReleaseConfig, release: Any, rng_name: str, kind: str | None = None,
                   created_utc: str | None = None) -> Path:
     """Write a release for ``cfg`` atomically with the writer of its release kind (``created_utc``: the plan time)."""
-    from dpspark.release.writers import writer_for
+    from dpspark.release.kinds import writer_for
 
     if kind is None:
         from dpspark.mechanisms.registry import mechanism_class

@@ -207,7 +207,7 @@ def test_inspect_never_prints_a_traceback(fixtures, tmp_path: Path, kind: str, c
     assert cli(["inspect", str(rel)]) == 0
     capsys.readouterr()
     if kind in STATEMENT_KINDS:  # a describe_lines bug (or a case no check caught) is one error line
-        from dpspark.lookup.readers import reader_for
+        from dpspark.release.kinds import reader_for
         from dpspark.release.manifest import read_manifest
 
         cls = reader_for(read_manifest(rel).kind)
