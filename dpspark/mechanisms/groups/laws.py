@@ -6,7 +6,8 @@ public range [lo, hi]) on the public grid G = Delta / g:
     a = round(x / G) = floor(x g / Delta + 1/2),     released value  y = G (a + Z),
 
 with Z integer noise. One unit moves x by at most Delta in at most k groups, so it moves a by at most
-ceil(Delta / G) = g in at most k coordinates (floor(u + t) - floor(u) <= ceil(t)); |y - x| <= G |Z| + G/2.
+ceil(Delta / G) = g in at most k coordinates (floor(u + t) - floor(u) <= ceil(t)); |y - x| <= G |Z| + G/2
+(floor(G/2) for an integer G, 0 for G = 1/j).
 
 * :class:`PureLaw` - FastSample (Balcer-Vadhan Alg. 4.11 with the tight truncation; GeoSample when
   t* >= n) on the shifted range [0, n]: pointwise ratio <= (p/q) per unit step, so the k-coordinate
@@ -67,8 +68,9 @@ class _GridLaw:
         g = min(g, delta)  # a grid finer than 1 fixed-point unit gains nothing
         self.delta, self.g = delta, g
         self.G = Fraction(delta, g)
-        # |G round(x/G) - x| <= G/2, and 0 when G = 1/j divides every integer x
-        self.rounding = Fraction(0) if self.G.numerator == 1 else self.G / 2
+        # |G round(x/G) - x| for integer x: 0 when G = 1/j, floor(G/2) for an integer G, else <= G/2
+        G = self.G
+        self.rounding = Fraction(0) if G.numerator == 1 else Fraction(G.numerator // 2) if G.denominator == 1 else G / 2
         self.a_lo, self.a_hi = round_grid(lo, delta, g), round_grid(hi, delta, g)
 
     def grid(self, x: int) -> int:
