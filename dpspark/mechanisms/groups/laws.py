@@ -49,12 +49,12 @@ def round_grid(x: int, delta: int, g: int) -> int:
     return (2 * x * g + delta) // (2 * delta)
 
 
-def exp_eps_below(target: Fraction) -> Fraction:
-    """The largest p/q <= e^target (certified) with q = 2^(clog2(ceil(1/target)) + EXTRA_BITS)."""
+def exp_eps_below(target: Fraction, extra_bits: int = EXTRA_BITS) -> Fraction:
+    """The largest p/q <= e^target (certified) with q = 2^(clog2(ceil(1/target)) + extra_bits)."""
     from dpspark.noise.exp_eps import exp_eps_at_most
 
     inv = -((-target.denominator) // target.numerator)
-    return exp_eps_at_most(target, 1 << (clog2(max(inv, 1)) + EXTRA_BITS))
+    return exp_eps_at_most(target, 1 << (clog2(max(inv, 1)) + extra_bits))
 
 
 class _GridLaw:

@@ -26,9 +26,9 @@ data-dependent loop count, the convention of the stability histogram (BV Alg. 5.
 counts for supp(D) only).
 
 Against PipelineDP (same (eps, delta), k = 1): both run the optimal law; ours rounds e^eps down to p/q
-with a relative error below 2^-EXTRA_BITS of eps and pi down to 2^-PI_BITS, so its keep probability is
-at most ~1e-3 relatively below at the crossing and equal once it saturates (tests/unit/groups/test_selection.py compares
-them). PipelineDP spends delta1 = 1 - (1 - delta)^(1/k) per key for k > 1, a relative (k - 1) delta / 2
+with a relative error below 2^-SELECTION_EXTRA_BITS of eps and pi down to 2^-PI_BITS, so its keep
+probability is at most ~1e-9 relatively below, and equal once it saturates
+(tests/unit/groups/test_selection.py compares them). PipelineDP spends delta1 = 1 - (1 - delta)^(1/k) per key for k > 1, a relative (k - 1) delta / 2
 more than delta / k; our release instead gives selection every delta the pure-DP aggregates leave,
 so at the issue's three-way split it has 3x PipelineDP's delta and keeps more keys.
 """
@@ -45,6 +45,8 @@ from dpspark.rng import RandomSource
 
 #: resolution of the keep probabilities: 2^-PI_BITS (far below any delta a release may use)
 PI_BITS = 128
+#: denominator bits of e^eps1 beyond 1/eps1 (the table is small, so it can afford a near-exact eps)
+SELECTION_EXTRA_BITS = 48
 
 
 class SelectionLaw:
@@ -56,7 +58,7 @@ class SelectionLaw:
         if delta < Fraction(1, 1 << (PI_BITS - 8)):
             raise GroupsError(f"key selection needs delta >= 2^-{PI_BITS - 8}")
         self.k = k
-        self.exp_eps = exp_eps_below(epsilon / k)
+        self.exp_eps = exp_eps_below(epsilon / k, SELECTION_EXTRA_BITS)
         self.delta1 = delta / k
         self.table = self._table(max_units)
 
