@@ -28,7 +28,7 @@ from dpspark.release.manifest import (
     relation_statements,
     seal_manifest,
 )
-from dpspark.universe import CategoricalUniverse, TupleUniverse, Universe
+from dpspark.universe import CategoricalUniverse, Universe
 
 if TYPE_CHECKING:  # the lookup library must not import the mechanisms
     from dpspark.mechanisms.histogram.result import AccuracyStatement, PrivacyStatement
@@ -46,10 +46,9 @@ def _values_file(u: CategoricalUniverse) -> bytes | None:
 def universe_section(universe: Universe, tmp: Path) -> dict[str, Any]:
     """``universe.to_dict()``, with file-based value lists copied into the release and pointed at."""
     spec = universe.to_dict()
-    comps = universe.components if isinstance(universe, TupleUniverse) else (universe,)
-    comp_specs = spec["components"] if isinstance(universe, TupleUniverse) else [spec]
-    for j, (u, cs) in enumerate(zip(comps, comp_specs), start=1):
-        if isinstance(u, CategoricalUniverse) and "file" in cs:
+    comp_specs = spec["components"] if universe.is_tuple else [spec]
+    for j, (u, cs) in enumerate(zip(universe.parts, comp_specs), start=1):
+        if "file" in cs:  # only a categorical universe read from a file has one
             data = _values_file(u)
             if data is None:
                 for k in ("file", "value_type", "count", "sha256"):
