@@ -32,7 +32,7 @@ from abc import ABC, abstractmethod
 from fractions import Fraction
 from typing import Any
 
-from dpspark.noise.counting import CountingMechanism, FastSample, GeoSample
+from dpspark.noise import CountingMechanism, FastSample, GeoSample
 
 
 def min_scaled_pmf_at_zero(mechanism: CountingMechanism) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, Union
 
-from dpspark.noise.counting import CountingMechanism
+from dpspark.noise import CountingMechanism
 from dpspark.exact import parse_rational
 
 CountsLike = Union[Mapping[Any, Any], tuple[Sequence[Any], Sequence[Any]]]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from dpspark.noise.counting import GeoSample
+from dpspark.noise import GeoSample
 from dpspark.noise.exp_eps import exp_eps_at_most
 from dpspark.mechanisms.histogram.basic import basic_histogram
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError
