@@ -32,7 +32,7 @@ from typing import Any
 from dpspark.mechanisms.compact.construct import draw_targets
 from dpspark.mechanisms.compact.privacy import compact_privacy
 from dpspark.mechanisms.compact.empty_bin import EmptyBinSampler
-from dpspark.noise.counting import CountingMechanism
+from dpspark.noise import CountingMechanism
 from dpspark.mechanisms.histogram.basic import noisy_counts
 from dpspark.mechanisms.histogram.inputs import CountsLike, check_counts, check_mechanism
 from dpspark.mechanisms.histogram.result import PrivacyStatement

@@ -16,7 +16,7 @@ from dpspark.audit.compact_law import CompactView, toy_compact_histogram
 from dpspark.audit.events import Event
 from dpspark.mechanisms.compact.empty_bin import EmptyBinSampler
 
-from dpspark.noise.counting import CountingMechanism
+from dpspark.noise import CountingMechanism
 from dpspark.mechanisms.histogram import (
     HistogramRelease,
     basic_histogram,

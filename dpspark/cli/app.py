@@ -13,7 +13,7 @@ from dpspark.errors import DPSparkError
 
 def _cmd_mechanism(args: argparse.Namespace) -> int:
     """Show a counting mechanism's exact parameters and draw noisy counts for given true counts."""
-    from dpspark.noise.counting import FastSample, GeoSample
+    from dpspark.noise import FastSample, GeoSample
     from dpspark.rng import bias_epsilon, default_source
 
     t0 = time.perf_counter()

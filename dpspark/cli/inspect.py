@@ -11,41 +11,15 @@ from dpspark.cli.common import command_parser
 from dpspark.cli.common import fail as _fail
 from dpspark.errors import DPSparkError
 from dpspark.text import short
-from dpspark.universe import (
-    BytesUniverse,
-    CategoricalUniverse,
-    HashedUniverse,
-    IntRangeUniverse,
-    StringUniverse,
-    TupleUniverse,
-    Universe,
-)
-
-
-def _scalar_words(u: Universe) -> str:
-    if isinstance(u, IntRangeUniverse):
-        return f"integers {u.lo}..{u.hi}"
-    if isinstance(u, CategoricalUniverse):
-        return f"{u.size} listed {u.value_type} values"
-    if isinstance(u, StringUniverse):
-        return f"UTF-8 strings of at most {u.max_bytes} bytes"
-    if isinstance(u, BytesUniverse):
-        return f"byte strings of at most {u.max_bytes} bytes"
-    if isinstance(u, HashedUniverse):
-        return f"{u.key_type} keys hashed to {u.bits} bits (SHA-256; colliding keys share a bin)"
-    return u.kind
+from dpspark.universe import Universe
 
 
 def universe_words(universe: Universe, key_columns: tuple[str, ...]) -> str:
     """A universe in plain words."""
-    comps = universe.components if isinstance(universe, TupleUniverse) else (universe,)
-    parts = [f"{name}: {_scalar_words(c)}" for name, c in zip(key_columns, comps)]
+    parts = [f"{name}: {c.words}" for name, c in zip(key_columns, universe.parts)]
     size = universe.size
     shown = str(size) if size.bit_length() <= 64 else f"~2^{size.bit_length() - 1}+"
     return "; ".join(parts) + f"  (|X| = {shown})"
-
-
-# ---- inspect -----------------------------------------------------------------------------------------
 
 
 def _file_status(root: Path, manifest: Any) -> list[tuple[str, str, bool]]:

@@ -16,15 +16,8 @@ from dpspark.cli.common import NO_VERIFY_HELP, command_parser
 from dpspark.cli.common import fail as _fail
 from dpspark.errors import DPSparkError, ParameterError
 from dpspark.lookup.display import format_table, safe_text
-from dpspark.universe import (
-    BytesUniverse,
-    CategoricalUniverse,
-    HashedUniverse,
-    IntRangeUniverse,
-    StringUniverse,
-    TupleUniverse,
-    Universe,
-)
+from dpspark.universe import Universe
+from dpspark.universe.keytext import split_tuple_key  # noqa: F401 - part of this module's interface
 
 
 KEY_SYNTAX = """\
@@ -38,79 +31,17 @@ key syntax (parsed per the release's universe):
   universes, a list for tuples, and {"hex": "00ff"} for arbitrary bytes.
 """
 
-def split_tuple_key(text: str) -> list[str]:
-    """Split ``a,b\\,c`` into ``["a", "b,c"]`` (``\\,`` is a comma, ``\\\\`` a backslash)."""
-    parts, cur, i = [], [], 0
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            if i + 1 >= len(text) or text[i + 1] not in ",\\":
-                raise ParameterError("in a tuple key, a backslash must be followed by ',' or '\\'")
-            cur.append(text[i + 1])
-            i += 2
-            continue
-        if ch == ",":
-            parts.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-        i += 1
-    parts.append("".join(cur))
-    return parts
-
-
-def _int_text(text: str, what: str) -> int:
-    try:
-        return int(text.strip(), 10)
-    except ValueError:
-        raise ParameterError(f"{what}: expected a decimal integer") from None
-
-
-def _scalar_from_text(u: Universe, text: str, what: str) -> Any:
-    if isinstance(u, IntRangeUniverse) or (isinstance(u, CategoricalUniverse) and u.value_type == "int"):
-        return _int_text(text, what)
-    if isinstance(u, HashedUniverse):
-        if u.key_type == "int":
-            return _int_text(text, what)
-        return text.encode("utf-8") if u.key_type == "bytes" else text
-    if isinstance(u, BytesUniverse):
-        return text.encode("utf-8")
-    return text
-
-
-def _scalar_from_json(u: Universe, value: Any, what: str) -> Any:
-    wants_bytes = isinstance(u, BytesUniverse) or (isinstance(u, HashedUniverse) and u.key_type == "bytes")
-    if isinstance(value, dict):
-        if set(value) != {"hex"} or not isinstance(value["hex"], str):
-            raise ParameterError(f'{what}: a JSON object key must be {{"hex": "..."}}')
-        try:
-            return bytes.fromhex(value["hex"])
-        except ValueError:
-            raise ParameterError(f"{what}: invalid hex") from None
-    if wants_bytes and isinstance(value, str):
-        return value.encode("utf-8")
-    return value
 
 
 def parse_key(universe: Universe, text: str, as_json: bool = False) -> Any:
     """A KEY argument as a key of ``universe`` (see :data:`KEY_SYNTAX`)."""
-    comps = universe.components if isinstance(universe, TupleUniverse) else None
     if as_json:
         try:
             value = json.loads(text)
         except ValueError:
             raise ParameterError("--key-json: a KEY is not valid JSON") from None
-        if comps is None:
-            return _scalar_from_json(universe, value, "key")
-        if not isinstance(value, list) or len(value) != len(comps):
-            raise ParameterError(f"--key-json: a tuple key must be a JSON list of {len(comps)} values")
-        return tuple(_scalar_from_json(c, v, f"component {j + 1}") for j, (c, v) in enumerate(zip(comps, value)))
-    if comps is None:
-        return _scalar_from_text(universe, text, "key")
-    parts = split_tuple_key(text)
-    if len(parts) != len(comps):
-        raise ParameterError(f"a tuple key needs {len(comps)} comma-separated components, got {len(parts)}")
-    return tuple(_scalar_from_text(c, p, f"component {j + 1}") for j, (c, p) in enumerate(zip(comps, parts)))
+        return universe.parse_json(value)
+    return universe.parse_text(text)
 
 
 # ---- universe and file descriptions -------------------------------------------------------------

@@ -22,7 +22,7 @@ from dpspark.release.exactjson import frac_to_str, int_to_str
 from dpspark.release.files import file_entry
 from dpspark.release.counts_form import REPLACEMENT_DELTA_EQUALS_DELTA, relation_statements
 from dpspark.release.header import MANIFEST_NAME, json_safe, manifest_header, seal_manifest
-from dpspark.universe import CategoricalUniverse, TupleUniverse, Universe
+from dpspark.universe import CategoricalUniverse, Universe
 
 if TYPE_CHECKING:
     from dpspark.privacy import AccuracyStatement, PrivacyStatement
@@ -40,10 +40,9 @@ def _values_file(u: CategoricalUniverse) -> bytes | None:
 def universe_section(universe: Universe, tmp: Path) -> dict[str, Any]:
     """``universe.to_dict()``, with file-based value lists copied into the release and pointed at."""
     spec = universe.to_dict()
-    comps = universe.components if isinstance(universe, TupleUniverse) else (universe,)
-    comp_specs = spec["components"] if isinstance(universe, TupleUniverse) else [spec]
-    for j, (u, cs) in enumerate(zip(comps, comp_specs), start=1):
-        if isinstance(u, CategoricalUniverse) and "file" in cs:
+    comp_specs = spec["components"] if universe.is_tuple else [spec]
+    for j, (u, cs) in enumerate(zip(universe.parts, comp_specs), start=1):
+        if "file" in cs:  # only a categorical universe read from a file has one
             data = _values_file(u)
             if data is None:
                 for k in ("file", "value_type", "count", "sha256"):

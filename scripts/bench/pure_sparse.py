@@ -23,7 +23,7 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-from dpspark.noise.counting import FastSample, choose_exp_eps
+from dpspark.noise import FastSample, choose_exp_eps
 from dpspark.mechanisms.histogram import pure_sparse_histogram
 from dpspark.rng import SeededRandom
 

@@ -350,16 +350,11 @@ def _group_count(dataset: "ds.Dataset", columns: list[str]) -> pa.Table:
 def _encode(keys: pa.Table, universe: "Universe", cols: list[str],
             out_of_universe: str) -> tuple[pa.Array, pa.Array, pa.Array]:
     """(index words, membership, keep mask) of the distinct keys; fails on a non-member in "error" mode."""
-    from dpspark.universe import TupleUniverse
-
     from dpspark.universe.keytypes import engine_key_arrays
 
     # a dictionary column is its values, a text input's integer key is parsed (unparseable -> NULL)
     arrays = engine_key_arrays(universe, [_one_chunk(keys.column(c)) for c in cols])
-    if isinstance(universe, TupleUniverse):
-        encoded = universe.encode_arrow(arrays)
-    else:
-        encoded = universe.encode_arrow(arrays[0])
+    encoded = universe.encode_arrays(arrays)
     if out_of_universe == "error" and encoded.has_out_of_universe():
         raise CuratorError(
             "the input holds keys outside the declared universe and privacy.out_of_universe = 'error' "

@@ -28,7 +28,7 @@ from dpspark.engine.stages import CountsStage
 from dpspark.errors import DPSparkError
 from dpspark.rng import RandomSource
 from dpspark.engine.spark.encode import with_universe_index
-from dpspark.universe import BytesUniverse, CategoricalUniverse, IntRangeUniverse, TupleUniverse, Universe
+from dpspark.universe import Universe
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -103,6 +103,10 @@ def keyed_pick_hash(secret: bytes) -> Any:
     return add_hash
 
 
+#: scalar universe kinds whose Spark encoding is injective on what ``groupBy`` tells apart
+_GROUP_INJECTIVE_KINDS = frozenset({"int_range", "bytes", "categorical"})
+
+
 def distinct_keys_keep_indexes(universe: Universe, text_ints: bool = False) -> bool:
     """True if the Spark encoder maps distinct group keys to distinct indexes (so no re-aggregation by index).
 
@@ -114,9 +118,7 @@ def distinct_keys_keep_indexes(universe: Universe, text_ints: bool = False) -> b
     """
     if text_ints:
         return False
-    if isinstance(universe, TupleUniverse):
-        return all(distinct_keys_keep_indexes(c) for c in universe.components)
-    return isinstance(universe, (IntRangeUniverse, BytesUniverse, CategoricalUniverse))
+    return all(c.kind in _GROUP_INJECTIVE_KINDS for c in universe.parts)
 
 
 def _text_ints(df: "DataFrame", stage: CountsStage) -> bool:

@@ -49,20 +49,16 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from dpspark.universe import (
-    BytesUniverse,
-    CategoricalUniverse,
-    HashedUniverse,
-    IntRangeUniverse,
-    StringUniverse,
-    TupleUniverse,
-    Universe,
-)
+from dpspark.universe import Universe
 from dpspark.universe.errors import KeyTypeError
 from dpspark.universe.int_range import INT64_MAX, INT64_MIN
+from dpspark.universe.keytypes import INT_TEXT
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+
+    from dpspark.universe import CategoricalUniverse, HashedUniverse, IntRangeUniverse
+    from dpspark.universe.shortlex import _ShortlexUniverse
 
 LIMB_MASK = 0xFFFFFFFF
 DEFAULT_INDEX_COL = "dp_index"
@@ -141,103 +137,124 @@ def _check_type(df: DataFrame, column: str, universe: Universe, allowed: tuple[s
         raise KeyTypeError(f"{universe.label}: Spark column '{column}' has type {dtype}, expected {what}")
 
 
+_SPARK_TYPES = {  # key kind -> (Spark type names a key column may have, what the error says is expected)
+    "int": (_INTEGRAL, "an integral type"),
+    "string": (("StringType",), "StringType"),
+    "bytes": (("BinaryType",), "BinaryType"),
+}
+
+
+def _int_range_limbs(
+    st: _Stages, universe: IntRangeUniverse, c: Column, j: int, nlimbs: int, literal_max: int
+) -> tuple[list[Column], Column]:
+    F = _F()
+    v = c.cast("long")
+    lo_c, hi_c = max(universe.lo, INT64_MIN), min(universe.hi, INT64_MAX)
+    member = (v >= _lit(lo_c)) & (v <= _lit(hi_c)) if lo_c <= hi_c else F.lit(False)
+    # v + 2^63 (sign bit flipped), then + (-(lo + 2^63)) mod 2^(32*nlimbs)
+    u = [v.bitwiseAND(_lit(LIMB_MASK)), F.shiftright(v, 32).bitwiseAND(_lit(LIMB_MASK)).bitwiseXOR(_lit(1 << 31))]
+    u += [_lit(0)] * (nlimbs - 2)
+    k_limbs = _const_limbs(-(universe.lo + (1 << 63)), nlimbs)
+    return [a + _lit(b) if b else a for a, b in zip(u, k_limbs)], member
+
+
+def _categorical_limbs(
+    st: _Stages, universe: CategoricalUniverse, c: Column, j: int, nlimbs: int, literal_max: int
+) -> tuple[list[Column], Column]:
+    F = _F()
+    key = c if universe.key_kind == "string" else c.cast("long")
+    if universe.size <= literal_max:
+        values = [F.lit(v) if isinstance(v, str) else _lit(v) for v in universe.values]
+        pos = F.array_position(F.array(*values), key)  # 1-based, 0 when absent
+        member = pos > 0
+        offset0 = F.when(member, pos - 1).otherwise(_lit(0))
+    else:
+        value_name, pos_name = st.name(f"c{j}_value"), st.name(f"c{j}_pos")
+        table = pa.table(
+            {
+                value_name: pa.array(list(universe.values), type=universe.arrow_type()),
+                pos_name: pa.array(range(universe.size), type=pa.int64()),
+            }
+        )
+        lookup = st.df.sparkSession.createDataFrame(table)
+        st.df = st.df.join(F.broadcast(lookup), key == F.col(value_name), "left")
+        member = F.col(pos_name).isNotNull()
+        offset0 = F.coalesce(F.col(pos_name), _lit(0))
+    return [offset0] + [_lit(0)] * (nlimbs - 1), member
+
+
+def _shortlex_limbs(
+    st: _Stages, universe: _ShortlexUniverse, c: Column, j: int, nlimbs: int, literal_max: int
+) -> tuple[list[Column], Column]:
+    F = _F()
+    data = F.encode(c, "UTF-8") if universe.key_kind == "string" else c
+    length = F.octet_length(data)
+    member = length <= F.lit(universe.max_bytes)
+    value_hex = F.lpad(F.hex(data), 8 * nlimbs, "0")  # truncates non-members: harmless, they are masked
+    value = _limbs_from_hex(value_hex, nlimbs)
+    # + (256^L - 1)/255, i.e. L low bytes of 0x01: limb k holds min(max(L - 4k, 0), 4) of them
+    clamped = F.least(length, F.lit(universe.max_bytes))
+    limbs = []
+    for k, limb in enumerate(value):
+        if 4 * k >= universe.max_bytes:
+            limbs.append(limb)
+            continue
+        ones = (
+            F.when(clamped >= 4 * k + 4, _lit(0x01010101))
+            .when(clamped == 4 * k + 3, _lit(0x010101))
+            .when(clamped == 4 * k + 2, _lit(0x0101))
+            .when(clamped == 4 * k + 1, _lit(1))
+            .otherwise(_lit(0))
+        )
+        limbs.append(limb + ones)
+    return limbs, member
+
+
+def _hashed_limbs(
+    st: _Stages, universe: HashedUniverse, c: Column, j: int, nlimbs: int, literal_max: int
+) -> tuple[list[Column], Column]:
+    F = _F()
+    if universe.key_kind == "int":  # the 8-byte big-endian two's complement
+        digest = F.sha2(F.unhex(F.lpad(F.hex(c.cast("long")), 16, "0")), 256)
+    else:
+        digest = F.sha2(c, 256)
+    ndigits = (universe.bits + 3) // 4
+    shift = 4 * ndigits - universe.bits
+    limbs = _limbs_from_hex(F.lpad(digest.substr(1, ndigits), 8 * nlimbs, "0"), nlimbs)
+    if shift:
+        low_bits = (1 << shift) - 1
+        limbs = [
+            F.shiftright(limbs[k], shift).bitwiseOR(
+                F.shiftleft(limbs[k + 1].bitwiseAND(_lit(low_bits)), 32 - shift)
+            )
+            if k + 1 < nlimbs
+            else F.shiftright(limbs[k], shift)
+            for k in range(nlimbs)
+        ]
+    return limbs, F.lit(True)
+
+
+#: the Spark SQL encoder of each scalar universe kind (chosen by ``universe.kind``, not by its class)
+_KIND_LIMBS = {
+    "int_range": _int_range_limbs,
+    "categorical": _categorical_limbs,
+    "bytes": _shortlex_limbs,
+    "string": _shortlex_limbs,
+    "hashed": _hashed_limbs,
+}
+
+
 def _component(
     st: _Stages, universe: Universe, column: str, j: int, literal_max: int
 ) -> tuple[list[Column], Column]:
     """Limb expressions of the component's 0-based offset (each < 2^34, congruent to the offset mod
     2^(8*index_width), normalized only after :func:`_normalized`) and membership for non-null keys.
     Large categoricals add a broadcast join to ``st.df`` first."""
-    F = _F()
-    nlimbs = universe.index_width // 4
-    c = _col(column)
-    if isinstance(universe, IntRangeUniverse):
-        _check_type(st.df, column, universe, _INTEGRAL, "an integral type")
-        v = c.cast("long")
-        lo_c, hi_c = max(universe.lo, INT64_MIN), min(universe.hi, INT64_MAX)
-        member = (v >= _lit(lo_c)) & (v <= _lit(hi_c)) if lo_c <= hi_c else F.lit(False)
-        # v + 2^63 (sign bit flipped), then + (-(lo + 2^63)) mod 2^(32*nlimbs)
-        u = [v.bitwiseAND(_lit(LIMB_MASK)), F.shiftright(v, 32).bitwiseAND(_lit(LIMB_MASK)).bitwiseXOR(_lit(1 << 31))]
-        u += [_lit(0)] * (nlimbs - 2)
-        k_limbs = _const_limbs(-(universe.lo + (1 << 63)), nlimbs)
-        return [a + _lit(b) if b else a for a, b in zip(u, k_limbs)], member
-    if isinstance(universe, CategoricalUniverse):
-        if universe.value_type == "string":
-            _check_type(st.df, column, universe, ("StringType",), "StringType")
-            key = c
-        else:
-            _check_type(st.df, column, universe, _INTEGRAL, "an integral type")
-            key = c.cast("long")
-        if universe.size <= literal_max:
-            values = [F.lit(v) if isinstance(v, str) else _lit(v) for v in universe.values]
-            pos = F.array_position(F.array(*values), key)  # 1-based, 0 when absent
-            member = pos > 0
-            offset0 = F.when(member, pos - 1).otherwise(_lit(0))
-        else:
-            value_name, pos_name = st.name(f"c{j}_value"), st.name(f"c{j}_pos")
-            lookup_type = pa.string() if universe.value_type == "string" else pa.int64()
-            table = pa.table(
-                {
-                    value_name: pa.array(list(universe.values), type=lookup_type),
-                    pos_name: pa.array(range(universe.size), type=pa.int64()),
-                }
-            )
-            lookup = st.df.sparkSession.createDataFrame(table)
-            st.df = st.df.join(F.broadcast(lookup), key == F.col(value_name), "left")
-            member = F.col(pos_name).isNotNull()
-            offset0 = F.coalesce(F.col(pos_name), _lit(0))
-        return [offset0] + [_lit(0)] * (nlimbs - 1), member
-    if isinstance(universe, (BytesUniverse, StringUniverse)):
-        if isinstance(universe, StringUniverse):
-            _check_type(st.df, column, universe, ("StringType",), "StringType")
-            data = F.encode(c, "UTF-8")
-        else:
-            _check_type(st.df, column, universe, ("BinaryType",), "BinaryType")
-            data = c
-        length = F.octet_length(data)
-        member = length <= F.lit(universe.max_bytes)
-        value_hex = F.lpad(F.hex(data), 8 * nlimbs, "0")  # truncates non-members: harmless, they are masked
-        value = _limbs_from_hex(value_hex, nlimbs)
-        # + (256^L - 1)/255, i.e. L low bytes of 0x01: limb k holds min(max(L - 4k, 0), 4) of them
-        clamped = F.least(length, F.lit(universe.max_bytes))
-        limbs = []
-        for k, limb in enumerate(value):
-            if 4 * k >= universe.max_bytes:
-                limbs.append(limb)
-                continue
-            ones = (
-                F.when(clamped >= 4 * k + 4, _lit(0x01010101))
-                .when(clamped == 4 * k + 3, _lit(0x010101))
-                .when(clamped == 4 * k + 2, _lit(0x0101))
-                .when(clamped == 4 * k + 1, _lit(1))
-                .otherwise(_lit(0))
-            )
-            limbs.append(limb + ones)
-        return limbs, member
-    if isinstance(universe, HashedUniverse):
-        if universe.key_type == "string":
-            _check_type(st.df, column, universe, ("StringType",), "StringType")
-            digest = F.sha2(c, 256)
-        elif universe.key_type == "bytes":
-            _check_type(st.df, column, universe, ("BinaryType",), "BinaryType")
-            digest = F.sha2(c, 256)
-        else:
-            _check_type(st.df, column, universe, _INTEGRAL, "an integral type")
-            digest = F.sha2(F.unhex(F.lpad(F.hex(c.cast("long")), 16, "0")), 256)
-        ndigits = (universe.bits + 3) // 4
-        shift = 4 * ndigits - universe.bits
-        limbs = _limbs_from_hex(F.lpad(digest.substr(1, ndigits), 8 * nlimbs, "0"), nlimbs)
-        if shift:
-            low_bits = (1 << shift) - 1
-            limbs = [
-                F.shiftright(limbs[k], shift).bitwiseOR(
-                    F.shiftleft(limbs[k + 1].bitwiseAND(_lit(low_bits)), 32 - shift)
-                )
-                if k + 1 < nlimbs
-                else F.shiftright(limbs[k], shift)
-                for k in range(nlimbs)
-            ]
-        return limbs, F.lit(True)
-    raise TypeError(f"{universe.label}: no Spark encoding for {type(universe).__name__}")
+    build = _KIND_LIMBS.get(universe.kind)
+    if build is None:
+        raise TypeError(f"{universe.label}: no Spark encoding for {type(universe).__name__}")
+    _check_type(st.df, column, universe, *_SPARK_TYPES[universe.key_kind])
+    return build(st, universe, _col(column), j, universe.index_width // 4, literal_max)
 
 
 def _mul_const(limbs: list[Column], multiplier: int, nlimbs: int) -> list[list[Column]]:
@@ -284,17 +301,21 @@ def _sum(terms: list[Column]) -> Column:
     return total
 
 
+def spark_int_text(column: Column) -> Column:
+    """The Spark twin of :func:`dpspark.universe.keytypes.arrow_int_text` (a long column): a value matching
+    :data:`~dpspark.universe.keytypes.INT_TEXT` is that integer, any other text NULL. Never raises, ANSI on or off."""
+    return _F().when(column.rlike(INT_TEXT), column.try_cast("long"))
+
+
 def _int_text_columns(st: "_Stages", components: Sequence[Universe], cols: list[str]) -> list[str]:
     """Key columns of integer kinds held as strings (a text input) replaced by their parsed longs
-    (:func:`dpspark.universe.keytypes.spark_int_text`: unparseable -> NULL, never a cast error), so the
+    (:func:`spark_int_text`: unparseable -> NULL, never a cast error), so the
     membership, the limbs and the NULL test all read the same value the Arrow encoder reads."""
     from pyspark.sql.types import StringType
 
-    from dpspark.universe.keytypes import _accepts, spark_int_text
-
     out = list(cols)
     for j, (comp, col) in enumerate(zip(components, cols)):
-        if _accepts(comp) == "int" and isinstance(st.df.schema[col].dataType, StringType):
+        if comp.key_kind == "int" and isinstance(st.df.schema[col].dataType, StringType):
             name = st.name(f"c{j}_int")
             st.add({name: spark_int_text(_col(col))})
             out[j] = name
@@ -319,7 +340,7 @@ def with_universe_index(
     requires pandas >= 2.2 for that). Both give identical columns. The SQL
     method does not preserve row order when a large categorical needs a join.
     """
-    components = universe.components if isinstance(universe, TupleUniverse) else (universe,)
+    components = universe.parts
     cols = list(columns) if columns is not None else list(universe.columns)
     if len(cols) != len(components) or any(not isinstance(c, str) for c in cols):
         raise ValueError(f"{universe.label}: need {len(components)} key column name(s)")
@@ -338,7 +359,7 @@ def with_universe_index(
         _component(st, comp, col, j, categorical_literal_max) for j, (comp, col) in enumerate(zip(components, cols))
     ]
     members = [member for _, member in parts]
-    if isinstance(universe, TupleUniverse):
+    if universe.is_tuple:
         # stage 1: component limbs; stage 2: normalize each (mod its own width); stage 3: mixed radix
         raw_names = [[st.name(f"c{j}_r{k}") for k in range(len(limbs))] for j, (limbs, _) in enumerate(parts)]
         st.add({n: limb for names, (limbs, _) in zip(raw_names, parts) for n, limb in zip(names, limbs)})
@@ -383,10 +404,7 @@ def _with_index_arrow(
 
         for batch in batches:
             arrays = engine_key_arrays(universe, [batch.column(name) for name in cols])  # text integers parsed
-            if isinstance(universe, TupleUniverse):
-                encoded = universe.encode_arrow(arrays)
-            else:
-                encoded = universe.encode_arrow(arrays[0])
+            encoded = universe.encode_arrays(arrays)
             yield batch.append_column(index_col, encoded.index.cast(pa.binary())).append_column(
                 in_universe_col, encoded.in_universe
             )
@@ -427,7 +445,7 @@ def count_universe_indexes(
     if on_out_of_universe not in ("drop", "fail"):
         raise ValueError(f"on_out_of_universe must be 'drop' or 'fail', got {on_out_of_universe!r}")
     F = _F()
-    components = universe.components if isinstance(universe, TupleUniverse) else (universe,)
+    components = universe.parts
     cols = list(columns) if columns is not None else list(universe.columns)
     if len(cols) != len(components) or any(not isinstance(c, str) for c in cols):
         raise ValueError(f"{universe.label}: need {len(components)} key column name(s)")

@@ -30,7 +30,7 @@ from dpspark.mechanisms.compact.construct import conditioned_polynomial, draw_ta
 from dpspark.mechanisms.compact.parameters import choose_field_degree, make_sampler, SUPPORTED_M
 from dpspark.mechanisms.compact.privacy import compact_accuracy, compact_privacy
 from dpspark.mechanisms.compact.rebuild import CompactRelease, mechanism_parameters
-from dpspark.noise.counting import CountingMechanism
+from dpspark.noise import CountingMechanism
 from dpspark.exact import RationalLike, parse_rational
 from dpspark.gf import GF2m, modulus_int
 from dpspark.mechanisms.histogram.basic import noisy_counts

@@ -32,7 +32,7 @@ from abc import ABC, abstractmethod
 from fractions import Fraction
 from typing import Any
 
-from dpspark.noise.counting import CountingMechanism, FastSample, GeoSample
+from dpspark.noise import CountingMechanism, FastSample, GeoSample
 
 
 def min_scaled_pmf_at_zero(mechanism: CountingMechanism) -> int:
@@ -76,7 +76,7 @@ class EmptyBinSampler(ABC):
 
     def __init__(self, mechanism: CountingMechanism, m: int) -> None:
         if not isinstance(mechanism, CountingMechanism):
-            raise TypeError("mechanism must be a dpspark.noise.counting.CountingMechanism")
+            raise TypeError("mechanism must be a dpspark.noise.CountingMechanism")
         if isinstance(m, bool) or not isinstance(m, int) or m < 1:
             raise ValueError("m must be an int >= 1")
         self.mechanism = mechanism

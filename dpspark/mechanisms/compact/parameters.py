@@ -9,7 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from dpspark.mechanisms.compact.empty_bin import SAMPLERS, EmptyBinSampler
-from dpspark.noise.counting import CountingMechanism, FastSample
+from dpspark.noise import CountingMechanism, FastSample
 from dpspark.noise.exp_eps import denominator_for, exp_eps_at_most
 from dpspark.exact import RationalLike, parse_rational
 

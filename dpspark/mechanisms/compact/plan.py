@@ -20,7 +20,7 @@ from typing import Any
 from dpspark.mechanisms.compact.parameters import SUPPORTED_M, choose_field_degree, make_sampler, simultaneous_gamma
 from dpspark.mechanisms.compact.privacy import compact_privacy
 from dpspark.mechanisms.compact.empty_bin import SAMPLERS, EmptyBinSampler
-from dpspark.noise.counting import CountingMechanism, FastSample
+from dpspark.noise import CountingMechanism, FastSample
 from dpspark.noise.exp_eps import denominator_for, exp_eps_at_most
 from dpspark.errors import DPSparkError
 from dpspark.exact import exp_lower_bound

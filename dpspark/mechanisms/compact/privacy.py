@@ -36,7 +36,7 @@ from fractions import Fraction
 from typing import Any
 
 from dpspark.mechanisms.compact.empty_bin import EmptyBinSampler
-from dpspark.noise.counting import CountingMechanism
+from dpspark.noise import CountingMechanism
 from dpspark.mechanisms.histogram.basic import basic_accuracy
 from dpspark.mechanisms.histogram.inputs import is_power_of_two
 from dpspark.mechanisms.histogram.result import AccuracyStatement, PrivacyStatement, _frac, add_remove_statement

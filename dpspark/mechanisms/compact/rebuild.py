@@ -20,7 +20,7 @@ from dpspark.mechanisms.compact.evaluation import evaluate, lookup
 from dpspark.mechanisms.compact.parameters import make_sampler
 from dpspark.mechanisms.compact.privacy import CompactPrivacy
 from dpspark.mechanisms.compact.empty_bin import EmptyBinSampler
-from dpspark.noise.counting import CountingMechanism, FastSample, GeoSample
+from dpspark.noise import CountingMechanism, FastSample, GeoSample
 from dpspark.gf import GF2m
 from dpspark.mechanisms.histogram.result import AccuracyStatement, PrivacyStatement
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from fractions import Fraction
 from typing import Any
 
-from dpspark.noise.counting import CountingMechanism
+from dpspark.noise import CountingMechanism
 from dpspark.mechanisms.histogram.inputs import (
     _as_int,
     CountsLike,

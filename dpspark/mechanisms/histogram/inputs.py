@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Any, Union
 
-from dpspark.noise.counting import CountingMechanism
+from dpspark.noise import CountingMechanism
 from dpspark.exact import parse_rational
 
 CountsLike = Union[Mapping[Any, Any], tuple[Sequence[Any], Sequence[Any]]]
@@ -44,7 +44,7 @@ def check_universe(universe_size: Any, n: int, *, sparse: bool) -> int:
 def check_mechanism(mechanism: CountingMechanism, n: int) -> None:
     """The mechanism must be a CountingMechanism on the same count range [0, n]."""
     if not isinstance(mechanism, CountingMechanism):
-        raise TypeError("mechanism must be a dpspark.noise.counting.CountingMechanism")
+        raise TypeError("mechanism must be a dpspark.noise.CountingMechanism")
     if mechanism.n != n:
         raise ValueError(f"mechanism.n = {mechanism.n} differs from the declared n = {n}")
 

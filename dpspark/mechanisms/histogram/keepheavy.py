@@ -23,7 +23,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from dpspark.noise.counting import CountingMechanism
+from dpspark.noise import CountingMechanism
 from dpspark.mechanisms.histogram.basic import noisy_counts
 from dpspark.mechanisms.histogram.distinct_fast import sample_distinct_avoiding_chunked
 from dpspark.mechanisms.histogram.inputs import CountsLike, check_beta, check_counts, check_mechanism, check_universe, keep_strictly_heavy

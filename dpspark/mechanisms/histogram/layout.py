@@ -3,7 +3,8 @@
 One row per released bin, sorted by universe index ascending (the canonical
 order). Columns, in order:
 
-* per key column ``c`` (one for a scalar universe, one per component of a tuple):
+* per key column ``c`` (one for a scalar universe, one per component of a tuple), as the component's
+  :meth:`~dpspark.universe.Universe.key_fields` say:
   - ``int_range``: ``c`` as int64 (uint64 when lo >= 0 and hi needs it); ranges
     beyond 64 bits as decimal strings;
   - ``categorical``: ``c`` as string or int64; ``bytes``: ``c`` as binary;
@@ -23,21 +24,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from dpspark.universe import (
-    BytesUniverse,
-    CategoricalUniverse,
-    HashedUniverse,
-    IntRangeUniverse,
-    StringUniverse,
-    TupleUniverse,
-    Universe,
-    index_to_bytes,
-)
+from dpspark.universe import Universe
+from dpspark.universe.wide import index_words
 
 INDEX_COLUMN = "index"
 COUNT_COLUMN = "noisy_count"
 BINS_FILE = "bins.parquet"
-INT64_MIN, INT64_MAX, UINT64_MAX = -(1 << 63), (1 << 63) - 1, (1 << 64) - 1
 
 
 @dataclass(frozen=True)
@@ -72,16 +64,7 @@ def type_name(t: pa.DataType) -> str:
 
 def components(universe: Universe) -> tuple[Universe, ...]:
     """The scalar universes whose keys make up a key (the components of a tuple, else the universe)."""
-    return universe.components if isinstance(universe, TupleUniverse) else (universe,)
-
-
-def int_range_type(u: IntRangeUniverse) -> pa.DataType:
-    """int64 / uint64 when the whole range fits, else string (decimal)."""
-    if INT64_MIN <= u.lo and u.hi <= INT64_MAX:
-        return pa.int64()
-    if 0 <= u.lo and u.hi <= UINT64_MAX:
-        return pa.uint64()
-    return pa.string()
+    return universe.parts
 
 
 def bins_columns(universe: Universe, key_columns: list[str] | tuple[str, ...]) -> list[Column]:
@@ -93,17 +76,7 @@ def bins_columns(universe: Universe, key_columns: list[str] | tuple[str, ...]) -
     for j, (u, name) in enumerate(zip(comps, key_columns)):
         if not isinstance(name, str) or not name:
             raise ValueError("key column names must be non-empty strings")
-        if isinstance(u, IntRangeUniverse):
-            cols.append(Column(name, "key", int_range_type(u), name, j))
-        elif isinstance(u, StringUniverse):
-            cols.append(Column(name, "key", pa.string(), name, j))
-            cols.append(Column(f"{name}__bytes", "key_bytes", pa.binary(), name, j))
-        elif isinstance(u, HashedUniverse):
-            cols.append(Column(f"{name}__hash_bin", "key_hash_bin", pa.binary(u.index_width), name, j))
-        elif isinstance(u, (BytesUniverse, CategoricalUniverse)):
-            cols.append(Column(name, "key", u.arrow_type(), name, j))
-        else:
-            raise ValueError(f"{u.label}: no bins layout for universe kind {u.kind!r}")
+        cols.extend(Column(name + suffix, role, arrow_type, name, j) for suffix, role, arrow_type in u.key_fields())
     cols.append(Column(INDEX_COLUMN, "index", pa.binary(universe.index_width)))
     cols.append(Column(COUNT_COLUMN, "noisy_count", pa.int64()))
     names = [c.name for c in cols]
@@ -120,50 +93,13 @@ def bins_schema(cols: list[Column]) -> pa.Schema:
     return pa.schema([pa.field(c.name, c.arrow_type, nullable=(c.role == "key")) for c in cols])
 
 
-def _words(indexes: list[int], width: int) -> pa.FixedSizeBinaryArray:
-    """Big-endian index words of 1-based indexes (vectorized when they all fit in 63 bits)."""
-    if indexes and max(indexes) < 1 << 63 and min(indexes) >= 1:
-        matrix = np.zeros((len(indexes), width), dtype=np.uint8)
-        matrix[:, width - 8 :] = np.asarray(indexes, dtype=np.int64).astype(">u8").view(np.uint8).reshape(-1, 8)
-        data = matrix.tobytes()
-    else:  # per-row Python for wider indexes (2^(8W) wraps to zeros, see index_to_bytes)
-        data = b"".join(index_to_bytes(i, width) for i in indexes)
-    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(indexes), [None, pa.py_buffer(data)])
-
-
-def _utf8_or_null(binary: pa.Array) -> pa.Array:
-    try:
-        return binary.cast(pa.string())
-    except pa.ArrowInvalid:
-        out = []
-        for b in binary.to_pylist():  # per-row only when some key is not UTF-8
-            try:
-                out.append(b.decode("utf-8"))
-            except UnicodeDecodeError:
-                out.append(None)
-        return pa.array(out, type=pa.string())
-
-
-def _component_arrays(u: Universe, comp_indexes: list[int], cols: list[Column]) -> list[pa.Array]:
-    if isinstance(u, HashedUniverse):
-        return [_words(comp_indexes, u.index_width)]
-    if isinstance(u, IntRangeUniverse) and cols[0].arrow_type == pa.string():
-        return [pa.array([str(u.lo + i - 1) for i in comp_indexes], type=pa.string())]
-    words = _words(comp_indexes, u.index_width)
-    if isinstance(u, StringUniverse):
-        raw = BytesUniverse(u.max_bytes).decode_arrow(words)
-        raw = raw.cast(pa.binary()) if raw.type != pa.binary() else raw
-        return [_utf8_or_null(raw), raw]
-    return [u.decode_arrow(words).cast(cols[0].arrow_type)]
-
-
 def build_bins_table(
     universe: Universe, key_columns: list[str] | tuple[str, ...], indices: list[int], counts: list[int]
 ) -> pa.Table:
     """bins.parquet's table for a partial vector already sorted by index (checked by the caller)."""
     cols = bins_columns(universe, key_columns)
     comps = components(universe)
-    if isinstance(universe, TupleUniverse):
+    if universe.is_tuple:
         mults = universe.multipliers
         per_comp: list[list[int]] = [[] for _ in comps]
         for i in indices:  # per-row divmod on Python ints: released bins only
@@ -175,8 +111,8 @@ def build_bins_table(
         per_comp = [list(indices)]
     arrays: list[pa.Array] = []
     for j, u in enumerate(comps):
-        arrays.extend(_component_arrays(u, per_comp[j], [c for c in cols if c.component == j]))
-    arrays.append(_words(list(indices), universe.index_width))
+        arrays.extend(u.key_arrays(per_comp[j]))
+    arrays.append(index_words(list(indices), universe.index_width))
     arrays.append(pa.array(np.asarray(counts, dtype=np.int64), type=pa.int64()))
     return pa.Table.from_arrays(arrays, schema=bins_schema(cols))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from dpspark.noise.counting import FastSample, choose_exp_eps
+from dpspark.noise import FastSample, choose_exp_eps
 from dpspark.noise.counting_base import CountingMechanism
 from dpspark.exact import exp_lower_bound
 from dpspark.mechanisms.histogram.inputs import is_power_of_two

@@ -43,7 +43,7 @@ from typing import Any
 import gmpy2
 import numpy as np
 
-from dpspark.noise.counting import CountingMechanism
+from dpspark.noise import CountingMechanism
 from dpspark.exact import parse_rational
 from dpspark.mechanisms.histogram.inputs import CountsLike, check_beta, check_counts, check_mechanism, check_universe, is_power_of_two
 from dpspark.mechanisms.histogram.keepheavy import heavy_with_sampled_empty_bins, keepheavy_accuracy

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from dpspark.noise.counting import CountingMechanism
+from dpspark.noise import CountingMechanism
 from dpspark.exact import clog2
 from dpspark.mechanisms.histogram.binsample_cdf import approx_bin_sample_cdf
 from dpspark.mechanisms.histogram.inputs import CountsLike, check_beta, check_counts, check_mechanism, check_universe, is_power_of_two

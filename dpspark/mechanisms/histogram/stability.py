@@ -49,7 +49,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from dpspark.noise.counting import CountingMechanism, FastSample, choose_exp_eps
+from dpspark.noise import CountingMechanism, FastSample, choose_exp_eps
 from dpspark.exact import parse_rational
 from dpspark.mechanisms.histogram.basic import noisy_counts
 from dpspark.mechanisms.histogram.inputs import CountsLike, check_beta, check_counts, check_mechanism, check_universe, is_power_of_two

@@ -34,7 +34,7 @@ from typing import Sequence
 
 import numpy as np
 
-from dpspark.noise.counting import GeoSample, choose_exp_eps
+from dpspark.noise import GeoSample, choose_exp_eps
 from dpspark.noise.counting_base import CountingMechanism
 from dpspark.rng import RandomSource
 from dpspark.mechanisms.samplers.categorical import draw_index, implemented_law, uniform_cdf_count

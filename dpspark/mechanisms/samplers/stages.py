@@ -156,9 +156,7 @@ def batched_stage(stage: CountsStage, batches: int) -> CountsStage:
     from dpspark.universe.int_range import IntRangeUniverse
     from dpspark.universe.product import TupleUniverse
 
-    inner = stage.universe
-    parts = inner.components if isinstance(inner, TupleUniverse) else (inner,)
-    universe = TupleUniverse((IntRangeUniverse(0, batches - 1, column=BATCH), *parts))
+    universe = TupleUniverse((IntRangeUniverse(0, batches - 1, column=BATCH), *stage.universe.parts))
     return replace(stage, key_columns=(BATCH, *stage.key_columns), universe=universe)
 
 

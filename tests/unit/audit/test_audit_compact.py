@@ -54,7 +54,7 @@ from dpspark.audit import (
     toy_compact_pipeline,
 )
 from dpspark.mechanisms.compact import RoundedCdfSampler, compact_mechanism
-from dpspark.noise.counting import GeoSample
+from dpspark.noise import GeoSample
 from dpspark.rng import SeededRandom
 
 assert FALSE_ALARM == 1e-6

@@ -33,7 +33,7 @@ from dpspark.audit import (
     sparse_pipeline,
     value_at_least,
 )
-from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise import FastSample, GeoSample
 from dpspark.rng import SeededRandom, bias_epsilon
 
 N, SIZE, RUNS = 3, 16, 1000

@@ -38,7 +38,7 @@ from dpspark.audit import (
     value_at_least,
     value_equals,
 )
-from dpspark.noise.counting import FastSample, GeoSample, choose_exp_eps
+from dpspark.noise import FastSample, GeoSample, choose_exp_eps
 from dpspark.mechanisms.histogram import stability_histogram, stability_mechanism, stability_threshold
 from dpspark.rng import SeededRandom, SystemRandom, bias_epsilon
 from dpspark.noise.verifier import worst_privacy_ratio

@@ -29,7 +29,7 @@ from dpspark.audit import (
 )
 from dpspark.audit.planner import detects, guaranteed_hits
 from dpspark.mechanisms.histogram import basic_histogram
-from dpspark.noise.counting import GeoSample
+from dpspark.noise import GeoSample
 from dpspark.rng import SeededRandom
 
 

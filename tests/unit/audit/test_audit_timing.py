@@ -21,7 +21,7 @@ from fractions import Fraction
 import pytest
 
 from dpspark.audit import CountingRandom, count_calls, count_line_hits, histogram_step_bounds
-from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise import FastSample, GeoSample
 from dpspark.noise.counting_base import CountingMechanism
 from dpspark.mechanisms.histogram import basic_histogram, pure_sparse_histogram, sparse_histogram, stability_histogram
 from dpspark.mechanisms.histogram.distinct_fast import CHUNK, _count_below, search_rounds

@@ -29,7 +29,7 @@ from tests.unit.compact.test_compact_samplers import ShortZeroPreimage
 
 from dpspark.mechanisms.compact import BlockSampler, RoundedCdfSampler
 from dpspark.mechanisms.compact.empty_bin import EmptyBinSampler
-from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise import FastSample, GeoSample
 from dpspark.exact import exp_lower_bound
 
 M_BITS = 6

@@ -15,7 +15,7 @@ from dpspark.mechanisms.compact import (
     rebuild_sampler,
 )
 from dpspark.mechanisms.compact.evaluation import MULTIPOINT_MIN
-from dpspark.noise.counting import GeoSample
+from dpspark.noise import GeoSample
 from dpspark.gf import GF2m, horner, modulus_int
 from dpspark.mechanisms.histogram.basic import noisy_counts
 from dpspark.rng import SeededRandom, bias_epsilon

@@ -15,7 +15,7 @@ from dpspark.mechanisms.compact import (
     min_scaled_pmf_at_zero,
 )
 from dpspark.mechanisms.compact.empty_bin import EmptyBinSampler
-from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise import FastSample, GeoSample
 from dpspark.noise.exp_eps import denominator_for, exp_eps_at_most
 
 

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise import FastSample, GeoSample
 from dpspark.mechanisms.histogram import keepheavy
 from dpspark.mechanisms.histogram.keepheavy import accuracy_at
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from tests.support.hist_support import exact_law
 
-from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise import FastSample, GeoSample
 from dpspark.mechanisms.histogram import basic_histogram, stability_histogram, stability_mechanism, stability_threshold
 from dpspark.rng import SeededRandom
 

@@ -8,7 +8,7 @@ from functools import cache
 import pytest
 from tests.support.hist_support import EnumeratingRandom, exact_law
 
-from dpspark.noise.counting import GeoSample
+from dpspark.noise import GeoSample
 from dpspark.mechanisms.histogram import keepheavy_reference, keepheavy_simulation
 from dpspark.mechanisms.histogram.inputs import keep_strictly_heavy
 from dpspark.mechanisms.histogram.ordstat import ordsample_pmf

@@ -9,7 +9,7 @@ from math import comb
 import pytest
 from tests.support.hist_support import exact_law, sd
 
-from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise import FastSample, GeoSample
 from dpspark.mechanisms.histogram import binsample_fast
 from dpspark.mechanisms.histogram.binsample_fast import (
     approx_bin_sample_adaptive,

@@ -9,7 +9,7 @@ import pytest
 from tests.unit.histogram.test_hist_sparse import sparse_law
 from tests.support.hist_support import EnumeratingRandom, exact_law
 
-from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise import FastSample, GeoSample
 from dpspark.mechanisms.histogram import pure_sparse, pure_sparse_histogram, random_histogram
 from dpspark.mechanisms.histogram.pure_sparse import mixing_delta, mixing_min_probability_bound
 from dpspark.mechanisms.histogram.sparse import sd_bound, s_bits_for

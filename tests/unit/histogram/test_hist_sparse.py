@@ -8,7 +8,7 @@ from functools import cache
 import pytest
 from tests.support.hist_support import EnumeratingRandom, exact_law, sd
 
-from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise import FastSample, GeoSample
 from dpspark.mechanisms.histogram import keepheavy_reference, sparse_histogram
 from dpspark.mechanisms.histogram.ordstat import approx_bin_sample_pmf
 from dpspark.mechanisms.histogram.result import biased_draw_factor

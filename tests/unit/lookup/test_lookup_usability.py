@@ -232,7 +232,7 @@ path = "out"
 
 def test_pure_sparse_progress_is_in_words() -> None:
     """2.2: no 's = 2^6079689' in the progress lines."""
-    from dpspark.noise.counting import GeoSample
+    from dpspark.noise import GeoSample
     from dpspark.mechanisms.histogram import pure_sparse_histogram
     from dpspark.rng import SeededRandom
 

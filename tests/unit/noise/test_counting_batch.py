@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from dpspark.audit.timing import CountingRandom
-from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise import FastSample, GeoSample
 from dpspark.noise.counting_base import CountingMechanism
 from dpspark.noise.counting_batch import batch_sample
 from dpspark.mechanisms.histogram.basic import basic_histogram, noisy_counts

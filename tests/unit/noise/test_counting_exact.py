@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import pytest
 
-from dpspark.noise.counting import FastSample, GeoSample, truncation_condition
+from dpspark.noise import FastSample, GeoSample, truncation_condition
 from dpspark.noise.counting_base import CountingMechanism
 from dpspark.noise.verifier import check_sampler, verify_mechanism, worst_privacy_ratio
 

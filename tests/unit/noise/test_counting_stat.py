@@ -16,7 +16,7 @@ from fractions import Fraction
 
 import pytest
 
-from dpspark.noise.counting import FastSample, GeoSample
+from dpspark.noise import FastSample, GeoSample
 from dpspark.noise.counting_base import CountingMechanism
 from dpspark.rng import RandomSource, SeededRandom, SystemRandom
 from tests.support.chisq import chi2_critical

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from dpspark.noise.counting import GeoSample
+from dpspark.noise import GeoSample
 from dpspark.exact import exp_lower_bound
 from dpspark.rng import DEFAULT_LAMBDA, SeededRandom
 from dpspark.mechanisms.samplers import categorical

@@ -24,7 +24,7 @@ from dpspark.mechanisms.base import Mechanism, MechanismSpecError
 from dpspark.mechanisms.histogram.basic import basic_histogram
 from dpspark.mechanisms.histogram.mechanism import within_epsilon
 from dpspark.mechanisms.zcdp_budget import rho_option, rho_within
-from dpspark.noise.counting import GeoSample
+from dpspark.noise import GeoSample
 from dpspark.noise.dgauss import DiscreteGaussian, smallest_sigma
 from dpspark.noise.exp_eps import exp_eps_at_most
 from dpspark.privacy import AccuracyClaim, AccuracyStatement
