@@ -18,11 +18,11 @@ import json
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from dpspark.api.config import ConfigError
+from dpspark.engine.spec import ConfigError
 from dpspark.release.errors import ReleaseFormatError
 
 if TYPE_CHECKING:
-    from dpspark.api.config import ReleaseSpec
+    from dpspark.engine.spec import ReleaseSpec
     from dpspark.privacy import PrivacyStatement
 
 #: the histogram release kinds (the histogram manifest); every other kind uses the statement envelope
@@ -44,7 +44,10 @@ def check_plan_readable(spec: "ReleaseSpec", mech: Any = None) -> None:
     and its accuracy statement (``accuracy_statement()`` or ``accuracy()``) when it has one; for compact, the
     number of coefficient rows.
     """
-    mech = spec.mechanism_object() if mech is None else mech
+    if mech is None:
+        from dpspark.mechanisms.registry import construct
+
+        mech = construct(spec)
     try:
         _check_config(spec, mech)
         if mech.release_kind in HISTOGRAM_KINDS:

@@ -17,6 +17,7 @@ from dpspark.cli.app import main
 from dpspark.api.config import load_config
 from dpspark.mechanisms.histogram.result import AccuracyStatement, HistogramRelease, add_remove_statement
 from dpspark.release.manifest import read_manifest
+from dpspark.mechanisms.registry import construct
 
 from tests.support.configs import dense_toml
 
@@ -126,7 +127,7 @@ def test_created_utc_is_the_plan_time_and_every_mtime(tmp_path: Path, monkeypatc
     cfg = load_config(_config(tmp_path))
     release = HistogramRelease(
         algorithm="BasicHistogram", indices=tuple(range(10)), counts=(1,) * 10, universe_size=10, n=10,
-        privacy=add_remove_statement(10, exp_eps=cfg.mechanism_object().counting.exp_eps, bias_epsilon=Fraction(0),
+        privacy=add_remove_statement(10, exp_eps=construct(cfg).counting.exp_eps, bias_epsilon=Fraction(0),
                                      delta=Fraction(0), theorem="test"),
         accuracy=AccuracyStatement.histogram(3, Fraction(1, 20), -1, 5, Fraction(1, 20), "test"),
         parameters={"mechanism": {"mechanism": "GeoSample"}},

@@ -26,6 +26,7 @@ from dpspark.release.manifest import read_manifest, seal_manifest
 from dpspark.release.statement_envelope import StatementManifest, StatementRelease, standard_statements, write_statement_release
 from dpspark.rng import SeededRandom
 from tests.support.plugins import toy_statement
+from dpspark.mechanisms.registry import construct
 
 DELTA = Fraction(1, 10**9)
 
@@ -196,7 +197,7 @@ def test_statement_mechanism_end_to_end(spark, tmp_path: Path, toy, capsys: pyte
     pq.write_table(pa.table({"x": pa.array(xs, pa.int64())}), tmp_path / "in.parquet")
     (tmp_path / "c.toml").write_text(TOML)
     cfg = load_config(tmp_path / "c.toml")
-    mech = cfg.mechanism_object()
+    mech = construct(cfg)
     with pytest.raises(ConfigError, match="runs on Spark only"):
         run_release(cfg, rng=SeededRandom(5), progress=lambda _m: None, engine="arrow")
     assert not (tmp_path / "release").exists()
