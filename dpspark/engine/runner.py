@@ -44,7 +44,7 @@ Charge = Callable[[Plan], Any]
 __all__ = [
     "Charge", "CuratorError", "Plan", "check_input_columns", "check_input_schema", "check_ledger",
     "check_table_schema", "choose_engine", "count_mechanism", "describe_plan", "frame_schema", "is_text_format",
-    "job_spark_conf", "plan_release", "plan_text", "prepare", "run_mechanism", "run_plan", "run_release",
+    "job_spark_conf", "plan_release", "plan_text", "prepare", "run_mechanism", "run_release",
     "spend_budget", "spent_kept_note", "stderr_progress", "write_release",
 ]
 
@@ -174,7 +174,7 @@ def run_release(
         check_table_schema(plan.mechanism, arrow_source)
     spent = charge(plan) if charge is not None else spend_budget(spec)  # before any read or noise; never refunded
     try:
-        out = run_plan(plan, data, rng, show, arrow_source, show_data_errors)
+        out = _run(plan, data, rng, show, arrow_source, show_data_errors)
     except BaseException as err:
         if spent is not None:
             spent[0].mark_failed(spent[1].id)
@@ -185,7 +185,7 @@ def run_release(
     return out
 
 
-def run_plan(plan: Plan, data: "DataFrame | None", rng: RandomSource, show: Progress, arrow_source: Any = None,
+def _run(plan: Plan, data: "DataFrame | None", rng: RandomSource, show: Progress, arrow_source: Any = None,
              show_data_errors: bool = False) -> Path:
     """The data pass, the driver's noise, the optional padding and the atomic write of a charged plan."""
     from dpspark.engine.backend import open_backend

@@ -133,11 +133,10 @@ def test_created_utc_is_the_plan_time_and_every_mtime(tmp_path: Path, monkeypatc
         parameters={"mechanism": {"mechanism": "GeoSample"}},
     )
 
-    def slow_job(cfg: object, mech: object, data: object, rng: object, show: object,
-                 engine: str = "spark", created_utc: str | None = None, arrow_source: object = None,
+    def slow_job(plan: job.Plan, data: object, rng: object, show: object, arrow_source: object = None,
                  show_data_errors: bool = False) -> Path:
         time.sleep(1.2)  # the data takes a while: the finishing time must not show
-        return job.write_release(cfg, release, "test", "sparse", created_utc)  # type: ignore[arg-type]
+        return job.write_release(plan.spec, release, "test", "sparse", plan.created_utc)
 
     monkeypatch.setattr(job, "_run", slow_job)
     import pyarrow as pa
