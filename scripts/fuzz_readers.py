@@ -515,7 +515,7 @@ def fuzz_all_kinds(root: Path, inputs: int, timeout: float, seed: int) -> dict[s
 
     out: dict[str, Counter[str]] = {}
     releases = {kind: make_fixture(kind, root / "releases") for kind in KINDS}
-    compact = Path(__file__).resolve().parent.parent / "tests" / "data" / "compact_kav" / "release"
+    compact = Path(__file__).resolve().parent.parent / "tests" / "support" / "data" / "compact_kav" / "release"
     if compact.is_dir():  # the checked-in compact release (made once on Spark)
         releases["compact"] = compact
     for i, (kind, release) in enumerate(releases.items()):

@@ -1,4 +1,4 @@
-"""``dpspark verify``, ``dpspark keygen`` and ``dpspark sign``: check a release's integrity, signature and charge.
+"""``dpspark verify``: check a release's integrity, signature and charge (``keygen``, ``sign``: their own modules).
 
 ``dpspark verify RELEASE`` opens the release with every check a reader makes (checksums of every file,
 the manifest's schema, the re-derived statements, every value of its kind). ``--key PUB`` (repeatable)
@@ -111,27 +111,11 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_keygen(args: argparse.Namespace) -> int:
-    from dpspark.release.signature import generate_keypair
+def add_verify_command(subparsers: Any) -> None:
+    """Register ``verify`` on the ``dpspark`` command's subparsers."""
+    from dpspark.cli.common import command_parser
 
-    key, pub = generate_keypair(args.out)
-    print(f"private key {key} (keep it secret; dpspark release --sign {key})")
-    print(f"public key  {pub} (give it to readers; dpspark verify RELEASE --key {pub})")
-    return 0
-
-
-def _cmd_sign(args: argparse.Namespace) -> int:
-    from dpspark.release.signature import sign_release
-
-    print(sign_release(args.release, args.key))
-    return 0
-
-
-def add_verify_commands(subparsers: Any) -> None:
-    """Register ``verify``, ``keygen`` and ``sign`` on the ``dpspark`` command's subparsers."""
-    from dpspark.cli.lookup import _parser
-
-    v = _parser(subparsers, "verify", "check a release's files, statements and, optionally, signature and ledger",
+    v = command_parser(subparsers, "verify", "check a release's files, statements and, optionally, signature and ledger",
                 ["dpspark verify releases/queries", "dpspark verify releases/queries --key team.pub",
                  "dpspark verify releases/queries --ledger budget.sqlite"],
                 "The seal (manifest_sha256) only detects damage: anyone can edit and reseal a manifest.\n"
@@ -142,12 +126,3 @@ def add_verify_commands(subparsers: Any) -> None:
                    help="trusted Ed25519 public key (PEM); repeatable: any one of them may have signed")
     v.add_argument("--ledger", default=None, help="budget ledger (SQLite) that charged this release")
     v.set_defaults(func=_cmd_verify)
-    k = _parser(subparsers, "keygen", "make an Ed25519 key pair for signing releases",
-                ["dpspark keygen --out keys/team"])
-    k.add_argument("--out", required=True, metavar="PREFIX", help="writes PREFIX.key (private, 0600) and PREFIX.pub")
-    k.set_defaults(func=_cmd_keygen)
-    s = _parser(subparsers, "sign", "sign an existing, unsigned release (second step; see release --sign)",
-                ["dpspark sign releases/queries --key keys/team.key"])
-    s.add_argument("release", help="release directory")
-    s.add_argument("--key", required=True, metavar="KEYFILE", help="Ed25519 private key (PEM)")
-    s.set_defaults(func=_cmd_sign)

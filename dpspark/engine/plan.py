@@ -19,7 +19,37 @@ from dpspark.engine.spec import ConfigError
 if TYPE_CHECKING:
     from dpspark.engine.spec import ReleaseSpec
 
-__all__ = ["Plan", "build_mechanism", "choose_engine", "plan_summary", "plan_release", "plan_text", "prepare"]
+__all__ = ["Plan", "UnreadablePlanError", "build_mechanism", "check_plan_readable", "choose_engine", "plan_summary",
+           "plan_release", "plan_text", "prepare"]
+
+
+class UnreadablePlanError(ConfigError):
+    """The plan would write a release its own reader refuses (checked before any spend)."""
+
+
+def check_plan_readable(spec: "ReleaseSpec", mech: Any = None) -> None:
+    """Refuse, before any spend, a plan whose manifest the release reader would reject (a config error).
+
+    ``mech``: the spec's mechanism object when the caller already built it (else it is built here). The check
+    itself (:mod:`dpspark.release.plan_check`) takes the plan as plain data and knows no family.
+    """
+    from dpspark.release.errors import ReleaseFormatError
+    from dpspark.release.plan_check import PlannedRelease, check_readable
+
+    if mech is None:
+        from dpspark.mechanisms.registry import construct
+
+        mech = construct(spec)
+    try:
+        plan = PlannedRelease(kind=mech.release_kind, max_units=spec.max_units, delta=spec.delta,
+                              config=spec.exact_parameters(mech))
+        check_readable(plan, mech)
+    except (ReleaseFormatError, ValueError) as err:
+        if isinstance(err, ConfigError):
+            raise
+        raise UnreadablePlanError(
+            f"{spec.source}: the release this plan would write could not be read back ({err}); refused before "
+            "any budget is spent - lower max_keys_per_unit, max_rows_per_key, max_units or epsilon") from None
 
 
 def build_mechanism(spec: "ReleaseSpec") -> Any:
@@ -36,8 +66,6 @@ def build_mechanism(spec: "ReleaseSpec") -> Any:
         mech = construct(spec)  # the mechanism's data-free checks and certified plan
     except (MechanismSpecError, ParameterError) as err:
         raise ConfigError(f"{spec.source}: {err}") from None
-    from dpspark.release.plan_check import check_plan_readable
-
     check_plan_readable(spec, mech)  # the release's own reader must take what this plan will write
     return mech
 

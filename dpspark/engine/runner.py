@@ -225,7 +225,7 @@ def write_release(cfg: "ReleaseSpec", release: Any, rng_name: str, kind: str | N
     ``mech``: the plan's mechanism (its exact options go into the manifest); built here when not given and
     the mechanism has options.
     """
-    from dpspark.release.writers import writer_for
+    from dpspark.release.kinds import writer_for
 
     if mech is None:
         from dpspark.mechanisms.registry import mechanism_class

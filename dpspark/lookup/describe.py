@@ -7,7 +7,7 @@ from fractions import Fraction
 from dpspark.release.exactjson import frac_log2
 from dpspark.text import readable, short
 from dpspark.privacy import AccuracyStatement, PrivacyStatement
-from dpspark.release.manifest import Manifest
+from dpspark.release.counts_form import Manifest
 
 def _eps(rel: PrivacyStatement, exact: bool = False) -> str:
     approx = rel.epsilon_float()  # report

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dpspark.release.errors import ReleaseFormatError
-from dpspark.release.manifest import DEFAULT_LIMITS, ReadLimits
+from dpspark.release.header import DEFAULT_LIMITS, ReadLimits
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from dpspark.privacy import AccuracyStatement, PrivacyStatement
-    from dpspark.release.statement_envelope import StatementManifest
+    from dpspark.release.statements import StatementManifest
 
 
 def section_keys_and_columns(section: Any, keys: frozenset[str] | set[str], columns_key: str, kind: str,
@@ -38,7 +38,7 @@ class StatementLookup:
     def __init__(self, path: Path, *, verify: bool = True, limits: ReadLimits = DEFAULT_LIMITS,
                  manifest: "StatementManifest | None" = None) -> None:
         from dpspark.release.manifest import read_manifest
-        from dpspark.release.statement_envelope import StatementManifest
+        from dpspark.release.statements import StatementManifest
 
         self.root = Path(path)
         m = manifest if manifest is not None else read_manifest(self.root, limits)

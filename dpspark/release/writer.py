@@ -20,18 +20,12 @@ from dpspark.exact import parse_rational
 from dpspark.release.atomic import atomic_release_dir
 from dpspark.release.exactjson import frac_to_str, int_to_str
 from dpspark.release.files import file_entry
-from dpspark.release.manifest import (
-    MANIFEST_NAME,
-    REPLACEMENT_DELTA_EQUALS_DELTA,
-    json_safe,
-    manifest_header,
-    relation_statements,
-    seal_manifest,
-)
+from dpspark.release.counts_form import REPLACEMENT_DELTA_EQUALS_DELTA, relation_statements
+from dpspark.release.header import MANIFEST_NAME, json_safe, manifest_header, seal_manifest
 from dpspark.universe import CategoricalUniverse, TupleUniverse, Universe
 
-if TYPE_CHECKING:  # the lookup library must not import the mechanisms
-    from dpspark.mechanisms.histogram.result import AccuracyStatement, PrivacyStatement
+if TYPE_CHECKING:
+    from dpspark.privacy import AccuracyStatement, PrivacyStatement
 
 _INPUT_VALUE_TYPES = (str, int, bool, type(None))
 

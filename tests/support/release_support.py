@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from dpspark.mechanisms.histogram.result import AccuracyStatement, HistogramRelease, add_remove_statement
-from dpspark.release import write_sparse_release
+from dpspark.mechanisms.histogram.writer import write_sparse_release
 from dpspark.rng import SeededRandom, bias_epsilon
 from dpspark.universe import Universe
 

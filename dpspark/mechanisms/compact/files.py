@@ -24,8 +24,10 @@ from dpspark.mechanisms.compact.empty_bin import EmptyBinSampler
 from dpspark.mechanisms.compact.coefficients import read_coefficient_file
 from dpspark.release.errors import ReleaseFormatError
 from dpspark.release.files import check_data_file
-from dpspark.release.manifest import CompactInfo, Manifest
-from dpspark.release.reader import load_universe
+from dpspark.mechanisms.compact.section import CompactInfo
+from dpspark.mechanisms.histogram.layout import bins_columns
+from dpspark.release.counts_form import Manifest
+from dpspark.release.files import load_universe
 from dpspark.universe import Universe
 
 _HASH_CHUNK = 1 << 24
@@ -116,7 +118,7 @@ def open_compact_files(manifest: Manifest, root: Path, verify: bool) -> CompactF
         if fname != info.file:
             check_data_file(root, fname, entry, verify)
     sampler = rebuild_compact_sampler(info, name)
-    universe = load_universe(manifest, root)
+    universe = load_universe(manifest, root, bins_columns)  # key columns as the sparse layout names them
     if universe.size > 1 << info.m:
         raise ReleaseFormatError(f"{name}: the universe has more than 2^m elements")
     return CompactFiles(universe, sampler, read_coefficients(manifest, root, verify))

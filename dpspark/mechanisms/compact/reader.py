@@ -31,7 +31,9 @@ from dpspark.lookup.keys import (
 from dpspark.lookup.open import ManifestStatements
 from dpspark.mechanisms.compact.files import open_compact_files, read_coefficients
 from dpspark.release.files import check_data_file
-from dpspark.release.manifest import CompactInfo, Manifest, ReadLimits
+from dpspark.mechanisms.compact.section import CompactInfo
+from dpspark.release.counts_form import Manifest
+from dpspark.release.header import ReadLimits
 from dpspark.universe import Universe, wide
 
 

@@ -2,7 +2,7 @@
 
 The envelope (:mod:`dpspark.release.manifest`) has already checked the common parts; this codec checks
 the compact-specific fields against them (l = k n + 1, the per-unit statement, sizes before any
-allocation). Registered for the ``compact`` kind in :mod:`dpspark.release.sections`.
+allocation). Declared for the ``compact`` kind in ``kind.py``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dpspark.release.manifest import FileEntry, ReadLimits
-    from dpspark.release.sections import SectionContext
+    from dpspark.release.counts_form import SectionContext
+    from dpspark.release.header import FileEntry, ReadLimits
 
 SECTION_KEY = "compact"
 
@@ -53,7 +53,7 @@ def parse_compact_section(
     and the add/remove statement is k times the per-step one (group privacy).
     """
     from dpspark.gf.field import modulus_int, modulus_string
-    from dpspark.release.manifest import _fail, _frac, _int
+    from dpspark.release.header import exact_frac as _frac, exact_int as _int, fail as _fail
 
     if "bins" in obj:
         raise _fail(name, "a compact release has no bins section")
@@ -141,3 +141,22 @@ def parse_compact_section(
         counting=mech, sampler=samp, epsilon2=epsilon2, eps_a=eps_a, eps_b=eps_b,
         rng_draws_per_bin=draws, rng_lambda=lam, rng_bias=rng_bias,
     )}
+
+
+def check_compact_plan(plan: Any, mech: Any, limits: "ReadLimits") -> None:
+    """Before any spend: the compact section's sizes and the statements this plan's manifest will state."""
+    from dpspark.release.plan_check import check_count_statements
+
+    counting = mech.compact_plan.mechanism
+    if mech.n_range + 1 > limits.max_rows:  # l = k n + 1 coefficients, one row each
+        raise ValueError(f"the coefficient file would have l = k n + 1 = {mech.n_range + 1} rows, above the "
+                         f"reader's limit of {limits.max_rows}")
+    if counting.d.bit_length() > limits.max_sampler_d_bits:
+        raise ValueError(f"compact.counting_mechanism.d has {counting.d.bit_length()} bits, above the reader's "
+                         f"limit of {limits.max_sampler_d_bits}")
+    step = counting.exp_eps
+    if max(step.numerator.bit_length(), step.denominator.bit_length()) > 4096:
+        raise ValueError("compact.counting_mechanism.exp_eps has a part above 4096 bits")
+    # the compact bias has its own, far larger bound: the plan states none
+    check_count_statements(plan, mech.name, step ** mech.k, Fraction(0), Fraction(0), "CompactHistogram", True,
+                           limits)

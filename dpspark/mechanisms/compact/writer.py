@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from dpspark.mechanisms.compact.coefficients import COEFFICIENTS_FILE, COLUMN, DEFAULT_BATCH_ROWS, write_coefficient_file
 from dpspark.release.exactjson import frac_to_str, int_to_str
 from dpspark.privacy.relations import AddRemove
-from dpspark.release.manifest import utc_now
+from dpspark.release.header import utc_now
 from dpspark.release.writer import exact_config_value, manifest_body, write_release_dir
 from dpspark.universe import Universe
 

@@ -1,6 +1,6 @@
 """Writing a sparse release: ``manifest.json`` plus ``bins.parquet`` (and copied universe value lists).
 
-See :mod:`dpspark.release.layout` for the bins columns and
+See :mod:`dpspark.mechanisms.histogram.layout` for the bins columns and
 :mod:`dpspark.release.manifest` for the manifest. The directory appears
 atomically (:mod:`dpspark.release.atomic`); an existing path is refused.
 """
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from dpspark.release.layout import BINS_FILE, COUNT_COLUMN, INDEX_COLUMN, build_bins_table, bins_columns
+from dpspark.mechanisms.histogram.layout import BINS_FILE, COUNT_COLUMN, INDEX_COLUMN, build_bins_table, bins_columns
 from dpspark.privacy.relations import AddRemove
-from dpspark.release.manifest import utc_now
+from dpspark.release.header import utc_now
 from dpspark.release.writer import exact_config_value, manifest_body, write_release_dir
 from dpspark.universe import Universe
 

@@ -20,35 +20,10 @@ import numpy as np
 from dpspark.lookup.statement_base import StatementLookup, section_keys_and_columns
 from dpspark.release.errors import ReleaseFormatError
 from dpspark.release.exactjson import str_to_frac
+from dpspark.mechanisms.product.section import KIND, _fraction, check_distribution_section  # noqa: F401
 
 if TYPE_CHECKING:
     from dpspark.rng import RandomSource
-
-KIND = "distribution"
-_KEYS = {"q", "columns", "flipped"}
-
-
-def _fraction(x: Any) -> Fraction:
-    """An exact probability as written (``"p/q"`` or an int); bounded size, so a hostile q never stalls a reader."""
-    if isinstance(x, bool) or not isinstance(x, (str, int)):
-        raise ValueError("not an exact rational")
-    return Fraction(x) if isinstance(x, int) else str_to_frac(x, 4096)
-
-
-def check_distribution_section(section: dict[str, Any], manifest: Any, name: str) -> None:
-    """Manifest check: the three keys, one q per column, every q an exact rational in [0, 1]."""
-    columns = section_keys_and_columns(section, _KEYS, "columns", "distribution", name)
-    q, flipped = section["q"], section["flipped"]
-    if not isinstance(q, list) or len(q) != len(columns):
-        raise ReleaseFormatError(f"{name}: distribution.q must hold one probability per column")
-    if not isinstance(flipped, list) or len(flipped) != len(columns) or not all(isinstance(f, bool) for f in flipped):
-        raise ReleaseFormatError(f"{name}: distribution.flipped must hold one boolean per column")
-    try:
-        values = [_fraction(x) for x in q]
-    except (ValueError, ZeroDivisionError):
-        raise ReleaseFormatError(f"{name}: distribution.q holds a value that is not an exact rational") from None
-    if not all(0 <= v <= 1 for v in values):
-        raise ReleaseFormatError(f"{name}: distribution.q holds a value outside [0, 1]")
 
 
 def bernoulli_matrix(q: list[Fraction], k: int, rng: "RandomSource") -> np.ndarray:
@@ -114,8 +89,3 @@ class DistributionLookup(StatementLookup):
             ("q", shown + more),
             ("synthetic rows", "sample(k, rng) draws rows from q: post-processing, no privacy cost"),
         ]
-
-
-from dpspark.release.statement_envelope import register_section_check  # noqa: E402
-
-register_section_check(KIND, check_distribution_section)

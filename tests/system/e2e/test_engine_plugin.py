@@ -1,4 +1,5 @@
-"""The engine's design test: a mechanism added from the test suite runs config -> Spark -> release -> inspect -> lookup."""
+"""The engine's design test: a family folder added from the test suite (tests/support/plugins/toy/) runs
+config -> Spark -> release -> inspect -> lookup, for a mechanism on a built-in kind and one on its own kind."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from dpspark.cli.app import main as cli
 from dpspark.api.config import ConfigError, load_config
 from dpspark.engine.runner import describe_plan, run_release
 from dpspark.lookup import open_release
-from dpspark.mechanisms import registry
 from dpspark.rng import SeededRandom
-from tests.support.plugins import toy_mechanism
+from tests.support.plugins import toy as toy_family
+from tests.support.plugins.toy.mechanism import ToyGeometric
 
 CONFIG = """
 [input]
@@ -38,9 +39,9 @@ path = "release"
 
 @pytest.fixture
 def toy() -> object:
-    toy_mechanism.register()
-    yield toy_mechanism.ToyGeometric
-    registry.unregister("toy_geometric")
+    toy_family.register()
+    yield ToyGeometric
+    toy_family.unregister()
 
 
 def test_unknown_until_registered(tmp_path: Path) -> None:

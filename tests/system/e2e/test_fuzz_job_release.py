@@ -84,7 +84,7 @@ def test_a_non_format_error_is_reported(fuzzer: ModuleType, job_release: Path, t
 
 def test_short_fuzz_of_a_compact_release(fuzzer: ModuleType, tmp_path: Path) -> None:
     """The same fuzz cases on the checked-in compact release: the Arrow IPC coefficient file is the data file."""
-    target = fuzzer.Target(REPO / "tests" / "data" / "compact_kav" / "release", tmp_path / "scratch")
+    target = fuzzer.Target(REPO / "tests" / "support" / "data" / "compact_kav" / "release", tmp_path / "scratch")
     assert target.data_name == "coefficients.arrow"
     seen = fuzzer.run_hypothesis(target, 200, 60.0, 3)
     seen.update(fuzzer.run_random(target, 400, 60.0, 4))
@@ -101,5 +101,5 @@ def test_fuzz_finding_invalid_utf8_column_name_is_a_format_error(fuzzer: ModuleT
     made pyarrow raise UnicodeDecodeError from the schema check; it must be a ReleaseFormatError."""
     import base64
 
-    target = fuzzer.Target(REPO / "tests" / "data" / "compact_kav" / "release", tmp_path / "scratch")
+    target = fuzzer.Target(REPO / "tests" / "support" / "data" / "compact_kav" / "release", tmp_path / "scratch")
     assert fuzzer.one_input(target, base64.b64decode("p////w8AAP///w8AAAAA7p6wAADunrAo")) == "2-rejected"

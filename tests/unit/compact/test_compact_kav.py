@@ -20,7 +20,7 @@ from dpspark.universe import IntRangeUniverse
 from tests.support.compact_support import build, write
 
 REPO = Path(__file__).resolve().parents[3]
-KAV = REPO / "tests" / "data" / "compact_kav"
+KAV = REPO / "tests" / "support" / "data" / "compact_kav"
 
 
 def _script() -> ModuleType:

@@ -259,7 +259,7 @@ def test_delta_one_half_is_refused_unless_allowed(tmp_path: Path) -> None:
 def test_plan_check_refuses_what_the_reader_would(tmp_path: Path) -> None:
     """compact keeps e^eps = (p/q)^k exact (its reader checks it): with k = 200 (per-step q = 2^12) the
     replacement statement (p/q)^400 has parts above 4096 bits, so the plan is refused at config time, before any spend."""
-    from dpspark.release.plan_check import UnreadablePlanError
+    from dpspark.api.plan_check import UnreadablePlanError
 
     with pytest.raises(UnreadablePlanError, match="before any budget is spent"):
         ReleaseSpec.from_dict(_raw(_prepare(tmp_path), "compact", max_units=2, max_keys_per_unit=200),
@@ -269,7 +269,7 @@ def test_plan_check_refuses_what_the_reader_would(tmp_path: Path) -> None:
 
 def test_plan_check_on_every_base_config(tmp_path: Path) -> None:
     """check_plan_readable passes on every mechanism's base plan (callable on its own, e.g. from preflight)."""
-    from dpspark.release.plan_check import check_plan_readable
+    from dpspark.api.plan_check import check_plan_readable
 
     for mech in ("dense", "compact", "kary_sampler", "bounded_noise", "gaussian_mean"):  # each path of the check
         spec = ReleaseSpec.from_dict(_raw(_prepare(tmp_path), mech), base_dir=tmp_path)

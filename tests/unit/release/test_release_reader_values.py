@@ -207,7 +207,7 @@ def test_inspect_never_prints_a_traceback(fixtures, tmp_path: Path, kind: str, c
     assert cli(["inspect", str(rel)]) == 0
     capsys.readouterr()
     if kind in STATEMENT_KINDS:  # a describe_lines bug (or a case no check caught) is one error line
-        from dpspark.lookup.readers import reader_for
+        from dpspark.release.kinds import reader_for
         from dpspark.release.manifest import read_manifest
 
         cls = reader_for(read_manifest(rel).kind)
@@ -221,7 +221,7 @@ def test_inspect_never_prints_a_traceback(fixtures, tmp_path: Path, kind: str, c
 def _fuzz(fixtures: dict[str, Path], tmp_path: Path, inputs: int) -> dict[str, Any]:
     fz = _oracle()
     out = {}
-    releases = {**fixtures, "compact": REPO / "tests" / "data" / "compact_kav" / "release"}  # checked in
+    releases = {**fixtures, "compact": REPO / "tests" / "support" / "data" / "compact_kav" / "release"}  # checked in
     for i, (kind, release) in enumerate(releases.items()):
         target = fz.Target(release, tmp_path / kind)
         out[kind] = fz.run_counted(target, inputs, 30.0, 100 + i)

@@ -14,8 +14,8 @@ import pytest
 from dpspark import __version__
 from dpspark.lookup import open_release
 from dpspark.release import read_manifest
-from dpspark.release.layout import bins_columns
-from dpspark.release.reader import offset_keys
+from dpspark.mechanisms.histogram.files import offset_keys
+from dpspark.mechanisms.histogram.layout import bins_columns
 from dpspark.universe import (
     BytesUniverse,
     CategoricalUniverse,

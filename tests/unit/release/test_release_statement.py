@@ -14,18 +14,17 @@ from dpspark.cli.app import main as cli
 from dpspark.api.config import ReleaseSpec
 from dpspark.engine.runner import run_release
 from dpspark.lookup import open_release
-from dpspark.lookup.readers import register_reader
 from dpspark.lookup.statement_base import StatementLookup
-from dpspark.mechanisms import registry
 from dpspark.mechanisms.base import MechanismSpecError
 from dpspark.mechanisms.zcdp_budget import RHO_BITS, converted_epsilon, rho_within
 from dpspark.privacy import AccuracyClaim, AccuracyStatement, AddRemove, PrivacyStatement, Substitute, ZCDP
 from dpspark.release.errors import ReleaseFormatError
-from dpspark.release.writers import register_writer
+from dpspark.release.kinds import ReleaseKind, register_kind, unregister_kind
 from dpspark.release.manifest import read_manifest, seal_manifest
-from dpspark.release.statement_envelope import StatementManifest, StatementRelease, standard_statements, write_statement_release
+from dpspark.release.statements import StatementManifest, StatementRelease, standard_statements, write_statement_release
 from dpspark.rng import SeededRandom
-from tests.support.plugins import toy_statement
+from tests.support.plugins import toy as toy_family
+from tests.support.plugins.toy.mechanism import ToyDGaussSum
 from dpspark.mechanisms.registry import construct
 
 DELTA = Fraction(1, 10**9)
@@ -77,9 +76,9 @@ CONFIG = {"mechanism": "toy_dgauss_sum", "max_units": 100, "epsilon": "1", "delt
 
 @pytest.fixture
 def kind() -> object:
-    register_writer("toy_statement", write_statement_release)
-    register_reader("toy_statement", StatementLookup)
+    register_kind(ReleaseKind("toy_statement", "statements", "section", reader=StatementLookup))  # no section check
     yield "toy_statement"
+    unregister_kind("toy_statement")
 
 
 def _write(tmp_path: Path, kind: str) -> Path:
@@ -182,9 +181,9 @@ path = "release"
 
 @pytest.fixture
 def toy() -> object:
-    toy_statement.register()
-    yield toy_statement.ToyDGaussSum
-    registry.unregister("toy_dgauss_sum")
+    toy_family.register()
+    yield ToyDGaussSum
+    toy_family.unregister()
 
 
 @pytest.mark.spark

@@ -1,26 +1,66 @@
-"""A test-only statement-envelope mechanism: one noisy clipped sum under zCDP, registered from the suite.
+"""The toy family's mechanisms: a test-only family folder, registered from the suite with no edit to dpspark.
 
-``toy_dgauss_sum`` sums a column clipped to [0, hi] (one pass, exact) and adds discrete Gaussian noise
-with sigma the smallest grid value whose certified rho fits the (epsilon, delta) budget: rho =
-rho(hi)-zCDP under add/remove (Canonne-Kamath-Steinke 2020, with the certificate of the implemented
-law), stated with its CKS20 (eps, delta) conversions. Release kind ``toy_statement`` uses the generic
-writer and reader base, so it exercises the statement envelope end to end with no edit to dpspark.
+* ``toy_geometric`` releases a GeoSample-noised count for every bin of a small universe (BasicHistogram,
+  BV Algorithm 5.1 / Thm 5.2, pure DP under add/remove), with its own parameter policy: e^eps~ = p/q with a
+  fixed denominator 16. It stores its payload as a ``sparse`` release, so the writer, reader, lookup and CLI
+  need nothing new.
+* ``toy_dgauss_sum`` sums a column clipped to [0, hi] (one pass, exact) and adds discrete Gaussian noise
+  with sigma the smallest grid value whose certified rho fits the (epsilon, delta) budget: rho =
+  rho(hi)-zCDP under add/remove (Canonne-Kamath-Steinke 2020, with the certificate of the implemented
+  law), stated with its CKS20 (eps, delta) conversions. It writes the family's own release kind
+  ``toy_statement`` (``kind.py``: the generic statements writer, the section check in ``section.py``, the
+  reader in ``reader.py``).
 """
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import pyarrow as pa
 
 from dpspark.engine.stages import SumsStage
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError
+from dpspark.mechanisms.histogram.basic import basic_histogram
+from dpspark.mechanisms.histogram.mechanism import within_epsilon
 from dpspark.mechanisms.zcdp_budget import rho_option, rho_within
+from dpspark.noise.counting import GeoSample
 from dpspark.noise.dgauss import DiscreteGaussian, smallest_sigma
+from dpspark.noise.exp_eps import exp_eps_at_most
 from dpspark.privacy import AccuracyClaim, AccuracyStatement
-from dpspark.release.statement_envelope import StatementRelease, standard_statements
+from dpspark.release.statements import StatementRelease, standard_statements
+from dpspark.rng import bias_epsilon
+from tests.support.plugins.toy.kind import KIND
 
-KIND = "toy_statement"
+
+class ToyGeometric(Mechanism):
+    """GeoSample on every bin of a universe of at most 1000 keys (pure eps-DP, BV Thm 5.2)."""
+
+    name: ClassVar[str] = "toy_geometric"
+    release_kind: ClassVar[str] = "sparse"
+
+    def __init__(self, spec: Any) -> None:
+        super().__init__(spec)
+        if spec.universe.size > 1000:
+            raise MechanismSpecError("toy_geometric releases every bin: at most 1000 keys")
+        self.counting = GeoSample(n=spec.max_units, exp_eps=exp_eps_at_most(spec.epsilon, 16))
+        if not within_epsilon(self.counting.exp_eps, bias_epsilon(1), spec.epsilon):
+            raise MechanismSpecError("internal error: the plan exceeds epsilon")
+
+    def plan(self) -> dict[str, Any]:
+        return {"mechanism": self.name, "counting": self.counting.describe()}
+
+    def privacy_summary(self) -> dict[str, Any]:
+        return {"epsilon": f"ln({self.counting.exp_eps}) + 2^-126", "delta": "0"}
+
+    def accuracy_summary(self) -> dict[str, Any]:
+        return {"per_query_error_bar": self.counting.accuracy(self.spec.beta), "beta": str(self.spec.beta)}
+
+    def run(self, ctx: Any, rng: Any, progress: Any) -> Any:
+        indices, counts = ctx.counts(ctx.counts_stage(self.spec), self.spec)
+        size = self.spec.universe.size
+        return basic_histogram((indices, counts), range(size), size, self.spec.max_units, self.counting, rng,
+                               beta=self.spec.beta)
 
 
 def _parse_sum(raw: Any) -> dict[str, Any]:
@@ -82,14 +122,4 @@ class ToyDGaussSum(Mechanism):
         )
 
 
-def register() -> None:
-    """The registry entries: mechanism, writer (the generic one) and reader (the generic base)."""
-    from dpspark.lookup.readers import register_reader
-    from dpspark.lookup.statement_base import StatementLookup
-    from dpspark.mechanisms.registry import register as add
-    from dpspark.release.writers import register_writer
-    from dpspark.release.statement_envelope import write_statement_release
-
-    add(ToyDGaussSum)
-    register_writer(KIND, write_statement_release)
-    register_reader(KIND, StatementLookup)
+__all__ = ["Fraction", "ToyDGaussSum", "ToyGeometric"]

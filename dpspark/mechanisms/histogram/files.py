@@ -1,8 +1,7 @@
-"""Hardened reading of a release directory: manifest, listed files, universe and bins.
+"""Hardened reading of a sparse release's data: ``bins.parquet`` checked against the manifest, as search arrays.
 
-Every failure is a :class:`ReleaseFormatError` naming the file and what is
-wrong. Sizes are checked against the manifest and the :class:`ReadLimits`
-before anything is read; checksums are verified once, when ``verify`` is set.
+Every failure is a :class:`ReleaseFormatError` naming the file and what is wrong. The generic parts (listed
+files, the universe) are :mod:`dpspark.release.files`'s; the columns are :mod:`dpspark.mechanisms.histogram.layout`'s.
 """
 
 from __future__ import annotations
@@ -15,12 +14,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dpspark.mechanisms.histogram.layout import COUNT_COLUMN, INDEX_COLUMN, bins_columns, bins_schema
+from dpspark.release.counts_form import Manifest
 from dpspark.release.errors import ReleaseFormatError
-from dpspark.release.files import check_data_file
-from dpspark.release.layout import COUNT_COLUMN, INDEX_COLUMN, bins_columns, bins_schema
-from dpspark.release.manifest import DEFAULT_LIMITS, Manifest, ReadLimits, read_manifest
-from dpspark.universe import Universe, UniverseConfigError, universe_from_dict
+from dpspark.release.header import DEFAULT_LIMITS, ReadLimits
+from dpspark.release.files import load_universe as _load_universe
+from dpspark.release.files import verify_files
+from dpspark.universe import Universe
 from dpspark.universe import wide
+
+
+def load_universe(manifest: Manifest, release_dir: Path) -> Universe:
+    """The release's universe, with key columns that fit the bins layout."""
+    return _load_universe(manifest, release_dir, bins_columns)
 
 
 @dataclass(frozen=True)
@@ -43,46 +49,6 @@ def offset_keys(index_words: pa.Array, width: int, universe_size: int | None = N
     if universe_size is not None and universe_size <= 1 << 64:
         return np.ascontiguousarray(be[:, width - 8 :]).view(">u8").reshape(-1).astype(np.uint64)
     return be.view(f"S{width}").reshape(-1)
-
-
-def verify_files(manifest: Manifest, release_dir: Path, verify: bool) -> None:
-    """Size-check (and with ``verify`` checksum) every data file listed in the manifest."""
-    for name, entry in manifest.files.items():
-        check_data_file(release_dir, name, entry, verify)
-
-
-def _categorical_files(spec: Any) -> list[Any]:
-    """The ``file`` fields of categorical (component) specs, whatever shape the spec has."""
-    comps = spec.get("components") if isinstance(spec, dict) and spec.get("kind") == "tuple" else [spec]
-    if not isinstance(comps, list):
-        return []  # universe_from_dict rejects it
-    return [c["file"] for c in comps if isinstance(c, dict) and c.get("kind") == "categorical" and "file" in c]
-
-
-def load_universe_spec(spec: Any, files: Any, release_dir: Path) -> Universe:
-    """A universe spec of a release's manifest (value lists must be listed data files, already size-checked)."""
-    name = str(release_dir / "manifest.json")
-    for f in _categorical_files(spec):
-        if not isinstance(f, str) or f not in files:
-            raise ReleaseFormatError(f"{name}: the universe's value list file is not a listed data file of the release")
-    try:
-        return universe_from_dict(spec, base_dir=release_dir)
-    except (UniverseConfigError, ValueError, TypeError, KeyError, AttributeError, RecursionError, OSError,
-            UnicodeDecodeError, OverflowError) as exc:
-        raise ReleaseFormatError(f"{name}: invalid universe spec ({str(exc)[:300]})") from None
-
-
-def load_universe(manifest: Manifest, release_dir: Path) -> Universe:
-    """The release's universe (value lists must be listed data files, already size-checked)."""
-    name = str(release_dir / "manifest.json")
-    universe = load_universe_spec(manifest.universe_spec, manifest.files, release_dir)
-    if universe.size != manifest.universe_size:
-        raise ReleaseFormatError(f"{name}: universe_size differs from the size of the universe spec")
-    try:
-        bins_columns(universe, list(manifest.key_columns))
-    except ValueError as exc:
-        raise ReleaseFormatError(f"{name}: key_columns do not fit the universe ({exc})") from None
-    return universe
 
 
 def _expected_columns(manifest: Manifest, universe: Universe) -> list[dict[str, Any]]:
@@ -145,6 +111,8 @@ def open_release_files(
     if not root.is_dir():
         raise ReleaseFormatError(f"{root}: not a release directory (missing or not a directory)")
     if manifest is None:
+        from dpspark.release.manifest import read_manifest
+
         manifest = read_manifest(root, limits)
     if manifest.kind != "sparse" or manifest.bins is None:
         raise ReleaseFormatError(f"{root / 'manifest.json'}: only sparse releases can be opened by this reader")
