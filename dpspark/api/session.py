@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
+from dpspark.api.charge import Charge, SessionBudgetExceeded
 from dpspark.errors import DPSparkError
 
 if TYPE_CHECKING:
@@ -29,13 +30,11 @@ if TYPE_CHECKING:
     from dpspark.api.config import ReleaseSpec
     from dpspark.rng import RandomSource
 
+__all__ = ["Session", "SessionBudgetExceeded", "SessionInputError"]
+
 
 class SessionInputError(DPSparkError, ValueError):
     """The session's input cannot be used (the message quotes no data value)."""
-
-
-class SessionBudgetExceeded(DPSparkError, ValueError):
-    """A release would overspend the session's budget (checked before any data is read)."""
 
 
 class Session:
@@ -103,16 +102,12 @@ class Session:
         """The exact budget left (a :mod:`dpspark.privacy` measure), or None without a session budget."""
         return None if self.budget is None else self.budget.remaining
 
-    def _statement(self, spec: "ReleaseSpec") -> Any:
-        from dpspark.privacy import AddRemove, PrivacyStatement
-        from dpspark.privacy.measures import ApproxDP, PureDP
+    def charge_for(self, spec: "ReleaseSpec") -> Charge:
+        """The budget charge of ``spec``: this session's budget (if any) and the spec's ledger (if any)."""
+        return Charge.for_spec(spec, self.budget)
 
-        measure = PureDP(spec.epsilon) if spec.delta is None else ApproxDP(spec.epsilon, spec.delta)
-        return PrivacyStatement(measure, AddRemove(spec.max_units), f"{spec.mechanism}: the configured budget "
-                                "(an exact upper bound on the release's certified statement)")
-
-    # --- data --------------------------------------------------------------------------------
-    def _arrow_source(self) -> Any:
+    # --- data (what a release or an adaptive answer reads; metadata until its data pass) ---------
+    def arrow_source(self) -> Any:
         """pandas, Arrow and local-file inputs run on the Arrow engine (no JVM) unless a SparkSession was given."""
         data = self._data
         if self._spark is not None or (hasattr(data, "sparkSession") and hasattr(data, "schema")):
@@ -127,7 +122,7 @@ class Session:
             return str(Path(data).resolve()) if is_local_path(str(data)) else None
         return None
 
-    def _text_input(self) -> bool:
+    def text_input(self) -> bool:
         """True when the input is a CSV/JSON path: its column types come from the data, not from metadata."""
         if isinstance(self._data, (str, os.PathLike)):
             from dpspark.engine.runner import is_text_format
@@ -135,7 +130,7 @@ class Session:
             return is_text_format(None, str(self._data))
         return False
 
-    def _frame(self) -> "DataFrame":
+    def frame(self) -> "DataFrame":
         """The input as a Spark DataFrame (created once; a Spark DataFrame is used as it is)."""
         if self._df is not None:
             return self._df
@@ -176,9 +171,12 @@ class Session:
     # --- releases ----------------------------------------------------------------------------
     def spec(self, *, mechanism: str, epsilon: Any, keys: list[str] | str | None = None,
              universe: Mapping[str, Any] | None = None, output: str | os.PathLike[str] | None = None,
-             sections: Mapping[str, Any] | None = None, **privacy: Any) -> "ReleaseSpec":
-        """The validated :class:`~dpspark.api.config.ReleaseSpec` a :meth:`release` call would run."""
-        from dpspark.api.config import ReleaseSpec
+             sections: Mapping[str, Any] | None = None, certify: bool = True, **privacy: Any) -> "ReleaseSpec":
+        """The validated :class:`~dpspark.api.config.ReleaseSpec` a :meth:`release` call would run.
+
+        ``certify`` False leaves the mechanism's certification to the release's plan (built once there).
+        """
+        from dpspark.api.config import PYTHON_SOURCE, parse_config
 
         out = Path(output) if output is not None else Path(tempfile.mkdtemp(prefix="dpspark-")) / "release"
         priv = {"mechanism": mechanism, "epsilon": epsilon, "max_units": self.max_units,
@@ -193,7 +191,7 @@ class Session:
             raw[name] = value
         if self.ledger is not None:
             raw["budget"] = {"ledger": str(self.ledger), "dataset": self.dataset}
-        return ReleaseSpec.from_dict(raw, input_given=True)
+        return parse_config(raw, Path(".") / PYTHON_SOURCE, input_given=True, certify=certify)
 
     def release(self, *, mechanism: str, epsilon: Any, output: str | os.PathLike[str] | None = None,
                 sections: Mapping[str, Any] | None = None, keys: list[str] | str | None = None,
@@ -204,27 +202,22 @@ class Session:
         and ``universe`` are for keyed mechanisms; every ``[privacy]`` field is a keyword. The session
         budget is charged the configured (epsilon, delta) before any data is read (never refunded).
         """
-        from dpspark.engine.runner import run_release
+        from dpspark.engine.runner import plan_release, run_release
         from dpspark.lookup import open_release
 
         spec = self.spec(keys=keys, universe=universe, mechanism=mechanism, epsilon=epsilon, output=output,
-                         sections=sections, **privacy)
-        statement = self._statement(spec)
-        if self.budget is not None and not self.budget.can_spend(statement):
-            raise SessionBudgetExceeded(
-                f"this release ({statement.measure.text()}) exceeds the session budget left: "
-                f"{self.budget.remaining.text()}; nothing was read and nothing was spent")
-        from dpspark.mechanisms.registry import mechanism_class
-
-        cls = mechanism_class(mechanism)
-        on_arrow = "arrow" in (cls.engines_for(spec) if hasattr(cls, "engines_for") else getattr(cls, "engines", ("arrow",)))
-        arrow = self._arrow_source() if on_arrow else None  # Spark-only mechanisms get a Spark DataFrame
-        df = None if arrow is not None else self._frame()
+                         sections=sections, certify=False, **privacy)
+        arrow = self.arrow_source()  # pandas, Arrow and local files: the Arrow engine when the mechanism runs there
+        plan = plan_release(spec, have_spark=arrow is None, given_table=arrow is not None)  # the one construction
+        charge = self.charge_for(spec)
+        charge.check()  # the session budget first: nothing is checked further, read or spent when it cannot pay
+        plan.check(create_parent=True)  # the output path and the ledger
+        if plan.engine != "arrow":  # Spark-only mechanisms get a Spark DataFrame
+            arrow = None
+        df = None if arrow is not None else self.frame()
         # run_release checks the schema (metadata), then charges the session budget and the ledger together
-        out = run_release(spec, data=df, rng=self.rng, progress=self.progress, arrow_source=arrow,
-                          text_input=self._text_input(),
-                          session_charge=None if self.budget is None else (self.budget, statement),
-                          show_data_errors=self.show_data_errors)
+        out = run_release(plan, data=df, rng=self.rng, progress=self.progress, arrow_source=arrow,
+                          text_input=self.text_input(), charge=charge, show_data_errors=self.show_data_errors)
         self.releases.append(out)
         return open_release(out)
 
@@ -233,7 +226,7 @@ class Session:
 
         See :mod:`dpspark.api.session_answers` (a noisy-count mean uses two of the k).
         """
-        from dpspark.api.session_answers import AdaptiveAnswers
+        from dpspark.api.session_answers import AdaptiveAnswers  # it sees this session through a small protocol
 
         self._answers = AdaptiveAnswers(self, k=k, mechanism=mechanism, epsilon=epsilon, delta=delta, **privacy)
         return self._answers

@@ -27,12 +27,16 @@ Design (small on purpose):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from dpspark.errors import DPSparkError
 
 if TYPE_CHECKING:
-    from dpspark.api.session import Session
+    from pyspark.sql import DataFrame
+
+    from dpspark.api.charge import Charge
+    from dpspark.engine.spec import ReleaseSpec
+    from dpspark.rng import RandomSource
 
 
 #: the most scalar answers one declaration may hold (stated before anything is allocated)
@@ -43,10 +47,34 @@ class AnswerBudgetExhausted(DPSparkError, ValueError):
     """More scalar answers were asked for than the k declared up front (nothing was read)."""
 
 
+class AnswersSession(Protocol):
+    """What adaptive answers need of a :class:`dpspark.Session`: its spec builder, its charge and its input."""
+
+    rng: "RandomSource | None"
+    progress: Callable[[str], None]
+    show_data_errors: bool
+
+    def spec(self, *, mechanism: str, epsilon: Any, sections: Mapping[str, Any] | None = None,
+             certify: bool = True, **privacy: Any) -> "ReleaseSpec":
+        """The validated spec of a release over this session's data."""
+
+    def charge_for(self, spec: "ReleaseSpec") -> "Charge":
+        """The budget charge of ``spec`` (session budget and ledger)."""
+
+    def arrow_source(self) -> Any:
+        """The input for the Arrow engine (a table or a local path), or None for Spark."""
+
+    def frame(self) -> "DataFrame":
+        """The input as a Spark DataFrame."""
+
+    def text_input(self) -> bool:
+        """True when the input's column types come from the data (CSV/JSON)."""
+
+
 class AdaptiveAnswers:
     """k adaptively chosen queries against one session's data (see the module docstring)."""
 
-    def __init__(self, session: "Session", *, k: int, mechanism: str, epsilon: Any, delta: Any,
+    def __init__(self, session: AnswersSession, *, k: int, mechanism: str, epsilon: Any, delta: Any,
                  **privacy: Any) -> None:
         from dpspark.mechanisms.answers.mechanism import AnswersMechanism
 
@@ -55,19 +83,19 @@ class AdaptiveAnswers:
                                         f"got {k!r}")
         placeholder = [{"name": f"slot{i}", "kind": "count"} for i in range(k)]  # k unit-sensitivity slots
         self.spec = session.spec(mechanism=mechanism, epsilon=epsilon, delta=delta,
-                                 sections={"queries": placeholder}, **privacy)
-        mech = self.spec.mechanism_object()
+                                 sections={"queries": placeholder}, certify=False, **privacy)
+        from dpspark.engine.plan import plan_release
+
+        arrow = session.arrow_source()
+        plan = plan_release(self.spec, have_spark=arrow is None, given_table=arrow is not None)  # built once
+        mech = plan.mechanism
         if not isinstance(mech, AnswersMechanism):
             raise AnswerBudgetExhausted(f"mechanism {mechanism!r} does not answer queries; use 'bounded_noise' or "
                                         "'gaussian'")
         self.mechanism = mech
         self.k = k
         self.session = session
-        statement = session._statement(self.spec)
-        from dpspark.engine.runner import charge, check_ledger
-
-        check_ledger(self.spec)  # the ledger's refusal comes before either budget is touched
-        spent = charge(self.spec, None if session.budget is None else (session.budget, statement))  # once, for all k
+        spent = session.charge_for(self.spec)(plan)  # once, for all k: the ledger's refusal comes first
         if spent is not None:
             spent[0].mark_released(spent[1].id)
         from dpspark.rng import default_source
@@ -114,19 +142,19 @@ class AdaptiveAnswers:
     def _context(self, q: Any) -> Any:
         """A function that opens the engine context for ``q``, after the query's schema check (metadata only)."""
         s = self.session
-        arrow = s._arrow_source()  # filters are the dpspark grammar: both engines
+        arrow = s.arrow_source()  # filters are the dpspark grammar: both engines
         if arrow is not None:
             from dpspark.engine.arrow.backend import ArrowContext
-            from dpspark.engine.runner import check_table_schema
+            from dpspark.engine.checks import check_table_schema
 
             check_table_schema(_QueryCheck(self.mechanism, q), arrow)
             return lambda: ArrowContext(arrow, self.rng, s.progress)
         from dpspark.engine.backend import SparkContext
-        from dpspark.engine.runner import check_input_schema, frame_schema
+        from dpspark.engine.checks import check_input_schema, frame_schema
 
-        frame = s._frame()
+        frame = s.frame()
         check_input_schema(_QueryCheck(self.mechanism, q), frame_schema(frame), "the session's DataFrame",
-                           text_input=s._text_input())
+                           text_input=s.text_input())
         return lambda: SparkContext(frame, self.rng, s.progress)
 
 

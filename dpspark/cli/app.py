@@ -49,41 +49,32 @@ def _cmd_mechanism(args: argparse.Namespace) -> int:
 
 def _cmd_release(args: argparse.Namespace) -> int:
     """Validate a config, then run the release job on Spark (embedded local, or the active spark-submit session)."""
-    from dpspark.api.config import load_config
-    from dpspark.engine.runner import choose_engine, describe_plan, run_release, stderr_progress
+    from dpspark.api.charge import Charge
+    from dpspark.api.config import ConfigError, load_config
+    from dpspark.engine.runner import plan_release, run_release, stderr_progress
 
     progress = stderr_progress()  # [userfix] the clock starts before Spark: JVM start-up shows as progress
     progress(f"checking {args.config}")
-    cfg = load_config(args.config, output=args.output)  # every config error surfaces before Spark starts
+    cfg = load_config(args.config, output=args.output, certify=False)  # the plan certifies it, once
+    on_spark = bool(args.use_active_spark or args.remote or args.master)
+    if args.engine == "arrow" and on_spark:
+        raise ConfigError("--engine arrow runs on this machine without Spark; drop --master/--remote")
+    # every config error surfaces before Spark starts: the mechanism is built and certified once, here
+    plan = plan_release(cfg, engine="spark" if on_spark else args.engine, have_spark=on_spark)
     signer = None
     if args.sign:  # the key is loaded before anything is spent; the writer signs inside the atomic directory
         from dpspark.release.signature import load_private_key
 
         signer = load_private_key(args.sign)
-    from dpspark.engine.runner import plan_text, preflight
-
     if args.dry_run:
-        print(plan_text(describe_plan(cfg)))
-        preflight(cfg)  # a failing check (existing output, exhausted budget, ...) exits non-zero
+        print(plan.text)
+        plan.check()  # a failing check (existing output, exhausted budget, ...) exits non-zero
         print("checks           all data-free checks pass; nothing was read and nothing was spent")
         return 0
-    from dpspark.release import ReleaseWriteError
-
-    try:
-        cfg.output.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:  # a user-given path: one clean line, like every other user-facing error
-        raise ReleaseWriteError(err.errno, f"{cfg.output.parent}: cannot create the directory ({err.strerror})") from None
-    preflight(cfg)  # output path and budget: refused before any Spark session starts
+    plan.check(create_parent=True)  # output path and budget: refused before any Spark session starts
     spark = remote = None
-    engine = args.engine
-    if engine == "arrow" and (args.use_active_spark or args.remote or args.master):
-        from dpspark.api.config import ConfigError
-
-        raise ConfigError("--engine arrow runs on this machine without Spark; drop --master/--remote")
-    if args.use_active_spark or args.remote or args.master:
-        engine = "spark"
-    if engine == "arrow" or (engine is None and choose_engine(cfg, None, False) == "arrow"):
-        engine = "arrow"  # a local file without --master/--remote: pyarrow on this machine, no JVM
+    if plan.engine == "arrow":
+        pass  # a local file without --master/--remote: pyarrow on this machine, no JVM
     elif args.use_active_spark:
         from dpspark.engine.spark.java import ensure_java_home
 
@@ -107,7 +98,7 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
     try:
         with signing(signer):
-            out = run_release(cfg, spark=spark, progress=progress, engine=engine,
+            out = run_release(plan, spark=spark, progress=progress, charge=Charge(),
                               show_data_errors=args.show_data_errors)
     finally:
         if remote is not None:

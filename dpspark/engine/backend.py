@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -12,7 +13,7 @@ from dpspark.errors import ValueFreeError
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from dpspark.api.config import ReleaseSpec
+    from dpspark.engine.spec import ReleaseSpec
     from dpspark.rng import RandomSource
 
 
@@ -41,6 +42,7 @@ class SparkContext:
         self.rng = rng
         self.progress = progress or (lambda _m: None)
         self.passes_run = 0
+        self.last_pass_end: float | None = None  # time.monotonic() when the latest data pass ended
         self._batch_secret: bytes | None = None
 
     def batch_secret(self) -> bytes:
@@ -58,6 +60,7 @@ class SparkContext:
         secret = self.batch_secret() if stage.batches is not None else None
         table = outer_product_sums(self.df, stage, secret)
         self.passes_run += 1
+        self.last_pass_end = time.monotonic()
         out: dict[int, dict[str, int]] = {}
         for r in table.to_pylist():
             b = int(r.pop(BATCH, 0) or 0)
@@ -73,6 +76,7 @@ class SparkContext:
         secret = self.batch_secret() if stage.batches is not None else None
         table = clipped_sums(self.df, stage, secret)
         self.passes_run += 1
+        self.last_pass_end = time.monotonic()
         rows = table.to_pylist()
         out: dict[int, dict[str, int]] = {}
         for r in rows:
@@ -91,6 +95,7 @@ class SparkContext:
         self.progress("reading input and counting keys on Spark")
         table = collect_counts(sparse_counts(self.df, stage, self.rng))
         self.passes_run += 1
+        self.last_pass_end = time.monotonic()
         self.progress("counts collected on the driver")
         indices, counts = counts_to_python(table)
         del table

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dpspark.api.config import ReleaseSpec
+    from dpspark.engine.spec import ReleaseSpec
     from dpspark.universe import Universe
 
 

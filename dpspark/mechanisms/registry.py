@@ -6,7 +6,7 @@ add their own with :func:`register`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from dpspark._lazy import LazyRegistry
 from dpspark.errors import DPSparkError
@@ -60,3 +60,11 @@ def names() -> tuple[str, ...]:
 def mechanism_class(name: str) -> type["Mechanism"]:
     """The class registered under ``name``; :class:`UnknownMechanismError` names the choices."""
     return _MECHANISMS.get(name)
+
+
+def construct(spec: Any) -> "Mechanism":
+    """The mechanism ``spec`` names, built from it (its plan certified on construction).
+
+    The release path builds it once per release, in its plan (:func:`dpspark.engine.plan.build_mechanism`).
+    """
+    return mechanism_class(spec.mechanism)(spec)

@@ -21,6 +21,7 @@ import sys
 import time
 from fractions import Fraction
 from pathlib import Path
+from dpspark.mechanisms.registry import construct
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -63,7 +64,7 @@ def run(mechanism: str, args: argparse.Namespace, data: Path, spark) -> dict:  #
     times: dict[str, float] = {}
     t0 = time.perf_counter()
     spec = ReleaseSpec.from_dict(raw)
-    mech = spec.mechanism_object()
+    mech = construct(spec)
     times["plan_s"] = time.perf_counter() - t0  # report
     rng = default_source()
     t0 = time.perf_counter()

@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dpspark.rng import SeededRandom
+from dpspark.mechanisms.registry import construct
 
 N = 400
 RNG_NAME = "SeededRandom (TEST ONLY, not private)"
@@ -85,7 +86,7 @@ def _product_sampler(out: Path) -> Path:
     from dpspark.release.statement_envelope import StatementRelease
 
     spec = _spec("product_sampler", out, columns={"names": ["b0", "b1", "b2"]}, privacy={"samples": 2})
-    mech = spec.mechanism_object()
+    mech = construct(spec)
     return _write(spec, StatementRelease(
         algorithm="ProductSampler (RSSS Alg 4, Thm 5.1 => Thm 1.6)",
         parameters={**mech.plan(), "bucket_sizes": [[3], [3]], "rounds_run": [1, 1]},
@@ -98,7 +99,7 @@ def _product_learner(out: Path) -> Path:
     from dpspark.release.statement_envelope import StatementRelease
 
     spec = _spec("product_learner", out, n=2 * 10**6, columns={"names": ["b0", "b1", "b2"]})
-    mech = spec.mechanism_object()
+    mech = construct(spec)
     return _write(spec, StatementRelease(
         algorithm="ProductLearner (KLSU PPDE, Alg 7, Thm 5.2)",
         parameters={**mech.plan(), "locked_in_round": 1, "rounds_run": 2},
@@ -114,7 +115,7 @@ def _gaussian(out: Path) -> Path:
     from dpspark.release.statement_envelope import StatementRelease, standard_statements
 
     spec = _spec("gaussian_learner", out, n=10**5, gaussian={"columns": ["g0", "g1"], "radius": "10", "kappa": "4"})
-    mech = spec.mechanism_object()
+    mech = construct(spec)
     noises = [plan_noise(1, 1, mech.rho / 50, 10**5, "pair count"),
               plan_noise(3, 4, mech.rho / 2, 10**6, "PCE final"),
               plan_noise(2, 4, mech.rho / 4, 10**6, "KVMean sums")]

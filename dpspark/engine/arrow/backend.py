@@ -20,6 +20,7 @@ Each call re-scans the input (a multi-pass mechanism needs no cache).
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,7 @@ from dpspark.engine.spark.counts import InputError, _mix64, distinct_keys_keep_i
 if TYPE_CHECKING:
     import pyarrow.dataset as ds
 
-    from dpspark.api.config import ReleaseSpec
+    from dpspark.engine.spec import ReleaseSpec
     from dpspark.rng import RandomSource
     from dpspark.universe import Universe
 
@@ -58,6 +59,7 @@ class ArrowContext:
         self.rng = rng
         self.progress = progress or (lambda _m: None)
         self.passes_run = 0
+        self.last_pass_end: float | None = None  # time.monotonic() when the latest data pass ended
 
     def counts_stage(self, spec: "ReleaseSpec") -> CountsStage:
         """The count stage for ``spec`` (explicit parameters)."""
@@ -70,6 +72,7 @@ class ArrowContext:
         self.progress("reading input and counting keys on Arrow")
         indices, counts = arrow_counts(self.dataset, stage, self.rng, csv_infer=self.csv_infer)
         self.passes_run += 1
+        self.last_pass_end = time.monotonic()
         self.progress("counts collected on the driver")
         return finish_counts(indices, counts, stage, self.rng)
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 import pyarrow as pa
 
-from dpspark.api.config import InputSpec
+from dpspark.engine.spec import InputSpec
 from dpspark.engine.stages import CountsStage
 from dpspark.errors import DPSparkError
 from dpspark.rng import RandomSource

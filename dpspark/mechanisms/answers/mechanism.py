@@ -41,6 +41,7 @@ noisy count is > 0 (then |sum/count| <= Delta_sum / S gives it); it is never sta
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -307,6 +308,7 @@ class AnswersMechanism(Mechanism):
         else:
             raise MechanismSpecError(f"mechanism {self.name!r} runs on the Spark or Arrow engine")
         ctx.passes_run = getattr(ctx, "passes_run", 0) + 1
+        ctx.last_pass_end = time.monotonic()
         progress("counts collected on the driver")
         return out
 

@@ -174,6 +174,7 @@ class SparkRounds:
         out = round_sums(self.prepared, query)
         self.timings.append(time.perf_counter() - start)  # report
         self.ctx.passes_run += 1
+        self.ctx.last_pass_end = time.monotonic()
         return out
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ the keyed splitmix, then a non-negative remainder mod B.
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -145,6 +146,7 @@ def column_sums(ctx: Any, stage: SumsStage, array: str | None = None, nulls: int
     ctx.progress("pass 1: clipped column sums on Arrow")
     out = arrow_sums(table, stage, secret)
     ctx.passes_run += 1
+    ctx.last_pass_end = time.monotonic()
     return out
 
 
@@ -190,6 +192,7 @@ def batched_counts(ctx: Any, stage: CountsStage, batches: int, rng: "RandomSourc
         sub = ArrowContext(table.append_column(BATCH, pa.array(batch, pa.int64())), rng, ctx.progress)
     indices, counts = sub.counts(joint)
     ctx.passes_run += 1
+    ctx.last_pass_end = time.monotonic()
     k = stage.universe.size
     out: list[tuple[list[int], list[int]]] = [([], []) for _ in range(batches)]
     for i, c in zip(indices, counts):  # ascending (batch, key) order: each batch's indexes stay ascending

@@ -13,6 +13,7 @@ from dpspark.mechanisms.answers.mechanism import assemble, release_scalars, roun
 from dpspark.mechanisms.answers.queries import Scalar
 from dpspark.noise.bounded import BoundedNoise
 from dpspark.rng import SeededRandom
+from dpspark.mechanisms.registry import construct
 
 QUERIES = [
     {"name": "rows", "kind": "count"},
@@ -49,7 +50,7 @@ class Scripted:
 
 # ----------------------------------------------------------------------------- parsing
 def test_scalars_and_sensitivities() -> None:
-    mech = spec().mechanism_object()
+    mech = construct(spec())
     got = [(s.label, s.lo, s.hi, s.delta) for s in mech.scalars]
     assert got == [("rows", 0, 1, 1), ("total", -3, 5, 5), ("half", 0, 4, 4), ("avg#sum", 0, 2560, 2560),
                    ("avg#count", 0, 1, 1), ("avg_n#sum", -128, 2560, 2560)]
@@ -96,7 +97,7 @@ def test_privacy_statement_is_the_calibration() -> None:
     from dpspark.noise.bounded_calibrate import calibrate
     from dpspark.privacy.measures import ApproxDP
 
-    mech = spec().mechanism_object()
+    mech = construct(spec())
     cal = calibrate(6, "1", "1e-6", sensitivity=1, family="p2", method="chernoff")
     st = mech.statement()
     assert st.measure == ApproxDP(cal.epsilon, cal.certified_delta)
@@ -128,7 +129,7 @@ def law_check(release: Callable[[Sequence[int], Sequence[Scalar], Callable[[], i
 
 
 def _scalars() -> list[Scalar]:
-    return spec().mechanism_object().scalars
+    return construct(spec()).scalars
 
 
 TOTALS = [37, -11, 9, 12345, 41, -1000]
@@ -158,7 +159,7 @@ def test_law_check_catches_wrong_delta_scaling() -> None:
 
 
 def test_mechanism_path_draws_k_values_of_its_table() -> None:
-    mech = spec().mechanism_object()
+    mech = construct(spec())
     noise = mech.noise()
     assert noise.M == mech.cal.M and noise.bits == mech.cal.bits
     us = [1, noise.d, 7, noise.d // 3, 2, noise.d - 1]
@@ -187,7 +188,7 @@ def _check_within(mech, totals, answers) -> None:
 
 
 def test_every_answer_within_R() -> None:
-    mech = spec().mechanism_object()
+    mech = construct(spec())
     noise = mech.noise()
     rng = SeededRandom(b"answers-within-R")
     # extreme draws first (|Z| = M - 1 at u = 1 and u = d), then random ones
@@ -202,7 +203,7 @@ def test_every_answer_within_R() -> None:
 
 
 def test_gaussian_plan_and_statement_fit_the_budget() -> None:
-    mech = spec("gaussian").mechanism_object()
+    mech = construct(spec("gaussian"))
     approx = mech.certified_approx()
     assert approx.epsilon <= 1 and approx.delta == Fraction(1, 10**6)
     assert mech.rho == 6 * mech.dg.zcdp_rho(1) <= mech.rho_budget
@@ -213,7 +214,7 @@ def test_gaussian_plan_and_statement_fit_the_budget() -> None:
 
 
 def test_gaussian_t95_is_the_exact_union_bound() -> None:
-    mech = spec("gaussian").mechanism_object()
+    mech = construct(spec("gaussian"))
     dg, t = mech.dg, mech.law.bound95
 
     def tail(t: int) -> Fraction:
@@ -224,7 +225,7 @@ def test_gaussian_t95_is_the_exact_union_bound() -> None:
 
 def test_gaussian_path_is_delta_times_the_wrapped_sample() -> None:
     """Each Gaussian answer is Delta_j * ((round(x_j / Delta_j) + Z_j) mod m around 0), Z_j = sample(u_j)."""
-    mech = spec("gaussian").mechanism_object()
+    mech = construct(spec("gaussian"))
     dg = mech.dg
 
     class Bits:

@@ -17,6 +17,7 @@ import pytest
 
 from dpspark.engine.numeric import NUMBER_PATTERN
 from dpspark.mechanisms.answers.queries import QueryError, Scalar, parse_queries, scalars_of
+from dpspark.mechanisms.registry import construct
 
 CELLS = ["1.5", "-2.25", "", "abc", "NaN", "inf", "-Infinity", "1e400", "-1e400", "1e-400", "0.49999999999999994",
          "2.5", "-2.5", "0.5", "  3", "+4", ".5", "5.", "1E3", "123456789012345678901234567890", "7", "-0", "x1"]
@@ -285,7 +286,7 @@ def test_type_mismatches_are_found_from_the_schema(tmp_path: Path) -> None:
         raw = {"input": {"path": str(tmp_path / "in.parquet")},
                "privacy": {"mechanism": "bounded_noise", "epsilon": "1", "delta": "1e-6", "max_units": 10},
                "queries": queries, "output": {"path": str(tmp_path / "out")}}
-        return ReleaseSpec.from_dict(raw).mechanism_object()
+        return construct(ReleaseSpec.from_dict(raw))
 
     schema = pa.schema([("x", pa.float64()), ("g", pa.string()), ("b", pa.bool_()), ("d", pa.date32())])
     ok = mech([{"name": "q", "kind": "sum", "column": "x", "lo": "0", "hi": "1", "filter": "g = 'a' AND b = true"}])

@@ -32,7 +32,7 @@ def truth() -> dict[str, int]:
 def test_pandas_input_two_releases_compose_exactly(spark, tmp_path: Path) -> None:
     with dpspark.Session(frame(), max_units=1000, unit_column="user_id", budget={"epsilon": "2", "delta": "1e-6"},
                          rng=SeededRandom(b"s1")) as s:
-        assert s._arrow_source() is not None  # pandas runs on the Arrow engine: no JVM needed
+        assert s.arrow_source() is not None  # pandas runs on the Arrow engine: no JVM needed
         h = s.histogram(keys="city", universe=UNIVERSE, mechanism="dense", epsilon="1/2", beta="1/1000000000",
                         output=str(tmp_path / "a"))
         df = h.to_pandas()
@@ -54,7 +54,7 @@ def test_pandas_input_two_releases_compose_exactly(spark, tmp_path: Path) -> Non
 def test_a_spark_dataframe_reuses_its_session(spark, tmp_path: Path) -> None:
     with dpspark.Session(spark.createDataFrame(frame()), max_units=1000, unit_column="user_id",
                          rng=SeededRandom(b"sp")) as s:
-        assert s._arrow_source() is None and s._frame().sparkSession is spark
+        assert s.arrow_source() is None and s.frame().sparkSession is spark
         s.histogram(keys="city", universe=UNIVERSE, mechanism="dense", epsilon="1", output=str(tmp_path / "r"))
     assert not spark.sparkContext._jsc.sc().isStopped()
 

@@ -17,6 +17,7 @@ from dpspark.cli.app import main
 from dpspark.api.config import load_config
 from dpspark.mechanisms.histogram.result import AccuracyStatement, HistogramRelease, add_remove_statement
 from dpspark.release.manifest import read_manifest
+from dpspark.mechanisms.registry import construct
 
 from tests.support.configs import dense_toml
 
@@ -126,17 +127,16 @@ def test_created_utc_is_the_plan_time_and_every_mtime(tmp_path: Path, monkeypatc
     cfg = load_config(_config(tmp_path))
     release = HistogramRelease(
         algorithm="BasicHistogram", indices=tuple(range(10)), counts=(1,) * 10, universe_size=10, n=10,
-        privacy=add_remove_statement(10, exp_eps=cfg.mechanism_object().counting.exp_eps, bias_epsilon=Fraction(0),
+        privacy=add_remove_statement(10, exp_eps=construct(cfg).counting.exp_eps, bias_epsilon=Fraction(0),
                                      delta=Fraction(0), theorem="test"),
         accuracy=AccuracyStatement.histogram(3, Fraction(1, 20), -1, 5, Fraction(1, 20), "test"),
         parameters={"mechanism": {"mechanism": "GeoSample"}},
     )
 
-    def slow_job(cfg: object, mech: object, data: object, rng: object, show: object,
-                 engine: str = "spark", created_utc: str | None = None, arrow_source: object = None,
+    def slow_job(plan: job.Plan, data: object, rng: object, show: object, arrow_source: object = None,
                  show_data_errors: bool = False) -> Path:
         time.sleep(1.2)  # the data takes a while: the finishing time must not show
-        return job.write_release(cfg, release, "test", "sparse", created_utc)  # type: ignore[arg-type]
+        return job.write_release(plan.spec, release, "test", "sparse", plan.created_utc)
 
     monkeypatch.setattr(job, "_run", slow_job)
     import pyarrow as pa

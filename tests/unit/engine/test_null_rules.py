@@ -30,6 +30,7 @@ from dpspark.lookup import open_release
 from dpspark.rng import SeededRandom
 from dpspark.mechanisms.samplers.binary_input import parse_binary_input
 from dpspark.mechanisms.samplers.stages import column_sums
+from dpspark.mechanisms.registry import construct
 
 #: a non-numeric text value that must never appear in any error message
 SECRET = "zq-SECRET-77"
@@ -222,7 +223,7 @@ def test_text_inputs_take_strings_for_numbers_and_integer_keys(tmp_path: Path) -
         (tmp_path / "in.csv").write_text("u,x,s\n1,1,1\n")
         cfg = tmp_path / f"{case}.toml"
         cfg.write_text(f'[input]\npath = "in.csv"\n{body}[output]\npath = "out"\n', encoding="utf-8")
-        mech = load_config(cfg).mechanism_object()
+        mech = construct(load_config(cfg))
         assert mech.input_schema_problem(schema, text_input=True) is None, case
         assert mech.input_schema_problem(schema) is not None, case
 

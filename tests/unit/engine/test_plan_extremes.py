@@ -21,6 +21,7 @@ from dpspark.api.config import MAX_EPSILON, MAX_UNITS, ConfigError, ReleaseSpec
 from dpspark.ledger import Ledger
 from dpspark.mechanisms.registry import mechanism_class, names
 from dpspark.rng import SeededRandom
+from dpspark.mechanisms.registry import construct
 
 KEYED = ("dense", "stability", "pure_sparse", "compact", "kary_sampler")
 WITH_DELTA = ("stability", "bounded_noise", "gaussian", "product_sampler", "product_learner",
@@ -207,7 +208,7 @@ def test_dense_10_keys_50_rows_states_a_readable_upper_bound(tmp_path: Path) -> 
     from dpspark.release.exactjson import frac_to_str, str_to_frac
 
     spec = ReleaseSpec.from_dict(_raw(_prepare(tmp_path), "dense", max_keys_per_unit=10, max_rows_per_key=50), base_dir=tmp_path)
-    mech = spec.mechanism_object()
+    mech = construct(spec)
     exact = mech.counting.exp_eps ** 500
     with pytest.raises(ValueError, match="above 4096 bits"):  # what the reader said of the old release
         str_to_frac(frac_to_str(exact))
@@ -223,8 +224,8 @@ def test_dense_10_keys_50_rows_releases_and_reads_back(tmp_path: Path) -> None:
     assert attempt(tmp_path, "dense", max_units=10, max_keys_per_unit=10, max_rows_per_key=50) == "released"
     rel = open_release(tmp_path / "out")
     m = rel.manifest
-    exact = ReleaseSpec.from_dict(_raw(_prepare(tmp_path / "again"), "dense", max_units=10, max_keys_per_unit=10,
-                                       max_rows_per_key=50)).mechanism_object().counting.exp_eps ** 500
+    exact = construct(ReleaseSpec.from_dict(_raw(_prepare(tmp_path / "again"), "dense", max_units=10, max_keys_per_unit=10,
+                                       max_rows_per_key=50))).counting.exp_eps ** 500
     assert m.add_remove.exp_eps == m.exp_epsilon_tilde > exact  # the stated bound, above the exact value
     assert "rounded up to a multiple of 2^-256" in m.privacy_notes
 
@@ -273,7 +274,7 @@ def test_plan_check_on_every_base_config(tmp_path: Path) -> None:
     for mech in ("dense", "compact", "kary_sampler", "bounded_noise", "gaussian_mean"):  # each path of the check
         spec = ReleaseSpec.from_dict(_raw(_prepare(tmp_path), mech), base_dir=tmp_path)
         check_plan_readable(spec)
-        check_plan_readable(spec, spec.mechanism_object())
+        check_plan_readable(spec, construct(spec))
 
 
 def test_tiny_epsilon_is_refused_quickly_not_computed(tmp_path: Path) -> None:

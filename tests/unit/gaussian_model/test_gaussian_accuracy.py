@@ -30,6 +30,7 @@ from dpspark.mechanisms.gaussian_model.fixed import Scales, as_real
 from dpspark.mechanisms.gaussian_model.mean import pme
 from dpspark.mechanisms.gaussian_model.source import ArraySource, upper_pairs
 from dpspark.rng import SeededRandom
+from dpspark.mechanisms.registry import construct
 
 KEY = bytes(range(16, 32))
 P = 1e-7  # report: failure budget per bound
@@ -281,7 +282,7 @@ def test_mechanism_plan_states_the_sample_size(tmp_path) -> None:  # type: ignor
             "privacy": {"mechanism": "gaussian_covariance", "epsilon": "8", "delta": "1/1000000000",
                         "max_units": 10**6, "unit_column": "uid"},
             "output": {"path": str(tmp_path / "o")}}
-    mech = ReleaseSpec.from_dict(base).mechanism_object()
+    mech = construct(ReleaseSpec.from_dict(base))
     target = mech.plan()["accuracy_target"]
     want = release_sample_size("gaussian_covariance", 3, Fraction(1, 2), BETA_N, mech.rho, Fraction(100), Fraction(10),
                                max_units=10**6, buckets=10**6)
@@ -292,10 +293,10 @@ def test_mechanism_plan_states_the_sample_size(tmp_path) -> None:  # type: ignor
     from dpspark.privacy import AccuracyClaim
 
     assert AccuracyClaim.from_description(claims[0].describe()) == claims[0]  # the manifest round trip
-    small = ReleaseSpec.from_dict({**base, "privacy": {**base["privacy"], "max_units": 1000}}).mechanism_object()
+    small = construct(ReleaseSpec.from_dict({**base, "privacy": {**base["privacy"], "max_units": 1000}}))
     assert small.plan()["accuracy_target"]["sample_size"] is None and small.model_claims() == []  # stated, not refused
     assert "not reached" in small.accuracy_summary()["text"]
     default = ReleaseSpec.from_dict({**base, "gaussian": {k: v for k, v in base["gaussian"].items() if k not in ("alpha", "beta")}})
-    assert default.mechanism_object().alpha == Fraction(1, 10)
+    assert construct(default).alpha == Fraction(1, 10)
     with pytest.raises(TypeError, match="float"):
-        ReleaseSpec.from_dict({**base, "gaussian": {**base["gaussian"], "alpha": 0.5}}).mechanism_object()
+        construct(ReleaseSpec.from_dict({**base, "gaussian": {**base["gaussian"], "alpha": 0.5}}))

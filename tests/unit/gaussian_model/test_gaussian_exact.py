@@ -22,6 +22,7 @@ from dpspark.mechanisms.gaussian_model.source import ArraySource, Moments, _appl
 from dpspark.noise.dgauss import l2_rho
 from dpspark.noise.grid import grid_sensitivity
 from dpspark.rng import SeededRandom
+from dpspark.mechanisms.registry import construct
 
 KEY = bytes(range(16))
 
@@ -271,7 +272,7 @@ def test_config_refusals_before_any_data(tmp_path) -> None:  # type: ignore[no-u
                         "unit_column": "uid"},
             "output": {"path": str(tmp_path / "o")}}
     spec = ReleaseSpec.from_dict(base)
-    plan = spec.mechanism_object().plan()
+    plan = construct(spec).plan()
     assert plan["passes"] == 1 + len(kappa_schedule(Fraction(100))) + 1 + 3  # count, PPC, final, mean x 3
     bad = [({"privacy": {k: v for k, v in base["privacy"].items() if k != "unit_column"}}, "unit_column"),
            ({"gaussian": {**base["gaussian"], "kappa": 0.5}}, "float"),
@@ -281,7 +282,7 @@ def test_config_refusals_before_any_data(tmp_path) -> None:  # type: ignore[no-u
     for change, match in bad:
         with pytest.raises((ConfigError, TypeError, ValueError), match=match):
             s = ReleaseSpec.from_dict({**base, **change})
-            s.mechanism_object()
+            construct(s)
 
 
 def test_limb_apply_and_vectorised_norm_test_at_their_edges() -> None:

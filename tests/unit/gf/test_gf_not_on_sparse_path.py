@@ -26,9 +26,10 @@ from dpspark.api.config import load_config
 from dpspark.engine.backend import finish_counts
 from dpspark.engine.runner import write_release
 from dpspark.rng import SeededRandom
+from dpspark.mechanisms.registry import construct
 
 cfg = load_config(Path(sys.argv[1]))
-mech = cfg.mechanism_object()
+mech = construct(cfg)
 rng = SeededRandom(7)
 
 

@@ -14,6 +14,7 @@ from dpspark.engine.backend import CuratorError, SparkContext
 from dpspark.engine.stages import CountsStage
 from dpspark.rng import SeededRandom
 from dpspark.noise.verifier import exact_pmf
+from dpspark.mechanisms.registry import construct
 
 CITIES = ["a", "b", "c"]
 
@@ -40,7 +41,7 @@ def worst_shift_ratio(mech, shift: int) -> Fraction:
 
 @pytest.mark.parametrize("k,c", [(1, 1), (2, 1), (1, 2), (2, 2)])
 def test_dense_with_contribution_bounds_is_exactly_within_its_statement(tmp_path: Path, k: int, c: int) -> None:
-    mech = spec(tmp_path, max_keys_per_unit=k, max_rows_per_key=c, gamma="1/4").mechanism_object()
+    mech = construct(spec(tmp_path, max_keys_per_unit=k, max_rows_per_key=c, gamma="1/4"))
     counting = mech.counting
     assert counting.n == 2 * k * c  # counts lie in [0, k c n]
     # One unit moves at most k bins by at most c each; bins are independent, so the worst ratio of the
@@ -185,7 +186,7 @@ def test_bounded_releases_are_written_read_and_accurate(spark, tmp_path: Path, m
         "output": {"path": str(tmp_path / "rel")},
     }
     spec = ReleaseSpec.from_dict(raw, base_dir=tmp_path)
-    mech = spec.mechanism_object()
+    mech = construct(spec)
     out = run_release(spec, spark=spark, rng=SeededRandom(b"bounded"), progress=lambda m: None)
     rel = open_release(out)
     k, c = extra.get("max_keys_per_unit", 1), extra.get("max_rows_per_key", 1)

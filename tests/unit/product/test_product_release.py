@@ -19,6 +19,7 @@ from dpspark.lookup.statement_base import StatementLookup
 from dpspark.mechanisms.zcdp_budget import converted_epsilon
 from dpspark.release.errors import ReleaseFormatError
 from dpspark.rng import SeededRandom
+from dpspark.mechanisms.registry import construct
 
 P = [0.5, 0.9, 0.2, 0.05, 0.01, 0.0]
 
@@ -65,7 +66,7 @@ def test_plans_refuse_before_any_data(tmp_path: Path) -> None:
                         "max_units": 10**7, "unit_column": "id"},
             "output": {"path": str(tmp_path / "o")}}
     spec = ReleaseSpec.from_dict(base)
-    mech = spec.mechanism_object()
+    mech = construct(spec)
     assert converted_epsilon(mech.rho, spec.delta) <= 4
     with pytest.raises(ConfigError, match="unit_column"):
         ReleaseSpec.from_dict({**base, "privacy": {k: v for k, v in base["privacy"].items() if k != "unit_column"}})
@@ -100,7 +101,7 @@ def test_product_releases_end_to_end(spark, tmp_path: Path, capsys: pytest.Captu
     rows = rel.sample(2000, SeededRandom(4))
     assert rows.shape == (2000, len(P)) and set(np.unique(rows)) <= {0, 1}
     st = rel.statements
-    assert st["replacement"].rho == st["add_remove"].rho == cfg.mechanism_object().rho
+    assert st["replacement"].rho == st["add_remove"].rho == construct(cfg).rho
     assert st["replacement_approx_dp"].epsilon.le(4)
     assert all(Fraction(r["rho_substitute"]) <= st["replacement"].rho for r in rel.parameters["rounds_run"])
     assert cli(["inspect", str(out)]) == 0
@@ -118,7 +119,7 @@ def test_product_releases_end_to_end(spark, tmp_path: Path, capsys: pytest.Captu
     assert sec["batches"] == 2 and len(sec["samples"]) == 2
     assert all(len(s) == len(P) and set(s) <= {0, 1} for s in sec["samples"])
     assert sec["independence"] == "independent only across batches"
-    assert rel.statements["replacement"].rho == cfg.mechanism_object().rho
+    assert rel.statements["replacement"].rho == construct(cfg).rho
     spans = sorted(tuple(r["batches"]) for run in rel.parameters["rounds_run"] for r in run)
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # every round of both samples: disjoint batches
 

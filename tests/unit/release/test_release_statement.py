@@ -25,6 +25,7 @@ from dpspark.release.statements import StatementManifest, StatementRelease, stan
 from dpspark.rng import SeededRandom
 from tests.support.plugins import toy as toy_family
 from tests.support.plugins.toy.mechanism import ToyDGaussSum
+from dpspark.mechanisms.registry import construct
 
 DELTA = Fraction(1, 10**9)
 
@@ -195,7 +196,7 @@ def test_statement_mechanism_end_to_end(spark, tmp_path: Path, toy, capsys: pyte
     pq.write_table(pa.table({"x": pa.array(xs, pa.int64())}), tmp_path / "in.parquet")
     (tmp_path / "c.toml").write_text(TOML)
     cfg = load_config(tmp_path / "c.toml")
-    mech = cfg.mechanism_object()
+    mech = construct(cfg)
     with pytest.raises(ConfigError, match="runs on Spark only"):
         run_release(cfg, rng=SeededRandom(5), progress=lambda _m: None, engine="arrow")
     assert not (tmp_path / "release").exists()

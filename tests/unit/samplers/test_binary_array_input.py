@@ -21,6 +21,7 @@ from dpspark.rng import SeededRandom
 from dpspark.mechanisms.samplers.binary_input import MAX_COLUMNS, BinaryInput, expand_array, parse_binary_input
 from dpspark.mechanisms.samplers.stages import column_sums
 from dpspark.engine.spark.counts import InputError
+from dpspark.mechanisms.registry import construct
 
 LEARNER = {"mechanism": "product_learner", "epsilon": "1", "delta": "1/1000000000", "max_units": 500000,
            "unit_column": "id", "alpha": "1/2", "beta": "1/20"}
@@ -61,7 +62,7 @@ def test_config_names_and_input_columns(tmp_path: Path) -> None:
     for mech, extra in (("product_learner", {}), ("product_sampler", {"alpha": "1"}),
                         ("bernoulli_sampler", {"delta": None, "alpha": None, "beta": None, "epsilon": "8"})):
         priv = {k: v for k, v in {**LEARNER, "mechanism": mech, **extra}.items() if v is not None}
-        m = _spec(tmp_path, {"array": "features", "width": 12}, priv).mechanism_object()
+        m = construct(_spec(tmp_path, {"array": "features", "width": 12}, priv))
         assert m.columns == tuple(f"features[{j}]" for j in range(12)) and m.d == 12
         assert m.input_columns() == ("features", "id")  # the preflight checks the array column and the unit
 
