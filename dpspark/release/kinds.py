@@ -1,10 +1,11 @@
 """The ONE registry of release kinds: each kind's section, writer, section codec and reader, declared once.
 
-A family declares its kinds in its own folder (``dpspark/mechanisms/<family>/kind.py``) as
+A family declares its kinds in its own folder (``dpspark/mechanisms/<family>/family.py``) as
 :class:`ReleaseKind` values whose parts are ``"module:attr"`` strings, imported on first use: reading a
 sparse release never loads the compact code, and the read side never imports a Mechanism, the mechanism
-registry, the engine or Spark. :data:`FAMILIES` names, for each built-in kind, the module that declares it
-(the one list a new family adds a line to); a plugin calls :func:`register_kind` at runtime.
+registry, the engine or Spark. :data:`FAMILIES` names each built-in family's declaration module and its kinds
+(the one list a new family adds a line to); a plugin calls :func:`register_kind` at runtime
+(:func:`dpspark.mechanisms.registry.register_family` registers a whole family folder).
 
 Two statement forms share the one envelope (:mod:`dpspark.release.manifest`): ``"counts"`` (histogram
 statements, :mod:`dpspark.release.counts_form`; the codec parses the kind's own top-level section and returns
@@ -24,15 +25,19 @@ from dpspark.release.errors import ReleaseFormatError
 #: a part of a kind: the object itself, or a ``"module:attr"`` string imported on first use
 Target = Union[str, Callable[..., Any], type, None]
 
-#: built-in kind -> the family module that declares it (strings only: nothing is imported until used)
-FAMILIES: dict[str, str] = {
-    "sparse": "dpspark.mechanisms.histogram.kind",
-    "compact": "dpspark.mechanisms.compact.kind",
-    "answers": "dpspark.mechanisms.answers.kind",
-    "sample": "dpspark.mechanisms.samplers.kind",
-    "distribution": "dpspark.mechanisms.product.kind",
-    "gaussian_model": "dpspark.mechanisms.gaussian_model.kind",
+#: family -> (the module that declares it, the release kinds it declares). The ONE list a new family adds a line
+#: to: the module's ``KINDS`` feed this registry and its ``MECHANISMS`` the mechanism registry. Strings only:
+#: nothing is imported until a kind or a mechanism is used, and then only that family's declaration.
+FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "histogram": ("dpspark.mechanisms.histogram.family", ("sparse",)),
+    "compact": ("dpspark.mechanisms.compact.family", ("compact",)),
+    "answers": ("dpspark.mechanisms.answers.family", ("answers",)),
+    "samplers": ("dpspark.mechanisms.samplers.family", ("sample",)),
+    "product": ("dpspark.mechanisms.product.family", ("distribution",)),
+    "gaussian_model": ("dpspark.mechanisms.gaussian_model.family", ("gaussian_model",)),
 }
+#: built-in kind -> the family module that declares it
+_KIND_MODULES: dict[str, str] = {kind: module for module, kinds in FAMILIES.values() for kind in kinds}
 FORMS = ("counts", "statements")
 #: the writer of every ``statements`` kind unless it declares its own
 STATEMENT_WRITER = "dpspark.release.statements:write_statement_release"
@@ -103,15 +108,15 @@ def unregister_kind(name: str) -> None:
 
 def kind_names() -> tuple[str, ...]:
     """Every known kind, sorted."""
-    return tuple(sorted(set(FAMILIES) | set(_REGISTERED)))
+    return tuple(sorted(set(_KIND_MODULES) | set(_REGISTERED)))
 
 
 @functools.lru_cache(maxsize=None)
 def _builtin(name: str) -> ReleaseKind:
-    decl = getattr(importlib.import_module(FAMILIES[name]), "KINDS")
+    decl = getattr(importlib.import_module(_KIND_MODULES[name]), "KINDS")
     found = [k for k in decl if k.name == name]
     if len(found) != 1:
-        raise LookupError(f"{FAMILIES[name]} does not declare release kind {name!r} once")
+        raise LookupError(f"{_KIND_MODULES[name]} does not declare release kind {name!r} once")
     return found[0]
 
 
@@ -120,7 +125,7 @@ def get_kind(name: Any, where: str = "manifest.json") -> ReleaseKind:
     if isinstance(name, str):
         if name in _REGISTERED:
             return _REGISTERED[name]
-        if name in FAMILIES:
+        if name in _KIND_MODULES:
             return _builtin(name)
     raise ReleaseFormatError(f"{where}: unknown release kind {name!r}")
 

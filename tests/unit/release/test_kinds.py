@@ -18,7 +18,7 @@ from dpspark.release.kinds import FAMILIES, ReleaseKind, get_kind, kind_names, r
 from dpspark.release.manifest import read_manifest
 from dpspark.release.statements import StatementRelease, standard_statements
 from dpspark.rng import SeededRandom  # noqa: F401  (the suite's generator; the writer only records its name)
-from tests.support.plugins.toy.kind import KINDS as TOY_KINDS
+from tests.support.plugins.toy.family import KINDS as TOY_KINDS
 from tests.support.plugins.toy.reader import ToyLookup
 
 CONFIG = {"mechanism": "toy_dgauss_sum", "max_units": 100, "epsilon": "1", "delta": "1/1000000000"}
@@ -45,11 +45,23 @@ def _write(path: Path, answer: object = 7) -> Path:
 
 
 def test_every_builtin_kind_is_declared_once_in_its_family_folder() -> None:
-    for name, module in FAMILIES.items():
-        kind = get_kind(name)
-        assert kind.name == name and module.startswith("dpspark.mechanisms.") and module.endswith(".kind")
-        assert all(isinstance(part, str) for part in (kind.reader, kind.writer))  # lazy "module:attr" strings
-    assert set(FAMILIES) <= set(kind_names())
+    import importlib
+
+    from dpspark.mechanisms.registry import names
+
+    declared: set[str] = set()
+    for family, (module, kinds) in FAMILIES.items():
+        assert module == f"dpspark.mechanisms.{family}.family"
+        for name in kinds:
+            kind = get_kind(name)
+            assert kind.name == name
+            assert all(isinstance(part, str) for part in (kind.reader, kind.writer))  # lazy "module:attr" strings
+        decl = importlib.import_module(module)
+        assert {k.name for k in decl.KINDS} == set(kinds)
+        assert all(target.startswith(f"dpspark.mechanisms.{family}.") for target in decl.MECHANISMS.values())
+        declared |= set(decl.MECHANISMS)
+    assert {k for _, ks in FAMILIES.values() for k in ks} <= set(kind_names())
+    assert declared == set(names())  # every built-in mechanism comes from a family folder's declaration
 
 
 def test_a_registered_kind_round_trips(tmp_path: Path, toy_kind: ReleaseKind) -> None:
@@ -108,7 +120,7 @@ def test_reading_the_registry_imports_no_family_code() -> None:
         "from dpspark.release.kinds import get_kind\n"
         "get_kind('sparse')\n"
         "fam = sorted(m for m in sys.modules if m.startswith('dpspark.mechanisms.'))\n"
-        "assert fam == ['dpspark.mechanisms.histogram', 'dpspark.mechanisms.histogram.kind'], fam\n"
+        "assert fam == ['dpspark.mechanisms.histogram', 'dpspark.mechanisms.histogram.family'], fam\n"
         "print('ok')\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

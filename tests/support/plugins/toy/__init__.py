@@ -1,36 +1,25 @@
 """A test-only family in the shape of ``dpspark/mechanisms/<family>/``: mechanisms and a release kind.
 
-``mechanism.py`` holds the Mechanism classes; ``kind.py`` declares the family's release kind once (section,
-writer, section codec, reader as "module:attr" strings); ``section.py`` and ``reader.py`` are its codec.
-:func:`register` adds them at runtime through the two registries a plugin uses (mechanisms and kinds);
-:func:`unregister` removes them.
+``mechanism.py`` holds the Mechanism classes; ``family.py`` declares the family once (its ``MECHANISMS`` and
+its ``KINDS``: section, writer, section codec, reader as "module:attr" strings); ``section.py`` and
+``reader.py`` are its codec.
+:func:`register` adds the folder at runtime with one call (``register_family``); :func:`unregister` removes it.
 """
 
 from __future__ import annotations
 
-MECHANISMS = ("toy_geometric", "toy_dgauss_sum")
+FAMILY = "tests.support.plugins.toy.family"
 
 
 def register() -> None:
-    """Register the family's mechanisms and its release kind."""
-    from dpspark.mechanisms.registry import register as add
-    from dpspark.release.kinds import register_kind
-    from tests.support.plugins.toy.kind import KINDS
-    from tests.support.plugins.toy.mechanism import ToyDGaussSum, ToyGeometric
+    """Register the family folder: its mechanisms and its release kind (one call, as any plugin does)."""
+    from dpspark.mechanisms.registry import register_family
 
-    add(ToyGeometric)
-    add(ToyDGaussSum)
-    for kind in KINDS:
-        register_kind(kind)
+    register_family(FAMILY)
 
 
 def unregister() -> None:
     """Remove what :func:`register` added."""
-    from dpspark.mechanisms.registry import unregister as remove
-    from dpspark.release.kinds import unregister_kind
-    from tests.support.plugins.toy.kind import KINDS
+    from dpspark.mechanisms.registry import unregister_family
 
-    for name in MECHANISMS:
-        remove(name)
-    for kind in KINDS:
-        unregister_kind(kind.name)
+    unregister_family(FAMILY)

@@ -30,7 +30,7 @@ from dpspark.noise.exp_eps import exp_eps_at_most
 from dpspark.privacy import AccuracyClaim, AccuracyStatement
 from dpspark.release.statements import StatementRelease, standard_statements
 from dpspark.rng import bias_epsilon
-from tests.support.plugins.toy.kind import KIND
+from tests.support.plugins.toy.family import KIND
 
 
 class ToyGeometric(Mechanism):
