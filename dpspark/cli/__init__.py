@@ -1,4 +1,9 @@
-"""dpspark.cli: created by the issue-21 layout move (a curated __init__ is left for later)."""
+"""The ``dpspark`` command: one module per command (:mod:`.app` parses and dispatches).
+
+``release`` (:mod:`.app`), ``lookup`` (:mod:`.lookup`), ``inspect`` (:mod:`.inspect`), ``plot``
+(:mod:`.plot`), ``verify``/``keygen``/``sign`` (:mod:`.verify`, :mod:`.keygen`, :mod:`.sign`), the budget
+ledger commands (:mod:`.budget`) and ``calibrate`` (:mod:`.calibrate`); :mod:`.common` holds their shared parts.
+"""
 
 from dpspark.cli.app import main
 
