@@ -1,8 +1,8 @@
 """The ``dpspark`` command: one module per command (:mod:`.app` parses and dispatches).
 
 ``release`` (:mod:`.app`), ``lookup`` (:mod:`.lookup`), ``inspect`` (:mod:`.inspect`), ``plot``
-(:mod:`.plot`), ``verify``/``keygen``/``sign`` (:mod:`.verify`, :mod:`.keygen`, :mod:`.sign`), the budget
-ledger commands (:mod:`.budget`) and ``calibrate`` (:mod:`.calibrate`); :mod:`.common` holds their shared parts.
+(:mod:`.plot`), ``verify``/``keygen``/``sign`` (:mod:`.verify`, :mod:`.keygen`, :mod:`.sign`), ``budget``
+(:mod:`.budget`, the ledger) and ``calibrate`` (:mod:`.calibrate`); :mod:`.common` holds their shared parts.
 """
 
 from dpspark.cli.app import main
