@@ -214,10 +214,11 @@ class Session:
             raise SessionBudgetExceeded(
                 f"this release ({statement.measure.text()}) exceeds the session budget left: "
                 f"{self.budget.remaining.text()}; nothing was read and nothing was spent")
+        from dpspark.engine.backend import supported_engines
         from dpspark.mechanisms.registry import mechanism_class
 
         cls = mechanism_class(mechanism)
-        on_arrow = "arrow" in (cls.engines_for(spec) if hasattr(cls, "engines_for") else getattr(cls, "engines", ("arrow",)))
+        on_arrow = "arrow" in supported_engines(cls(spec))
         arrow = self._arrow_source() if on_arrow else None  # Spark-only mechanisms get a Spark DataFrame
         df = None if arrow is not None else self._frame()
         # run_release checks the schema (metadata), then charges the session budget and the ledger together

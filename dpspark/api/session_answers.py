@@ -116,18 +116,18 @@ class AdaptiveAnswers:
         s = self.session
         arrow = s._arrow_source()  # filters are the dpspark grammar: both engines
         if arrow is not None:
-            from dpspark.engine.arrow.backend import ArrowContext
+            from dpspark.engine.arrow.backend import ArrowBackend
             from dpspark.engine.runner import check_table_schema
 
             check_table_schema(_QueryCheck(self.mechanism, q), arrow)
-            return lambda: ArrowContext(arrow, self.rng, s.progress)
-        from dpspark.engine.backend import SparkContext
+            return lambda: ArrowBackend(arrow, self.rng, s.progress)
+        from dpspark.engine.spark.backend import SparkBackend
         from dpspark.engine.runner import check_input_schema, frame_schema
 
         frame = s._frame()
         check_input_schema(_QueryCheck(self.mechanism, q), frame_schema(frame), "the session's DataFrame",
                            text_input=s._text_input())
-        return lambda: SparkContext(frame, self.rng, s.progress)
+        return lambda: SparkBackend(frame, self.rng, s.progress)
 
 
 class _QueryCheck:

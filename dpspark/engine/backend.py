@@ -1,19 +1,42 @@
-"""What a mechanism's ``run`` talks to: one input, stages computed on a backend, exact results on the driver."""
+"""What a mechanism's ``run`` talks to: one input, stages computed on a backend, exact results on the driver.
+
+* :class:`Backend` - the protocol both engines implement (:class:`~dpspark.engine.spark.backend.SparkBackend`,
+  :class:`~dpspark.engine.arrow.backend.ArrowBackend`): ``compute(stage)`` for every stage type, the pass
+  counter, the release's keyed batch secret, the end time of the latest pass, and the input cache.
+* :func:`supported_engines` - derived from the stage types a mechanism declares (its ``stages()``): an engine
+  runs a mechanism iff its backend has a kernel for each of them (:func:`kernel_path`).
+* :func:`open_backend` - the backend of one release's data pass; its block end releases the input cache.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dpspark.engine.stages import CountsStage, OuterProductStage, SumsStage
-from dpspark.errors import ValueFreeError
+from dpspark.engine.stages import CountsStage, FamilyStage, OuterProductStage, SumsStage
+from dpspark.errors import DPSparkError, ValueFreeError
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
-    from dpspark.api.config import ReleaseSpec
     from dpspark.rng import RandomSource
+
+#: the engines, in the order :func:`supported_engines` lists them
+ENGINES = ("arrow", "spark")
+
+#: the generic stages' kernels per engine ("module:function", called as function(backend, stage))
+GENERIC_KERNELS: dict[str, dict[type, str]] = {
+    "spark": {
+        CountsStage: "dpspark.engine.spark.counts:counts_kernel",
+        SumsStage: "dpspark.engine.spark.sums:sums_kernel",
+        OuterProductStage: "dpspark.engine.spark.outer:outer_kernel",
+    },
+    "arrow": {
+        CountsStage: "dpspark.engine.arrow.counts:counts_kernel",
+        SumsStage: "dpspark.engine.arrow.sums:sums_kernel",
+    },
+}
 
 
 class CuratorError(ValueFreeError, ValueError):
@@ -23,78 +46,78 @@ class CuratorError(ValueFreeError, ValueError):
     """
 
 
-class StageContext(Protocol):
-    """The engine side of a release run, as a mechanism sees it."""
-
-    def counts_stage(self, spec: "ReleaseSpec") -> CountsStage:
-        """The count stage for ``spec`` (explicit parameters)."""
-
-    def counts(self, stage: CountsStage, spec: "ReleaseSpec") -> tuple[list[int], list[int]]:
-        """(0-based indexes ascending, exact counts) of the non-zero bins."""
+class InputError(DPSparkError, ValueError):
+    """The input does not match the config (missing column, unreadable path, too many units)."""
 
 
-class SparkContext:
-    """Stages on a Spark DataFrame; the input is cached when a mechanism makes more than one pass."""
+class Backend(Protocol):
+    """The engine side of a release run, as a mechanism sees it: nothing here names an engine."""
 
-    def __init__(self, df: "DataFrame", rng: "RandomSource", progress=None, passes: int = 1) -> None:  # type: ignore[no-untyped-def]
-        self.df = df.cache() if passes > 1 else df  # read once when a mechanism makes several passes
-        self.rng = rng
-        self.progress = progress or (lambda _m: None)
-        self.passes_run = 0
-        self._batch_secret: bytes | None = None
+    #: completed passes over the data (each kernel counts its own)
+    passes_run: int
+    #: ``time.monotonic()`` at the end of the latest pass, None before the first
+    last_pass_end: float | None
+    #: the progress callback kernels report to
+    progress: Callable[[str], None]
+
+    def compute(self, stage: Any) -> Any:
+        """The exact result of ``stage`` (a generic stage or a family's :class:`FamilyStage`)."""
 
     def batch_secret(self) -> bytes:
-        """The release's batch key: drawn once, on first use, so every pass puts a unit in the same batch."""
-        if self._batch_secret is None:
-            self._batch_secret = self.rng.bits(128).to_bytes(16, "big")
-        return self._batch_secret
+        """The release's 128-bit batch key: drawn once from the release's generator, on first use."""
 
-    def outer_products(self, stage: "OuterProductStage") -> list[dict[str, int]]:
-        """Per batch (ascending; one entry without batches): {"batch", "kept", "sum_i_j"...} as exact ints."""
-        from dpspark.engine.spark.outer import KEPT, outer_product_sums, pair_column
-        from dpspark.engine.spark.sums import BATCH
+    def pass_done(self) -> None:
+        """Count one completed pass (kernels call it) and note when it ended."""
 
-        self.progress(f"pass {self.passes_run + 1}: outer products on Spark")
-        secret = self.batch_secret() if stage.batches is not None else None
-        table = outer_product_sums(self.df, stage, secret)
-        self.passes_run += 1
-        out: dict[int, dict[str, int]] = {}
-        for r in table.to_pylist():
-            b = int(r.pop(BATCH, 0) or 0)
-            out[b] = {k: (0 if v is None else int(v)) for k, v in r.items()}
-        names = [KEPT] + [pair_column(i, j) for i, j in stage.pairs()]
-        return [{"batch": b, **out.get(b, dict.fromkeys(names, 0))} for b in range(stage.batches or 1)]
+    def close(self) -> None:
+        """Release the input cache (idempotent)."""
 
-    def sums(self, stage: "SumsStage") -> list[dict[str, int]]:
-        """Per batch (ascending; one entry without batches): {"batch", "units", "sum_<col>"...} as exact ints."""
-        from dpspark.engine.spark.sums import BATCH, clipped_sums
 
-        self.progress(f"pass {self.passes_run + 1}: clipped sums on Spark")
-        secret = self.batch_secret() if stage.batches is not None else None
-        table = clipped_sums(self.df, stage, secret)
-        self.passes_run += 1
-        rows = table.to_pylist()
-        out: dict[int, dict[str, int]] = {}
-        for r in rows:
-            b = int(r.pop(BATCH, 0) or 0)
-            out[b] = {k: (0 if v is None else int(v)) for k, v in r.items()}
-        nb = stage.batches or 1
-        names = ["units"] + [f"sum_{c}" for c in stage.columns]
-        return [{"batch": b, **out.get(b, dict.fromkeys(names, 0))} for b in range(nb)]  # empty batches too
+class KernelMissingError(DPSparkError, ValueError):
+    """A backend was asked for a stage its engine has no kernel for (the engine choice should have refused it)."""
 
-    def counts_stage(self, spec: "ReleaseSpec") -> CountsStage:
-        return CountsStage.from_spec(spec)
 
-    def counts(self, stage: CountsStage, spec: "ReleaseSpec | None" = None) -> tuple[list[int], list[int]]:
-        from dpspark.engine.spark.counts import collect_counts, counts_to_python, sparse_counts
+def kernel_path(engine: str, stage_type: type) -> str | None:
+    """The "module:function" computing ``stage_type`` on ``engine`` (None: that engine cannot)."""
+    if issubclass(stage_type, FamilyStage):
+        return stage_type.kernels.get(engine)
+    for cls in stage_type.__mro__:
+        path = GENERIC_KERNELS.get(engine, {}).get(cls)
+        if path is not None:
+            return path
+    return None
 
-        self.progress("reading input and counting keys on Spark")
-        table = collect_counts(sparse_counts(self.df, stage, self.rng))
-        self.passes_run += 1
-        self.progress("counts collected on the driver")
-        indices, counts = counts_to_python(table)
-        del table
-        return finish_counts(indices, counts, stage, self.rng)
+
+@lru_cache(maxsize=None)
+def kernel(engine: str, stage_type: type) -> Callable[[Any, Any], Any]:
+    """The kernel function of ``stage_type`` on ``engine``, imported on first use."""
+    path = kernel_path(engine, stage_type)
+    if path is None:
+        raise KernelMissingError(f"the {engine} engine has no kernel for {stage_type.__name__}")
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def compute_on(engine: str, backend: Backend, stage: Any) -> Any:
+    """``backend.compute(stage)``: the engine's kernel for the stage's type, called with the backend."""
+    if kernel_path(engine, type(stage)) is None and isinstance(stage, FamilyStage):
+        refusal = stage.no_kernel(engine)  # a family's own words, e.g. why its stage needs Spark
+        if refusal is not None:
+            raise refusal
+    return kernel(engine, type(stage))(backend, stage)
+
+
+class BatchSecret:
+    """The release's batch key, drawn from ``rng`` once, on first use (every pass puts a unit in one batch)."""
+
+    def __init__(self, rng: "RandomSource") -> None:
+        self.rng = rng
+        self._secret: bytes | None = None
+
+    def __call__(self) -> bytes:
+        if self._secret is None:
+            self._secret = self.rng.bits(128).to_bytes(16, "big")
+        return self._secret
 
 
 def finish_counts(indices: list[int], counts: list[int], stage: CountsStage, rng: "RandomSource") -> tuple[list[int], list[int]]:
@@ -127,30 +150,44 @@ def finish_counts(indices: list[int], counts: list[int], stage: CountsStage, rng
     return [x for x, _ in pairs], [c for _, c in pairs]
 
 
-# --- the seam the runner uses (issue 21): the backend protocol's helper replaces these bodies -------------
-def supported_engines(mech: Any) -> tuple[str, ...]:
-    """The engines that compute every stage ``mech`` (a constructed mechanism) asks for.
+# --- the seam the runner uses ------------------------------------------------------------------------------
+def stage_types(mech: Any) -> tuple[type, ...]:
+    """The stage types ``mech`` (a constructed mechanism) declares in its ``stages()`` (data-free)."""
+    return tuple(dict.fromkeys(s.stage for s in mech.stages()))
 
-    Interim body: the mechanism class's declaration. The backend protocol derives it from the stages.
-    """
-    cls = type(mech)
-    per_spec = getattr(cls, "engines_for", None)
-    return tuple(per_spec(mech.spec)) if per_spec is not None else tuple(getattr(cls, "engines", ("arrow", "spark")))
+
+def input_reads(mech: Any) -> int:
+    """How many of ``mech``'s passes read the input itself (the rest read the mechanism's own prepared units)."""
+    return sum(1 for s in mech.stages() if s.reads_input)
+
+
+def supported_engines(mech: Any) -> tuple[str, ...]:
+    """The engines whose backend has a kernel for every stage type ``mech`` (a constructed mechanism) declares."""
+    types = stage_types(mech)
+    return tuple(e for e in ENGINES if all(kernel_path(e, t) is not None for t in types))
 
 
 @contextmanager
 def open_backend(engine: str, *, rng: "RandomSource", progress: Any = None, passes: int = 1, data: Any = None,
                  source: Any = None, input_format: str | None = None,
-                 input_options: dict[str, str] | None = None) -> Iterator[Any]:
-    """The backend of one release's data pass; its input cache is released when the block ends.
+                 input_options: dict[str, str] | None = None, mechanism: Any = None) -> Iterator[Backend]:
+    """The backend of one release's data pass; its input cache is released when the block ends (also on error).
 
-    ``engine`` "spark": ``data`` is the input DataFrame. "arrow": ``source`` is a local path or a pyarrow
-    Table (``input_format``/``input_options`` for a path). Call inside the data pass: opening reads metadata.
+    ``engine`` "spark": ``data`` is the input DataFrame, cached only when the input is read twice or more:
+    ``passes`` such reads, or, with ``mechanism``, :func:`input_reads` of it. "arrow": ``source`` is a local
+    path or a pyarrow Table (``input_format``/``input_options`` for a path); each pass re-scans it. Call inside
+    the data pass: opening reads metadata.
     """
+    reads = input_reads(mechanism) if mechanism is not None else passes
     if engine == "arrow":
-        from dpspark.engine.arrow.backend import ArrowContext
+        from dpspark.engine.arrow.backend import ArrowBackend
 
-        ctx: Any = ArrowContext(source, rng, progress, format=input_format, options=input_options)
+        backend: Any = ArrowBackend(source, rng, progress, format=input_format, options=input_options)
     else:
-        ctx = SparkContext(data, rng, progress, passes=passes)
-    yield ctx
+        from dpspark.engine.spark.backend import SparkBackend
+
+        backend = SparkBackend(data, rng, progress, cache_input=reads > 1)
+    try:
+        yield backend
+    finally:
+        backend.close()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from dpspark.api.config import ReleaseConfig
-from dpspark.engine.backend import CuratorError, SparkContext
+from dpspark.engine.backend import CuratorError, open_backend, supported_engines
 from dpspark.engine.timing import pad_until
 from dpspark.mechanisms.histogram.mechanism import gamma_for, within_epsilon
 from dpspark.rng import RandomSource, default_source
@@ -370,7 +370,7 @@ def choose_engine(cfg: ReleaseConfig, engine: str | None, have_spark: bool, give
     from dpspark.mechanisms.registry import mechanism_class
 
     cls = mechanism_class(cfg.mechanism)
-    engines = cls.engines_for(cfg) if hasattr(cls, "engines_for") else getattr(cls, "engines", ("arrow", "spark"))
+    engines = supported_engines(cls(cfg))
     if "arrow" not in engines:
         if engine == "arrow":
             raise ConfigError(f"mechanism {cfg.mechanism!r} runs on Spark only (the Arrow engine lacks its "
@@ -407,17 +407,12 @@ def _run(cfg: ReleaseConfig, mech: Any, data: "DataFrame | None", rng: RandomSou
         show(msg)
 
     def read_and_draw() -> Any:
-        if engine == "arrow":  # a local file counted with pyarrow on this machine; re-scanned per pass
-            from dpspark.engine.arrow.backend import ArrowContext
-
-            if arrow_source is not None:
-                ctx: Any = ArrowContext(arrow_source, rng, noise_progress)
-            else:
-                ctx = ArrowContext(str(cfg.input.path), rng, noise_progress, format=cfg.input.format,
-                                   options=cfg.input.options)
-        else:
-            ctx = SparkContext(data, rng, noise_progress, passes=len(mech.stages()))
-        return mech.run(ctx, rng, noise_progress)
+        local = arrow_source is None and engine == "arrow"  # a local file, re-scanned per pass
+        with open_backend(engine, rng=rng, progress=noise_progress, data=data, mechanism=mech,
+                          source=str(cfg.input.path) if local else arrow_source,
+                          input_format=cfg.input.format if local else None,
+                          input_options=cfg.input.options if local else None) as backend:
+            return mech.run(backend, rng, noise_progress)
 
     payload = run_data_pass(read_and_draw, show_data_errors=show_data_errors)
     if cfg.pad_seconds is not None:  # the noise step's duration must not reveal |S| or the draws (docs/balcer-vadhan-notes.md §E10)
