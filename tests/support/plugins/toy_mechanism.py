@@ -42,8 +42,10 @@ class ToyGeometric(Mechanism):
     def accuracy_summary(self) -> dict[str, Any]:
         return {"per_query_error_bar": self.counting.accuracy(self.spec.beta), "beta": str(self.spec.beta)}
 
-    def run(self, ctx: Any, rng: Any, progress: Any) -> Any:
-        indices, counts = ctx.counts(ctx.counts_stage(self.spec), self.spec)
+    def run(self, backend: Any, rng: Any, progress: Any) -> Any:
+        from dpspark.engine.stages import CountsStage
+
+        indices, counts = backend.compute(CountsStage.from_spec(self.spec))
         size = self.spec.universe.size
         return basic_histogram((indices, counts), range(size), size, self.spec.max_units, self.counting, rng,
                                beta=self.spec.beta)

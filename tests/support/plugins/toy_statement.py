@@ -64,12 +64,12 @@ class ToyDGaussSum(Mechanism):
     def stages(self) -> list[Any]:
         from dpspark.mechanisms.base import StageInfo
 
-        return [StageInfo("sums", "one clipped sum")]
+        return [StageInfo("sums", "one clipped sum", stage=SumsStage)]
 
-    def run(self, ctx: Any, rng: Any, progress: Any) -> StatementRelease:
+    def run(self, backend: Any, rng: Any, progress: Any) -> StatementRelease:
         stage = SumsStage((self.spec.sections["sum"]["column"],), (0,), (self.hi,), 0, self.spec.unit_column,
                           self.spec.max_units)
-        total = ctx.sums(stage)[0][f"sum_{stage.columns[0]}"]
+        total = backend.compute(stage)[0][f"sum_{stage.columns[0]}"]
         noisy = self.noise.add(total, rng)
         primary = self.noise.statement([self.hi], self.spec.max_units)
         return StatementRelease(
