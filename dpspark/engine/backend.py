@@ -4,50 +4,22 @@
   :class:`~dpspark.engine.arrow.backend.ArrowBackend`): ``compute(stage)`` for every stage type, the pass
   counter, the release's keyed batch secret, the end time of the latest pass, and the input cache.
 * :func:`supported_engines` - derived from the stage types a mechanism declares (its ``stages()``): an engine
-  runs a mechanism iff its backend has a kernel for each of them (:func:`kernel_path`).
+  runs a mechanism iff its backend has a kernel for each of them (:func:`~dpspark.engine.kernels.kernel_path`).
 * :func:`open_backend` - the backend of one release's data pass; its block end releases the input cache.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dpspark.engine.stages import CountsStage, FamilyStage, OuterProductStage, SumsStage
-from dpspark.errors import DPSparkError, ValueFreeError
+from dpspark.engine.driver_counts import finish_counts
+from dpspark.engine.errors import CuratorError, InputError
+from dpspark.engine.kernels import ENGINES, KernelMissingError, kernel_path
 
 if TYPE_CHECKING:
     from dpspark.rng import RandomSource
-
-#: the engines, in the order :func:`supported_engines` lists them
-ENGINES = ("arrow", "spark")
-
-#: the generic stages' kernels per engine ("module:function", called as function(backend, stage))
-GENERIC_KERNELS: dict[str, dict[type, str]] = {
-    "spark": {
-        CountsStage: "dpspark.engine.spark.counts:counts_kernel",
-        SumsStage: "dpspark.engine.spark.sums:sums_kernel",
-        OuterProductStage: "dpspark.engine.spark.outer:outer_kernel",
-    },
-    "arrow": {
-        CountsStage: "dpspark.engine.arrow.counts:counts_kernel",
-        SumsStage: "dpspark.engine.arrow.sums:sums_kernel",
-    },
-}
-
-
-class CuratorError(ValueFreeError, ValueError):
-    """The data breaks a declared public bound (e.g. more units than max_units with on_excess_units = "refuse").
-
-    Its text names public parameters only (a :class:`~dpspark.errors.ValueFreeError`).
-    """
-
-
-class InputError(DPSparkError, ValueError):
-    """The input does not match the config (missing column, unreadable path, too many units)."""
 
 
 class Backend(Protocol):
@@ -73,81 +45,8 @@ class Backend(Protocol):
         """Release the input cache (idempotent)."""
 
 
-class KernelMissingError(DPSparkError, ValueError):
-    """A backend was asked for a stage its engine has no kernel for (the engine choice should have refused it)."""
-
-
-def kernel_path(engine: str, stage_type: type) -> str | None:
-    """The "module:function" computing ``stage_type`` on ``engine`` (None: that engine cannot)."""
-    if issubclass(stage_type, FamilyStage):
-        return stage_type.kernels.get(engine)
-    for cls in stage_type.__mro__:
-        path = GENERIC_KERNELS.get(engine, {}).get(cls)
-        if path is not None:
-            return path
-    return None
-
-
-@lru_cache(maxsize=None)
-def kernel(engine: str, stage_type: type) -> Callable[[Any, Any], Any]:
-    """The kernel function of ``stage_type`` on ``engine``, imported on first use."""
-    path = kernel_path(engine, stage_type)
-    if path is None:
-        raise KernelMissingError(f"the {engine} engine has no kernel for {stage_type.__name__}")
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def compute_on(engine: str, backend: Backend, stage: Any) -> Any:
-    """``backend.compute(stage)``: the engine's kernel for the stage's type, called with the backend."""
-    if kernel_path(engine, type(stage)) is None and isinstance(stage, FamilyStage):
-        refusal = stage.no_kernel(engine)  # a family's own words, e.g. why its stage needs Spark
-        if refusal is not None:
-            raise refusal
-    return kernel(engine, type(stage))(backend, stage)
-
-
-class BatchSecret:
-    """The release's batch key, drawn from ``rng`` once, on first use (every pass puts a unit in one batch)."""
-
-    def __init__(self, rng: "RandomSource") -> None:
-        self.rng = rng
-        self._secret: bytes | None = None
-
-    def __call__(self) -> bytes:
-        if self._secret is None:
-            self._secret = self.rng.bits(128).to_bytes(16, "big")
-        return self._secret
-
-
-def finish_counts(indices: list[int], counts: list[int], stage: CountsStage, rng: "RandomSource") -> tuple[list[int], list[int]]:
-    """Driver-side part of the count stage shared by every backend: the row-level excess rule, canonical order.
-
-    Without a unit column every row is a unit, so the total count is the number of units. "refuse" fails
-    (before any noise); "truncate" keeps the first n rows in keyed-hash order of their index - a function
-    of the multiset of rows, so adding one row changes the kept multiset by at most one replacement.
-    """
-    order = sorted(range(len(indices)), key=indices.__getitem__)
-    indices = [indices[i] for i in order]
-    counts = [counts[i] for i in order]
-    if stage.unit_column is not None or sum(counts) <= stage.max_units:
-        return indices, counts
-    if stage.on_excess_units == "refuse":
-        raise CuratorError(
-            f"the input holds more rows than privacy.max_units = {stage.max_units} and on_excess_units = 'refuse' "
-            "(curator-side check, before any noise was drawn); raise max_units or use on_excess_units = 'truncate'")
-    import hashlib
-
-    key = rng.bits(128).to_bytes(16, "big")
-    rank = sorted(range(len(indices)), key=lambda i: hashlib.blake2b(indices[i].to_bytes(32, "big"), key=key).digest())
-    left = stage.max_units
-    kept = [0] * len(indices)
-    for i in rank:  # a loop over the distinct keys (at most n + excess); only the driver's exact ints
-        take = min(counts[i], left)
-        kept[i] = take
-        left -= take
-    pairs = [(x, c) for x, c in zip(indices, kept) if c > 0]
-    return [x for x, _ in pairs], [c for _, c in pairs]
+__all__ = ["ENGINES", "Backend", "CuratorError", "InputError", "KernelMissingError", "finish_counts",
+           "input_reads", "kernel_path", "open_backend", "stage_types", "supported_engines"]
 
 
 # --- the seam the runner uses ------------------------------------------------------------------------------

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from dpspark.api.config import ReleaseSpec
     from dpspark.universe import Universe
 
 
@@ -57,8 +56,8 @@ class CountsStage:
     on_excess_units: str = "truncate"
 
     @classmethod
-    def from_spec(cls, spec: "ReleaseSpec") -> "CountsStage":
-        """The count stage of a histogram release spec."""
+    def from_spec(cls, spec: Any) -> "CountsStage":
+        """The count stage of a histogram release spec (a :class:`~dpspark.api.config.ReleaseSpec`)."""
         return cls(
             key_columns=tuple(spec.key_columns), universe=spec.universe, unit_column=spec.unit_column,
             out_of_universe=spec.out_of_universe, max_units=spec.max_units,

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from dpspark.engine.arrow.inputs import _format_from_suffix, input_schema, is_local_path, open_dataset, scan_table
-from dpspark.engine.backend import BatchSecret, InputError, compute_on
+from dpspark.engine.errors import InputError
+from dpspark.engine.kernels import BatchSecret, compute_on
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -26,7 +26,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dpspark.engine.arrow.inputs import read_error_text, scan_table
-from dpspark.engine.backend import CuratorError, InputError, finish_counts
+from dpspark.engine.driver_counts import finish_counts
+from dpspark.engine.errors import CuratorError, InputError
 from dpspark.engine.keyed import distinct_keys_keep_indexes, keyed_mix
 from dpspark.engine.stages import CountsStage
 from dpspark.engine.xxhash64 import SPARK_SEED, hash_bytes, hash_fixed, hash_int, hash_long

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from dpspark.engine.backend import InputError
+from dpspark.engine.errors import InputError
 
 if TYPE_CHECKING:
     import pyarrow.dataset as ds

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
-from dpspark.engine.backend import BatchSecret, compute_on
+from dpspark.engine.kernels import BatchSecret, compute_on
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpspark.engine.stages import CountsStage
-from dpspark.engine.backend import CuratorError, InputError
+from dpspark.engine.errors import CuratorError, InputError
 from dpspark.engine.keyed import distinct_keys_keep_indexes, key_words, mix64
 from dpspark.rng import RandomSource
 from dpspark.engine.spark.encode import with_universe_index
@@ -207,7 +207,7 @@ def counts_to_python(table: pa.Table) -> tuple[list[int], list[int]]:
 # ---------------------------------------------------------------------------------------------- kernel
 def counts_on(backend: "SparkBackend", frame: "DataFrame", stage: CountsStage) -> tuple[list[int], list[int]]:
     """The count stage over ``frame`` (the input, or a frame a family kernel derived from it): one pass."""
-    from dpspark.engine.backend import finish_counts
+    from dpspark.engine.driver_counts import finish_counts
 
     backend.progress("reading input and counting keys on Spark")
     table = collect_counts(sparse_counts(frame, stage, backend.rng))  # the module's name: tests may wrap it

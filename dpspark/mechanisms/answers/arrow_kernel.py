@@ -25,12 +25,11 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 import numpy as np
 
 from dpspark.engine.arrow.sums import round_half_away
-from dpspark.engine.backend import InputError
+from dpspark.engine.errors import InputError
 from dpspark.mechanisms.answers.queries import QueryError, Scalar
 
 if TYPE_CHECKING:
     from dpspark.engine.arrow.backend import ArrowBackend
-    from dpspark.mechanisms.answers.stage import ScalarTotalsStage
 
 #: per-row values are computed in float64 and must stay exactly representable
 MAX_ARROW_DELTA = 1 << 52
@@ -200,8 +199,8 @@ def _check_columns(dataset: Any, scalars: Sequence[Scalar], unit_column: str | N
 
 
 # ---------------------------------------------------------------------------------------------- totals
-def totals_kernel(backend: "ArrowBackend", stage: "ScalarTotalsStage") -> list[int]:
-    """The stage's exact totals on Arrow: one pass over the backend's input."""
+def totals_kernel(backend: "ArrowBackend", stage: Any) -> list[int]:
+    """The exact totals of a :class:`~dpspark.mechanisms.answers.stage.ScalarTotalsStage` on Arrow: one pass."""
     backend.progress(f"pass {backend.passes_run + 1}: {len(stage.scalars)} clipped sums on Arrow")
     out = scalar_totals_arrow(backend.dataset, stage.scalars, stage.unit_column)
     backend.pass_done()
