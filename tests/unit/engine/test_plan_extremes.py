@@ -19,7 +19,7 @@ import pytest
 
 from dpspark.api.config import MAX_EPSILON, MAX_UNITS, ConfigError, ReleaseSpec
 from dpspark.ledger import Ledger
-from dpspark.mechanisms.registry import mechanism_class, names
+from dpspark.mechanisms.registry import names
 from dpspark.rng import SeededRandom
 
 KEYED = ("dense", "stability", "pure_sparse", "compact", "kary_sampler")
