@@ -193,8 +193,8 @@ def test_row_level_truncation_and_refusals_equal(spark, data: Path) -> None:
 @pytest.mark.spark
 def test_out_of_universe_drop_and_error_equal(spark, data: Path) -> None:
     for universe in ("int_range", "categorical", "string", "tuple"):
-        both_raise(spark, data, stage(universe, out_of_universe="error"), InputError, "outside the declared universe")
-        both_raise(spark, data, stage(universe, unit_column=None, out_of_universe="error"), InputError,
+        both_raise(spark, data, stage(universe, out_of_universe="error"), CuratorError, "outside the declared universe")
+        both_raise(spark, data, stage(universe, unit_column=None, out_of_universe="error"), CuratorError,
                    "outside the declared universe")
     # after truncation, only the kept units' keys are checked (on both engines)
     ok = stage("hashed", out_of_universe="error", max_units=50)
