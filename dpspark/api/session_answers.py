@@ -144,18 +144,18 @@ class AdaptiveAnswers:
         s = self.session
         arrow = s.arrow_source()  # filters are the dpspark grammar: both engines
         if arrow is not None:
-            from dpspark.engine.arrow.backend import ArrowContext
+            from dpspark.engine.arrow.backend import ArrowBackend
             from dpspark.engine.checks import check_table_schema
 
             check_table_schema(_QueryCheck(self.mechanism, q), arrow)
-            return lambda: ArrowContext(arrow, self.rng, s.progress)
-        from dpspark.engine.backend import SparkContext
+            return lambda: ArrowBackend(arrow, self.rng, s.progress)
         from dpspark.engine.checks import check_input_schema, frame_schema
+        from dpspark.engine.spark.backend import SparkBackend
 
         frame = s.frame()
         check_input_schema(_QueryCheck(self.mechanism, q), frame_schema(frame), "the session's DataFrame",
                            text_input=s.text_input())
-        return lambda: SparkContext(frame, self.rng, s.progress)
+        return lambda: SparkBackend(frame, self.rng, s.progress)
 
 
 class _QueryCheck:

@@ -202,7 +202,7 @@ def _run(plan: Plan, data: "DataFrame | None", rng: RandomSource, show: Progress
     def read_and_draw() -> tuple[Any, float | None]:
         given = arrow_source is not None  # a table or path handed over: none of the spec's format or options
         source = arrow_source if given else (str(spec.input.path) if plan.engine == "arrow" else None)
-        with open_backend(plan.engine, rng=rng, progress=noise_progress, passes=plan.passes, data=data,
+        with open_backend(plan.engine, rng=rng, progress=noise_progress, mechanism=mech, data=data,
                           source=source, input_format=None if given else spec.input.format,
                           input_options=None if given else spec.input.options) as backend:
             payload = mech.run(backend, rng, noise_progress)

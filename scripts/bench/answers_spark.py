@@ -50,7 +50,7 @@ def queries(k: int, cols: int) -> list[dict]:
 
 def run(mechanism: str, args: argparse.Namespace, data: Path, spark) -> dict:  # type: ignore[no-untyped-def]
     from dpspark.api.config import ReleaseSpec
-    from dpspark.engine.backend import SparkContext
+    from dpspark.engine.spark.backend import SparkBackend
     from dpspark.engine.runner import write_release
     from dpspark.lookup import open_release
     from dpspark.mechanisms.answers.queries import scalars_of
@@ -69,8 +69,7 @@ def run(mechanism: str, args: argparse.Namespace, data: Path, spark) -> dict:  #
     rng = default_source()
     t0 = time.perf_counter()
     df = spark.read.parquet(str(data))
-    ctx = SparkContext(df, rng)
-    totals = mech.totals(ctx)
+    totals = mech.totals(SparkBackend(df, rng))
     times["spark_pass_s"] = time.perf_counter() - t0  # report
     t0 = time.perf_counter()
     if mechanism == "bounded_noise":

@@ -83,7 +83,7 @@ def _write(spec: Any, release: Any) -> Path:
 
 
 def _product_sampler(out: Path) -> Path:
-    from dpspark.release.statement_envelope import StatementRelease
+    from dpspark.release.statements import StatementRelease
 
     spec = _spec("product_sampler", out, columns={"names": ["b0", "b1", "b2"]}, privacy={"samples": 2})
     mech = construct(spec)
@@ -96,7 +96,7 @@ def _product_sampler(out: Path) -> Path:
 
 
 def _product_learner(out: Path) -> Path:
-    from dpspark.release.statement_envelope import StatementRelease
+    from dpspark.release.statements import StatementRelease
 
     spec = _spec("product_learner", out, n=2 * 10**6, columns={"names": ["b0", "b1", "b2"]})
     mech = construct(spec)
@@ -112,7 +112,7 @@ def _gaussian(out: Path) -> Path:
     """A gaussian_learner release: the real plan and statements, a hand-made private mean and PSD covariance."""
     from dpspark.mechanisms.gaussian_model.model_noise import plan_noise
     from dpspark.privacy import AccuracyClaim, AccuracyStatement, AddRemove, PrivacyStatement, ZCDP
-    from dpspark.release.statement_envelope import StatementRelease, standard_statements
+    from dpspark.release.statements import StatementRelease, standard_statements
 
     spec = _spec("gaussian_learner", out, n=10**5, gaussian={"columns": ["g0", "g1"], "radius": "10", "kappa": "4"})
     mech = construct(spec)

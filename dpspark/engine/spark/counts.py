@@ -23,15 +23,17 @@ from typing import TYPE_CHECKING, Any, Iterator
 import numpy as np
 import pyarrow as pa
 
-from dpspark.engine.spec import InputSpec
 from dpspark.engine.stages import CountsStage
-from dpspark.errors import DPSparkError
+from dpspark.engine.errors import CuratorError, InputError
+from dpspark.engine.keyed import distinct_keys_keep_indexes, key_words, mix64
 from dpspark.rng import RandomSource
 from dpspark.engine.spark.encode import with_universe_index
-from dpspark.universe import Universe
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from dpspark.engine.spec import InputSpec
+    from dpspark.engine.spark.backend import SparkBackend
 
 INDEX = "__dp_index"
 MEMBER = "__dp_in_universe"
@@ -39,11 +41,7 @@ HASH = "__dp_pick"
 UNIT_HASH = "__dp_unit_hash"
 
 
-class InputError(DPSparkError, ValueError):
-    """The input does not match the config (missing column, unreadable path, too many units)."""
-
-
-def read_input(spark: "SparkSession", spec: InputSpec) -> "DataFrame":
+def read_input(spark: "SparkSession", spec: "InputSpec") -> "DataFrame":
     """A DataFrame over the configured file(s) or catalog table (schema only; nothing is counted yet)."""
     failed = False
     try:
@@ -78,47 +76,17 @@ def check_columns(df: "DataFrame", wanted: list[str]) -> None:
         )
 
 
-def _mix64(x: np.ndarray, k: np.uint64) -> np.ndarray:
-    """splitmix64-style keyed finaliser on uint64 arrays (wrapping arithmetic)."""
-    with np.errstate(over="ignore"):
-        z = x ^ k
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
-
-
 def keyed_pick_hash(secret: bytes) -> Any:
     """A mapInArrow function adding column HASH = keyed mix of the SQL xxhash64 of (unit, index)."""
-    if len(secret) != 16:
-        raise ValueError("the contribution-bounding key must be 16 bytes")
-    k1 = np.uint64(int.from_bytes(secret[:8], "big"))
-    k2 = np.uint64(int.from_bytes(secret[8:], "big"))
+    k1, k2 = key_words(secret)
 
     def add_hash(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             raw = batch.column(UNIT_HASH).to_numpy(zero_copy_only=False).astype(np.int64).view(np.uint64)
-            mixed = _mix64(_mix64(raw, k1), k2).view(np.int64)
+            mixed = mix64(mix64(raw, k1), k2).view(np.int64)
             yield batch.append_column(HASH, pa.array(mixed, pa.int64()))
 
     return add_hash
-
-
-#: scalar universe kinds whose Spark encoding is injective on what ``groupBy`` tells apart
-_GROUP_INJECTIVE_KINDS = frozenset({"int_range", "bytes", "categorical"})
-
-
-def distinct_keys_keep_indexes(universe: Universe, text_ints: bool = False) -> bool:
-    """True if the Spark encoder maps distinct group keys to distinct indexes (so no re-aggregation by index).
-
-    int_range (integral cast to long), bytes and categorical lookups are injective
-    on what ``groupBy`` tells apart; tuples of those too. Not hashed (collisions)
-    and, to stay on the safe side, not string: ``encode(s, 'UTF-8')`` replaces
-    malformed byte sequences, so two distinct invalid strings could share an index.
-    ``text_ints``: an integer key is read from a string column ("5" and "05" are one index): not injective.
-    """
-    if text_ints:
-        return False
-    return all(c.kind in _GROUP_INJECTIVE_KINDS for c in universe.parts)
 
 
 def _text_ints(df: "DataFrame", stage: CountsStage) -> bool:
@@ -169,8 +137,6 @@ def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource) -> "Da
     if stage.out_of_universe == "error":
         bad = encoded.filter(F.col(MEMBER) == F.lit(False)).limit(1).count()
         if bad:
-            from dpspark.engine.backend import CuratorError
-
             raise CuratorError(
                 "the input holds keys outside the declared universe and privacy.out_of_universe = 'error' "
                 "(curator-side check; the offending values are not shown)"
@@ -213,8 +179,6 @@ def _bound_units(rows: "DataFrame", unit: str, stage: CountsStage, secret: bytes
     units = rows.select(unit).distinct()
     if stage.on_excess_units == "refuse":
         if units.limit(stage.max_units + 1).count() > stage.max_units:
-            from dpspark.engine.backend import CuratorError
-
             raise CuratorError(
                 f"the input holds more units than privacy.max_units = {stage.max_units} and on_excess_units = "
                 "'refuse' (curator-side check, before any noise was drawn); raise max_units or use 'truncate'")
@@ -238,3 +202,22 @@ def counts_to_python(table: pa.Table) -> tuple[list[int], list[int]]:
     words = table.column(INDEX).to_pylist()
     counts = table.column("count").to_numpy(zero_copy_only=False).tolist()
     return [int.from_bytes(w, "big") - 1 for w in words], counts
+
+
+# ---------------------------------------------------------------------------------------------- kernel
+def counts_on(backend: "SparkBackend", frame: "DataFrame", stage: CountsStage) -> tuple[list[int], list[int]]:
+    """The count stage over ``frame`` (the input, or a frame a family kernel derived from it): one pass."""
+    from dpspark.engine.driver_counts import finish_counts
+
+    backend.progress("reading input and counting keys on Spark")
+    table = collect_counts(sparse_counts(frame, stage, backend.rng))  # the module's name: tests may wrap it
+    backend.pass_done()
+    backend.progress("counts collected on the driver")
+    indices, counts = counts_to_python(table)
+    del table
+    return finish_counts(indices, counts, stage, backend.rng)
+
+
+def counts_kernel(backend: "SparkBackend", stage: CountsStage) -> tuple[list[int], list[int]]:
+    """(0-based indexes ascending, exact counts) of the non-zero bins of the input."""
+    return counts_on(backend, backend.frame, stage)

@@ -19,6 +19,8 @@ from dpspark.engine.spark.counts import check_columns
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from dpspark.engine.spark.backend import SparkBackend
+
 KEPT = "kept"
 
 
@@ -67,3 +69,14 @@ def outer_product_sums(df: "DataFrame", stage: OuterProductStage, batch_secret: 
     ]
     out = kept.groupBy(*keys).agg(*aggs) if keys else kept.agg(*aggs)
     return out.toArrow()
+
+
+def outer_kernel(backend: "SparkBackend", stage: OuterProductStage) -> list[dict[str, int]]:
+    """Per batch (ascending; one entry without batches): {"batch", "kept", "sum_i_j"...} as exact ints."""
+    from dpspark.engine.spark.sums import per_batch
+
+    backend.progress(f"pass {backend.passes_run + 1}: outer products on Spark")
+    secret = backend.batch_secret() if stage.batches is not None else None
+    table = outer_product_sums(backend.frame, stage, secret)
+    backend.pass_done()
+    return per_batch(table.to_pylist(), stage.batches, [KEPT] + [pair_column(i, j) for i, j in stage.pairs()])

@@ -3,7 +3,7 @@
 DataFrame API only. Values become integers (``round(x * 2^b)`` cast to decimal(38,0)), per-unit sums are
 clipped with ``least``/``greatest`` on exact decimals, and the totals are decimal(38,0) sums, which are
 exact and associative across partitions (float sums are not). Batch membership is H_key(unit) mod B with
-the keyed numpy mix of :mod:`dpspark.engine.spark.counts` applied to Spark's xxhash64 of the unit id.
+the keyed numpy mix of :mod:`dpspark.engine.keyed` applied to Spark's xxhash64 of the unit id.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from dpspark.engine.spark.counts import HASH, UNIT_HASH, check_columns, keyed_pi
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+    from dpspark.engine.spark.backend import SparkBackend
 
 BATCH = "__dp_batch"
 UNITS = "units"
@@ -90,3 +92,27 @@ def clipped_sums(df: "DataFrame", stage: SumsStage, batch_secret: bytes | None) 
     aggs = [F.count(F.lit(1)).alias(UNITS)] + [F.sum(c).cast("decimal(38,0)").alias(sum_column(c)) for c in stage.columns]
     out = clipped.groupBy(*keys).agg(*aggs) if keys else clipped.agg(*aggs)
     return out.toArrow()
+
+
+# ---------------------------------------------------------------------------------------------- kernel
+def per_batch(rows: list[dict[str, Any]], batches: int | None, names: list[str]) -> list[dict[str, int]]:
+    """Collected rows as one dict of exact ints per batch, ascending, empty batches included (zeros)."""
+    out: dict[int, dict[str, int]] = {}
+    for r in rows:
+        b = int(r.pop(BATCH, 0) or 0)
+        out[b] = {k: (0 if v is None else int(v)) for k, v in r.items()}
+    return [{"batch": b, **out.get(b, dict.fromkeys(names, 0))} for b in range(batches or 1)]
+
+
+def sums_on(backend: "SparkBackend", frame: "DataFrame", stage: SumsStage) -> list[dict[str, int]]:
+    """The sums stage over ``frame`` (the input, or a frame a family kernel derived from it): one pass."""
+    backend.progress(f"pass {backend.passes_run + 1}: clipped sums on Spark")
+    secret = backend.batch_secret() if stage.batches is not None else None
+    table = clipped_sums(frame, stage, secret)
+    backend.pass_done()
+    return per_batch(table.to_pylist(), stage.batches, [UNITS] + [sum_column(c) for c in stage.columns])
+
+
+def sums_kernel(backend: "SparkBackend", stage: SumsStage) -> list[dict[str, int]]:
+    """Per batch (ascending; one entry without batches): {"batch", "units", "sum_<col>"...} as exact ints."""
+    return sums_on(backend, backend.frame, stage)

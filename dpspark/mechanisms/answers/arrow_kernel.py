@@ -20,11 +20,16 @@ when n Delta < 2^63 (:func:`exact_sum`).
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
+from dpspark.engine.arrow.sums import round_half_away
+from dpspark.engine.errors import InputError
 from dpspark.mechanisms.answers.queries import QueryError, Scalar
+
+if TYPE_CHECKING:
+    from dpspark.engine.arrow.backend import ArrowBackend
 
 #: per-row values are computed in float64 and must stay exactly representable
 MAX_ARROW_DELTA = 1 << 52
@@ -46,12 +51,6 @@ def check_arrow(scalars: Sequence[Scalar]) -> None:
         if s.delta >= MAX_ARROW_DELTA:
             raise QueryError(f"query {s.query_name!r}: clip bound x 2^scale_bits >= 2^52 is too wide for the Arrow "
                              "engine; use the Spark engine or a smaller scale")
-
-
-def round_half_away(y: np.ndarray) -> np.ndarray:
-    """round(y) half away from zero, exactly (y finite, |y| <= 2^52); y - trunc(y) is exact in double."""
-    r = np.trunc(y)
-    return r + np.sign(y) * (np.abs(y - r) >= 0.5)  # report: the exact rounding of the preprocessed double
 
 
 def exact_sum(values: np.ndarray, bound: int) -> int:
@@ -159,7 +158,7 @@ def _scan(dataset: Any, columns: list[str]) -> Iterator[Any]:
     """Record batches of ``columns`` (at most BATCH_ROWS rows each) from a pyarrow dataset or table."""
     import pyarrow.dataset as ds
 
-    if not hasattr(dataset, "scanner"):
+    if not isinstance(dataset, ds.Dataset):  # an in-memory table
         dataset = ds.dataset(dataset)
     yield from dataset.scanner(columns=columns, batch_size=BATCH_ROWS).to_batches()
 
@@ -194,14 +193,21 @@ def _check_columns(dataset: Any, scalars: Sequence[Scalar], unit_column: str | N
         if problem:
             raise QueryError(f"query {s.query_name!r}: {problem}")
     if missing:
-        from dpspark.engine.spark.counts import InputError
-
         raise InputError(f"input has no column(s) {', '.join(map(repr, missing))}; it has "
                          f"{', '.join(map(repr, sorted(present)))}")
     return names
 
 
 # ---------------------------------------------------------------------------------------------- totals
+def totals_kernel(backend: "ArrowBackend", stage: Any) -> list[int]:
+    """The exact totals of a :class:`~dpspark.mechanisms.answers.stage.ScalarTotalsStage` on Arrow: one pass."""
+    backend.progress(f"pass {backend.passes_run + 1}: {len(stage.scalars)} clipped sums on Arrow")
+    out = scalar_totals_arrow(backend.dataset, stage.scalars, stage.unit_column)
+    backend.pass_done()
+    backend.progress("counts collected on the driver")
+    return out
+
+
 def scalar_totals_arrow(dataset: Any, scalars: Sequence[Scalar], unit_column: str | None) -> list[int]:
     """The exact integer statistic of every scalar, streaming ``dataset`` (a pyarrow dataset or table)."""
     check_arrow(scalars)

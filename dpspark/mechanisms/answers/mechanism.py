@@ -41,7 +41,6 @@ noisy count is > 0 (then |sum/count| <= Delta_sum / S gives it); it is never sta
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -51,7 +50,7 @@ from dpspark.mechanisms.answers.queries import Query, QueryError, QueryKind, Sca
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, Progress, StageInfo
 
 if TYPE_CHECKING:
-    from dpspark.engine.backend import StageContext
+    from dpspark.engine.backend import Backend
     from dpspark.engine.spec import ReleaseSpec
     from dpspark.rng import RandomSource
 
@@ -208,15 +207,6 @@ class AnswersMechanism(Mechanism):
             raise MechanismSpecError("max_units x a clip bound (fixed point) exceeds decimal(38,0): lower scale_bits")
         self.law = self.calibrate()
 
-    @classmethod
-    def engines_for(cls, spec: "ReleaseSpec") -> tuple[str, ...]:
-        """Spark or Arrow (filters run on both); Spark only past the Arrow engine's 2^52 clip range (data-free)."""
-        from dpspark.mechanisms.answers.arrow_kernel import MAX_ARROW_DELTA
-
-        if any(s.delta >= MAX_ARROW_DELTA for q in spec.sections.get("queries", ()) for s in q.scalars()):
-            return ("spark",)
-        return ("arrow", "spark")
-
     def excess_units_text(self) -> str:
         """Sums are clipped per unit and never truncated: n sets the fixed-point capacity check only."""
         return "none removed (each unit's total is clipped per query; the guarantee does not depend on n)"
@@ -263,7 +253,10 @@ class AnswersMechanism(Mechanism):
         raise NotImplementedError
 
     def stages(self) -> list[StageInfo]:
-        return [StageInfo("sums", f"one pass: exact clipped sums of {self.k} scalar statistics")]
+        from dpspark.mechanisms.answers.stage import ScalarTotalsStage
+
+        return [StageInfo("sums", f"one pass: exact clipped sums of {self.k} scalar statistics",
+                          stage=ScalarTotalsStage.type_for(self.scalars))]
 
     def plan(self) -> dict[str, Any]:
         return {"mechanism": self.name, "k": self.k, **self.law.parameters,
@@ -291,26 +284,12 @@ class AnswersMechanism(Mechanism):
         return AccuracyStatement(claims, notes)
 
     # --- with data --------------------------------------------------------------------------
-    def totals(self, ctx: "StageContext", scalars: Sequence[Scalar] | None = None) -> list[int]:
-        """The exact statistic of every scalar (default: the batch's) in one pass, on Spark or Arrow."""
+    def totals(self, backend: "Backend", scalars: Sequence[Scalar] | None = None) -> list[int]:
+        """The exact statistic of every scalar (default: the batch's) in one pass, on the backend's engine."""
+        from dpspark.mechanisms.answers.stage import ScalarTotalsStage
+
         scalars = self.scalars if scalars is None else list(scalars)
-        progress = getattr(ctx, "progress", lambda _m: None)
-        if hasattr(ctx, "df"):
-            from dpspark.mechanisms.answers.spark_kernel import scalar_totals
-
-            progress(f"pass {getattr(ctx, 'passes_run', 0) + 1}: {len(scalars)} clipped sums on Spark")
-            out = scalar_totals(ctx.df, scalars, self.spec.unit_column, self.spec.max_units)
-        elif hasattr(ctx, "dataset"):
-            from dpspark.mechanisms.answers.arrow_kernel import scalar_totals_arrow
-
-            progress(f"pass {getattr(ctx, 'passes_run', 0) + 1}: {len(scalars)} clipped sums on Arrow")
-            out = scalar_totals_arrow(ctx.dataset, scalars, self.spec.unit_column)
-        else:
-            raise MechanismSpecError(f"mechanism {self.name!r} runs on the Spark or Arrow engine")
-        ctx.passes_run = getattr(ctx, "passes_run", 0) + 1
-        ctx.last_pass_end = time.monotonic()
-        progress("counts collected on the driver")
-        return out
+        return backend.compute(ScalarTotalsStage.of(scalars, self.spec.unit_column, self.spec.max_units))
 
     def sampler(self) -> Callable[["RandomSource"], Callable[[], int]]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -325,9 +304,9 @@ class AnswersMechanism(Mechanism):
         queries = self.queries if queries is None else tuple(queries)
         return assemble(queries, self.release(totals, scalars_of(queries), rng), self.law)
 
-    def run(self, ctx: "StageContext", rng: "RandomSource", progress: Progress) -> Any:
+    def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> Any:
         """One pass, k noise draws, the statement envelope."""
-        answers = self.answer_totals(self.totals(ctx), rng)
+        answers = self.answer_totals(self.totals(backend), rng)
         return self.payload(answers)
 
     def section(self) -> dict[str, Any]:
@@ -347,8 +326,8 @@ class AnswersMechanism(Mechanism):
                 "noise": dict(self.law.parameters, abs_bound_units=self.law.abs_bound, bound95_units=self.law.bound95)}
 
     def payload(self, answers: list[dict[str, Any]]) -> Any:
-        """The :class:`~dpspark.release.statement_envelope.StatementRelease` of these answers."""
-        from dpspark.release.statement_envelope import StatementRelease, standard_statements
+        """The :class:`~dpspark.release.statements.StatementRelease` of these answers."""
+        from dpspark.release.statements import StatementRelease, standard_statements
 
         return StatementRelease(
             algorithm=self.theorem, parameters=self.plan(),

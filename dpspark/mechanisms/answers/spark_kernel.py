@@ -18,6 +18,18 @@ from dpspark.mechanisms.answers.queries import QueryError, Scalar
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
+    from dpspark.engine.spark.backend import SparkBackend
+    from dpspark.mechanisms.answers.stage import ScalarTotalsStage
+
+
+def totals_kernel(backend: "SparkBackend", stage: "ScalarTotalsStage") -> list[int]:
+    """The stage's exact totals on Spark: one pass over the backend's input."""
+    backend.progress(f"pass {backend.passes_run + 1}: {len(stage.scalars)} clipped sums on Spark")
+    out = scalar_totals(backend.frame, stage.scalars, stage.unit_column, stage.max_units)
+    backend.pass_done()
+    backend.progress("counts collected on the driver")
+    return out
+
 
 def derived_name(j: int) -> str:
     """The derived column of scalar j."""

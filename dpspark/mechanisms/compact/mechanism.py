@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dpspark.engine.stages import CountsStage
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, Progress
 from dpspark.mechanisms.histogram.contribution import count_range, per_step_epsilon, scale_statement
 from dpspark.mechanisms.histogram.mechanism import parse_gamma, within_epsilon
@@ -18,7 +19,7 @@ from dpspark.rng import DEFAULT_LAMBDA
 if TYPE_CHECKING:
     from dpspark.mechanisms.compact import CompactRelease
     from dpspark.mechanisms.compact.plan import CompactPlan
-    from dpspark.engine.backend import StageContext
+    from dpspark.engine.backend import Backend
     from dpspark.engine.spec import ReleaseSpec
     from dpspark.rng import RandomSource
 
@@ -108,8 +109,8 @@ class CompactHistogram(Mechanism):
         return {"per_query_error_bar": self.compact_plan.mechanism.accuracy(self.spec.beta), "beta": str(self.spec.beta),
                 "holds_for": "every key of the universe"}
 
-    def run(self, ctx: "StageContext", rng: "RandomSource", progress: Progress) -> "CompactRelease":
-        indices, counts = ctx.counts(ctx.counts_stage(self.spec), self.spec)
+    def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> "CompactRelease":
+        indices, counts = backend.compute(CountsStage.from_spec(self.spec))
         return self.release_from_counts(indices, counts, rng, progress)
 
     def release_from_counts(self, indices: list[int], counts: list[int], rng: "RandomSource", progress: Progress) -> "CompactRelease":

@@ -137,7 +137,6 @@ class _GaussianBase(Mechanism):
     options: ClassVar[dict[str, Any]] = {"rho": None}
     option_parsers: ClassVar[dict[str, Any]] = {"rho": rho_option}
     sections: ClassVar[dict[str, Any]] = {"gaussian": parse_gaussian}
-    engines: ClassVar[tuple[str, ...]] = ("spark",)
     estimates: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, spec: Any) -> None:
@@ -238,7 +237,11 @@ class _GaussianBase(Mechanism):
         return [AccuracyClaim(q, self.alpha, self.accuracy_beta, "output", min_units=at, condition=cond) for q in quantities]
 
     def stages(self) -> list[StageInfo]:
-        return [StageInfo(n, n, depends_on_previous=i > 0) for i, n in enumerate(self.pass_names())]
+        from dpspark.mechanisms.gaussian_model.stage import GaussianPairsStage
+
+        # the first pass prepares pairs and singles from the input; the later ones read them
+        return [StageInfo(n, n, depends_on_previous=i > 0, stage=GaussianPairsStage, reads_input=i == 0)
+                for i, n in enumerate(self.pass_names())]
 
     def input_columns(self) -> tuple[str, ...]:
         """The d real columns and the unit column."""
@@ -254,24 +257,24 @@ class _GaussianBase(Mechanism):
         return None
 
     # --- with data ---------------------------------------------------------------------------
-    def _source(self, ctx: Any) -> Any:
-        from dpspark.mechanisms.gaussian_model.spark_pairs import SparkGaussianSource
+    def _source(self, backend: Any) -> Any:
+        from dpspark.mechanisms.gaussian_model.stage import GaussianPairsStage
 
-        return SparkGaussianSource(ctx.df, self.g["columns"], self.spec.unit_column, self.scales.data_bits,
-                                   self.buckets, ctx.batch_secret(), ctx.progress, max_terms=self.spec.max_units,
-                                   nulls=self.nulls)
+        return backend.compute(GaussianPairsStage(tuple(self.g["columns"]), self.spec.unit_column,
+                                                  self.scales.data_bits, self.buckets, self.spec.max_units,
+                                                  self.nulls))
 
     def learn(self, run: Run) -> dict[str, np.ndarray]:
         """The private estimates (override)."""
         raise NotImplementedError
 
-    def run(self, ctx: Any, rng: Any, progress: Any) -> Any:
+    def run(self, backend: Any, rng: Any, progress: Any) -> Any:
         import pyarrow as pa
 
         from dpspark.privacy import AccuracyClaim, AccuracyStatement, AddRemove, PrivacyStatement, ZCDP
-        from dpspark.release.statement_envelope import StatementRelease, standard_statements
+        from dpspark.release.statements import StatementRelease, standard_statements
 
-        source = self._source(ctx)
+        source = self._source(backend)
         try:
             run = Run(source, self.scales, self.bounds, rng)
             est = self.learn(run)

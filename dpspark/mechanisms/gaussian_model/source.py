@@ -95,7 +95,7 @@ def apply_nulls(values: np.ndarray, unit_ids: np.ndarray | None, nulls: Any) -> 
 
 def keyed_buckets(unit_ids: np.ndarray, secret: bytes, buckets: int) -> np.ndarray:
     """H_key(u) mod B for int64 unit ids: the same keyed hash as the Spark stage (xxhash64, keyed mix)."""
-    from dpspark.engine.arrow.backend import keyed_mix
+    from dpspark.engine.keyed import keyed_mix
     from dpspark.engine.xxhash64 import hash_long
 
     raw = hash_long(np.asarray(unit_ids, dtype=np.int64)).astype(np.int64).view(np.uint64)

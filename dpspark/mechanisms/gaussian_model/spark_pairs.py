@@ -35,6 +35,9 @@ from dpspark.mechanisms.gaussian_model.spark_pairs_prep import ALONE, BLOB, KIND
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
+    from dpspark.engine.spark.backend import SparkBackend
+    from dpspark.mechanisms.gaussian_model.stage import GaussianPairsStage
+
 DEC = "decimal(38,0)"
 #: from this dimension on, second moments run in mapInArrow with exact numpy kernels
 ARROW_FROM_D = 12
@@ -149,7 +152,7 @@ class SparkGaussianSource:
 
     def __init__(self, df: "DataFrame", columns: Sequence[str], unit_column: str, data_bits: int,
                  buckets: int, secret: bytes, progress=None, max_terms: int | None = None,  # type: ignore[no-untyped-def]
-                 kernel: str | None = None, nulls: Any = None) -> None:
+                 kernel: str | None = None, nulls: Any = None, on_pass: Any = None) -> None:
         from pyspark.sql import functions as F
         from pyspark.sql.types import ByteType, LongType, StructField, StructType
 
@@ -161,6 +164,7 @@ class SparkGaussianSource:
             raise ValueError("kernel must be 'sql' or 'arrow'")
         self.passes = 0
         self.progress = progress or (lambda _m: None)
+        self.on_pass = on_pass or (lambda: None)  # the backend's pass counter and clock
         parts = partitions_for(max_terms or 0, d, int(df.sparkSession.conf.get("spark.sql.shuffle.partitions", "8")))
         blobs = prepare(df, list(columns), unit_column, data_bits, buckets, secret, parts, nulls)
         if self.kernel == "arrow":  # the numpy kernels read the blobs directly
@@ -182,6 +186,10 @@ class SparkGaussianSource:
             *[F.col(f"__dp_c{j}").alias(f"__dp_s{j}") for j in range(d)])
         self.singles = self.all_singles
 
+    def _pass(self) -> None:
+        self.passes += 1
+        self.on_pass()
+
     def unpaired_singles(self) -> None:
         """From now on the mean's aggregates read only the singles alone in their bucket (module docstring
         of :mod:`dpspark.mechanisms.gaussian_model.source`)."""
@@ -199,11 +207,11 @@ class SparkGaussianSource:
                        _dec(0)).cast(DEC) for row in matrix]
 
     def pair_count(self) -> int:
-        self.passes += 1
+        self._pass()
         return int(self.pairs.count())
 
     def single_count(self) -> int:
-        self.passes += 1
+        self._pass()
         return int(self.singles.count())
 
     def second_moments(self, matrix: IntMatrix, norm_bound_sq: int) -> Moments:
@@ -225,7 +233,7 @@ class SparkGaussianSource:
         aggs = [F.count(F.lit(1)).alias("kept")] + [
             F.sum((F.col(names[i]) * F.col(names[j])).cast(DEC)).cast(DEC).alias(f"s_{i}_{j}") for i, j in upper_pairs(d)]
         out = kept.agg(*aggs).collect()[0]
-        self.passes += 1
+        self._pass()
         return Moments(int(out["kept"]), tuple(int(out[f"s_{i}_{j}"] or 0) for i, j in upper_pairs(d)))
 
     def _second_moments_arrow(self, matrix: IntMatrix, norm_bound_sq: int) -> Moments:
@@ -237,7 +245,7 @@ class SparkGaussianSource:
         parts = self.pairs.mapInArrow(_moments_partials(matrix, norm_bound_sq, self.dimension), schema)
         totals = {int(r["idx"]): int(r["total"]) for r in
                   parts.groupBy("idx").agg(F.sum("value").cast(DEC).alias("total")).collect()}
-        self.passes += 1
+        self._pass()
         count = len(upper_pairs(d))
         return Moments(totals.get(-1, 0), tuple(totals.get(k, 0) for k in range(count)))
 
@@ -258,7 +266,7 @@ class SparkGaussianSource:
         d = len(matrix)
         if self.kernel == "arrow":
             totals = self._arrow_totals(_bin_rows((matrix, list(lo), width, bins)))
-            self.passes += 1
+            self._pass()
             flat = np.zeros(d * bins, dtype=np.int64)
             for k, v in totals.items():
                 flat[k] = v
@@ -270,7 +278,7 @@ class SparkGaussianSource:
         frame = self.singles.select(*[y.alias(f"y{j}") for j, y in enumerate(ys)])
         exploded = frame.select(F.posexplode(F.array(*[c.cast("long") for c in idx])).alias("coord", "bin"))
         counts = exploded.groupBy("coord", "bin").count().collect()
-        self.passes += 1
+        self._pass()
         out = np.zeros((d, bins), dtype=np.int64)
         for r in counts:
             out[int(r["coord"]), int(r["bin"])] = int(r["count"])
@@ -282,11 +290,18 @@ class SparkGaussianSource:
         self.progress(f"pass {self.passes + 1}: clamped sums on Spark")
         if self.kernel == "arrow":
             totals = self._arrow_totals(_centred_rows((matrix, list(centres), radius)))
-            self.passes += 1
+            self._pass()
             return [totals.get(j, 0) for j in range(len(matrix))]
         ys = self._apply(self.singles, "__dp_s", matrix)
         r = _dec(radius)
         clamped = [F.least(F.greatest(y - _dec(c), -r), r).cast(DEC) for y, c in zip(ys, centres)]
         out = self.singles.agg(*[F.sum(c).cast(DEC).alias(f"c{j}") for j, c in enumerate(clamped)]).collect()[0]
-        self.passes += 1
+        self._pass()
         return [int(out[f"c{j}"] or 0) for j in range(len(matrix))]
+
+
+def open_pairs(backend: "SparkBackend", stage: "GaussianPairsStage") -> SparkGaussianSource:
+    """The Spark kernel of :class:`~dpspark.mechanisms.gaussian_model.stage.GaussianPairsStage`: the prepared source."""
+    return SparkGaussianSource(backend.frame, stage.columns, stage.unit_column, stage.data_bits, stage.buckets,
+                               backend.batch_secret(), backend.progress, max_terms=stage.max_terms,
+                               nulls=stage.nulls, on_pass=backend.pass_done)

@@ -93,7 +93,7 @@ def batch_rows(batch: pa.RecordBatch, d: int) -> np.ndarray:
 
 def encoder(d: int, data_bits: int, secret: bytes, buckets: int):  # type: ignore[no-untyped-def]
     """mapInArrow over (unit hash, unit, v_0..v_{d-1}) -> (bucket, unit, blob of x as int32)."""
-    from dpspark.engine.arrow.backend import keyed_mix
+    from dpspark.engine.keyed import keyed_mix
 
     if len(secret) != 16:
         raise ValueError("the contribution-bounding key must be 16 bytes")

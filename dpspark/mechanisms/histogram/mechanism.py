@@ -17,12 +17,13 @@ from dpspark.noise.counting_base import CountingMechanism
 from dpspark.exact import exp_lower_bound
 from dpspark.mechanisms.histogram.inputs import is_power_of_two
 from dpspark.mechanisms.histogram.result import HistogramRelease, biased_draw_factor
+from dpspark.engine.stages import CountsStage
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, Progress
 from dpspark.mechanisms.histogram.contribution import count_range, per_step_epsilon, scale_statement
 from dpspark.rng import DEFAULT_LAMBDA
 
 if TYPE_CHECKING:
-    from dpspark.engine.backend import StageContext
+    from dpspark.engine.backend import Backend
     from dpspark.engine.spec import ReleaseSpec
     from dpspark.rng import RandomSource
 
@@ -174,9 +175,9 @@ class CountingHistogram(Mechanism):
         return {"per_query_error_bar": self.counting.accuracy(self.spec.beta), "beta": str(self.spec.beta)}
 
     # --- with data ----------------------------------------------------------------------------
-    def run(self, ctx: "StageContext", rng: "RandomSource", progress: Progress) -> HistogramRelease:
+    def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> HistogramRelease:
         """One count pass, then the driver-side histogram algorithm; the statement is scaled per unit."""
-        indices, counts = ctx.counts(ctx.counts_stage(self.spec), self.spec)
+        indices, counts = backend.compute(CountsStage.from_spec(self.spec))
         return self.release_from_counts(indices, counts, rng, progress)
 
     def release_from_counts(self, indices: list[int], counts: list[int], rng: "RandomSource", progress: Progress) -> HistogramRelease:

@@ -33,7 +33,7 @@ from dpspark.mechanisms.product import rounds as rd
 from dpspark.mechanisms.samplers.binary_input import BinaryInput, schema_problem
 
 if TYPE_CHECKING:
-    from dpspark.engine.backend import StageContext
+    from dpspark.engine.backend import Backend
     from dpspark.rng import RandomSource
 
 MAX_SAMPLES = 64
@@ -57,7 +57,6 @@ def parse_samples(value: Any) -> int:
 class _Product(Mechanism):
     delta: ClassVar[str] = "required"
     needs_keys: ClassVar[bool] = False
-    engines: ClassVar[tuple[str, ...]] = ("spark",)
     sections: ClassVar[dict[str, Any]] = {"columns": parse_columns}
     options: ClassVar[dict[str, Any]] = {"rho": None, "alpha": "1/10"}
     option_parsers: ClassVar[dict[str, Any]] = {"rho": rho_option, "alpha": parse_alpha}
@@ -87,7 +86,7 @@ class _Product(Mechanism):
     def statements(self) -> tuple[tuple[str, Any], ...]:
         """rho-zCDP under Substitute(n) and AddRemove(n), with certified (eps, delta) at the configured delta."""
         from dpspark.privacy import AddRemove, PrivacyStatement, Substitute, ZCDP
-        from dpspark.release.statement_envelope import standard_statements
+        from dpspark.release.statements import standard_statements
 
         thm = (f"{self.theorem}: every round is a certified discrete Gaussian (Canonne-Kamath-Steinke 2020, "
                "implemented-law certificate) on truncated sums of binary records with Delta^2 = min(|S|, 2C) "
@@ -101,8 +100,19 @@ class _Product(Mechanism):
         return {"rho": str(self.rho), "relations": "Substitute(n) and AddRemove(n)", "delta": str(self.spec.delta)}
 
     def stages(self) -> list[StageInfo]:
-        return [StageInfo(name, f"truncated sums of the binary columns on disjoint batches ({name})", i > 0)
+        from dpspark.mechanisms.product.stage import ProductRoundsStage
+
+        # the first round prepares the units from the input; the later ones read the prepared units
+        return [StageInfo(name, f"truncated sums of the binary columns on disjoint batches ({name})", i > 0,
+                          stage=ProductRoundsStage, reads_input=i == 0)
                 for i, name in enumerate(self.round_names())]
+
+    def rounds_stage(self, batches: int) -> Any:
+        """The stage whose result is the rounds' oracle (units prepared in ``batches`` keyed-hash batches)."""
+        from dpspark.mechanisms.product.stage import ProductRoundsStage
+
+        return ProductRoundsStage(tuple(self.columns), self.spec.unit_column, batches, self.input.array,
+                                  self.input.nulls)
 
     def round_names(self) -> list[str]:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -163,13 +173,10 @@ class ProductSampler(_Product):
         return {"tv_bound": str(self.plan_obj.accuracy_bound()), "alpha": str(self.alpha),
                 "n_needed_per_sample": self.plan_obj.n_needed}
 
-    def run(self, ctx: "StageContext", rng: "RandomSource", progress: Progress) -> Any:
+    def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> Any:
         from dpspark.mechanisms.product.sampler import run_sampler
-        from dpspark.release.statement_envelope import StatementRelease
-        from dpspark.mechanisms.product.spark_rounds import SparkRounds
-
-        oracle = SparkRounds(ctx, self.columns, self.spec.unit_column, rd.DEFAULT_BATCHES, self.input.array,
-                             self.input.nulls)
+        from dpspark.release.statements import StatementRelease
+        oracle = backend.compute(self.rounds_stage(rd.DEFAULT_BATCHES))
         try:
             runs = [run_sampler(self.plan_obj, oracle, rng, offset=s * self.plan_obj.batches,
                                 total_batches=rd.DEFAULT_BATCHES) for s in range(self.m)]
@@ -232,13 +239,10 @@ class ProductLearner(_Product):
         return {"alpha": str(self.alpha), "beta": str(self.plan_obj.failure_bound()),
                 "n_needed": self.plan_obj.n_needed}
 
-    def run(self, ctx: "StageContext", rng: "RandomSource", progress: Progress) -> Any:
+    def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> Any:
         from dpspark.mechanisms.product.learner import run_learner
-        from dpspark.release.statement_envelope import StatementRelease
-        from dpspark.mechanisms.product.spark_rounds import SparkRounds
-
-        oracle = SparkRounds(ctx, self.columns, self.spec.unit_column, self.plan_obj.batches, self.input.array,
-                             self.input.nulls)
+        from dpspark.release.statements import StatementRelease
+        oracle = backend.compute(self.rounds_stage(self.plan_obj.batches))
         try:
             run = run_learner(self.plan_obj, oracle, rng)
         finally:

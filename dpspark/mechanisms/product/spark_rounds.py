@@ -31,6 +31,9 @@ from dpspark.engine.spark.sums import BATCH, with_batches
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from dpspark.engine.spark.backend import SparkBackend
+    from dpspark.mechanisms.product.stage import ProductRoundsStage
+
 _PART = "__dp_part"
 _UNITS = "__dp_units"
 
@@ -157,11 +160,11 @@ def round_sums(prepared: "DataFrame", query: RoundQuery) -> list[int]:
 class SparkRounds:
     """The aggregate oracle of a release on Spark: prepares the units once, then one pass per round."""
 
-    def __init__(self, ctx: Any, columns: Sequence[str], unit: str, batches: int, array: str | None = None,
-                 nulls: int = 0) -> None:
-        self.ctx = ctx
-        self.prepared = prepare(ctx.df, columns, unit, batches, ctx.batch_secret(), array, nulls)
-        self.batches = batches
+    def __init__(self, backend: "SparkBackend", stage: "ProductRoundsStage") -> None:
+        self.backend = backend
+        self.prepared = prepare(backend.frame, stage.columns, stage.unit_column, stage.batches,
+                                backend.batch_secret(), stage.array, stage.nulls)
+        self.batches = stage.batches
         self.timings: list[float] = []
 
     def __call__(self, query: RoundQuery) -> list[int]:
@@ -169,14 +172,18 @@ class SparkRounds:
 
         if query.batches != self.batches:
             raise ValueError("the query and the prepared units disagree on B")
-        self.ctx.progress(f"pass {self.ctx.passes_run + 1}: {query.name} ({len(query.active)} columns) on Spark")
+        self.backend.progress(f"pass {self.backend.passes_run + 1}: {query.name} ({len(query.active)} columns) on Spark")
         start = time.perf_counter()  # report: timing for the progress line only
         out = round_sums(self.prepared, query)
         self.timings.append(time.perf_counter() - start)  # report
-        self.ctx.passes_run += 1
-        self.ctx.last_pass_end = time.monotonic()
+        self.backend.pass_done()
         return out
 
     def close(self) -> None:
         """Release the cached units."""
         self.prepared.unpersist()
+
+
+def open_rounds(backend: "SparkBackend", stage: "ProductRoundsStage") -> SparkRounds:
+    """The Spark kernel of :class:`~dpspark.mechanisms.product.stage.ProductRoundsStage`: the prepared oracle."""
+    return SparkRounds(backend, stage)

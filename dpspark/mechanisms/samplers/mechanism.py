@@ -23,7 +23,7 @@ from dpspark.mechanisms.samplers.binary_input import MAX_COLUMNS, BinaryInput, p
 # MAX_COLUMNS (re-exported): the most binary columns a [columns] section takes, named or as an array's width
 
 if TYPE_CHECKING:
-    from dpspark.engine.backend import StageContext
+    from dpspark.engine.backend import Backend
     from dpspark.privacy import AccuracyStatement, PrivacyStatement
     from dpspark.rng import RandomSource
 
@@ -182,15 +182,18 @@ class KarySampler(_Sampler):
     def stages(self) -> list[StageInfo]:
         what = "count per symbol" + (f" and disjoint batch (one pass over keys (batch, symbol), {self.m} batches)"
                                      if self.m > 1 else "")
-        return [StageInfo("counts", what)]
+        from dpspark.mechanisms.samplers.stages import BatchedCountsStage
+
+        return [StageInfo("counts", what, stage=BatchedCountsStage)]
 
     # --- with data --------------------------------------------------------------------------------
-    def run(self, ctx: "StageContext", rng: "RandomSource", progress: Progress) -> Any:
-        from dpspark.release.statement_envelope import StatementRelease, standard_statements
+    def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> Any:
+        from dpspark.release.statements import StatementRelease, standard_statements
         from dpspark.mechanisms.samplers.kary import kary_sample_batches
+        from dpspark.engine.stages import CountsStage
         from dpspark.mechanisms.samplers.stages import batched_counts
 
-        batches = batched_counts(ctx, ctx.counts_stage(self.spec), self.m, rng)
+        batches = batched_counts(backend, CountsStage.from_spec(self.spec), self.m)
         progress(f"drawing {self.m} sample(s) from the noisy counts")
         draws = kary_sample_batches(batches, self.k, self.counting, rng)
         universe = self.spec.universe
@@ -342,7 +345,7 @@ class BernoulliSampler(_Sampler):
     def statements(self) -> tuple[tuple[str, "PrivacyStatement"], ...]:
         """Every named statement: pure (always true); with privacy.delta also rho-zCDP and its (eps, delta)."""
         from dpspark.privacy import AddRemove, Substitute
-        from dpspark.release.statement_envelope import standard_statements
+        from dpspark.release.statements import standard_statements
 
         if self.rho is None:
             return standard_statements(self.statement(), replacement=self.replacement_statement())
@@ -373,12 +376,15 @@ class BernoulliSampler(_Sampler):
     def stages(self) -> list[StageInfo]:
         what = (f"sum of each of {self.d} binary columns (a value is 1 iff non-zero, a missing one counts "
                 f"{self.input.nulls}; per unit clipped to [0, 1])")
-        return [StageInfo("sums", what + (f", per each of {self.m} disjoint batches" if self.m > 1 else ""))]
+        from dpspark.mechanisms.samplers.stages import BinarySumsStage
 
-    def run(self, ctx: "StageContext", rng: "RandomSource", progress: Progress) -> Any:
+        return [StageInfo("sums", what + (f", per each of {self.m} disjoint batches" if self.m > 1 else ""),
+                          stage=BinarySumsStage)]
+
+    def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> Any:
         from dpspark.engine.backend import CuratorError
         from dpspark.engine.stages import SumsStage
-        from dpspark.release.statement_envelope import StatementRelease
+        from dpspark.release.statements import StatementRelease
         from dpspark.mechanisms.samplers.bernoulli import bernoulli_sample
         from dpspark.mechanisms.samplers.stages import column_sums
 
@@ -388,7 +394,7 @@ class BernoulliSampler(_Sampler):
         stage = SumsStage(columns=names, lo=(0,) * d, hi=(1,) * d, scale_bits=0,
                           unit_column=self.spec.unit_column, max_units=self.n,
                           batches=self.m if self.m > 1 else None)
-        rows = column_sums(ctx, stage, self.input.array, self.input.nulls)
+        rows = column_sums(backend, stage, self.input.array, self.input.nulls)
         if self.spec.on_excess_units == "refuse" and sum(r["units"] for r in rows) > self.n:
             raise CuratorError(
                 f"the input holds more units than privacy.max_units = {self.n} and on_excess_units = 'refuse' "

@@ -16,8 +16,10 @@ import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.engine.arrow.backend import ArrowContext, spark_hash
-from dpspark.engine.backend import CuratorError, SparkContext
+from dpspark.engine.arrow.backend import ArrowBackend
+from dpspark.engine.arrow.counts import spark_hash
+from dpspark.engine.backend import CuratorError
+from dpspark.engine.spark.backend import SparkBackend
 from dpspark.engine.stages import CountsStage
 from dpspark.rng import SeededRandom
 from dpspark.engine.spark.counts import InputError
@@ -84,8 +86,8 @@ def both(spark, path: Path, st: CountsStage, seed: bytes = b"arrow-vs-spark", fm
     for k, v in (options or {}).items():
         reader = reader.option(k, v)
     r_spark, r_arrow = SeededRandom(seed), SeededRandom(seed)
-    on_spark = SparkContext(reader.load(str(path)), r_spark).counts(st)
-    on_arrow = ArrowContext(path, r_arrow, format=fmt, options=options).counts(st)
+    on_spark = SparkBackend(reader.load(str(path)), r_spark).compute(st)
+    on_arrow = ArrowBackend(path, r_arrow, format=fmt, options=options).compute(st)
     assert on_arrow == on_spark
     assert r_arrow.bits(64) == r_spark.bits(64)  # the same draws were made
     return on_arrow
@@ -93,9 +95,9 @@ def both(spark, path: Path, st: CountsStage, seed: bytes = b"arrow-vs-spark", fm
 
 def both_raise(spark, path: Path, st: CountsStage, error: type, match: str) -> None:
     with pytest.raises(error, match=match):
-        SparkContext(spark.read.parquet(str(path)), SeededRandom(b"e")).counts(st)
+        SparkBackend(spark.read.parquet(str(path)), SeededRandom(b"e")).compute(st)
     with pytest.raises(error, match=match):
-        ArrowContext(path, SeededRandom(b"e")).counts(st)
+        ArrowBackend(path, SeededRandom(b"e")).compute(st)
 
 
 # ------------------------------------------------------------------------------------------ xxhash64
@@ -191,8 +193,8 @@ def test_row_level_truncation_and_refusals_equal(spark, data: Path) -> None:
 @pytest.mark.spark
 def test_out_of_universe_drop_and_error_equal(spark, data: Path) -> None:
     for universe in ("int_range", "categorical", "string", "tuple"):
-        both_raise(spark, data, stage(universe, out_of_universe="error"), InputError, "outside the declared universe")
-        both_raise(spark, data, stage(universe, unit_column=None, out_of_universe="error"), InputError,
+        both_raise(spark, data, stage(universe, out_of_universe="error"), CuratorError, "outside the declared universe")
+        both_raise(spark, data, stage(universe, unit_column=None, out_of_universe="error"), CuratorError,
                    "outside the declared universe")
     # after truncation, only the kept units' keys are checked (on both engines)
     ok = stage("hashed", out_of_universe="error", max_units=50)
@@ -217,15 +219,15 @@ def test_arrow_context_reads_a_table_and_refuses_remote_paths(tmp_path: Path) ->
     t = pa.table({"k": pa.array([1, 2, 2, None, 99], pa.int64()), "u": pa.array([1, 2, 3, 4, None], pa.int64())})
     st = CountsStage(key_columns=("k",), universe=universe_from_dict({"kind": "int_range", "lo": 0, "hi": 9}),
                      unit_column=None, out_of_universe="drop", max_units=100)
-    assert ArrowContext(t, SeededRandom(b"t")).counts(st) == ([1, 2], [1, 2])  # 0-based: key 1 -> 1
+    assert ArrowBackend(t, SeededRandom(b"t")).compute(st) == ([1, 2], [1, 2])  # 0-based: key 1 -> 1
     with pytest.raises(InputError, match="local files only"):
-        ArrowContext("s3a://bucket/x.parquet", SeededRandom(b"t"))
+        ArrowBackend("s3a://bucket/x.parquet", SeededRandom(b"t"))
     with pytest.raises(InputError, match="no column\\(s\\) 'nope'"):
-        ArrowContext(t, SeededRandom(b"t")).counts(CountsStage(
+        ArrowBackend(t, SeededRandom(b"t")).compute(CountsStage(
             key_columns=("nope",), universe=st.universe, unit_column=None, out_of_universe="drop", max_units=9))
     pcsv.write_csv(t, tmp_path / "t.csv")
     with pytest.raises(InputError, match="not reproduced by the Arrow engine"):
-        ArrowContext(tmp_path / "t.csv", SeededRandom(b"t"), options={"multiLine": "true"})
+        ArrowBackend(tmp_path / "t.csv", SeededRandom(b"t"), options={"multiLine": "true"})
 
 
 # ------------------------------------------------------------------------------------------ the job
@@ -315,7 +317,7 @@ def test_json_lines_and_orc_equal(spark, tmp_path: Path) -> None:
 
 
 def test_fixed_width_hash_and_tie_breaks_match_the_general_paths() -> None:
-    from dpspark.engine.arrow.backend import _first_k_per_unit
+    from dpspark.engine.arrow.counts import _first_k_per_unit
     from dpspark.engine.xxhash64 import hash_bytes, hash_fixed
 
     g = np.random.default_rng(5)

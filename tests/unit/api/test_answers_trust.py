@@ -325,14 +325,14 @@ def test_arrow_release_on_hostile_csv_runs(tmp_path: Path) -> None:
 def test_engines_for_filters_and_wide_bounds() -> None:
     """Filters no longer force Spark; only a clip range past the Arrow engine's exact 2^52 does (data-free)."""
     from dpspark.api.config import ReleaseSpec
-    from dpspark.mechanisms.answers.mechanism import BoundedNoiseAnswers
+    from dpspark.engine.backend import supported_engines
 
     def spec(queries):
         return ReleaseSpec.from_dict({"privacy": {"mechanism": "bounded_noise", "epsilon": "1", "delta": "1e-6",
                                                   "max_units": 10}, "queries": queries,
                                       "output": {"path": "/tmp/dpspark-unused"}}, input_given=True)
 
-    assert BoundedNoiseAnswers.engines_for(spec([{"name": "c", "kind": "count", "filter": "g = 'a'"}])) == \
+    assert supported_engines(spec([{"name": "c", "kind": "count", "filter": "g = 'a'"}]).mechanism_object()) == \
         ("arrow", "spark")
     wide = [{"name": "s", "kind": "sum", "column": "x", "lo": "0", "hi": "1", "scale_bits": 52}]
-    assert BoundedNoiseAnswers.engines_for(spec(wide)) == ("spark",)
+    assert supported_engines(spec(wide).mechanism_object()) == ("spark",)

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dpspark.engine.backend import SparkContext
+from dpspark.engine.spark.backend import SparkBackend
 from dpspark.engine.stages import DECIMAL38_MAX, SumsStage
 from dpspark.rng import SeededRandom
 
@@ -35,8 +35,8 @@ def expected(lo: int, hi: int, scale: int, col: str, rows: pa.Table, bound: int)
 def test_clipped_sums_are_exact(spark, tmp_path: Path) -> None:
     pq.write_table(table(), tmp_path / "t.parquet")
     stage = SumsStage(columns=("x", "y"), lo=(-4, 0), hi=(40, 50), scale_bits=3, unit_column="u", max_units=10)
-    ctx = SparkContext(spark.read.parquet(str(tmp_path / "t.parquet")), SeededRandom(b"s"))
-    (out,) = ctx.sums(stage)
+    ctx = SparkBackend(spark.read.parquet(str(tmp_path / "t.parquet")), SeededRandom(b"s"))
+    (out,) = ctx.compute(stage)
     assert out["units"] == 5
     assert out["sum_x"] == expected(-4, 40, 3, "x", table(), 40)  # unit 3: 3 x 32 = 96 clipped to 40
     assert out["sum_y"] == expected(0, 50, 3, "y", table(), 50)
@@ -69,18 +69,19 @@ def test_batches_are_stable_and_content_free(spark, tmp_path: Path) -> None:
 
 def test_multi_pass_reads_once_and_passes_public_output_forward(spark, tmp_path: Path) -> None:
     pq.write_table(table(), tmp_path / "t.parquet")
-    ctx = SparkContext(spark.read.parquet(str(tmp_path / "t.parquet")), SeededRandom(b"mp"), passes=2)
-    assert ctx.df.is_cached
-    first = ctx.sums(SumsStage(columns=("y",), lo=(0,), hi=(100,), scale_bits=0, unit_column="u", max_units=10,
+    ctx = SparkBackend(spark.read.parquet(str(tmp_path / "t.parquet")), SeededRandom(b"mp"), cache_input=True)
+    assert ctx.frame.is_cached
+    first = ctx.compute(SumsStage(columns=("y",), lo=(0,), hi=(100,), scale_bits=0, unit_column="u", max_units=10,
                                batches=3))
     assert [b["batch"] for b in first] == [0, 1, 2] and sum(b["units"] for b in first) == 5
     # the next pass's clip range is a function of the previous pass's (here: stand-in public) output
     hi = max(1, max(b["sum_y"] for b in first) // 2)
-    second = ctx.sums(SumsStage(columns=("y",), lo=(0,), hi=(hi,), scale_bits=0, unit_column="u", max_units=10,
+    second = ctx.compute(SumsStage(columns=("y",), lo=(0,), hi=(hi,), scale_bits=0, unit_column="u", max_units=10,
                                 batches=3))
     assert ctx.passes_run == 2
     assert [b["units"] for b in second] == [b["units"] for b in first]  # same batch key in every pass
-    ctx.df.unpersist()
+    ctx.close()
+    assert not ctx.frame.is_cached
 
 
 def test_outer_products_are_exact_with_an_exact_norm_test(spark, tmp_path: Path) -> None:
@@ -96,8 +97,8 @@ def test_outer_products_are_exact_with_an_exact_norm_test(spark, tmp_path: Path)
     A = ((2, 1), (0, 1))
     bound_sq = (2 * 6 + 8) ** 2 + 8 ** 2  # ||A x||^2 of row 3 in fixed point: x = (6, 8) -> y = (20, 8)
     stage = OuterProductStage(columns=("a", "b"), scale_bits=2, norm_bound_sq=bound_sq, matrix=A)
-    ctx = SparkContext(spark.read.parquet(str(tmp_path / "o.parquet")), SeededRandom(b"op"))
-    (out,) = ctx.outer_products(stage)
+    ctx = SparkBackend(spark.read.parquet(str(tmp_path / "o.parquet")), SeededRandom(b"op"))
+    (out,) = ctx.compute(stage)
     want_rows = []
     for a, b, _ in rows:
         x = [int(Fraction(a or 0) * 4), int(Fraction(b) * 4)]

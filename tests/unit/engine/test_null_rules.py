@@ -21,7 +21,7 @@ import pytest
 
 from dpspark.cli.app import main as cli
 from dpspark.api.config import ConfigError, load_config
-from dpspark.engine.arrow.backend import ArrowContext
+from dpspark.engine.arrow.backend import ArrowBackend
 from dpspark.engine.numeric import NullRule
 from dpspark.engine.stages import SumsStage
 from dpspark.engine.runner import run_release
@@ -123,8 +123,8 @@ def test_arrow_binary_sums_follow_the_rule(tmp_path: Path) -> None:
     out = {}
     for nulls in (0, 1):
         pq.write_table(_clean(_messy(), nulls), tmp_path / "c.parquet")
-        got = column_sums(ArrowContext(str(tmp_path / "m.parquet"), SeededRandom(1)), _stage(None), None, nulls)
-        want = column_sums(ArrowContext(str(tmp_path / "c.parquet"), SeededRandom(1)), _stage(None), None, nulls)
+        got = column_sums(ArrowBackend(str(tmp_path / "m.parquet"), SeededRandom(1)), _stage(None), None, nulls)
+        want = column_sums(ArrowBackend(str(tmp_path / "c.parquet"), SeededRandom(1)), _stage(None), None, nulls)
         assert got == want
         out[nulls] = got[0]
     assert out[0]["units"] == out[1]["units"] == 180
@@ -134,7 +134,7 @@ def test_arrow_binary_sums_follow_the_rule(tmp_path: Path) -> None:
 def test_arrow_text_bits_never_raise(tmp_path: Path) -> None:
     cells = _write_text_csv(tmp_path / "t.csv")
     stage = SumsStage(columns=("a", "b"), lo=(0, 0), hi=(1, 1), scale_bits=0, unit_column="u", max_units=1000)
-    got = column_sums(ArrowContext(str(tmp_path / "t.csv"), SeededRandom(1)), stage, None, 0)
+    got = column_sums(ArrowBackend(str(tmp_path / "t.csv"), SeededRandom(1)), stage, None, 0)
     per_unit: dict[str, list[int]] = {}
     for u, a, b in cells:
         acc = per_unit.setdefault(u, [0, 0])
@@ -244,14 +244,14 @@ def _ansi(spark: object) -> object:
 def test_spark_binary_sums_match_arrow(spark, tmp_path: Path) -> None:
     """Bernoulli column sums: messy Parquet (NULL, NaN, +-inf, non-0/1) and a CSV of junk text give the
     same totals on Spark, ANSI on and off, as on Arrow; nothing raises."""
-    from dpspark.engine.backend import SparkContext
+    from dpspark.engine.spark.backend import SparkBackend
 
     pq.write_table(_messy(), tmp_path / "m.parquet")
     _write_text_csv(tmp_path / "t.csv")
     text_stage = SumsStage(columns=("a", "b"), lo=(0, 0), hi=(1, 1), scale_bits=0, unit_column="u",
                            max_units=1000, batches=2)
-    want_m = column_sums(ArrowContext(str(tmp_path / "m.parquet"), SeededRandom(1)), _stage(), None, 1)
-    want_t = column_sums(ArrowContext(str(tmp_path / "t.csv"), SeededRandom(1)), text_stage, None, 0)
+    want_m = column_sums(ArrowBackend(str(tmp_path / "m.parquet"), SeededRandom(1)), _stage(), None, 1)
+    want_t = column_sums(ArrowBackend(str(tmp_path / "t.csv"), SeededRandom(1)), text_stage, None, 0)
     dm = spark.read.parquet(str(tmp_path / "m.parquet"))
     dt = spark.read.option("header", "true").option("inferSchema", "false").csv(str(tmp_path / "t.csv"))
     # the array form: NULL arrays, short arrays and NULL elements are missing bits (nulls = 1 here)
@@ -261,13 +261,13 @@ def test_spark_binary_sums_match_arrow(spark, tmp_path: Path) -> None:
                    tmp_path / "a.parquet")
     elems = tuple(f"__dp_elem{j}" for j in range(3))
     arr_stage = SumsStage(columns=elems, lo=(0,) * 3, hi=(1,) * 3, scale_bits=0, unit_column="u", max_units=1000)
-    want_a = column_sums(ArrowContext(str(tmp_path / "a.parquet"), SeededRandom(1)), arr_stage, "f", 1)
+    want_a = column_sums(ArrowBackend(str(tmp_path / "a.parquet"), SeededRandom(1)), arr_stage, "f", 1)
     assert [want_a[0][f"sum_{e}"] for e in elems] == [80, 80, 100]  # 0s: 2, 2 and 1 of the 6 arrays
     da = spark.read.parquet(str(tmp_path / "a.parquet"))
     for ansi in _ansi(spark):
-        assert column_sums(SparkContext(dm, SeededRandom(1)), _stage(), None, 1) == want_m, ansi
-        assert column_sums(SparkContext(dt, SeededRandom(1)), text_stage, None, 0) == want_t, ansi
-        assert column_sums(SparkContext(da, SeededRandom(1)), arr_stage, "f", 1) == want_a, ansi
+        assert column_sums(SparkBackend(dm, SeededRandom(1)), _stage(), None, 1) == want_m, ansi
+        assert column_sums(SparkBackend(dt, SeededRandom(1)), text_stage, None, 0) == want_t, ansi
+        assert column_sums(SparkBackend(da, SeededRandom(1)), arr_stage, "f", 1) == want_a, ansi
 
 
 @pytest.mark.spark
@@ -368,7 +368,7 @@ def test_int_keys_from_text_same_counts_on_both_engines(spark, tmp_path: Path) -
     NULL key (dropped); the same counts on Arrow and Spark (ANSI on and off), with and without units."""
     from dataclasses import replace
 
-    from dpspark.engine.backend import SparkContext
+    from dpspark.engine.spark.backend import SparkBackend
     from dpspark.engine.stages import CountsStage
     from dpspark.universe import IntRangeUniverse
 
@@ -381,10 +381,10 @@ def test_int_keys_from_text_same_counts_on_both_engines(spark, tmp_path: Path) -
                         out_of_universe="error", max_units=1000, max_keys_per_unit=3)
     df = spark.read.option("header", "true").csv(str(tmp_path / "k.csv"))
     for st in (stage, replace(stage, unit_column=None, max_keys_per_unit=1)):
-        want = ArrowContext(str(tmp_path / "k.csv"), SeededRandom(2)).counts(st)
+        want = ArrowBackend(str(tmp_path / "k.csv"), SeededRandom(2)).compute(st)
         assert want[0] == [3, 5, 7] and sum(want[1]) > 0  # keys 3, 5, 7 of [0, 9]: junk never errs
         for ansi in _ansi(spark):
-            assert SparkContext(df, SeededRandom(2)).counts(st) == want, ansi
+            assert SparkBackend(df, SeededRandom(2)).compute(st) == want, ansi
 
 
 @pytest.mark.parametrize("body", [

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from dpspark.engine.stages import SumsStage
-from dpspark.mechanisms.samplers.stages import arrow_sums
+from dpspark.engine.arrow.sums import arrow_sums
 
 VALUES = [1.5, float("nan"), float("inf"), float("-inf"), None, -2.25, 3.0, float("nan")]
 UNITS = [1, 1, 2, 3, 4, 4, 5, 6]

@@ -34,11 +34,7 @@ rng = SeededRandom(7)
 
 
 class Counts:
-    def counts_stage(self, spec):
-        from dpspark.engine.stages import CountsStage
-        return CountsStage.from_spec(spec)
-
-    def counts(self, stage, spec=None):
+    def compute(self, stage):
         return finish_counts([1, 5, 9], [3, 2, 1], stage, rng)
 
 

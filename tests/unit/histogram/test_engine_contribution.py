@@ -10,7 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpspark.api.config import ConfigError, ReleaseSpec
-from dpspark.engine.backend import CuratorError, SparkContext
+from dpspark.engine.backend import CuratorError
+from dpspark.engine.spark.backend import SparkBackend
 from dpspark.engine.stages import CountsStage
 from dpspark.rng import SeededRandom
 from dpspark.noise.verifier import exact_pmf
@@ -110,8 +111,8 @@ def test_spark_stage_applies_keys_rows_and_truncation_exactly(spark, tmp_path: P
     df = spark.read.parquet(str(tmp_path / "in.parquet"))
 
     def counts(**kw) -> dict[int, int]:
-        ctx = SparkContext(df, SeededRandom(b"bounds"))
-        idx, cnt = ctx.counts(stage(**kw))
+        ctx = SparkBackend(df, SeededRandom(b"bounds"))
+        idx, cnt = ctx.compute(stage(**kw))
         assert idx == sorted(idx)
         return dict(zip(idx, cnt))
 
@@ -141,8 +142,8 @@ def test_truncation_is_two_stable_on_neighbours(spark, tmp_path: Path) -> None:
     kw = dict(max_units=2, max_keys_per_unit=2, max_rows_per_key=2)
     out = []
     for name in ("d", "d2"):
-        ctx = SparkContext(spark.read.parquet(str(tmp_path / f"{name}.parquet")), SeededRandom(b"same-key"))
-        idx, cnt = ctx.counts(stage(**kw))
+        ctx = SparkBackend(spark.read.parquet(str(tmp_path / f"{name}.parquet")), SeededRandom(b"same-key"))
+        idx, cnt = ctx.compute(stage(**kw))
         out.append(dict(zip(idx, cnt)))
     l1 = sum(abs(out[0].get(x, 0) - out[1].get(x, 0)) for x in range(3))
     assert l1 <= 2 * 2 * 2

@@ -155,20 +155,14 @@ def test_spark_rounds_match_the_reference_truncation(spark) -> None:
     ids = np.repeat(np.arange(units), 2)
     df = spark.createDataFrame(pd_frame(ids, x))
 
-    class Ctx:
-        passes_run = 0
-        progress = staticmethod(lambda _m: None)
-
-        def __init__(self, frame):  # type: ignore[no-untyped-def]
-            self.df = frame
-
-        def batch_secret(self) -> bytes:
-            return b"s" * 16
-
     per_unit = np.zeros((units, d), dtype=np.int64)
     for u in range(units):
         per_unit[u] = x[2 * u] | x[2 * u + 1]
-    oracle = SparkRounds(Ctx(df), [f"x{j}" for j in range(d)], "id", 8)
+    from dpspark.engine.spark.backend import SparkBackend
+    from dpspark.mechanisms.product.stage import ProductRoundsStage
+
+    backend = SparkBackend(df, SeededRandom(b"rounds"))
+    oracle = SparkRounds(backend, ProductRoundsStage(tuple(f"x{j}" for j in range(d)), "id", 8))
     try:
         active = tuple(range(0, d, 3)) + (63, 64, 69)
         flip = tuple(j % 5 == 0 for j in active)

@@ -13,7 +13,7 @@ import pytest
 
 from dpspark.cli.app import main as cli
 from dpspark.api.config import ConfigError, ReleaseSpec
-from dpspark.engine.arrow.backend import ArrowContext
+from dpspark.engine.arrow.backend import ArrowBackend
 from dpspark.engine.stages import SumsStage
 from dpspark.errors import DPSparkError
 from dpspark.ledger import Ledger
@@ -164,8 +164,8 @@ def test_expand_array_is_the_named_columns(tmp_path: Path) -> None:
 def test_bernoulli_sums_on_arrow_match_named_columns(tmp_path: Path, boolean: bool) -> None:
     cols, arr, names = _data(tmp_path, boolean=boolean, seed=2 + boolean)
     for batches in (None, 3):
-        want = column_sums(ArrowContext(str(cols), SeededRandom(1)), _stage(tuple(names), batches))
-        got = column_sums(ArrowContext(str(arr), SeededRandom(1)), _stage(ELEMS, batches), "f")
+        want = column_sums(ArrowBackend(str(cols), SeededRandom(1)), _stage(tuple(names), batches))
+        got = column_sums(ArrowBackend(str(arr), SeededRandom(1)), _stage(ELEMS, batches), "f")
         assert _values(got, ELEMS) == _values(want, tuple(names))
         assert any(v not in (0, len(got)) for v in _values(got, ELEMS)[0][1:])  # a non-trivial input
 
@@ -204,7 +204,7 @@ def test_array_words_are_the_named_columns_words(tmp_path: Path, boolean: bool) 
 def test_spark_words_and_sums_match_named_columns(spark, tmp_path: Path) -> None:
     """prepare() packs the same words from the array as from d columns, and the bernoulli sums on Spark
     (get(array, j), ANSI on and off) equal those on Arrow, for both forms."""
-    from dpspark.engine.backend import SparkContext
+    from dpspark.engine.spark.backend import SparkBackend
     from dpspark.mechanisms.product.spark_rounds import prepare
 
     cols, arr, names = _data(tmp_path, boolean=False, seed=4)
@@ -219,19 +219,19 @@ def test_spark_words_and_sums_match_named_columns(spark, tmp_path: Path) -> None
     with pytest.raises(InputError, match="has no column"):
         prepare(dc, names, "id", 8, b"s" * 16, array="f")
     with pytest.raises(InputError, match="must be an array"):  # the bernoulli sums, too (schema only, no job)
-        column_sums(SparkContext(dc, SeededRandom(1)), _stage(ELEMS[:3], None), "x0")
+        column_sums(SparkBackend(dc, SeededRandom(1)), _stage(ELEMS[:3], None), "x0")
     # the sums: a narrower input (Spark's plan for 70 decimal sums alone takes seconds to compile)
     cols, arr, names = _data(tmp_path, boolean=False, seed=14, d=12)
     elems = ELEMS[:12]
-    arrow = column_sums(ArrowContext(str(cols), SeededRandom(1)), _stage(tuple(names), 2))
+    arrow = column_sums(ArrowBackend(str(cols), SeededRandom(1)), _stage(tuple(names), 2))
     da = spark.read.parquet(str(arr))
     before = spark.conf.get("spark.sql.ansi.enabled")
     try:
         for ansi in ("true", "false"):
             spark.conf.set("spark.sql.ansi.enabled", ansi)
-            ctx = SparkContext(da, SeededRandom(1))
+            ctx = SparkBackend(da, SeededRandom(1))
             assert _values(column_sums(ctx, _stage(elems, 2), "f"), elems) == _values(arrow, tuple(names)), ansi
-            assert ctx.df is da and ctx.passes_run == 1  # the context's own frame is back; one pass counted
+            assert ctx.frame is da and ctx.passes_run == 1  # the backend's own frame is untouched; one pass counted
     finally:
         spark.conf.set("spark.sql.ansi.enabled", before)
 

@@ -22,7 +22,7 @@ from dpspark.privacy import AddRemove, Substitute
 from dpspark.rng import DEFAULT_LAMBDA, SeededRandom
 from dpspark.mechanisms.samplers import bernoulli as B
 from dpspark.mechanisms.samplers.categorical import uniform_cdf_count
-from dpspark.mechanisms.samplers.stages import arrow_sums
+from dpspark.engine.arrow.sums import arrow_sums
 from dpspark.api.session import Session
 
 UNIVERSE = {"kind": "categorical", "values": ["a", "b", "c", "d"]}

@@ -56,8 +56,10 @@ class ToyGeometric(Mechanism):
     def accuracy_summary(self) -> dict[str, Any]:
         return {"per_query_error_bar": self.counting.accuracy(self.spec.beta), "beta": str(self.spec.beta)}
 
-    def run(self, ctx: Any, rng: Any, progress: Any) -> Any:
-        indices, counts = ctx.counts(ctx.counts_stage(self.spec), self.spec)
+    def run(self, backend: Any, rng: Any, progress: Any) -> Any:
+        from dpspark.engine.stages import CountsStage
+
+        indices, counts = backend.compute(CountsStage.from_spec(self.spec))
         size = self.spec.universe.size
         return basic_histogram((indices, counts), range(size), size, self.spec.max_units, self.counting, rng,
                                beta=self.spec.beta)
@@ -104,12 +106,12 @@ class ToyDGaussSum(Mechanism):
     def stages(self) -> list[Any]:
         from dpspark.mechanisms.base import StageInfo
 
-        return [StageInfo("sums", "one clipped sum")]
+        return [StageInfo("sums", "one clipped sum", stage=SumsStage)]
 
-    def run(self, ctx: Any, rng: Any, progress: Any) -> StatementRelease:
+    def run(self, backend: Any, rng: Any, progress: Any) -> StatementRelease:
         stage = SumsStage((self.spec.sections["sum"]["column"],), (0,), (self.hi,), 0, self.spec.unit_column,
                           self.spec.max_units)
-        total = ctx.sums(stage)[0][f"sum_{stage.columns[0]}"]
+        total = backend.compute(stage)[0][f"sum_{stage.columns[0]}"]
         noisy = self.noise.add(total, rng)
         primary = self.noise.statement([self.hi], self.spec.max_units)
         return StatementRelease(
