@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from dpspark.engine.stages import CountsStage
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, Progress
 from dpspark.mechanisms.histogram.contribution import count_range, per_step_epsilon, scale_statement
-from dpspark.mechanisms.histogram.mechanism import parse_gamma, within_epsilon
+from dpspark.exact import within_epsilon
+from dpspark.mechanisms.histogram.mechanism import parse_gamma
 from dpspark.rng import DEFAULT_LAMBDA
 
 if TYPE_CHECKING:

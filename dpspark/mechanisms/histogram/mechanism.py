@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from dpspark.noise import FastSample, choose_exp_eps
 from dpspark.noise.counting_base import CountingMechanism
-from dpspark.exact import exp_lower_bound
+from dpspark.exact import within_epsilon
 from dpspark.mechanisms.histogram.inputs import is_power_of_two
 from dpspark.mechanisms.histogram.result import HistogramRelease, biased_draw_factor
 from dpspark.engine.stages import CountsStage
@@ -56,11 +56,6 @@ def rounding_note(exact: Fraction, stated: Fraction) -> str:
         return ""
     return (f"e^eps is stated as (p/q)^(k c) rounded up to a multiple of 2^-{ROUND_BITS} (an upper bound: the "
             "exact value has too many bits for the release format)")
-
-
-def within_epsilon(exp_eps: Fraction, extra: Fraction, epsilon: Fraction) -> bool:
-    """Certified check that ln(exp_eps) + extra <= epsilon (uses e^(eps-extra) >= L(eps)(1-extra))."""
-    return exp_eps <= exp_lower_bound(epsilon) * (1 - extra)
 
 
 def gamma_for(beta: Fraction, universe_size: int) -> Fraction:

@@ -98,7 +98,7 @@ class KarySampler(_Sampler):
 
     def __init__(self, spec: Any, lam: int = DEFAULT_LAMBDA) -> None:
         super().__init__(spec, lam)
-        from dpspark.mechanisms.histogram.mechanism import within_epsilon
+        from dpspark.exact import within_epsilon
         from dpspark.rng import bias_epsilon
         from dpspark.mechanisms.samplers.kary import KARY_MAX_K, kary_counting
 
@@ -239,7 +239,7 @@ class BernoulliSampler(_Sampler):
     def __init__(self, spec: Any, lam: int = DEFAULT_LAMBDA) -> None:
         super().__init__(spec, lam)
         from dpspark.exact import exp_lower_bound
-        from dpspark.mechanisms.histogram.mechanism import within_epsilon
+        from dpspark.exact import within_epsilon
         from dpspark.mechanisms.zcdp_budget import converted_epsilon
         from dpspark.mechanisms.samplers import bernoulli as B
 

@@ -14,7 +14,7 @@ from dpspark.engine.stages import CountsStage, SumsStage
 from dpspark.mechanisms import registry
 from dpspark.mechanisms.base import StageInfo
 from dpspark.rng import SeededRandom
-from tests.support.plugins.toy_mechanism import ToyGeometric
+from tests.support.plugins.toy.mechanism import ToyGeometric
 
 pytestmark = pytest.mark.spark
 

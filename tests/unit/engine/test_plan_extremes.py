@@ -79,7 +79,7 @@ def _prepare(tmp: Path) -> Path:
 def _within(exp_eps: Fraction, extra: Fraction, epsilon: Fraction) -> bool:
     """Certified ln(exp_eps) + extra <= epsilon (either sufficient condition)."""
     from dpspark.exact import exp_lower_bound
-    from dpspark.mechanisms.histogram.mechanism import within_epsilon
+    from dpspark.exact import within_epsilon
 
     return within_epsilon(exp_eps, extra, epsilon) or (extra <= epsilon and exp_eps <= exp_lower_bound(epsilon - extra))
 

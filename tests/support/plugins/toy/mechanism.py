@@ -22,7 +22,7 @@ import pyarrow as pa
 from dpspark.engine.stages import SumsStage
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError
 from dpspark.mechanisms.histogram.basic import basic_histogram
-from dpspark.mechanisms.histogram.mechanism import within_epsilon
+from dpspark.exact import within_epsilon
 from dpspark.mechanisms.zcdp_budget import rho_option, rho_within
 from dpspark.noise import GeoSample
 from dpspark.noise.dgauss import DiscreteGaussian, smallest_sigma
