@@ -326,13 +326,14 @@ def test_engines_for_filters_and_wide_bounds() -> None:
     """Filters no longer force Spark; only a clip range past the Arrow engine's exact 2^52 does (data-free)."""
     from dpspark.api.config import ReleaseSpec
     from dpspark.engine.backend import supported_engines
+    from dpspark.mechanisms.registry import construct
 
     def spec(queries):
         return ReleaseSpec.from_dict({"privacy": {"mechanism": "bounded_noise", "epsilon": "1", "delta": "1e-6",
                                                   "max_units": 10}, "queries": queries,
                                       "output": {"path": "/tmp/dpspark-unused"}}, input_given=True)
 
-    assert supported_engines(spec([{"name": "c", "kind": "count", "filter": "g = 'a'"}]).mechanism_object()) == \
+    assert supported_engines(construct(spec([{"name": "c", "kind": "count", "filter": "g = 'a'"}]))) == \
         ("arrow", "spark")
     wide = [{"name": "s", "kind": "sum", "column": "x", "lo": "0", "hi": "1", "scale_bits": 52}]
-    assert supported_engines(spec(wide).mechanism_object()) == ("spark",)
+    assert supported_engines(construct(spec(wide))) == ("spark",)
