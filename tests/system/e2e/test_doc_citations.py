@@ -33,3 +33,18 @@ def test_every_cited_docs_section_exists() -> None:
         if section not in headings:
             missing.append(f"{where} cites docs/{doc} §{section}")
     assert not missing, missing
+
+
+#: a repository path as the README and docs/ write it (dpspark/..., tests/..., scripts/...)
+PATH_RE = re.compile(r"`((?:dpspark|tests|scripts|jobs|conf)/[A-Za-z0-9_./-]+)`")
+
+
+def test_every_path_the_readme_and_docs_name_exists() -> None:
+    """After the layout move, a path in the README or docs/ that no longer exists is a stale pointer."""
+    named = {}
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        for m in PATH_RE.finditer(doc.read_text(encoding="utf-8")):
+            named.setdefault(m.group(1).rstrip("."), str(doc.relative_to(REPO)))
+    assert len(named) >= 20, "the pattern finds the paths"
+    missing = sorted(f"{where}: {path}" for path, where in named.items() if not (REPO / path).exists())
+    assert not missing, missing
