@@ -83,7 +83,6 @@ class ToyDGaussSum(Mechanism):
     options: ClassVar[dict[str, Any]] = {"rho": None}
     option_parsers: ClassVar[dict[str, Any]] = {"rho": rho_option}
     sections: ClassVar[dict[str, Any]] = {"sum": _parse_sum}
-    engines: ClassVar[tuple[str, ...]] = ("spark",)  # the Arrow context has no sums stage
 
     def __init__(self, spec: Any) -> None:
         super().__init__(spec)
