@@ -18,8 +18,8 @@ from typing import Any
 __version__ = "0.1.0"
 
 _EXPORTS = {
-    "Session": "dpspark.session",
-    "ReleaseSpec": "dpspark.config",
+    "Session": "dpspark.api.session",
+    "ReleaseSpec": "dpspark.api.config",
     "open_release": "dpspark.lookup",
     "DPSparkError": "dpspark.errors",
     "register_mechanism": "dpspark.mechanisms.registry",

@@ -18,7 +18,8 @@ def lazy_exports(package: str, names: Mapping[str, str]) -> Callable[[str], Any]
         module = names.get(attr)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {attr!r}")
-        return getattr(importlib.import_module(f"{package}.{module}"), attr)
+        target = module if module.startswith("dpspark.") else f"{package}.{module}"  # a moved submodule
+        return getattr(importlib.import_module(target), attr)
 
     return __getattr__
 

@@ -89,3 +89,8 @@ def exp_lower_bound(r: Fraction, precision_bits: int = 128) -> Fraction:
         if i > r and term < threshold * total:
             break
     return total
+
+
+def within_epsilon(exp_eps: Fraction, extra: Fraction, epsilon: Fraction) -> bool:
+    """Certified check that ln(exp_eps) + extra <= epsilon (uses e^(eps-extra) >= L(eps)(1-extra))."""
+    return exp_eps <= exp_lower_bound(epsilon) * (1 - extra)

@@ -56,7 +56,7 @@ def multiply_shift_preimages(n: int, L: int, v: int) -> int:
     |Pr[v] n - 1| = |count - a| n / 2^L < n / 2^L. With L = bitlen(n) + lam and
     n < 2^bitlen(n), n / 2^L < 2^-lam: every value has probability within a
     factor (1 +- 2^-lam) of 1/n, the same bound as X mod n with L bits
-    (tests/test_rng.py checks it by enumerating every X at small sizes).
+    (tests/unit/core/test_rng.py checks it by enumerating every X at small sizes).
     """
     return -((-(v + 1) << L) // n) + ((-v << L) // n)
 

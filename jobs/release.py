@@ -7,7 +7,7 @@ The properties file keeps Spark quiet (warnings only) with its UI off; without
 it the job still turns the UI off and sets the WARN log level when the SparkContext
 starts, unless your Spark conf sets ``spark.ui.enabled`` / ``spark.log.level``.
 
-The same code path as ``dpspark release`` (dpspark.job.run_release), which dispatches on the config's
+The same code path as ``dpspark release`` (dpspark.engine.runner.run_release), which dispatches on the config's
 ``privacy.mechanism``; here the SparkSession comes from spark-submit (master, resources, --py-files).
 """
 
@@ -18,7 +18,7 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     """Parse arguments, validate the config before Spark starts, run the release."""
-    from dpspark.cli import main as cli_main
+    from dpspark.cli.app import main as cli_main
 
     args = list(sys.argv[1:] if argv is None else argv)
     return cli_main(["release", "--use-active-spark", *args])

@@ -26,7 +26,7 @@ non-negative bounds, samples are keys or rows of d bits, q lies in [0, 1], a cov
 symmetric and PSD, ...). An invalid value accepted is a finding (:class:`InvalidAccepted`), as is any
 exception other than ReleaseFormatError, from the open or from an accessor.
 
-Releases of every kind work (``--all-kinds DIR`` makes one of each with ``tests/release_fixtures.py``, no
+Releases of every kind work (``--all-kinds DIR`` makes one of each with ``tests/support/release_fixtures.py``, no
 JVM, and fuzzes them in turn); a data file is chosen among those the manifest lists (none for samples and
 distributions: cases 2 and 4 then mutate a value, as 3s). ``--count`` keeps going past findings and prints
 their counts per kind (the issue-20 report: mutations, foreign exceptions, invalid values accepted, and
@@ -510,12 +510,12 @@ def run_counted(target: Target, inputs: int, timeout: float, seed: int) -> Count
 
 
 def fuzz_all_kinds(root: Path, inputs: int, timeout: float, seed: int) -> dict[str, Counter[str]]:
-    """One fixture release of every kind (tests/release_fixtures.py) under ``root``, each fuzzed ``inputs`` times."""
-    from tests.release_fixtures import KINDS, make_release as make_fixture
+    """One fixture release of every kind (tests/support/release_fixtures.py) under ``root``, each fuzzed ``inputs`` times."""
+    from tests.support.release_fixtures import KINDS, make_release as make_fixture
 
     out: dict[str, Counter[str]] = {}
     releases = {kind: make_fixture(kind, root / "releases") for kind in KINDS}
-    compact = Path(__file__).resolve().parent.parent / "tests" / "data" / "compact_kav" / "release"
+    compact = Path(__file__).resolve().parent.parent / "tests" / "support" / "data" / "compact_kav" / "release"
     if compact.is_dir():  # the checked-in compact release (made once on Spark)
         releases["compact"] = compact
     for i, (kind, release) in enumerate(releases.items()):

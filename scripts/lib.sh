@@ -69,7 +69,7 @@ ensure_java() {
   return 1
 }
 
-# ensure_cjk_font: `dpspark plot` draws CJK keys with an installed CJK font (dpspark/lookup/plotfont.py) and
+# ensure_cjk_font: `dpspark plot` draws CJK keys with an installed CJK font (dpspark/cli/plotfont.py) and
 # falls back to the escaped key text without one. As root on Debian/Ubuntu, install fonts-noto-cjk; otherwise
 # only say how. Never fatal.
 ensure_cjk_font() {

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Make the compact known-answer vectors in tests/data/compact_kav/ (deterministic; run from the repository root).
+"""Make the compact known-answer vectors in tests/support/data/compact_kav/ (deterministic; run from the repository root).
 
-    .venv/bin/python scripts/make_compact_kav.py [--out tests/data/compact_kav]
+    .venv/bin/python scripts/make_compact_kav.py [--out tests/support/data/compact_kav]
 
 A CompactHistogram over the int_range universe 0..9999 (GF(2^64), n = 20,
 epsilon = 1, beta = 1/20) of fixed counts, drawn with the TEST-ONLY seeded
 SHAKE-256 generator (``SeededRandom(SEED)``; the release says it is not
 private), written with a pinned creation time into ``release/``, plus
 ``expected.json``: for chosen keys, iota(p(phi(x))) (hex) and the released
-count. tests/test_compact_kav.py checks the files against the lookup library,
+count. tests/unit/compact/test_compact_kav.py checks the files against the lookup library,
 against an independent Horner evaluation in galois, and that this script's
 build still reproduces the checked-in coefficients bit for bit.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dpspark.compact import CompactRelease  # noqa: E402
+from dpspark.mechanisms.compact import CompactRelease  # noqa: E402
 from dpspark.universe import IntRangeUniverse  # noqa: E402
 
 SEED = b"dpspark compact known-answer vectors v1"
@@ -40,8 +40,8 @@ def build() -> CompactRelease:
     """The known-answer release (same code path as the job: the public plan, then compact_histogram)."""
     from fractions import Fraction
 
-    from dpspark.compact import compact_histogram
-    from dpspark.compact.plan import plan_compact
+    from dpspark.mechanisms.compact import compact_histogram
+    from dpspark.mechanisms.compact.plan import plan_compact
     from dpspark.rng import SeededRandom
 
     plan = plan_compact(N, UNIVERSE.size, Fraction(1), Fraction(1, 20), m=64)
@@ -51,11 +51,11 @@ def build() -> CompactRelease:
 
 def main(argv: list[str] | None = None) -> int:
     """Write ``release/`` and ``expected.json`` under --out (replacing them)."""
-    from dpspark.release.compact import write_compact_release
+    from dpspark.mechanisms.compact.writer import write_compact_release
     from dpspark.rng import SeededRandom
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", default="tests/data/compact_kav", help="output folder")
+    parser.add_argument("--out", default="tests/support/data/compact_kav", help="output folder")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

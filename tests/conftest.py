@@ -15,7 +15,7 @@ def spark() -> Iterator[object]:
     stop it or change static configuration; runtime SQL settings changed with
     ``spark.conf.set`` should be restored by the test.
     """
-    from dpspark.spark.session import local_session
+    from dpspark.engine.spark.local import local_session
 
     session = local_session("dpspark-tests", "local[2]", shuffle_partitions=2)
     yield session

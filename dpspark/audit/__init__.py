@@ -31,7 +31,7 @@ from dpspark.audit.events import (
     value_at_most,
     value_equals,
 )
-from dpspark.audit.compact import (
+from dpspark.audit.compact_law import (
     CompactView,
     LawPiece,
     ToyCompactRelease,

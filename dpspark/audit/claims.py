@@ -1,7 +1,7 @@
 """The privacy claim under audit and the neighbour relations it is stated for.
 
 A claim is (eps, delta)-DP with e^eps = ``exp_eps`` * e^``bias_epsilon`` (the
-form of :class:`dpspark.histogram.PrivacyStatement`), for a neighbour relation:
+form of :class:`dpspark.mechanisms.histogram.PrivacyStatement`), for a neighbour relation:
 
 * ``"add/remove"`` (the project's primary relation): D' is D with one unit
   added or removed, so exactly one key's count differs, by exactly one;

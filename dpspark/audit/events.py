@@ -1,7 +1,7 @@
 """Events E on a pipeline's output whose probabilities the auditor compares under D and D'.
 
 A pipeline's output is either a count (an int, for counting mechanisms) or a
-released partial histogram: a :class:`dpspark.histogram.HistogramRelease`, a
+released partial histogram: a :class:`dpspark.mechanisms.histogram.HistogramRelease`, a
 mapping {key: count}, or anything with an ``as_dict()`` method (so a Spark-path
 callable can return its own release object). Keys are whatever the pipeline
 releases (0-based indexes for the driver algorithms).

@@ -12,19 +12,19 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from dpspark.audit.compact import CompactView, toy_compact_histogram
+from dpspark.audit.compact_law import CompactView, toy_compact_histogram
 from dpspark.audit.events import Event
-from dpspark.compact.samplers import EmptyBinSampler
+from dpspark.mechanisms.compact.empty_bin import EmptyBinSampler
 
-from dpspark.counting import CountingMechanism
-from dpspark.histogram import (
+from dpspark.noise import CountingMechanism
+from dpspark.mechanisms.histogram import (
     HistogramRelease,
     basic_histogram,
     pure_sparse_histogram,
     sparse_histogram,
     stability_histogram,
 )
-from dpspark.histogram.timing import pad_until
+from dpspark.engine.timing import pad_until
 from dpspark.rng import RandomSource
 
 Pipeline = Callable[[Any, RandomSource], Any]
@@ -131,9 +131,9 @@ def compact_pipeline(
 
     ``min_seconds`` pads the construction's wall time (``pad_until``, measured from
     before the call) so neighbours take the same padded time when the work fits.
-    ``release`` replaces :func:`dpspark.compact.compact_histogram` (same signature), e.g. a mutant.
+    ``release`` replaces :func:`dpspark.mechanisms.compact.compact_histogram` (same signature), e.g. a mutant.
     """
-    from dpspark.compact import compact_histogram
+    from dpspark.mechanisms.compact import compact_histogram
 
     build = release or compact_histogram
     bins = list(watch)
@@ -150,7 +150,7 @@ def compact_pipeline(
 def toy_compact_pipeline(
     universe_size: int, n: int, mechanism: CountingMechanism, sampler: EmptyBinSampler, watch: Sequence[int]
 ) -> Pipeline:
-    """CompactHistogram over a toy field GF(2^sampler.m) (see :mod:`dpspark.audit.compact`); output a CompactView."""
+    """CompactHistogram over a toy field GF(2^sampler.m) (see :mod:`dpspark.audit.compact_law`); output a CompactView."""
     bins = list(watch)
 
     def run(counts: Mapping[int, int], rng: RandomSource) -> CompactView:
@@ -161,13 +161,13 @@ def toy_compact_pipeline(
 
 # ------------------------------------------------------------------ Spark path
 
-#: driver(cfg, indexes, counts, rng) -> release: the job's driver stage (dpspark.job.run_mechanism's shape)
+#: driver(cfg, indexes, counts, rng) -> release: the job's driver stage (dpspark.engine.runner.run_mechanism's shape)
 Driver = Callable[[Any, list[int], list[int], RandomSource], Any]
 
 
 def job_driver(cfg: Any, indexes: list[int], counts: list[int], rng: RandomSource) -> HistogramRelease:
-    """The real job's driver stage: :func:`dpspark.job.run_mechanism` with no progress output."""
-    from dpspark.job import run_mechanism
+    """The real job's driver stage: :func:`dpspark.engine.runner.run_mechanism` with no progress output."""
+    from dpspark.engine.runner import run_mechanism
 
     return run_mechanism(cfg, indexes, counts, rng, lambda _msg: None)
 
@@ -175,7 +175,7 @@ def job_driver(cfg: Any, indexes: list[int], counts: list[int], rng: RandomSourc
 def spark_pipeline(spark: Any, drivers: Mapping[str, Driver]) -> Pipeline:
     """run(cfg, rng): the job's Spark counting stage once, then every driver on the collected counts.
 
-    The dataset is a :class:`dpspark.config.ReleaseConfig` (its input is D or D').
+    The dataset is a :class:`dpspark.api.config.ReleaseConfig` (its input is D or D').
     Counting is the production path: ``read_input``, ``sparse_counts`` (keyed
     contribution bounding with ``rng``), ``collect_counts``, ``counts_to_python``.
     The output is {driver name: release}; select one with :func:`on_output`.
@@ -183,7 +183,7 @@ def spark_pipeline(spark: Any, drivers: Mapping[str, Driver]) -> Pipeline:
     audited on the same number of whole-pipeline runs for the cost of one.
     """
     from dpspark.engine.stages import CountsStage
-    from dpspark.spark.counts import collect_counts, counts_to_python, read_input, sparse_counts
+    from dpspark.engine.spark.counts import collect_counts, counts_to_python, read_input, sparse_counts
 
     def run(cfg: Any, rng: RandomSource) -> dict[str, Any]:
         table = collect_counts(sparse_counts(read_input(spark, cfg.input), CountsStage.from_spec(cfg), rng))

@@ -6,7 +6,7 @@ a data pass becomes one :class:`DataPassError` whose text is fixed, and which ca
 original: no ``__cause__``, no ``__context__`` (it is raised after the ``except`` block has ended, so Python
 does not chain it), no note, and a traceback whose frames hold nothing from the failed pass (only the
 caller's own objects, such as the table a Session was given). The budget or answer slot
-was charged before the pass began and stays charged (the callers do that; see :mod:`dpspark.job`).
+was charged before the pass began and stays charged (the callers do that; see :mod:`dpspark.engine.runner`).
 
 Two exceptions pass with their own text, because it is built from public parameters only:
 

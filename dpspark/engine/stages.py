@@ -2,16 +2,35 @@
 
 A stage names what to aggregate with explicit public parameters only (never a config object), so the
 same description runs on every backend and can be shown before any data is read.
+
+The generic stages (:class:`CountsStage`, :class:`SumsStage`, :class:`OuterProductStage`) have kernels in
+``engine/spark/`` and ``engine/arrow/``. A family that needs more declares its own stage class, a
+:class:`FamilyStage` in its folder naming its kernels per engine as "module:function" strings; the backend
+finds the kernel from the stage's type, so the engine imports no family.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from dpspark.config import ReleaseSpec
     from dpspark.universe import Universe
+
+
+class FamilyStage:
+    """Base of a stage a family declares: ``kernels`` maps an engine ("spark", "arrow") to "module:function".
+
+    The function is called as ``function(backend, stage)`` by that engine's backend and imported only then.
+    An engine missing from the mapping cannot run the stage: a mechanism declaring it runs elsewhere only.
+    """
+
+    kernels: ClassVar[Mapping[str, str]] = {}
+
+    def no_kernel(self, engine: str) -> Exception | None:
+        """The refusal when ``engine`` has no kernel for this stage (None: the engine's generic words)."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -37,8 +56,8 @@ class CountsStage:
     on_excess_units: str = "truncate"
 
     @classmethod
-    def from_spec(cls, spec: "ReleaseSpec") -> "CountsStage":
-        """The count stage of a histogram release spec."""
+    def from_spec(cls, spec: Any) -> "CountsStage":
+        """The count stage of a histogram release spec (a :class:`~dpspark.engine.spec.ReleaseSpec`)."""
         return cls(
             key_columns=tuple(spec.key_columns), universe=spec.universe, unit_column=spec.unit_column,
             out_of_universe=spec.out_of_universe, max_units=spec.max_units,

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from dpspark.errors import DPSparkError
-from dpspark.universe import OutOfUniverseError, TupleUniverse, Universe, index_to_bytes
+from dpspark.universe import OutOfUniverseError, Universe, index_to_bytes
 
 #: what ``counts(keys, invalid=...)`` does with a key outside the universe
 INVALID_POLICIES = ("raise", "mask")
@@ -35,16 +35,16 @@ def keys_to_arrow(universe: Universe, keys: Any) -> Any:
     """``keys`` as what ``universe.encode_arrow`` takes, or None when they do not fit Arrow (scalar path)."""
     if isinstance(keys, (pa.Array, pa.ChunkedArray, pa.Table, pa.RecordBatch)):
         return keys
-    if isinstance(universe, TupleUniverse):
+    if universe.is_tuple:
         rows = list(keys)
-        k = len(universe.components)
+        k = len(universe.parts)
         if any(not isinstance(r, (tuple, list)) or len(r) != k for r in rows):
             raise KeyNotInUniverseError(f"keys of a {universe.label} must be tuples of {k} values")
         columns = list(zip(*rows)) if rows else [[] for _ in range(k)]
         try:
             return [
                 pa.array(list(col), type=None if rows else c.arrow_type())
-                for col, c in zip(columns, universe.components)
+                for col, c in zip(columns, universe.parts)
             ]
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
             return None

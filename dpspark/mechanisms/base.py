@@ -6,11 +6,13 @@ parameters; never data). Before any data is read it answers:
 * :meth:`Mechanism.plan` - every derived parameter (p/q, gamma, tau, m, l, the budget split), each
   certified against the requested budget (constructing the object already certified it);
 * :meth:`Mechanism.privacy_summary` / :meth:`Mechanism.accuracy_summary` - what the release will state;
-* :meth:`Mechanism.stages` - which aggregates it needs, in how many passes.
+* :meth:`Mechanism.stages` - which aggregates it needs, in how many passes, and the stage type of each:
+  the engines that can run it are derived from those types
+  (:func:`~dpspark.engine.backend.supported_engines`), and so is the Spark input cache.
 
-Then :meth:`Mechanism.run` pulls aggregates from a :class:`~dpspark.engine.context.StageContext`
-(Spark or Arrow; a multi-pass mechanism asks for the next stage after seeing its previous noisy,
-public output) and returns a release payload that the writer of its :attr:`release_kind` stores.
+Then :meth:`Mechanism.run` asks a :class:`~dpspark.engine.backend.Backend` to ``compute`` its stages
+(Spark or Arrow, never asking which; a multi-pass mechanism asks for the next stage after seeing its
+previous noisy, public output) and returns a release payload that the writer of its :attr:`release_kind` stores.
 
 Adding a mechanism is one module with a subclass plus one :func:`~dpspark.mechanisms.registry.register`
 call: the job, the config validator, the writers, the readers, lookup and the CLI dispatch by name.
@@ -24,10 +26,11 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dpspark.engine.stages import CountsStage
 from dpspark.errors import DPSparkError
 
 if TYPE_CHECKING:
-    from dpspark.engine.context import StageContext
+    from dpspark.engine.backend import Backend
     from dpspark.engine.spec import ReleaseSpec
     from dpspark.rng import RandomSource
 
@@ -40,11 +43,18 @@ class MechanismSpecError(DPSparkError, ValueError):
 
 @dataclass(frozen=True)
 class StageInfo:
-    """One pass over the data, as :meth:`Mechanism.stages` describes it before any data is read."""
+    """One pass over the data, as :meth:`Mechanism.stages` describes it before any data is read.
+
+    ``stage``: the stage type the pass hands to ``Backend.compute`` (engine support derives from it);
+    ``reads_input``: whether the pass reads the input itself, or units the mechanism prepared in an earlier
+    pass (a Spark input read twice or more is cached for the release).
+    """
 
     name: str
     aggregate: str
     depends_on_previous: bool = False
+    stage: type = CountsStage
+    reads_input: bool = True
 
 
 class Mechanism(ABC):
@@ -66,9 +76,6 @@ class Mechanism(ABC):
     needs_keys: ClassVar[bool] = True
     #: the mechanism's own config sections and their parsers (e.g. {"queries": parse_queries})
     sections: ClassVar[Mapping[str, Any]] = {}
-    #: the engines whose stage context offers every aggregate this mechanism asks for ("arrow": counts only
-    #: unless the Arrow context grows more); the job picks Spark, or refuses before any spend, otherwise
-    engines: ClassVar[tuple[str, ...]] = ("arrow", "spark")
 
     def __init__(self, spec: "ReleaseSpec") -> None:
         self.spec = spec
@@ -114,7 +121,7 @@ class Mechanism(ABC):
 
     def stages(self) -> list[StageInfo]:
         """The passes over the data this mechanism makes (default: one count per index)."""
-        return [StageInfo("counts", "count per universe index, after contribution bounding")]
+        return [StageInfo("counts", "count per universe index, after contribution bounding", stage=CountsStage)]
 
     def excess_units_text(self) -> str:
         """What this release does with more than n units, in words (the dry-run plan shows it)."""
@@ -140,8 +147,8 @@ class Mechanism(ABC):
 
     # --- with data --------------------------------------------------------------------------
     @abstractmethod
-    def run(self, ctx: "StageContext", rng: "RandomSource", progress: Progress) -> Any:
-        """Pull the aggregates from ``ctx``, draw the noise once, return the release payload."""
+    def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> Any:
+        """Compute the stages on ``backend``, draw the noise once, return the release payload."""
 
 
 def _exact_value(value: Any) -> Any:

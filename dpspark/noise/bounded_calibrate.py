@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 from dpspark.exact import RationalLike, parse_rational
 from dpspark.noise.bounded import MAX_TABLE_M, BoundedNoise, BoundedNoiseError, family_power
+from dpspark.noise.bounded_pld import PLD_MAX_M, PLDRefused, pld_delta
 
 #: Below this M the certificate enumerates the exact integer weights of the table.
 EXACT_M = 2048
@@ -618,8 +619,6 @@ def calibrate(
 
     def run(dG: int) -> tuple[int, Fraction, int, int, Fraction, str]:
         if method == "pld":
-            from dpspark.noise.bounded_pld import calibrate_pld
-
             return calibrate_pld(k, eps, dlt, dG, family)
         return _calibrate_chernoff(k, eps, dlt, dG, family, p)
 
@@ -699,3 +698,31 @@ def _calibrate_chernoff(k: int, eps: Fraction, dlt: Fraction, shifts: int, famil
         M, res = M - step, down
     cert, bits, J, theta, path = res
     return M, cert, bits, J, theta, path
+
+
+def calibrate_pld(k: int, eps: Fraction, dlt: Fraction, shifts: int, family: str):
+    """Smallest M (bisection below the Chernoff M) whose PLD certificate
+    (:func:`dpspark.noise.bounded_pld.pld_delta`) meets delta: ``calibrate(method="pld")``.
+
+    Returns (M, certified_delta, bits, J, theta, path) in the shape of the Chernoff calibration
+    (J and theta are not used by this method and are returned as M - 1 and 0).
+    """
+    M_hi, cert_hi, bits, _, _, _ = _calibrate_chernoff(k, eps, dlt, shifts, family, family_power(family))
+    if M_hi > PLD_MAX_M:
+        raise PLDRefused(f"PLD enumerates the pmf; the Chernoff M = {M_hi} > {PLD_MAX_M}")
+
+    def cert(M: int) -> Fraction:
+        return pld_delta(BoundedNoise(M, family, bits), k, eps, shifts)
+
+    c_hi = cert(M_hi)
+    if c_hi > dlt:  # the PLD bound is looser here: keep the Chernoff answer certified by PLD at a larger M
+        raise PLDRefused("the PLD certificate is looser than Chernoff at the Chernoff M")
+    lo, hi = int(M_hi * 0.8), M_hi
+    while hi - lo > max(1, hi >> 8):
+        mid = (lo + hi) // 2
+        c = cert(mid)
+        if c <= dlt:
+            hi, c_hi = mid, c
+        else:
+            lo = mid
+    return hi, c_hi, bits, hi - 1, Fraction(0), "pld"

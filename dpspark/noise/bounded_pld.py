@@ -1,4 +1,5 @@
-"""Certified privacy-loss-distribution (PLD) calibration of the discrete bounded noise (method ``pld``).
+"""Certified privacy-loss-distribution (PLD) delta of the discrete bounded noise: the certificate behind
+``calibrate(method="pld")`` (:func:`dpspark.noise.bounded_calibrate.calibrate_pld` searches M with it).
 
 Privacy claim: for the implemented pmf P of ``BoundedNoise(M, family, bits)``
 and Q = P shifted by Delta, the k-fold composition is (eps, delta)-DP with
@@ -155,33 +156,3 @@ def pld_delta(noise: BoundedNoise, k: int, epsilon: Fraction, sensitivity: int =
         return min(Fraction(1), Fraction(int(man)) * Fraction(2) ** int(ex))
     finally:
         ctx.prec = old
-
-
-def calibrate_pld(k: int, eps: Fraction, dlt: Fraction, shifts: int, family: str):
-    """Smallest M (bisection below the Chernoff M) whose PLD certificate meets delta.
-
-    Returns (M, certified_delta, bits, J, theta, path) in the shape of the Chernoff calibration
-    (J and theta are not used by this method and are returned as M - 1 and 0).
-    """
-    from dpspark.noise.bounded_calibrate import _calibrate_chernoff
-    from dpspark.noise.bounded import family_power
-
-    M_hi, cert_hi, bits, _, _, _ = _calibrate_chernoff(k, eps, dlt, shifts, family, family_power(family))
-    if M_hi > PLD_MAX_M:
-        raise PLDRefused(f"PLD enumerates the pmf; the Chernoff M = {M_hi} > {PLD_MAX_M}")
-
-    def cert(M: int) -> Fraction:
-        return pld_delta(BoundedNoise(M, family, bits), k, eps, shifts)
-
-    c_hi = cert(M_hi)
-    if c_hi > dlt:  # the PLD bound is looser here: keep the Chernoff answer certified by PLD at a larger M
-        raise PLDRefused("the PLD certificate is looser than Chernoff at the Chernoff M")
-    lo, hi = int(M_hi * 0.8), M_hi
-    while hi - lo > max(1, hi >> 8):
-        mid = (lo + hi) // 2
-        c = cert(mid)
-        if c <= dlt:
-            hi, c_hi = mid, c
-        else:
-            lo = mid
-    return hi, c_hi, bits, hi - 1, Fraction(0), "pld"

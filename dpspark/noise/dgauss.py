@@ -94,7 +94,8 @@ class DiscreteGaussian:
 
     Privacy: ``(x + Z) mod m`` is ``zcdp_rho(|x - x'|)``-zCDP; with the default
     floor that is exactly s^2/(2 sigma^2) (see the module docstring for the
-    theorem and :meth:`certify` for the certificate of the implemented law).
+    theorem and :func:`dpspark.noise.dgauss_certify.certify` for the certificate of
+    the implemented law).
     Randomness: one U uniform on [1, d], d = 2^bits: U = rng.bits(bits) + 1 (exact; no rng bias term).
     Time: ``rounds`` = bitlen(m-1) scaled-CDF evaluations per sample, whatever U is.
 
@@ -381,12 +382,6 @@ class DiscreteGaussian:
         if lam is None:
             raise DGaussError("no zCDP certificate: the uniform floor is too small (h may vanish)")
         return max(Fraction(0), lam / self.rho0(1) - 1)
-
-    def certify(self, max_shift: int = 4, *, verify_weights: bool = True, method: str = "mixture") -> Any:
-        """Certificate for shifts 1..max_shift; see :func:`dpspark.noise.dgauss_certify.certify`."""
-        from dpspark.noise.dgauss_certify import certify
-
-        return certify(self, max_shift, verify_weights=verify_weights, method=method)
 
     def describe(self) -> dict[str, Any]:
         """Exact, JSON-ready parameters for a manifest."""

@@ -1,13 +1,10 @@
 """Release directories: the format, its atomic writer and its hardened readers.
 
-A release directory holds ``manifest.json`` (:mod:`dpspark.release.manifest`,
-JSON Schema ``manifest.schema.json``) and data files listed in it with sha256
-and byte size; a sparse release's bins are ``bins.parquet``
-(:mod:`dpspark.release.layout`); a compact release's polynomial is
-``coefficients.arrow`` (:mod:`dpspark.release.coefficients`).
-:func:`write_sparse_release` and :func:`write_compact_release` write them
-atomically; :func:`read_manifest` and :mod:`dpspark.release.reader` read them,
-rejecting damaged files with :class:`ReleaseFormatError`.
+A release directory holds ``manifest.json`` (the one envelope, :mod:`dpspark.release.manifest`) and data
+files listed in it with sha256 and byte size. Which code writes, checks and reads each release kind is
+declared once per kind in the registry :mod:`dpspark.release.kinds` (each family's codec lives in its
+folder, ``dpspark/mechanisms/<family>/``); nothing here knows a family. :func:`read_manifest` and
+:mod:`dpspark.release.files` read a release, rejecting damaged files with :class:`ReleaseFormatError`.
 """
 
 from dpspark._lazy import lazy_exports
@@ -23,8 +20,6 @@ _NAMES = {
     "ReadLimits": "manifest",
     "parse_manifest": "manifest",
     "read_manifest": "manifest",
-    "write_compact_release": "compact",
-    "write_sparse_release": "sparse",
 }
 __getattr__ = lazy_exports(__name__, _NAMES)
 __all__ = [
@@ -38,6 +33,4 @@ __all__ = [
     'check_output_path',
     'parse_manifest',
     'read_manifest',
-    'write_compact_release',
-    'write_sparse_release',
 ]

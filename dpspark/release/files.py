@@ -1,4 +1,9 @@
-"""Data files of a release: checksums and the size/sha256 checks of the hardened readers."""
+"""Data files of a release: checksums, the size/sha256 checks of the hardened readers, the universe's value lists.
+
+What every release kind has; every failure is a :class:`ReleaseFormatError` naming the file. Sizes are
+checked against the manifest before anything is read; checksums are verified once, when ``verify`` is set.
+A kind's own data files are read by its codec (``mechanisms/<family>/files.py``).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,11 @@ import hashlib
 import os
 import stat
 from pathlib import Path
+from typing import Any, Callable, Optional
 
 from dpspark.release.errors import ReleaseFormatError
-from dpspark.release.manifest import FileEntry
+from dpspark.release.header import FileEntry
+from dpspark.universe import Universe, UniverseConfigError, universe_from_dict
 
 _CHUNK = 1 << 20
 
@@ -61,3 +68,49 @@ def check_data_file(release_dir: Path, name: str, entry: FileEntry, verify: bool
         if actual != entry.sha256:
             raise ReleaseFormatError(f"{path}: sha256 mismatch: the data file was modified or damaged")
     return path
+
+
+def verify_files(manifest: Any, release_dir: Path, verify: bool) -> None:
+    """Size-check (and with ``verify`` checksum) every data file listed in the manifest."""
+    for name, entry in manifest.files.items():
+        check_data_file(release_dir, name, entry, verify)
+
+
+def _categorical_files(spec: Any) -> list[Any]:
+    """The ``file`` fields of categorical (component) specs, whatever shape the spec has."""
+    comps = spec.get("components") if isinstance(spec, dict) and spec.get("kind") == "tuple" else [spec]
+    if not isinstance(comps, list):
+        return []  # universe_from_dict rejects it
+    return [c["file"] for c in comps if isinstance(c, dict) and c.get("kind") == "categorical" and "file" in c]
+
+
+def load_universe_spec(spec: Any, files: Any, release_dir: Path) -> Universe:
+    """A universe spec of a release's manifest (value lists must be listed data files, already size-checked)."""
+    name = str(release_dir / "manifest.json")
+    for f in _categorical_files(spec):
+        if not isinstance(f, str) or f not in files:
+            raise ReleaseFormatError(f"{name}: the universe's value list file is not a listed data file of the release")
+    try:
+        return universe_from_dict(spec, base_dir=release_dir)
+    except (UniverseConfigError, ValueError, TypeError, KeyError, AttributeError, RecursionError, OSError,
+            UnicodeDecodeError, OverflowError) as exc:
+        raise ReleaseFormatError(f"{name}: invalid universe spec ({str(exc)[:300]})") from None
+
+
+def load_universe(manifest: Any, release_dir: Path,
+                  fits: Optional[Callable[[Universe, list[str]], Any]] = None) -> Universe:
+    """The release's universe (value lists must be listed data files, already size-checked).
+
+    ``fits(universe, key_columns)``: the kind's layout check of the key columns (``ValueError`` if they do
+    not fit the universe).
+    """
+    name = str(release_dir / "manifest.json")
+    universe = load_universe_spec(manifest.universe_spec, manifest.files, release_dir)
+    if universe.size != manifest.universe_size:
+        raise ReleaseFormatError(f"{name}: universe_size differs from the size of the universe spec")
+    if fits is not None:
+        try:
+            fits(universe, list(manifest.key_columns))
+        except ValueError as exc:
+            raise ReleaseFormatError(f"{name}: key_columns do not fit the universe ({exc})") from None
+    return universe

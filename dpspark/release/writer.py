@@ -1,6 +1,6 @@
 """What every release kind writes the same way: the manifest's common body and the atomic directory.
 
-:mod:`dpspark.release.sparse` and :mod:`dpspark.release.compact` add only
+:mod:`dpspark.mechanisms.histogram.writer` and :mod:`dpspark.mechanisms.compact.writer` add only
 their data file and their own manifest section (``bins`` or ``compact``);
 the privacy, accuracy, universe, input and file-checksum parts come from here,
 so the two kinds cannot drift apart.
@@ -20,18 +20,12 @@ from dpspark.exact import parse_rational
 from dpspark.release.atomic import atomic_release_dir
 from dpspark.release.exactjson import frac_to_str, int_to_str
 from dpspark.release.files import file_entry
-from dpspark.release.manifest import (
-    MANIFEST_NAME,
-    REPLACEMENT_DELTA_EQUALS_DELTA,
-    json_safe,
-    manifest_header,
-    relation_statements,
-    seal_manifest,
-)
-from dpspark.universe import CategoricalUniverse, TupleUniverse, Universe
+from dpspark.release.counts_form import REPLACEMENT_DELTA_EQUALS_DELTA, relation_statements
+from dpspark.release.header import MANIFEST_NAME, json_safe, manifest_header, seal_manifest
+from dpspark.universe import CategoricalUniverse, Universe
 
-if TYPE_CHECKING:  # the lookup library must not import the mechanisms
-    from dpspark.histogram.result import AccuracyStatement, PrivacyStatement
+if TYPE_CHECKING:
+    from dpspark.privacy import AccuracyStatement, PrivacyStatement
 
 _INPUT_VALUE_TYPES = (str, int, bool, type(None))
 
@@ -46,10 +40,9 @@ def _values_file(u: CategoricalUniverse) -> bytes | None:
 def universe_section(universe: Universe, tmp: Path) -> dict[str, Any]:
     """``universe.to_dict()``, with file-based value lists copied into the release and pointed at."""
     spec = universe.to_dict()
-    comps = universe.components if isinstance(universe, TupleUniverse) else (universe,)
-    comp_specs = spec["components"] if isinstance(universe, TupleUniverse) else [spec]
-    for j, (u, cs) in enumerate(zip(comps, comp_specs), start=1):
-        if isinstance(u, CategoricalUniverse) and "file" in cs:
+    comp_specs = spec["components"] if universe.is_tuple else [spec]
+    for j, (u, cs) in enumerate(zip(universe.parts, comp_specs), start=1):
+        if "file" in cs:  # only a categorical universe read from a file has one
             data = _values_file(u)
             if data is None:
                 for k in ("file", "value_type", "count", "sha256"):

@@ -90,6 +90,48 @@ class Universe(ABC):
         """False only for hashed universes (and tuples containing one)."""
         return True
 
+    #: True only for :class:`~dpspark.universe.TupleUniverse`: a key is a tuple of component keys.
+    is_tuple: ClassVar[bool] = False
+
+    @property
+    def parts(self) -> tuple[Universe, ...]:
+        """The scalar universes whose keys make up a key: a tuple's components, else the universe itself."""
+        return (self,)
+
+    @property
+    def key_kind(self) -> str:
+        """``"int"``, ``"string"`` or ``"bytes"``: what a scalar key is (its column type, its text form)."""
+        raise TypeError(f"{self.label}: no key type rule for {type(self).__name__}")
+
+    @property
+    def words(self) -> str:
+        """The universe in plain words, e.g. ``integers 0..120``."""
+        return self.kind
+
+    # ---- keys as text (a CLI argument) --------------------------------------------------------
+    def parse_text(self, text: str, what: str = "key") -> Any:
+        """The key written as ``text`` (see :mod:`dpspark.universe.keytext`); ``ParameterError`` names ``what``."""
+        from dpspark.universe import keytext  # only the CLI parses text keys: the read library stays small
+
+        return keytext.scalar_from_text(self.key_kind, text, what)
+
+    def parse_json(self, value: Any, what: str = "key") -> Any:
+        """The key given as a decoded JSON value (``{"hex": ...}`` for arbitrary bytes)."""
+        from dpspark.universe import keytext
+
+        return keytext.scalar_from_json(self.key_kind, value, what)
+
+    # ---- released keys as Arrow columns --------------------------------------------------------
+    def key_fields(self) -> tuple[tuple[str, str, pa.DataType], ...]:
+        """How a released key of this scalar universe is shown in a table: (column name suffix, role, Arrow
+        type) per column, the key column itself first (suffix ""); ``ValueError`` for a tuple."""
+        raise ValueError(f"{self.label}: no bins layout for universe kind {self.kind!r}")
+
+    def key_arrays(self, indexes: list[int]) -> list[pa.Array]:
+        """The :meth:`key_fields` columns of the keys with these 1-based indexes."""
+        words = wide.index_words(indexes, self.index_width)
+        return [self.decode_arrow(words).cast(self.key_fields()[0][2])]
+
     # ---- scalar API -------------------------------------------------------------------------
     def encode(self, value: Any) -> int:
         """Index in [1, size] of ``value``; raises :class:`OutOfUniverseError` if it has none."""
@@ -121,6 +163,10 @@ class Universe(ABC):
         if not wide.less_than_const(offsets, self.size).all():
             raise ValueError(f"{self.label}: some indexes are outside [1, size]")
         return self._decode_offsets(offsets)
+
+    def encode_arrays(self, arrays: list[pa.Array]) -> EncodedKeys:
+        """Vectorized encode of the key columns in component order (one array for a scalar universe)."""
+        return self.encode_arrow(arrays[0])
 
     def _finish_encoding(self, offsets: np.ndarray, member: np.ndarray, nulls: np.ndarray) -> EncodedKeys:
         keep = member & ~nulls

@@ -110,9 +110,23 @@ class CategoricalUniverse(Universe):
         """``"string"`` or ``"int"``."""
         return "string" if isinstance(self.values[0], str) else "int"
 
+    @property
+    def key_kind(self) -> str:
+        """``"string"`` or ``"int"``: the type of the values."""
+        return "string" if self.value_type == "string" else "int"
+
+    @property
+    def words(self) -> str:
+        """``N listed string values`` (or int)."""
+        return f"{self.size} listed {self.value_type} values"
+
     def arrow_type(self) -> pa.DataType:
         """string or int64."""
         return self._arrow_values.type
+
+    def key_fields(self) -> tuple[tuple[str, str, pa.DataType], ...]:
+        """The key as string or int64."""
+        return (("", "key", self.arrow_type()),)
 
     def _offset(self, value: Any) -> int:
         if value is None:

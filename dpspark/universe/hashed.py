@@ -74,6 +74,24 @@ class HashedUniverse(Universe):
         """Always False: colliding keys share a bin."""
         return False
 
+    @property
+    def key_kind(self) -> str:
+        """The ``key_type``: ``"string"``, ``"bytes"`` or ``"int"``."""
+        return self.key_type
+
+    @property
+    def words(self) -> str:
+        """The key type and the number of bits, with a word on collisions."""
+        return f"{self.key_type} keys hashed to {self.bits} bits (SHA-256; colliding keys share a bin)"
+
+    def key_fields(self) -> tuple[tuple[str, str, pa.DataType], ...]:
+        """Keys cannot be decoded: the bin's index word instead, as ``<column>__hash_bin``."""
+        return (("__hash_bin", "key_hash_bin", pa.binary(self.index_width)),)
+
+    def key_arrays(self, indexes: list[int]) -> list[pa.Array]:
+        """The index words themselves."""
+        return [wide.index_words(indexes, self.index_width)]
+
     def canonical_bytes(self, value: Any) -> bytes:
         """The bytes that are hashed (see the module docstring); raises OutOfUniverseError."""
         if value is None:
@@ -112,7 +130,7 @@ class HashedUniverse(Universe):
 
     def _encode_offsets(self, array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         # Per-row Python remains here: one hashlib.sha256 call per row (about 1 us);
-        # Spark jobs use the native sha2() path in dpspark.spark.encode instead.
+        # Spark jobs use the native sha2() path in dpspark.engine.spark.encode instead.
         nulls = null_mask(array)
         rows = len(array)
         member = ~nulls

@@ -50,6 +50,30 @@ class IntRangeUniverse(Universe):
         """hi - lo + 1."""
         return self.hi - self.lo + 1
 
+    @property
+    def key_kind(self) -> str:
+        """``"int"``."""
+        return "int"
+
+    @property
+    def words(self) -> str:
+        """``integers lo..hi``."""
+        return f"integers {self.lo}..{self.hi}"
+
+    def key_fields(self) -> tuple[tuple[str, str, pa.DataType], ...]:
+        """The key as int64 / uint64 when the whole range fits, else as its decimal string."""
+        if INT64_MIN <= self.lo and self.hi <= INT64_MAX:
+            return (("", "key", pa.int64()),)
+        if 0 <= self.lo and self.hi <= UINT64_MAX:
+            return (("", "key", pa.uint64()),)
+        return (("", "key", pa.string()),)
+
+    def key_arrays(self, indexes: list[int]) -> list[pa.Array]:
+        """The keys as integers, or as decimal strings when the range does not fit 64 bits."""
+        if self.key_fields()[0][2] == pa.string():
+            return [pa.array([str(self.lo + i - 1) for i in indexes], type=pa.string())]
+        return super().key_arrays(indexes)
+
     def _offset(self, value: Any) -> int:
         if value is None:
             raise self._reject("key is null")

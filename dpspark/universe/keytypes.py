@@ -1,11 +1,12 @@
 """Which key column types each universe kind reads, decided on the schema alone (before any spend), and the
 one infallible text-to-integer read both engines use for integer keys of a text input.
 
-What each kind accepts (an Arrow type; a Spark schema is converted to Arrow by the caller):
+What each kind accepts, by :attr:`Universe.key_kind` (an Arrow type; a Spark schema is converted to Arrow by
+the caller):
 
 * ``int_range``, ``categorical`` of ints, ``hashed`` with ``key_type = "int"``: integer columns; in a text
   input (CSV, JSON lines: the types come from the data), also string columns, read by :func:`arrow_int_text`
-  / :func:`spark_int_text`;
+  (and its Spark twin ``dpspark.engine.spark.encode.spark_int_text``);
 * ``categorical`` of strings, ``string``, ``hashed`` with ``key_type = "string"``: string columns;
 * ``bytes``, ``hashed`` with ``key_type = "bytes"``: binary columns;
 * ``tuple``: each component its own column, by the rules above.
@@ -15,7 +16,7 @@ an integer key is never taken from a float column (1.5 has no index, and roundin
 choice), and the engines' own type checks would refuse it later anyway.
 
 The universes' own encoders (and so the lookup) stay strict; only the engines read a text input's integer
-keys, through :func:`engine_key_arrays` (Arrow) and :func:`spark_int_text` (Spark).
+keys, through :func:`engine_key_arrays` (Arrow) and ``spark_int_text`` in the Spark engine.
 
 Text integers: a value matching :data:`INT_TEXT` (an optional sign and 1 to 18 digits, so it fits int64
 whatever it says) is that integer; any other text - "1.0", " 7", "abc", a 19-digit number - is NULL, like a
@@ -33,26 +34,6 @@ if TYPE_CHECKING:
 
 #: a text value read as an integer key (RE2 and Java regex agree); at most 18 digits, so the cast cannot overflow
 INT_TEXT = r"^[+-]?[0-9]{1,18}$"
-
-
-def _accepts(universe: "Universe") -> str:
-    """"int", "string" or "bytes": the key kind of a scalar universe."""
-    from dpspark.universe.categorical import CategoricalUniverse
-    from dpspark.universe.hashed import HashedUniverse
-    from dpspark.universe.int_range import IntRangeUniverse
-    from dpspark.universe.shortlex import BytesUniverse, StringUniverse
-
-    if isinstance(universe, IntRangeUniverse):
-        return "int"
-    if isinstance(universe, CategoricalUniverse):
-        return "string" if universe.value_type == "string" else "int"
-    if isinstance(universe, HashedUniverse):
-        return universe.key_type
-    if isinstance(universe, StringUniverse):
-        return "string"
-    if isinstance(universe, BytesUniverse):
-        return "bytes"
-    raise TypeError(f"{universe.label}: no key type rule for {type(universe).__name__}")
 
 
 def _type_ok(kind: str, dtype: "pa.DataType", text_input: bool) -> bool:
@@ -80,13 +61,11 @@ def key_type_problem(universe: "Universe", columns: "list[str] | tuple[str, ...]
                      text_input: bool = False) -> str | None:
     """Why the key ``columns`` of ``schema`` cannot be read by ``universe`` (None when they can). Metadata only;
     a column absent from the schema is left to the caller's presence check."""
-    from dpspark.universe.product import TupleUniverse
-
-    parts = universe.components if isinstance(universe, TupleUniverse) else (universe,)
+    parts = universe.parts
     for comp, col in zip(parts, columns):
         if col not in schema.names:
             continue
-        kind = _accepts(comp)
+        kind = comp.key_kind
         dtype = schema.field(col).type
         if pa_types().is_dictionary(dtype):  # a dictionary column is read as its values (Spark does too)
             dtype = dtype.value_type
@@ -107,19 +86,10 @@ def arrow_int_text(values: "pa.Array") -> "pa.Array":
     return pc.cast(pc.replace_substring_regex(kept, r"^\+", ""), pa.int64())  # Arrow's cast takes no "+"
 
 
-def spark_int_text(column: Any) -> Any:
-    """The Spark twin of :func:`arrow_int_text` (a long column). Never raises, ANSI on or off."""
-    from pyspark.sql import functions as F
-
-    return F.when(column.rlike(INT_TEXT), column.try_cast("long"))
-
-
 def int_kind_columns(universe: "Universe", columns: "list[str] | tuple[str, ...]") -> list[str]:
     """The key columns an integer kind reads (where a string column is parsed as text integers)."""
-    from dpspark.universe.product import TupleUniverse
-
-    parts = universe.components if isinstance(universe, TupleUniverse) else (universe,)
-    return [col for comp, col in zip(parts, columns) if _accepts(comp) == "int"]
+    parts = universe.parts
+    return [col for comp, col in zip(parts, columns) if comp.key_kind == "int"]
 
 
 def engine_key_arrays(universe: "Universe", arrays: "list[pa.Array]") -> "list[pa.Array]":
@@ -127,14 +97,12 @@ def engine_key_arrays(universe: "Universe", arrays: "list[pa.Array]") -> "list[p
     values (Spark reads it so), a string column of an integer kind parsed by :func:`arrow_int_text`."""
     import pyarrow as pa
 
-    from dpspark.universe.product import TupleUniverse
-
-    parts = universe.components if isinstance(universe, TupleUniverse) else (universe,)
+    parts = universe.parts
     out = []
     for comp, arr in zip(parts, arrays):
         if pa.types.is_dictionary(arr.type):
             arr = arr.dictionary_decode()
-        if _accepts(comp) == "int" and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        if comp.key_kind == "int" and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
             arr = arrow_int_text(arr)
         out.append(arr)
     return out

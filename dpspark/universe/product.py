@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pyarrow as pa
 
+from dpspark.errors import ParameterError
 from dpspark.universe import wide
 from dpspark.universe.base import EncodedKeys, Universe, as_array
 
@@ -23,6 +24,7 @@ class TupleUniverse(Universe):
 
     components: tuple[Universe, ...]
     kind: ClassVar[str] = "tuple"
+    is_tuple: ClassVar[bool] = True
     column: None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -43,6 +45,38 @@ class TupleUniverse(Universe):
         """``tuple universe over (a, b, ...)``."""
         names = ", ".join(c.column or f"#{j + 1}" for j, c in enumerate(self.components))
         return f"tuple universe over ({names})"
+
+    @property
+    def parts(self) -> tuple[Universe, ...]:
+        """The components, most significant first."""
+        return self.components
+
+    @property
+    def words(self) -> str:
+        """``a: <words>; b: <words>`` (a component without a column is named ``#j``)."""
+        return "; ".join(f"{c.column or f'#{j + 1}'}: {c.words}" for j, c in enumerate(self.components))
+
+    def parse_text(self, text: str, what: str = "key") -> tuple[Any, ...]:
+        """Components separated by commas (:func:`~dpspark.universe.keytext.split_tuple_key`), each parsed
+        by its universe."""
+        from dpspark.universe.keytext import split_tuple_key  # only the CLI parses text keys
+
+        parts = split_tuple_key(text)
+        if len(parts) != len(self.components):
+            raise ParameterError(
+                f"a tuple key needs {len(self.components)} comma-separated components, got {len(parts)}"
+            )
+        return tuple(c.parse_text(p, f"component {j + 1}") for j, (c, p) in enumerate(zip(self.components, parts)))
+
+    def parse_json(self, value: Any, what: str = "key") -> tuple[Any, ...]:
+        """A JSON list with one value per component."""
+        if not isinstance(value, list) or len(value) != len(self.components):
+            raise ParameterError(f"--key-json: a tuple key must be a JSON list of {len(self.components)} values")
+        return tuple(c.parse_json(v, f"component {j + 1}") for j, (c, v) in enumerate(zip(self.components, value)))
+
+    def encode_arrays(self, arrays: list[pa.Array]) -> EncodedKeys:
+        """Vectorized encode of one array per component."""
+        return self.encode_arrow(arrays)
 
     @property
     def columns(self) -> tuple[str | None, ...]:

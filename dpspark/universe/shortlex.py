@@ -40,6 +40,20 @@ def _ones_matrix(lengths: np.ndarray, width: int) -> np.ndarray:
     return (cols[None, :] >= (width - lengths)[:, None]).astype(np.uint8)
 
 
+def utf8_or_null(binary: pa.Array) -> pa.Array:
+    """Binary values as strings; a value that is not valid UTF-8 becomes null."""
+    try:
+        return binary.cast(pa.string())
+    except pa.ArrowInvalid:
+        out = []
+        for b in binary.to_pylist():  # per-row only when some key is not UTF-8
+            try:
+                out.append(b.decode("utf-8"))
+            except UnicodeDecodeError:
+                out.append(None)
+        return pa.array(out, type=pa.string())
+
+
 @dataclass(frozen=True)
 class _ShortlexUniverse(Universe):
     max_bytes: int
@@ -127,6 +141,20 @@ class BytesUniverse(_ShortlexUniverse):
 
     kind: ClassVar[str] = "bytes"
 
+    @property
+    def key_kind(self) -> str:
+        """``"bytes"``."""
+        return "bytes"
+
+    @property
+    def words(self) -> str:
+        """``byte strings of at most M bytes``."""
+        return f"byte strings of at most {self.max_bytes} bytes"
+
+    def key_fields(self) -> tuple[tuple[str, str, pa.DataType], ...]:
+        """The key as binary."""
+        return (("", "key", self.arrow_type()),)
+
     def _bytes_of(self, value: Any) -> bytes:
         if value is None:
             raise self._reject("key is null")
@@ -163,6 +191,26 @@ class StringUniverse(_ShortlexUniverse):
     """
 
     kind: ClassVar[str] = "string"
+
+    @property
+    def key_kind(self) -> str:
+        """``"string"``."""
+        return "string"
+
+    @property
+    def words(self) -> str:
+        """``UTF-8 strings of at most M bytes``."""
+        return f"UTF-8 strings of at most {self.max_bytes} bytes"
+
+    def key_fields(self) -> tuple[tuple[str, str, pa.DataType], ...]:
+        """The key as a string (null where its bytes are not UTF-8) and its bytes, as ``<column>__bytes``."""
+        return (("", "key", pa.string()), ("__bytes", "key_bytes", pa.binary()))
+
+    def key_arrays(self, indexes: list[int]) -> list[pa.Array]:
+        """The keys as strings (null where not UTF-8) and as their bytes."""
+        raw = BytesUniverse(self.max_bytes).decode_arrow(wide.index_words(indexes, self.index_width))
+        raw = raw.cast(pa.binary()) if raw.type != pa.binary() else raw
+        return [utf8_or_null(raw), raw]
 
     def _bytes_of(self, value: Any) -> bytes:
         if value is None:

@@ -57,6 +57,17 @@ def index_from_bytes(word: bytes) -> int:
     return value if value else 1 << (8 * len(word))
 
 
+def index_words(indexes: list[int], width: int) -> pa.FixedSizeBinaryArray:
+    """Big-endian index words of 1-based ``indexes`` (vectorized when they all fit in 63 bits)."""
+    if indexes and max(indexes) < 1 << 63 and min(indexes) >= 1:
+        matrix = np.zeros((len(indexes), width), dtype=np.uint8)
+        matrix[:, width - 8 :] = np.asarray(indexes, dtype=np.int64).astype(">u8").view(np.uint8).reshape(-1, 8)
+        data = matrix.tobytes()
+    else:  # per-row Python for wider indexes (2^(8W) wraps to zeros, see index_to_bytes)
+        data = b"".join(index_to_bytes(i, width) for i in indexes)
+    return pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(indexes), [None, pa.py_buffer(data)])
+
+
 def int_to_limbs(value: int, nlimbs: int) -> np.ndarray:
     """Limbs (least significant first) of ``value mod 2^(32*nlimbs)``, shape (nlimbs, 1)."""
     value &= (1 << (LIMB_BITS * nlimbs)) - 1

@@ -7,7 +7,7 @@ The input (Parquet under bench-results/: float columns v0..v3 in [0, 1), y in [0
 [0, --units) when --units > 0) is generated once. Query j sums v_{j mod 4} clipped to [0, hi_j] at scale 2^10;
 every other query carries a filter of overlapping ranges, ``y BETWEEN a_j AND b_j`` (almost all distinct, so
 they cannot share a value histogram: the per-query path). Each
-configuration runs :func:`dpspark.engine.arrow_answers.scalar_totals_arrow` in a fresh child process, which
+configuration runs :func:`dpspark.mechanisms.answers.arrow_kernel.scalar_totals_arrow` in a fresh child process, which
 reports its own peak RSS (``resource.getrusage``: the whole process, Python and Arrow buffers) and the wall
 time of the pass; a table is printed and the figures are written as JSON. Three totals are checked against a
 direct numpy computation in the parent (exact: the values are whole multiples of 2^-10 only after rounding,
@@ -72,8 +72,8 @@ def child(data: str, k: int, unit: str | None) -> None:
 
     import pyarrow.dataset as ds
 
-    from dpspark.engine.arrow_answers import scalar_totals_arrow
-    from dpspark.mechanisms.answers_queries import parse_queries, scalars_of
+    from dpspark.mechanisms.answers.arrow_kernel import scalar_totals_arrow
+    from dpspark.mechanisms.answers.queries import parse_queries, scalars_of
 
     scalars = scalars_of(parse_queries(queries(k)))
     dataset = ds.dataset(data)

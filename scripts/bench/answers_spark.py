@@ -21,6 +21,7 @@ import sys
 import time
 from fractions import Fraction
 from pathlib import Path
+from dpspark.mechanisms.registry import construct
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -48,11 +49,11 @@ def queries(k: int, cols: int) -> list[dict]:
 
 
 def run(mechanism: str, args: argparse.Namespace, data: Path, spark) -> dict:  # type: ignore[no-untyped-def]
-    from dpspark.config import ReleaseSpec
-    from dpspark.engine.context import SparkContext
-    from dpspark.job import write_release
+    from dpspark.api.config import ReleaseSpec
+    from dpspark.engine.spark.backend import SparkBackend
+    from dpspark.engine.runner import write_release
     from dpspark.lookup import open_release
-    from dpspark.mechanisms.answers_queries import scalars_of
+    from dpspark.mechanisms.answers.queries import scalars_of
     from dpspark.release.manifest import utc_now
     from dpspark.rng import default_source
 
@@ -63,13 +64,12 @@ def run(mechanism: str, args: argparse.Namespace, data: Path, spark) -> dict:  #
     times: dict[str, float] = {}
     t0 = time.perf_counter()
     spec = ReleaseSpec.from_dict(raw)
-    mech = spec.mechanism_object()
+    mech = construct(spec)
     times["plan_s"] = time.perf_counter() - t0  # report
     rng = default_source()
     t0 = time.perf_counter()
     df = spark.read.parquet(str(data))
-    ctx = SparkContext(df, rng)
-    totals = mech.totals(ctx)
+    totals = mech.totals(SparkBackend(df, rng))
     times["spark_pass_s"] = time.perf_counter() - t0  # report
     t0 = time.perf_counter()
     if mechanism == "bounded_noise":
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         make_input(data, args.rows, args.cols)
         print(f"generated {data} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)  # report
-    from dpspark.spark.session import local_session
+    from dpspark.engine.spark.local import local_session
 
     spark = local_session("answers-bench", args.master)
     mechs = ["bounded_noise", "gaussian"] if args.mechanism == "both" else [args.mechanism]

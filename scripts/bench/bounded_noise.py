@@ -99,7 +99,7 @@ def dpacc_M(k: int, eps: str, delta: str, M_hi: int) -> int:
 
 
 def run_point(sweep: str, k: int, eps: str, delta: str, pld_max_k: int, dpacc_max_k: int = 0) -> dict:
-    from dpspark.cli_calibrate import bounded_noise_report
+    from dpspark.cli.calibrate import bounded_noise_report
 
     t0 = time.perf_counter()
     rep = bounded_noise_report(k, eps, delta)

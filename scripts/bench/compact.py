@@ -1,4 +1,4 @@
-"""Benchmark of dpspark.compact: build time, single-key and batch lookups (m = 128).
+"""Benchmark of dpspark.mechanisms.compact: build time, single-key and batch lookups (m = 128).
 
 Usage:
     .venv/bin/python scripts/bench/compact.py [--sizes 1000 10000 100000] [--repeats 3] [--out bench-results/compact.json]
@@ -6,8 +6,8 @@ Usage:
 
 Lookup section (always run; ``--lookups-only`` skips the builds): random
 coefficients written to a real coefficient file and read back through
-dpspark.release.coefficients (as the lookup library does), then
-dpspark.compact.lookup.evaluate timed on fresh random keys: single-key
+dpspark.mechanisms.compact.coefficients (as the lookup library does), then
+dpspark.mechanisms.compact.evaluation.evaluate timed on fresh random keys: single-key
 median over ``--lookup-repeats`` keys at l = 10^4, 10^5, 10^6 (m = 128) and
 at l = 10^6 for m = 64, 192, 256, and one batch of ``--batch-keys`` keys at
 l = ``--batch-ell`` (m = 128). Wall and CPU (process) time are both reported,
@@ -39,7 +39,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from dpspark.compact import compact_histogram, compact_mechanism  # noqa: E402
+from dpspark.mechanisms.compact import compact_histogram, compact_mechanism  # noqa: E402
 from dpspark.rng import SeededRandom  # noqa: E402
 
 UNIVERSE = 2**64
@@ -142,7 +142,7 @@ def _coefficients(m: int, ell: int, seed: int, tmp: Path) -> np.ndarray:
     F = GF2m(m)
     c = np.random.default_rng(seed).integers(0, 2**64, (ell, F.w), dtype=np.uint64)
     try:
-        from dpspark.release.coefficients import DEFAULT_BATCH_ROWS, read_coefficient_file, write_coefficient_file
+        from dpspark.mechanisms.compact.coefficients import DEFAULT_BATCH_ROWS, read_coefficient_file, write_coefficient_file
     except ImportError:  # reader not available: a read-only view stands in for it
         c.setflags(write=False)
         return c
@@ -174,7 +174,7 @@ _FIRST_CALL = (
     "import time, sys; t0 = time.perf_counter()\n"
     "import numpy as np, importlib\n"
     "from dpspark.gf import GF2m\n"
-    "L = importlib.import_module('dpspark.compact.lookup')\n"
+    "L = importlib.import_module('dpspark.mechanisms.compact.evaluation')\n"
     "F = GF2m(128); c = np.ones((1000, 2), np.uint64); c.setflags(write=False)\n"
     "t1 = time.perf_counter(); L.evaluate(F, c, [12345]); t2 = time.perf_counter()\n"
     "L.evaluate(F, np.ascontiguousarray(c), [1, 2]); t3 = time.perf_counter()\n"
@@ -203,13 +203,13 @@ def first_call_costs() -> dict[str, float]:
 
 
 def lookup_bench(args: argparse.Namespace) -> dict[str, Any]:
-    """Single-key and batch lookup timings through dpspark.compact.lookup.evaluate."""
+    """Single-key and batch lookup timings through dpspark.mechanisms.compact.evaluation.evaluate."""
     import importlib
     import tempfile
 
     from dpspark.gf import GF2m
 
-    L = importlib.import_module("dpspark.compact.lookup")
+    L = importlib.import_module("dpspark.mechanisms.compact.evaluation")
     res: dict[str, Any] = {"loadavg_start": os.getloadavg()}
     gen = np.random.default_rng(4)
     cases = [(128, ell) for ell in (10**4, 10**5, 10**6)] + [(m, 10**6) for m in (64, 192, 256)]
@@ -248,7 +248,7 @@ def lookup_bench(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def print_lookup_table(res: dict[str, Any]) -> None:
-    print(f"\nlookups via dpspark.compact.lookup.evaluate (load {res['loadavg_start']} -> {res['loadavg_end']})")
+    print(f"\nlookups via dpspark.mechanisms.compact.evaluation.evaluate (load {res['loadavg_start']} -> {res['loadavg_end']})")
     print(f"{'case':<34} {'median wall':>12} {'median cpu':>11}  target")
     for r in res["single"]:
         tgt = "<= 10 ms" if (r["m"], r["ell"]) == (128, 10**6) else ""

@@ -44,7 +44,8 @@ def configs(quick: bool, batch: int, only_target: bool = False) -> list[dict]:
 
 
 def run_one(cfg: dict, backend: str, queue: mp.Queue) -> None:
-    from dpspark.counting import FastSample, GeoSample, bigint
+    from dpspark.noise import FastSample, GeoSample
+    from dpspark.noise import bigint
     from dpspark.rng import SystemRandom
 
     bigint.set_backend(backend)

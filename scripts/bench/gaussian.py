@@ -5,7 +5,7 @@ Usage: .venv/bin/python scripts/bench/gaussian.py [--quick] [--trials 5] [--dims
 
 Grid: d in {10, 50, 100} (--quick: {10, 50}), kappa in {1, 1e2, 1e4}, rho in {0.1, 0.5}, n on a log grid.
 Data: N(mu, Sigma), Sigma = Q diag(geomspace(1, kappa, d)) Q^T; the private estimates run on the exact
-driver-side aggregates (dpspark.gaussian.source.ArraySource: the same integers Spark computes) with the
+driver-side aggregates (dpspark.mechanisms.gaussian_model.source.ArraySource: the same integers Spark computes) with the
 real discrete Gaussian noise. Errors (floats, reporting only):
   mahalanobis = ||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F   (the KLSU guarantee; TV <= O(this))
   frobenius   = ||Sigma^ - Sigma||_F / ||Sigma||_F
@@ -28,9 +28,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import numpy as np  # noqa: E402
 
-from dpspark.gaussian.covariance import PublicBounds, Run, naive_pce_release, pce  # noqa: E402
-from dpspark.gaussian.fixed import Scales  # noqa: E402
-from dpspark.gaussian.source import ArraySource  # noqa: E402
+from dpspark.mechanisms.gaussian_model.covariance import PublicBounds, Run, naive_pce_release, pce  # noqa: E402
+from dpspark.mechanisms.gaussian_model.fixed import Scales  # noqa: E402
+from dpspark.mechanisms.gaussian_model.source import ArraySource  # noqa: E402
 from dpspark.rng import SeededRandom  # noqa: E402
 
 KEY = bytes(range(16))

@@ -38,12 +38,12 @@ def main() -> int:
         os.makedirs(os.path.dirname(data), exist_ok=True)
         subprocess.run([sys.executable, os.path.join(root, "scripts", "gen_gaussian.py"), data, "--rows", str(args.rows),
                         "--dim", str(args.dim), "--kappa", str(args.kappa)], check=True)
-    from dpspark.gaussian.covariance import PublicBounds, Run, pce
-    from dpspark.gaussian.fixed import chi2_threshold, choose_scales, default_data_bits
-    from dpspark.gaussian.mean import pme, whitening
+    from dpspark.mechanisms.gaussian_model.covariance import PublicBounds, Run, pce
+    from dpspark.mechanisms.gaussian_model.fixed import chi2_threshold, choose_scales, default_data_bits
+    from dpspark.mechanisms.gaussian_model.mean import pme, whitening
     from dpspark.rng import SeededRandom
-    from dpspark.spark.pairs import SparkGaussianSource
-    from dpspark.spark.session import jvm_peak_rss_mib, local_session
+    from dpspark.mechanisms.gaussian_model.spark_pairs import SparkGaussianSource
+    from dpspark.engine.spark.local import jvm_peak_rss_mib, local_session
 
     spark = local_session("gaussian-bench", args.master, shuffle_partitions=8, driver_memory=args.driver_memory)
     d = args.dim

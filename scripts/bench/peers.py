@@ -80,7 +80,7 @@ def cold_release(config: Path, engine: str) -> tuple[float, float, Path, str]:
     timer = ["/usr/bin/time", "-f", "__peak_rss_kb=%M"] if Path("/usr/bin/time").exists() else []
     with tempfile.TemporaryFile(mode="w+") as log:
         t0 = time.perf_counter()
-        code = subprocess.run([*timer, sys.executable, "-m", "dpspark.cli", "release", "--config", str(config),
+        code = subprocess.run([*timer, sys.executable, "-m", "dpspark.cli.app", "release", "--config", str(config),
                                "--engine", engine], env=_env(), stdout=log, stderr=log, text=True).returncode
         wall = time.perf_counter() - t0  # report
         log.seek(0)
@@ -147,7 +147,7 @@ def run_opendp(data: Path, rows: int) -> tuple[float, dict[int, int] | None, str
 def warm_spark(data: Path, rows: int, folder: Path) -> tuple[list[float], dict[int, int]]:
     """dpspark.Session over a Spark DataFrame on an already started local[2] session: two timed releases."""
     import dpspark
-    from dpspark.spark.session import local_session
+    from dpspark.engine.spark.local import local_session
 
     spark = local_session("peers-bench", "local[2]")
     try:

@@ -52,9 +52,9 @@ def main() -> int:
     import pyarrow.parquet as pq
     from pyspark.sql import functions as F
 
-    from dpspark.spark import product_rounds as pr
-    from dpspark.spark.arrays import elements, packed_array
-    from dpspark.spark.session import local_session
+    from dpspark.mechanisms.product import spark_rounds as pr
+    from dpspark.mechanisms.samplers.spark_arrays import elements, packed_array
+    from dpspark.engine.spark.local import local_session
 
     spark = local_session("product-prep-bench", "local[2]", shuffle_partitions=4)
     named, arr = spark.read.parquet(paths["named"]), spark.read.parquet(paths["array"])

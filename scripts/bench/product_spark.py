@@ -3,7 +3,7 @@
 
 Usage: .venv/bin/python scripts/bench/product_spark.py [--rows 1000000] [--cols 1000] [--array] [--data PATH]
 The data (scripts/gen_product.py biases, one row per unit) is generated if missing. The run is the
-mechanism's own path - SparkContext, SparkRounds (pack, per-unit OR, keyed-hash batches, one mapInArrow
+mechanism's own path - SparkBackend, SparkRounds (pack, per-unit OR, keyed-hash batches, one mapInArrow
 pass per round) and run_learner - with the plan built at alpha = 1/10 without the n check (timing only).
 Preparation (reading, packing, the per-unit shuffle, keyed batches, the cache) is timed apart from the
 round passes; a release does it inside pass 1. Also writes the JSON to bench-results/product_spark.json.
@@ -39,21 +39,22 @@ def main() -> int:
         subprocess.run([sys.executable, os.path.join(root, "scripts", "gen_product.py"), data, "--rows",
                         str(args.rows), "--cols", str(args.cols)] + (["--array", "f"] if args.array else []), check=True, stdout=subprocess.DEVNULL)
         print(f"generated {data} in {time.perf_counter() - t0:.1f} s", flush=True)
-    from dpspark.engine.context import SparkContext
-    from dpspark.product.learner import LearnerPlan, run_learner
+    from dpspark.engine.spark.backend import SparkBackend
+    from dpspark.mechanisms.product.learner import LearnerPlan, run_learner
     from dpspark.rng import SystemRandom
-    from dpspark.spark.product_rounds import SparkRounds
-    from dpspark.spark.session import jvm_peak_rss_mib, local_session
+    from dpspark.mechanisms.product.spark_rounds import SparkRounds
+    from dpspark.mechanisms.product.stage import ProductRoundsStage
+    from dpspark.engine.spark.local import jvm_peak_rss_mib, local_session
 
     spark = local_session("product-bench", args.master, shuffle_partitions=4)
     df = spark.read.parquet(data)
     rng = SystemRandom()
     plan = LearnerPlan.build(args.cols, args.rows, Fraction(1, 2), Fraction(1, 10), Fraction(1, 10), enforce=False)
-    ctx = SparkContext(df, rng, passes=plan.R)
+    backend = SparkBackend(df, rng)  # the input is read once: the rounds read the prepared units
     load0 = os.getloadavg()
     t0 = time.perf_counter()
     names = [f"f[{j}]" for j in range(args.cols)] if args.array else [f"x{j:02d}" for j in range(args.cols)]
-    oracle = SparkRounds(ctx, names, "id", plan.batches, array="f" if args.array else None)
+    oracle = SparkRounds(backend, ProductRoundsStage(tuple(names), "id", plan.batches, "f" if args.array else None))
     # materialise the cached units first, so the profile splits preparation (read, pack, per-unit OR,
     # keyed batches, cache write) from the first round's own pass; the release does both in pass 1
     t_prep = time.perf_counter()

@@ -23,8 +23,8 @@ import time
 from fractions import Fraction
 from pathlib import Path
 
-from dpspark.counting import FastSample, choose_exp_eps
-from dpspark.histogram import pure_sparse_histogram
+from dpspark.noise import FastSample, choose_exp_eps
+from dpspark.mechanisms.histogram import pure_sparse_histogram
 from dpspark.rng import SeededRandom
 
 UNIVERSE = 1 << 64

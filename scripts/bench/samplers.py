@@ -57,7 +57,7 @@ def hard_instance(k: int = 100) -> np.ndarray:
 def bench_kary(args: argparse.Namespace) -> dict[str, Any]:
     """TV(Q, P) versus n for the k-ary sampler at k = 100, eps = 1 (hard instance)."""
     from dpspark.rng import SystemRandom
-    from dpspark.samplers.kary import kary_counting, mean_abs_noise
+    from dpspark.mechanisms.samplers.kary import kary_counting, mean_abs_noise
 
     k, eps, T = 100, Fraction(1), args.trials
     P = hard_instance(k)
@@ -147,13 +147,13 @@ def n_zcdp(d: int, eps: Fraction, delta: Fraction) -> int:
     from dpspark.mechanisms.zcdp_budget import converted_epsilon
     from dpspark.privacy import LogEpsilon, PureDP, pure_to_zcdp
     from dpspark.rng import DEFAULT_LAMBDA, bias_epsilon
-    from dpspark.samplers.bernoulli import column_bias_draws, column_ratio
+    from dpspark.mechanisms.samplers.bernoulli import column_bias_draws, column_ratio
 
     def ok(n: int) -> bool:
         col = LogEpsilon(column_ratio(n), bias_epsilon(column_bias_draws(n), DEFAULT_LAMBDA))
         return converted_epsilon(d * pure_to_zcdp(PureDP(col)).rho, delta) <= eps
 
-    from dpspark.mechanisms.samplers import smallest_n
+    from dpspark.mechanisms.samplers.mechanism import smallest_n
 
     return smallest_n(ok)
 
@@ -161,7 +161,7 @@ def n_zcdp(d: int, eps: Fraction, delta: Fraction) -> int:
 def bench_bernoulli(args: argparse.Namespace) -> dict[str, Any]:
     """n needed by the bounded-bias product at d in {10, 100, 1000}: privacy (pure, zCDP) and TV <= alpha."""
     from dpspark.exact import exp_lower_bound
-    from dpspark.samplers.bernoulli import min_n_for_epsilon
+    from dpspark.mechanisms.samplers.bernoulli import min_n_for_epsilon
 
     p = 1 / 3
     out: dict[str, Any] = {"bias": "1/3 in every column", "epsilon": "1", "zcdp_delta": "1e-6", "per_d": []}

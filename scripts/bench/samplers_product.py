@@ -6,7 +6,7 @@ Usage: .venv/bin/python scripts/bench/samplers_product.py [--parts product_sampl
 (Its own command; scripts/bench/samplers.py covers the k-ary and bounded-bias samplers.)
 
 * product_sampler: d = 64, rho = 1/2, biases cycling {1/2, 0.2, 1/d, 1e-3, 0}. For n on a log grid the
-  implemented sampler runs T times on simulated counts (:class:`dpspark.product.simulate.SimulatedCounts`:
+  implemented sampler runs T times on simulated counts (:class:`dpspark.mechanisms.product.simulate.SimulatedCounts`:
   hash batches as Binomial slices, rows i.i.d. from P); q_j = E[y_j] is estimated by the mean of the exact
   Pr[y_j = 1 | noisy counts], pooled over the columns of one bias (they are exchangeable under the
   algorithm, so they share q_j). The output law is a product, so TV <= sum_j |q_j - p_j|; the table shows
@@ -46,8 +46,8 @@ def _sampler_biases(d: int) -> np.ndarray:
 
 def bench_product_sampler(args: argparse.Namespace) -> dict[str, Any]:
     """TV of the product sampler's output law versus n at d = 64, rho = 1/2 (module docstring)."""
-    from dpspark.product.sampler import SamplerPlan, run_sampler
-    from dpspark.product.simulate import SimulatedCounts
+    from dpspark.mechanisms.product.sampler import SamplerPlan, run_sampler
+    from dpspark.mechanisms.product.simulate import SimulatedCounts
     from dpspark.rng import SeededRandom
 
     d, alpha = 64, Fraction(1, 10)
@@ -126,7 +126,7 @@ def _rho() -> Fraction:
 
 def _naive(p: np.ndarray, n: int, gen: np.random.Generator, rng: Any) -> np.ndarray:
     """The naive estimator: all n rows, one noisy sum per column at Delta^2 = d, clipped mean."""
-    from dpspark.product import rounds as rd
+    from dpspark.mechanisms.product import rounds as rd
 
     d = len(p)
     sigma = rd.noise_sigma(d, d, _rho(), n)
@@ -136,8 +136,8 @@ def _naive(p: np.ndarray, n: int, gen: np.random.Generator, rng: Any) -> np.ndar
 
 
 def _klsu(p: np.ndarray, n: int, gen: np.random.Generator, rng: Any) -> np.ndarray:
-    from dpspark.product.learner import LearnerPlan, run_learner
-    from dpspark.product.simulate import SimulatedCounts
+    from dpspark.mechanisms.product.learner import LearnerPlan, run_learner
+    from dpspark.mechanisms.product.simulate import SimulatedCounts
 
     plan = LearnerPlan.build(len(p), n, _rho(), Fraction(1, 10), Fraction(1, 10), enforce=False)
     run = run_learner(plan, SimulatedCounts(p, n, gen), rng)

@@ -6,7 +6,7 @@ Usage: .venv/bin/python scripts/bench/spark_counting.py [--rows 10000000] [--key
 Generates (once, cached under bench-results/data/) a Parquet file of ROWS rows with KEYS distinct keys
 (Zipf-ish), then measures, in the same process and run, on that same file:
   * pyarrow: read + group_by(key).aggregate(count)  (one process; Arrow's thread pool)
-  * Spark local[2], dpspark's session defaults (dpspark.spark.session.local_session):
+  * Spark local[2], dpspark's session defaults (dpspark.engine.spark.local.local_session):
       - scan only (Parquet read into a no-op sink): the floor under any Spark aggregation
       - plain groupBy(key).count().toArrow(), with Spark's stock settings for the runtime SQL
         knobs dpspark changes (fast hash map 2^16 keys, 128 MB splits), then with dpspark's
@@ -139,11 +139,11 @@ def main() -> int:
         make_data(path, args.rows, args.keys, args.kind)
         print(f"generated {path.name} in {time.perf_counter() - t0:.1f}s", flush=True)
 
-    from dpspark.config import parse_config
+    from dpspark.api.config import parse_config
     from dpspark.rng import SystemRandom
     from dpspark.engine.stages import CountsStage
-    from dpspark.spark.counts import collect_counts, read_input, sparse_counts
-    from dpspark.spark.session import DEFAULT_CONF, DEFAULT_DRIVER_MEMORY, local_session
+    from dpspark.engine.spark.counts import collect_counts, read_input, sparse_counts
+    from dpspark.engine.spark.local import DEFAULT_CONF, DEFAULT_DRIVER_MEMORY, local_session
 
     universe = {"kind": "int_range", "lo": 0, "hi": 2**62} if args.kind == "int" else {"kind": "string", "max_bytes": 15}
     out_dir = Path(tempfile.mkdtemp(prefix="dpspark-bench-"))
@@ -219,7 +219,7 @@ def main() -> int:
 
     memory = {}
     if args.release:
-        from dpspark.job import run_release
+        from dpspark.engine.runner import run_release
 
         t0 = time.perf_counter()
         run_release(cfg, spark=spark, progress=lambda m: print(f"    [{time.perf_counter() - t0:7.1f}s] {m}", flush=True))

@@ -33,8 +33,8 @@ def main() -> int:
     if not data.exists():
         subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_peer_workload.py"), str(data), "--rows",
                         str(args.rows), "--keys", str(args.keys)], check=True)
-    from dpspark.config import ReleaseSpec
-    from dpspark.job import run_release
+    from dpspark.api.config import ReleaseSpec
+    from dpspark.engine.runner import run_release
 
     raw = {"input": {"path": str(data)}, "keys": {"columns": ["key"]},
            "universe": {"kind": "int_range", "lo": 0, "hi": 2**62},
@@ -43,7 +43,7 @@ def main() -> int:
     for engine in ("spark", "arrow"):
         spark = None
         if engine == "spark":
-            from dpspark.spark.session import local_session
+            from dpspark.engine.spark.local import local_session
 
             spark = local_session("bench-stability", "local[2]")
         for run in range(1, args.runs + 1):

@@ -13,13 +13,13 @@ What it does, in order:
 3. rewrites references in dpspark/, tests/, scripts/, jobs/, docs/, conf/, README.md and pyproject.toml:
    * ``from dpspark.a import b`` where ``b`` is a moved submodule -> ``from <new parent> import <new name> as b``;
    * every dotted name ``dpspark.a.b[.attr]`` (imports, ``import_module`` and registry strings
-     ``"dpspark.a.b:Class"``, monkeypatch targets ``"dpspark.job._run"``, ``:mod:`` references), by its
+     ``"dpspark.a.b:Class"``, monkeypatch targets ``"dpspark.engine.runner._run"``, ``:mod:`` references), by its
      longest moved prefix;
    * file paths ``dpspark/a/b.py`` and directories ``dpspark/a/``, also spelled ``"dpspark" / "a" / "b.py"``;
    * the relative submodule names of the lazy ``_NAMES`` tables (``lazy_exports(__name__, _NAMES)``);
      a name that left its package becomes absolute, which ``dpspark/_lazy.py`` is patched to accept.
    Dotted names that a release's manifest states (found in the committed golden fixtures, e.g. the
-   derivation text "dpspark.histogram.stability") are left alone inside string literals, so that outputs
+   derivation text "dpspark.mechanisms.histogram.stability") are left alone inside string literals, so that outputs
    stay bit-identical; JSON files (fixtures, schemas) are never rewritten.
 """
 
@@ -73,7 +73,7 @@ class Layout:
         self.modules = {dotted(a): dotted(b) for a, b in self.move.items()}
         self.files = {**self.move, **self.data}
         # old directory -> new directory: where its __init__ goes (a module facade counts as its folder),
-        # else the one folder all its files go to (dpspark/gaussian/ has no __init__)
+        # else the one folder all its files go to (dpspark/mechanisms/gaussian_model/ has no __init__)
         dirs: dict[str, set[str]] = {}
         for a, b in self.move.items():
             dirs.setdefault(a.rsplit("/", 1)[0], set()).add(b.rsplit("/", 1)[0])
@@ -242,7 +242,7 @@ def rewrite_from_imports(text: str, layout: Layout) -> str:
                 continue
             new_parent, new_name = new.rsplit(".", 1)
             local = alias.asname or alias.name
-            # HOLD keeps the new name from being mapped again (dpspark.mechanisms.compact is an old module too)
+            # HOLD keeps the new name from being mapped again (dpspark.mechanisms.compact.mechanism is an old module too)
             extra.append(f"from {new_parent.replace('dpspark', HOLD, 1)} import {new_name}" + ("" if local == new_name else f" as {local}"))
         if not extra:
             continue

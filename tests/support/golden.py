@@ -2,11 +2,11 @@
 
 Each mechanism has one small deterministic :class:`Case`: a table built from integer arithmetic (no random
 generator, so no library version can change it), written to Parquet, a config given as the TOML sections
-(:meth:`dpspark.config.ReleaseSpec.from_dict`), and a :class:`~dpspark.rng.SeededRandom` seed. The case runs
-through the public path, :func:`dpspark.job.run_release`, on the Arrow engine when the mechanism supports it
+(:meth:`dpspark.api.config.ReleaseSpec.from_dict`), and a :class:`~dpspark.rng.SeededRandom` seed. The case runs
+through the public path, :func:`dpspark.engine.runner.run_release`, on the Arrow engine when the mechanism supports it
 and on the shared local Spark session otherwise. :func:`fingerprint` reduces the release directory to what
 does not depend on the clock or the tmp dir; ``tests/support/golden.json`` holds the committed fingerprints
-and ``tests/test_golden_releases.py`` compares.
+and ``tests/system/e2e/test_golden_releases.py`` compares.
 
 Regenerate (only in a commit of its own that says why outputs were allowed to change), from the repo root::
 
@@ -221,8 +221,8 @@ def run_case(case: Case, workdir: Path, spark: Any = None) -> Path:
 
     ``spark``: the session for a Spark case (None: the Arrow engine, which a Spark case refuses).
     """
-    from dpspark.config import ReleaseSpec
-    from dpspark.job import run_release
+    from dpspark.api.config import ReleaseSpec
+    from dpspark.engine.runner import run_release
     from dpspark.rng import SeededRandom
 
     workdir.mkdir(parents=True, exist_ok=True)
@@ -340,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in ordered(wanted):
             case = CASES[name]
             if case.engine == "spark" and spark is None:
-                from dpspark.spark.session import local_session
+                from dpspark.engine.spark.local import local_session
 
                 spark = local_session("dpspark-golden", "local[2]", shuffle_partitions=2)
             start = time.monotonic()

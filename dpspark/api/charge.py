@@ -1,0 +1,71 @@
+"""The one budget charge of a release: the session budget and the ledger, checked in one order, then spent.
+
+Every entry point charges through :class:`Charge`: the CLI runner, :meth:`dpspark.Session.release`,
+:meth:`dpspark.Session.answers` and its adaptive answers. The order is fixed:
+
+1. the plan's data-free checks, which include the ledger's refusals (:meth:`dpspark.engine.plan.Plan.check`;
+   run once: a plan already checked is not checked again);
+2. the session budget (:meth:`Charge.check`);
+3. the ledger spend (its transaction re-checks the totals), then the session spend.
+
+A refusal by either spends neither. Nothing is ever refunded: a failure after the spend keeps it.
+The runner takes the charge as a callable (``run_release(..., charge=...)``): the engine never imports this face.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dpspark.errors import DPSparkError
+
+if TYPE_CHECKING:
+    from dpspark.engine.plan import Plan
+    from dpspark.engine.spec import ReleaseSpec
+
+__all__ = ["Charge", "SessionBudgetExceeded", "statement_for"]
+
+
+class SessionBudgetExceeded(DPSparkError, ValueError):
+    """A release would overspend the session's budget (checked before any data is read)."""
+
+
+def statement_for(spec: "ReleaseSpec") -> Any:
+    """The privacy statement a session budget is charged for ``spec``: its configured (epsilon, delta)."""
+    from dpspark.privacy import AddRemove, PrivacyStatement
+    from dpspark.privacy.measures import ApproxDP, PureDP
+
+    measure = PureDP(spec.epsilon) if spec.delta is None else ApproxDP(spec.epsilon, spec.delta)
+    return PrivacyStatement(measure, AddRemove(spec.max_units), f"{spec.mechanism}: the configured budget "
+                            "(an exact upper bound on the release's certified statement)")
+
+
+class Charge:
+    """The charge of one release: ``budget`` (a :class:`dpspark.privacy.Budget`, or None) pays ``statement``,
+    and the spec's ledger (if any) pays its configured (epsilon, delta). See the module docstring."""
+
+    def __init__(self, budget: Any = None, statement: Any = None) -> None:
+        self.budget = budget
+        self.statement = statement
+
+    @classmethod
+    def for_spec(cls, spec: "ReleaseSpec", budget: Any = None) -> "Charge":
+        """The charge of ``spec`` against an optional session ``budget`` (and the spec's ledger)."""
+        return cls(budget, None if budget is None else statement_for(spec))
+
+    def check(self) -> None:
+        """Refuse, spending nothing, when the session budget cannot pay the statement."""
+        if self.budget is not None and not self.budget.can_spend(self.statement):
+            raise SessionBudgetExceeded(
+                f"this release ({self.statement.measure.text()}) exceeds the session budget left: "
+                f"{self.budget.remaining.text()}; nothing was read and nothing was spent")
+
+    def __call__(self, plan: "Plan") -> Any:
+        """Check, then spend (ledger first); returns the ledger's (ledger, record), or None without a ledger."""
+        from dpspark.engine.runner import spend_budget
+
+        plan.check()  # the ledger's refusals (a no-op for a plan already checked)
+        self.check()
+        spent = spend_budget(plan.spec)
+        if self.budget is not None:
+            self.budget.spend(self.statement)  # never refunded
+        return spent

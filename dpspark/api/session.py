@@ -1,0 +1,271 @@
+"""The Python API: releases from a DataFrame, a table or a path, against one exactly composed budget.
+
+>>> import dpspark                                                             # doctest: +SKIP
+>>> with dpspark.Session(df, max_units=50_000, unit_column="user_id",
+...                      budget={"epsilon": "2", "delta": "1e-8"}) as s:       # doctest: +SKIP
+...     h = s.histogram(keys=["city"], universe={"kind": "string", "max_bytes": 15},
+...                     mechanism="stability", epsilon="1", delta="1e-9", output="releases/city")
+...     h.to_pandas()          # key columns, noisy_count, error bars
+...     s.remaining            # exact budget left
+
+Every keyword is the TOML config's field of the same name, so both interfaces share one validator
+(:func:`dpspark.api.config.parse_config`). ``epsilon`` and ``delta`` are the release's total: with
+``max_keys_per_unit = k`` each bin gets epsilon/k (and delta/k). A release is refused before any data is
+read when the session budget (or the ledger) cannot pay for it; the spend is never refunded.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
+
+from dpspark.api.charge import Charge, SessionBudgetExceeded
+from dpspark.errors import DPSparkError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from dpspark.api.config import ReleaseSpec
+    from dpspark.rng import RandomSource
+
+__all__ = ["Session", "SessionBudgetExceeded", "SessionInputError"]
+
+
+class SessionInputError(DPSparkError, ValueError):
+    """The session's input cannot be used (the message quotes no data value)."""
+
+
+class Session:
+    """A privacy session over one dataset (see the module docstring).
+
+    ``data``: a Spark DataFrame (its SparkSession is reused; the release runs on Spark), a pandas
+    DataFrame, a pyarrow Table, or a local Parquet/CSV/ORC/JSON path (these run on the Arrow engine, no
+    JVM, unless ``spark=`` is given). ``budget``: ``{"epsilon": ..., "delta": ...}``
+    as exact strings, the session's total under add/remove of one unit among at most ``max_units``;
+    None for no session budget. ``ledger``/``dataset``: charge a persistent ledger too.
+    ``show_data_errors``: a failed data pass shows its original error instead of the fixed, value-free
+    one (for a curator who owns the data only: the details can quote rows).
+    """
+
+    def __init__(
+        self,
+        data: Any,
+        *,
+        max_units: int,
+        unit_column: str | None = None,
+        budget: Mapping[str, Any] | None = None,
+        ledger: str | os.PathLike[str] | None = None,
+        dataset: str | None = None,
+        spark: "SparkSession | None" = None,
+        rng: "RandomSource | None" = None,
+        progress: Any = None,
+        show_data_errors: bool = False,
+    ) -> None:
+        from dpspark.privacy import AddRemove, Budget
+
+        if (ledger is None) != (dataset is None):
+            raise SessionBudgetExceeded("ledger and dataset go together: name both, or neither")
+        self.max_units = max_units
+        self.unit_column = unit_column
+        self.ledger = None if ledger is None else Path(ledger).resolve()
+        self.dataset = dataset
+        self.rng = rng
+        self.progress = progress if progress is not None else (lambda _m: None)
+        #: the curator opts in to the original text of a failed data pass (it can quote rows; see dpspark.engine.data_pass)
+        self.show_data_errors = show_data_errors
+        self._data = _as_table(data)
+        self._spark = spark
+        self._own_spark = False
+        self._df: "DataFrame | None" = None
+        self.budget = None if budget is None else Budget(dict(budget), AddRemove(max_units))
+        self.releases: list[Path] = []
+
+    # --- context manager ---------------------------------------------------------------------
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the Spark session if this Session started it (a reused one is left running)."""
+        if self._own_spark and self._spark is not None:
+            self._spark.stop()
+        self._spark = None
+        self._df = None
+
+    # --- budget ------------------------------------------------------------------------------
+    @property
+    def remaining(self) -> Any:
+        """The exact budget left (a :mod:`dpspark.privacy` measure), or None without a session budget."""
+        return None if self.budget is None else self.budget.remaining
+
+    def charge_for(self, spec: "ReleaseSpec") -> Charge:
+        """The budget charge of ``spec``: this session's budget (if any) and the spec's ledger (if any)."""
+        return Charge.for_spec(spec, self.budget)
+
+    # --- data (what a release or an adaptive answer reads; metadata until its data pass) ---------
+    def arrow_source(self) -> Any:
+        """pandas, Arrow and local-file inputs run on the Arrow engine (no JVM) unless a SparkSession was given."""
+        data = self._data
+        if self._spark is not None or (hasattr(data, "sparkSession") and hasattr(data, "schema")):
+            return None
+        import pyarrow as pa
+
+        if isinstance(data, pa.Table):
+            return data
+        if isinstance(data, (str, os.PathLike)):
+            from dpspark.engine.arrow.backend import is_local_path
+
+            return str(Path(data).resolve()) if is_local_path(str(data)) else None
+        return None
+
+    def text_input(self) -> bool:
+        """True when the input is a CSV/JSON path: its column types come from the data, not from metadata."""
+        if isinstance(self._data, (str, os.PathLike)):
+            from dpspark.engine.runner import is_text_format
+
+            return is_text_format(None, str(self._data))
+        return False
+
+    def frame(self) -> "DataFrame":
+        """The input as a Spark DataFrame (created once; a Spark DataFrame is used as it is)."""
+        if self._df is not None:
+            return self._df
+        data = self._data
+        if hasattr(data, "sparkSession") and hasattr(data, "schema"):
+            self._spark = data.sparkSession
+            self._df = data
+            return data
+        spark = self._spark_session()
+        if isinstance(data, (str, os.PathLike)):
+            from dpspark.api.config import InputSpec
+            from dpspark.engine.spark.counts import read_input
+
+            path = str(Path(data).resolve())
+            fmt = {"pq": "parquet", "jsonl": "json"}.get(Path(path).suffix.lstrip(".").lower(),
+                                                       Path(path).suffix.lstrip(".").lower() or "parquet")
+            self._df = read_input(spark, InputSpec(path, None, fmt))
+        else:
+            import pyarrow as pa
+
+            self._df = spark.createDataFrame(data)
+        return self._df
+
+    def _spark_session(self) -> "SparkSession":
+        if self._spark is None:
+            from pyspark.sql import SparkSession
+
+            active = SparkSession.getActiveSession()
+            if active is not None:
+                self._spark = active
+            else:
+                from dpspark.engine.spark.local import local_session
+
+                self._spark = local_session("dpspark-session", "local[*]")
+                self._own_spark = True
+        return self._spark
+
+    # --- releases ----------------------------------------------------------------------------
+    def spec(self, *, mechanism: str, epsilon: Any, keys: list[str] | str | None = None,
+             universe: Mapping[str, Any] | None = None, output: str | os.PathLike[str] | None = None,
+             sections: Mapping[str, Any] | None = None, certify: bool = True, **privacy: Any) -> "ReleaseSpec":
+        """The validated :class:`~dpspark.api.config.ReleaseSpec` a :meth:`release` call would run.
+
+        ``certify`` False leaves the mechanism's certification to the release's plan (built once there).
+        """
+        from dpspark.api.config import PYTHON_SOURCE, parse_config
+
+        out = Path(output) if output is not None else Path(tempfile.mkdtemp(prefix="dpspark-")) / "release"
+        priv = {"mechanism": mechanism, "epsilon": epsilon, "max_units": self.max_units,
+                **({"unit_column": self.unit_column} if self.unit_column else {}),
+                **{k: v for k, v in privacy.items() if v is not None}}
+        raw: dict[str, Any] = {"privacy": priv, "output": {"path": str(out.resolve())}}
+        if keys is not None:
+            raw["keys"] = {"columns": [keys] if isinstance(keys, str) else list(keys)}
+        if universe is not None:
+            raw["universe"] = dict(universe)
+        for name, value in (sections or {}).items():
+            raw[name] = value
+        if self.ledger is not None:
+            raw["budget"] = {"ledger": str(self.ledger), "dataset": self.dataset}
+        return parse_config(raw, Path(".") / PYTHON_SOURCE, input_given=True, certify=certify)
+
+    def release(self, *, mechanism: str, epsilon: Any, output: str | os.PathLike[str] | None = None,
+                sections: Mapping[str, Any] | None = None, keys: list[str] | str | None = None,
+                universe: Mapping[str, Any] | None = None, **privacy: Any) -> Any:
+        """Run one release of any registered mechanism and open it.
+
+        ``sections`` holds the mechanism's own config sections (e.g. ``{"queries": [...]}``); ``keys``
+        and ``universe`` are for keyed mechanisms; every ``[privacy]`` field is a keyword. The session
+        budget is charged the configured (epsilon, delta) before any data is read (never refunded).
+        """
+        from dpspark.engine.runner import plan_release, run_release
+        from dpspark.lookup import open_release
+
+        spec = self.spec(keys=keys, universe=universe, mechanism=mechanism, epsilon=epsilon, output=output,
+                         sections=sections, certify=False, **privacy)
+        arrow = self.arrow_source()  # pandas, Arrow and local files: the Arrow engine when the mechanism runs there
+        plan = plan_release(spec, have_spark=arrow is None, given_table=arrow is not None)  # the one construction
+        charge = self.charge_for(spec)
+        charge.check()  # the session budget first: nothing is checked further, read or spent when it cannot pay
+        plan.check(create_parent=True)  # the output path and the ledger
+        if plan.engine != "arrow":  # Spark-only mechanisms get a Spark DataFrame
+            arrow = None
+        df = None if arrow is not None else self.frame()
+        # run_release checks the schema (metadata), then charges the session budget and the ledger together
+        out = run_release(plan, data=df, rng=self.rng, progress=self.progress, arrow_source=arrow,
+                          text_input=self.text_input(), charge=charge, show_data_errors=self.show_data_errors)
+        self.releases.append(out)
+        return open_release(out)
+
+    def answers(self, *, k: int, mechanism: str = "bounded_noise", epsilon: Any, delta: Any, **privacy: Any) -> Any:
+        """Declare k adaptive scalar answers up front (charged once now); ``.answer(query)`` answers one at a time.
+
+        See :mod:`dpspark.api.session_answers` (a noisy-count mean uses two of the k).
+        """
+        from dpspark.api.session_answers import AdaptiveAnswers  # it sees this session through a small protocol
+
+        self._answers = AdaptiveAnswers(self, k=k, mechanism=mechanism, epsilon=epsilon, delta=delta, **privacy)
+        return self._answers
+
+    def answer(self, query: Mapping[str, Any]) -> Any:
+        """Answer one query with the answers object declared by the last :meth:`answers` call."""
+        if getattr(self, "_answers", None) is None:
+            raise SessionBudgetExceeded("declare the queries first: session.answers(k=..., mechanism=..., ...)")
+        return self._answers.answer(query)
+
+    def histogram(self, *, keys: list[str] | str, universe: Mapping[str, Any], mechanism: str, epsilon: Any,
+                  output: str | os.PathLike[str] | None = None, **privacy: Any) -> Any:
+        """Run one histogram release and open it (``.to_pandas()``, ``.count(key)``, ``.estimate(key)``).
+
+        Every ``[privacy]`` field is a keyword: ``delta``, ``beta``, ``max_keys_per_unit``,
+        ``max_rows_per_key``, ``on_excess_units``, ``out_of_universe``, ``pad_seconds`` and the
+        mechanism's own options (``gamma``, ``m``, ``sampler``).
+        """
+        return self.release(mechanism=mechanism, epsilon=epsilon, output=output, keys=keys, universe=universe,
+                            **privacy)
+
+
+def _as_table(data: Any) -> Any:
+    """A pandas DataFrame becomes a pyarrow Table once, when the session opens (other inputs stay as given).
+
+    The conversion reads every value, so it runs here, by the curator who opens the session, and not in a
+    release or an answer; a value pyarrow cannot convert fails it with a fixed text that quotes no value.
+    """
+    if hasattr(data, "sparkSession") or not (hasattr(data, "columns") and hasattr(data, "dtypes")):
+        return data
+    import pyarrow as pa
+
+    failed = False
+    try:
+        return pa.Table.from_pandas(data, preserve_index=False)
+    except (pa.ArrowException, TypeError, ValueError):
+        failed = True
+    if failed:  # outside the except block: no chained original, which quotes the value
+        raise SessionInputError("the pandas DataFrame cannot be converted to an Arrow table: some column mixes "
+                                "types Arrow cannot hold in one column (details withheld: they quote values); "
+                                "give such a column one dtype, e.g. df[col] = pd.to_numeric(df[col], errors='coerce')")
+    raise AssertionError("unreachable")

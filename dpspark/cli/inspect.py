@@ -1,0 +1,190 @@
+"""The ``dpspark inspect`` command: describe a release in plain words and check its files."""
+
+from __future__ import annotations
+
+import argparse
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from dpspark.cli.common import command_parser
+from dpspark.cli.common import fail as _fail
+from dpspark.errors import DPSparkError
+from dpspark.text import short
+from dpspark.universe import Universe
+
+
+def universe_words(universe: Universe, key_columns: tuple[str, ...]) -> str:
+    """A universe in plain words."""
+    parts = [f"{name}: {c.words}" for name, c in zip(key_columns, universe.parts)]
+    size = universe.size
+    shown = str(size) if size.bit_length() <= 64 else f"~2^{size.bit_length() - 1}+"
+    return "; ".join(parts) + f"  (|X| = {shown})"
+
+
+def _file_status(root: Path, manifest: Any) -> list[tuple[str, str, bool]]:
+    from dpspark.release.errors import ReleaseFormatError
+    from dpspark.release.files import check_data_file
+
+    out = []
+    for name, entry in sorted(manifest.files.items()):
+        try:
+            check_data_file(root, name, entry, verify=True)
+            out.append((name, f"{entry.size} bytes, sha256 {entry.sha256[:16]}...: OK", True))
+        except ReleaseFormatError as err:
+            reason = str(err).split(": ", 1)[-1]
+            out.append((name, f"{entry.size} bytes, sha256 {entry.sha256[:16]}...: FAILED ({reason})", False))
+    return out
+
+
+def contribution_words(config: dict[str, Any]) -> str:
+    """The configured unit and contribution rules, in words (the rule, never what it did to the data)."""
+    unit = config.get("unit_column")
+    k, c = config.get("max_keys_per_unit", 1), config.get("max_rows_per_key", 1)
+    rule = config.get("on_excess_units", "refuse (before the engine port)")
+    text = f"unit = {'column ' + repr(unit) if unit else 'one row'}; each unit counts in <= {k} key(s), "
+    text += f"adding <= {c} to a key's count; more than n units: {rule}"
+    return text
+
+
+def unbounded_words(m: Any, exact: bool) -> str:
+    """The guarantee when the number of units is not bounded: truncation to n units is 2-stable."""
+    from dpspark.lookup.describe import relation_line
+    from dpspark.privacy import truncated_statement
+
+    if (m.raw.get("config") or {}).get("on_excess_units") != "truncate":
+        return "none stated: with on_excess_units = 'refuse' the guarantee assumes at most n units"
+    return relation_line(truncated_statement(m.add_remove), exact) + " (truncation to n units is 2-stable)"
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    """Describe a release; a release no check caught but the description trips over is one error line, never a
+    traceback (inspect is run on releases from anywhere)."""
+    try:
+        return _inspect(args)
+    except DPSparkError as err:
+        return _fail("inspect", err)
+    except Exception as err:  # a malformed release a reader's checks missed: name it, never print a traceback
+        return _fail("inspect", ValueError(f"{args.release}: the release is malformed and cannot be described "
+                                           f"({type(err).__name__})"))
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from dpspark.lookup.describe import accuracy_text, privacy_text, relation_line
+    from dpspark.release.manifest import read_manifest
+    from dpspark.mechanisms.histogram.layout import bins_columns
+    from dpspark.release.files import load_universe
+
+    from dpspark.release.statements import StatementManifest
+
+    root = Path(args.release)
+    try:
+        m = read_manifest(root)
+        if isinstance(m, StatementManifest):
+            return _inspect_statement(root, m, args.exact)
+        status = _file_status(root, m)
+        ok = all(s[2] for s in status)
+        universe = load_universe(m, root, bins_columns) if ok else None
+    except DPSparkError as err:
+        return _fail("inspect", err)
+    eps = "not given" if m.epsilon_requested is None else short(m.epsilon_requested, args.exact)
+    lines = [
+        ("release", str(root)),
+        ("kind", f"{m.kind} (schema version {m.schema_version}, dpspark {m.dpspark_version}, created {m.created_utc})"),
+        ("mechanism", f"{m.algorithm} with {m.counting} counts; requested eps = {eps}, "
+                      f"delta = {short(m.delta_requested, args.exact)}"),
+        ("e^eps~", f"{short(m.exp_epsilon_tilde, args.exact)} (eps~ ~ {m.raw['mechanism']['epsilon_tilde']['float']:.6g})"),  # report
+        ("add/remove", relation_line(m.add_remove, args.exact)),
+        ("replacement", relation_line(m.replacement, args.exact)),
+        ("n", f"{m.max_units} units at most (declared, public)"),
+        ("units", contribution_words(m.raw.get("config") or {})),
+        ("unbounded", unbounded_words(m, args.exact)),
+        ("universe", universe_words(universe, m.key_columns) if universe else f"{m.universe_spec.get('kind')} (files failed)"),
+        ("key columns", ", ".join(m.key_columns)),
+        ("input", ", ".join(f"{k} = {v}" for k, v in m.input.items()) or "(not described)"),
+        ("randomness", m.rng_name + ("  ** TEST ONLY: NOT PRIVATE **" if m.rng_test_only else "")),
+    ]
+    if m.compact is not None:
+        c = m.compact
+        mech = c.counting
+        modulus = m.raw['compact']['field']['modulus_polynomial']
+        gamma = "" if not mech["gamma"] else short(Fraction(int(mech["gamma"]["num"]), int(mech["gamma"]["den"])), args.exact)
+        lines[2:2] = [
+            ("field", f"GF(2^{c.m}), modulus {modulus}" + (f" ({hex(c.modulus)})" if args.exact else "")),
+            ("polynomial", f"l = n + 1 = {c.ell} coefficients in {c.file} ({c.ell * c.byte_width} bytes of values)"),
+            ("sampler G", f"{c.sampler['kind']} over [1, 2^{c.m}]; counts of empty bins are G(uniform), "
+                          f"its bound {short(max(c.eps_a, c.eps_b), args.exact)} <= epsilon2 = {short(c.epsilon2, args.exact)}"),
+            ("counts M", f"{mech['mechanism']}" + (f", gamma = {gamma}, t = {mech['t']}"
+                                                   if mech["gamma"] else "") + (" (GeoSample fallback)" if mech["fallback"] else "")),
+        ]
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        print(f"{k.ljust(width)}  {v}")
+    print()
+    print("Privacy:")
+    print("  " + privacy_text(m, args.exact).replace("\n", "\n  "))
+    print("Accuracy:")
+    print("  " + accuracy_text(m, args.exact).replace("\n", "\n  "))
+    print("Files:")
+    for name, text, _ in status:
+        print(f"  {name}: {text}")
+    print("Checksums: " + ("all files match the manifest" if ok else "SOME FILES ARE DAMAGED OR MISSING"))
+    return 0 if ok else 1
+
+
+def _inspect_statement(root: Path, m: Any, exact: bool) -> int:
+    """``inspect`` of a statement-envelope release (answers, samples, learned distributions)."""
+    from dpspark.release.kinds import reader_for
+
+    status = _file_status(root, m)
+    ok = all(s[2] for s in status)
+    extra: list[tuple[str, str]] = []
+    if ok:
+        try:
+            extra = reader_for(m.kind)(root, manifest=m, verify=False).describe_lines()
+        except DPSparkError as err:
+            return _fail("inspect", err)
+    lines = [
+        ("release", str(root)),
+        ("kind", f"{m.kind} (schema version {m.schema_version}, dpspark {m.dpspark_version}, created {m.created_utc})"),
+        ("mechanism", f"{m.mechanism}: {m.algorithm}"),
+        ("n", f"{m.max_units} units at most (declared, public)"),
+        ("units", contribution_words(m.config)),
+        *extra,
+        ("input", ", ".join(f"{k} = {v}" for k, v in m.input.items()) or "(not described)"),
+        ("randomness", m.rng_name + ("  ** TEST ONLY: NOT PRIVATE **" if m.rng_test_only else "")),
+    ]
+    for key, value in m.parameters.items():
+        lines.insert(3, (f"parameter {key}", short_json(value, exact)))
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        print(f"{k.ljust(width)}  {v}")
+    print()
+    print("Privacy:")
+    for name, st in m.privacy.items():
+        print(f"  {name}: {st.text()}")
+    print("Accuracy:")
+    print("  " + m.accuracy.text().replace("\n", "\n  "))
+    print("Files:")
+    for name, text, _ in status:
+        print(f"  {name}: {text}")
+    print("Checksums: " + ("all files match the manifest" if ok else "SOME FILES ARE DAMAGED OR MISSING"))
+    return 0 if ok else 1
+
+
+def short_json(value: Any, exact: bool, limit: int = 160) -> str:
+    """A recorded parameter in one line (cut at ``limit`` characters unless ``exact``)."""
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if exact or len(text) <= limit else text[: limit - 1] + "…"
+
+
+def add_inspect_command(subparsers: Any) -> None:
+    """Register ``inspect`` on the ``dpspark`` command's subparsers."""
+    ins = command_parser(subparsers, "inspect", "describe a release in plain words and check its files",
+                  ["dpspark inspect releases/queries", "dpspark inspect --exact releases/queries"])
+    ins.add_argument("release", help="release directory")
+    ins.add_argument("--exact", action="store_true",
+                     help="print every number as the exact value of the manifest (may be very long)")
+    ins.set_defaults(func=_cmd_inspect)

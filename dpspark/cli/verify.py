@@ -1,0 +1,128 @@
+"""``dpspark verify``: check a release's integrity, signature and charge (``keygen``, ``sign``: their own modules).
+
+``dpspark verify RELEASE`` opens the release with every check a reader makes (checksums of every file,
+the manifest's schema, the re-derived statements, every value of its kind). ``--key PUB`` (repeatable)
+also requires a valid Ed25519 signature by one of these keys. ``--ledger LEDGER`` finds the ledger's
+spend for this release (matched by its output path) and checks that the release states exactly what the
+ledger charged: the same mechanism, the configured (epsilon, delta) equal to the spend's, a privacy
+statement within it, the released status, and the ledger's pinned n and unit. Exit status 0 when every
+check passes, 1 when one fails (each is printed), 2 on an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from dpspark.errors import DPSparkError
+
+
+def ledger_problems(release: Any, root: Path, ledger_path: str) -> list[str]:
+    """What differs between an opened release and its ledger spend (empty: the ledger charged what it states)."""
+    from dpspark.ledger import Ledger
+    from dpspark.ledger.store import STATUS_RELEASED, unit_key
+
+    m = release.manifest
+    config = m.config if hasattr(m, "config") else {}
+    ledger = Ledger(ledger_path, read_only=True)
+    here = root.resolve()
+    found = [(ds, rec) for ds in ledger.datasets() for rec in ledger.releases(ds)
+             if Path(rec.release_path).resolve() == here]
+    if len(found) != 1:
+        return [f"the ledger holds {len(found)} spends for {here} (expected exactly one)"]
+    ds, rec = found[0]
+    problems = []
+    mechanism = config.get("mechanism")
+    if rec.mechanism != mechanism:
+        problems.append(f"the ledger charged mechanism {rec.mechanism!r}; the release states {mechanism!r}")
+    if rec.status != STATUS_RELEASED:
+        problems.append(f"the ledger's spend {rec.id} is {rec.status!r}, not released")
+    try:
+        eps = Fraction(str(config.get("epsilon")))
+        delta = Fraction(str(config.get("delta") or 0))
+    except (ValueError, ZeroDivisionError):
+        return problems + ["the release's config states no exact (epsilon, delta)"]
+    if (eps, delta) != (rec.epsilon, rec.delta):
+        problems.append(f"the ledger charged (epsilon, delta) = ({rec.epsilon}, {rec.delta}); the release was "
+                        f"configured with ({eps}, {delta})")
+    problems += _statement_within(m, rec.epsilon, rec.delta)
+    pinned = ledger.pinned_max_units(ds)
+    if pinned is not None and pinned != m.max_units:
+        problems.append(f"the ledger pinned n = {pinned} for dataset {ds!r}; the release states max_units = {m.max_units}")
+    unit = ledger.unit(ds)
+    if unit is not None and unit != unit_key(config.get("unit_column")):
+        problems.append(f"the ledger pinned unit {unit!r}; the release's unit is {unit_key(config.get('unit_column'))!r}")
+    return problems
+
+
+def _statement_within(m: Any, eps: Fraction, delta: Fraction) -> list[str]:
+    """The release's add/remove statement is within the charged (epsilon, delta) (zCDP: by its CKS conversion)."""
+    from dpspark.privacy.measures import ZCDP
+    from dpspark.release.rederive import converted
+
+    st = m.privacy.get("add_remove") if hasattr(m, "privacy") else m.add_remove
+    if st is None:
+        return ["the release states no add/remove statement, the relation the ledger composes under"]
+    measure = st.measure
+    if isinstance(measure, ZCDP):
+        if not 0 < delta < 1:
+            return ["a zCDP release needs a charged delta in (0, 1)"]
+        measure = converted(measure.rho, delta, "manifest.json", "privacy.statements.add_remove")
+    if not measure.epsilon.le(eps) or measure.delta > delta:
+        return [f"the release states {st.text()}, more than the charged (epsilon, delta) = ({eps}, {delta})"]
+    return []
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from dpspark.lookup import open_release
+
+    root = Path(args.release)
+    try:
+        rel = open_release(root, verify=True, trusted_keys=args.key or None)
+    except DPSparkError as err:
+        print(f"dpspark verify: FAILED: {err}", file=sys.stderr)
+        return 1
+    m = rel.manifest
+    print(f"release     {root} ({m.kind}, {len(m.files)} data files)")
+    print("files       every data file matches its sha256 in the manifest")
+    print("statements  the manifest's statements re-derive from its parameters")
+    if args.key:
+        from dpspark.release.manifest import MANIFEST_NAME
+        from dpspark.release.signature import check_signature
+
+        kid = check_signature(root, (root / MANIFEST_NAME).read_bytes(), args.key)
+        print(f"signature   valid, by trusted key {kid[:16]}...")
+    else:
+        print("signature   not checked (give --key PUB to require one)")
+    if args.ledger:
+        try:
+            problems = ledger_problems(rel, root, args.ledger)
+        except DPSparkError as err:
+            print(f"dpspark verify: error: {err}", file=sys.stderr)
+            return 2
+        for p in problems:
+            print(f"dpspark verify: FAILED: ledger: {p}", file=sys.stderr)
+        if problems:
+            return 1
+        print("ledger      the ledger charged exactly the (epsilon, delta) this release states, under its n and unit")
+    return 0
+
+
+def add_verify_command(subparsers: Any) -> None:
+    """Register ``verify`` on the ``dpspark`` command's subparsers."""
+    from dpspark.cli.common import command_parser
+
+    v = command_parser(subparsers, "verify", "check a release's files, statements and, optionally, signature and ledger",
+                ["dpspark verify releases/queries", "dpspark verify releases/queries --key team.pub",
+                 "dpspark verify releases/queries --ledger budget.sqlite"],
+                "The seal (manifest_sha256) only detects damage: anyone can edit and reseal a manifest.\n"
+                "--key requires an Ed25519 signature by a trusted key; --ledger checks the release against\n"
+                "what the ledger charged for it.\n")
+    v.add_argument("release", help="release directory")
+    v.add_argument("--key", action="append", default=[], metavar="PUB",
+                   help="trusted Ed25519 public key (PEM); repeatable: any one of them may have signed")
+    v.add_argument("--ledger", default=None, help="budget ledger (SQLite) that charged this release")
+    v.set_defaults(func=_cmd_verify)

@@ -1,0 +1,82 @@
+"""How a backend finds the kernel of a stage: by the stage's type, never by asking which backend it is.
+
+Generic stages map to kernels in ``engine/spark/`` and ``engine/arrow/`` (:data:`GENERIC_KERNELS`); a family's
+:class:`~dpspark.engine.stages.FamilyStage` names its own. Paths are "module:function" strings, imported on first
+use and called as ``function(backend, stage)``, so declaring support imports neither pyspark nor any family.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from dpspark.engine.stages import CountsStage, FamilyStage, OuterProductStage, SumsStage
+from dpspark.errors import DPSparkError
+
+if TYPE_CHECKING:
+    from dpspark.rng import RandomSource
+
+#: the engines, in the order :func:`dpspark.engine.backend.supported_engines` lists them
+ENGINES = ("arrow", "spark")
+
+#: the generic stages' kernels per engine ("module:function", called as function(backend, stage))
+GENERIC_KERNELS: dict[str, dict[type, str]] = {
+    "spark": {
+        CountsStage: "dpspark.engine.spark.counts:counts_kernel",
+        SumsStage: "dpspark.engine.spark.sums:sums_kernel",
+        OuterProductStage: "dpspark.engine.spark.outer:outer_kernel",
+    },
+    "arrow": {
+        CountsStage: "dpspark.engine.arrow.counts:counts_kernel",
+        SumsStage: "dpspark.engine.arrow.sums:sums_kernel",
+    },
+}
+
+
+class KernelMissingError(DPSparkError, ValueError):
+    """A backend was asked for a stage its engine has no kernel for (the engine choice should have refused it)."""
+
+
+def kernel_path(engine: str, stage_type: type) -> str | None:
+    """The "module:function" computing ``stage_type`` on ``engine`` (None: that engine cannot)."""
+    if issubclass(stage_type, FamilyStage):
+        return stage_type.kernels.get(engine)
+    for cls in stage_type.__mro__:
+        path = GENERIC_KERNELS.get(engine, {}).get(cls)
+        if path is not None:
+            return path
+    return None
+
+
+@lru_cache(maxsize=None)
+def kernel(engine: str, stage_type: type) -> Callable[[Any, Any], Any]:
+    """The kernel function of ``stage_type`` on ``engine``, imported on first use."""
+    path = kernel_path(engine, stage_type)
+    if path is None:
+        raise KernelMissingError(f"the {engine} engine has no kernel for {stage_type.__name__}")
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def compute_on(engine: str, backend: Any, stage: Any) -> Any:
+    """``backend.compute(stage)``: the engine's kernel for the stage's type, called with the backend."""
+    if kernel_path(engine, type(stage)) is None and isinstance(stage, FamilyStage):
+        refusal = stage.no_kernel(engine)  # a family's own words, e.g. why its stage needs Spark
+        if refusal is not None:
+            raise refusal
+    return kernel(engine, type(stage))(backend, stage)
+
+
+class BatchSecret:
+    """The release's batch key, drawn from ``rng`` once, on first use (every pass puts a unit in one batch)."""
+
+    def __init__(self, rng: "RandomSource") -> None:
+        self.rng = rng
+        self._secret: bytes | None = None
+
+    def __call__(self) -> bytes:
+        if self._secret is None:
+            self._secret = self.rng.bits(128).to_bytes(16, "big")
+        return self._secret

@@ -1,0 +1,136 @@
+"""A local SparkSession with sane defaults for dpspark jobs and tests."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from dpspark.errors import DPSparkError
+from dpspark.engine.spark.java import ensure_java_home
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: Defaults applied by :func:`local_session` (``conf`` entries override them).
+DEFAULT_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.log.level": "ERROR",
+    "spark.eventLog.enabled": "false",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    # Counting throughput (local mode, where the driver JVM runs every task; see
+    # scripts/bench/spark_counting.py). The partial aggregation's first-level
+    # ("fast") hash map holds 2^16 keys by default; with ~10^6 distinct keys per
+    # task nearly every row then misses it and probes the slower BytesToBytesMap
+    # too. 2^20 keys halves the scan+aggregate CPU at 10^6 keys; it needs a
+    # memory page of ~40 MB, i.e. a driver heap of about 3 GB or more.
+    "spark.sql.codegen.aggregate.fastHashMap.capacityBit": "20",
+    # Input splits of up to 512 MB: a file below cores * 512 MB is read by
+    # exactly one task per core (the default 128 MB gave 3 tasks for a 330 MB
+    # file on 2 cores, the third running alone). Fewer, larger tasks also shrink
+    # the partial-aggregation output (about one record per distinct key per task).
+    "spark.sql.files.maxPartitionBytes": "512m",
+}
+
+#: Driver (= executor, in local mode) JVM heap when neither ``driver_memory`` nor
+#: ``conf`` sets one. Spark's own default is 1g, which makes the pages too small
+#: for the large aggregation hash map above.
+DEFAULT_DRIVER_MEMORY = "3g"
+
+
+class SparkStartError(DPSparkError, RuntimeError):
+    """The local Spark session could not start (bad master URL, Java gateway failure, port in use, ...)."""
+
+
+def local_session(
+    app_name: str,
+    cores: str = "local[2]",
+    *,
+    shuffle_partitions: int = 4,
+    ui: bool = False,
+    log_level: str = "ERROR",
+    driver_memory: str | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """Start (or return the running) local SparkSession.
+
+    Sets JAVA_HOME to a usable Java >= 17 when needed, SPARK_LOCAL_IP to
+    127.0.0.1 and the Python workers to this interpreter (unless already set),
+    disables the UI and the event log, keeps shuffle partitions small, enables
+    Arrow and sets the log level. ``cores`` is a Spark master URL such as
+    ``local[2]``. ``driver_memory`` (e.g. ``"4g"``) only takes effect if no JVM
+    is running yet. If a session is already running, Spark returns it and only
+    runtime SQL settings from here apply. Without ``driver_memory`` (or
+    ``spark.driver.memory`` in ``conf``) the heap is :data:`DEFAULT_DRIVER_MEMORY`.
+    """
+    ensure_java_home()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+    from pyspark.sql import SparkSession
+
+    running = SparkSession.getActiveSession()
+    if running is not None:
+        return running
+    settings = dict(DEFAULT_CONF)
+    settings["spark.sql.shuffle.partitions"] = str(shuffle_partitions)
+    settings["spark.ui.enabled"] = "true" if ui else "false"
+    settings["spark.log.level"] = log_level  # applies from SparkContext start (setLogLevel only after it)
+    settings["spark.driver.memory"] = driver_memory if driver_memory is not None else DEFAULT_DRIVER_MEMORY
+    settings.update(conf or {})
+
+    builder = SparkSession.builder.master(cores).appName(app_name)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as err:  # raised by Spark or Py4J: a setting or the machine, not a dpspark bug
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise SparkStartError(f"cannot start a local Spark session (master {cores!r}): {first[:300]}") from err
+    spark.sparkContext.setLogLevel(log_level)
+    return spark
+
+
+#: What a spark-submit job turns off unless the user set it (``--conf`` or a properties file):
+#: Spark's UI and INFO logs reveal data volume and distinct keys and are curator-only.
+QUIET_SUBMIT_CONF: dict[str, str] = {"spark.ui.enabled": "false", "spark.log.level": "WARN"}
+
+
+def active_session(app_name: str) -> SparkSession:
+    """The spark-submit session, with the UI off and WARN logs unless the user's Spark conf sets them."""
+    ensure_java_home()
+    from pyspark import SparkConf, SparkContext
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if SparkContext._active_spark_context is not None:  # already running: its static settings are fixed
+        return builder.getOrCreate()
+    SparkContext._ensure_initialized()  # the JVM gateway, so SparkConf() sees spark-submit's settings
+    given = SparkConf()  # what spark-submit passed (--conf, --properties-file, spark-defaults.conf)
+    for key, value in QUIET_SUBMIT_CONF.items():
+        if not given.contains(key):
+            builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def jvm_peak_rss_mib(spark: SparkSession) -> float | None:
+    """The local JVM's peak resident memory (VmHWM, MiB) so far; None where /proc is unavailable.
+
+    For benchmark reports: with a local master the driver JVM runs every task, so this is the job's
+    peak JVM memory (the Python workers are separate processes and not included).
+    """
+    try:
+        pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # report: kB -> MiB
+    except (OSError, ValueError, AttributeError):
+        return None
+    return None

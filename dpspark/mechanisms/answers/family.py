@@ -1,0 +1,24 @@
+"""The answers family, declared once: its mechanisms and its release kind ``answers`` (exact noisy answers).
+
+This module is what :data:`dpspark.release.kinds.FAMILIES` names for the family: the mechanism registry
+reads :data:`MECHANISMS`, the kind registry :data:`KINDS`. Strings only, so reading a release imports
+nothing more of the family than its codec.
+"""
+
+from dpspark.release.kinds import ReleaseKind
+
+KINDS = (
+    ReleaseKind(
+        name="answers",
+        form="statements",
+        section="section",
+        codec="dpspark.mechanisms.answers.section:check_kind",
+        reader="dpspark.mechanisms.answers.reader:AnswersLookup",
+    ),
+)
+
+#: mechanism name (the config's ``privacy.mechanism``) -> its class, imported on first use
+MECHANISMS = {
+    "bounded_noise": "dpspark.mechanisms.answers.mechanism:BoundedNoiseAnswers",
+    "gaussian": "dpspark.mechanisms.answers.mechanism:GaussianAnswers",
+}

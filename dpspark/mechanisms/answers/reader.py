@@ -1,0 +1,148 @@
+"""Reader of ``answers`` releases (mechanisms ``bounded_noise`` and ``gaussian``).
+
+>>> r = dpspark.lookup.open_release("releases/answers")      # doctest: +SKIP
+>>> r.answers()                      # {"rows": Fraction(...), "avg": Fraction(...), ...}
+>>> r.answer("avg")                  # one exact answer (None: a mean over a non-positive noisy count)
+>>> r.bound("total")                 # R: |answer - truth| <= R with probability 1 (bounded_noise only)
+>>> r.to_pandas()                    # name, kind, value, R, bound95, conditional bounds (floats for display)
+
+Every value is the exact rational the release wrote (the table stores "p/q" strings).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from dpspark.lookup.statement_base import StatementLookup
+from dpspark.release.errors import ReleaseFormatError
+from dpspark.release.exactjson import str_to_frac
+from dpspark.mechanisms.answers.section import _BOUNDS, _COLUMNS, _EXACT, _MAX_BITS, check_section  # noqa: F401
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+class AnswersLookup(StatementLookup):
+    """An opened ``answers`` release: exact answers by query name, with their bounds."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        name = self.section["table"]
+        table = self.checked_table(name, [(c, pa.string()) for c in _COLUMNS], self.section["queries"])
+        where = self.root / f"{name}.parquet"
+        kinds = {q["name"]: q["kind"] for q in self.parameters["queries"]}
+        noisy = {q["name"] for q in self.parameters["queries"] if q.get("mean") == "noisy_count"}
+        self._rows: dict[str, dict[str, Any]] = {}
+        for i, r in enumerate(table.to_pylist()):
+            if not isinstance(r["name"], str) or r["name"] in self._rows or kinds.get(r["name"]) != r["kind"]:
+                raise ReleaseFormatError(f"{where}: row {i} does not answer a query of mechanism.parameters.queries "
+                                         "once, with its kind")
+            shown = repr(r["name"])[:80]  # a public query name, cut: the message stays one short line
+            row = _checked_row(r, self.deterministic, f"{where}: answer {shown}")
+            if (row["noisy_count"] is not None) != (r["name"] in noisy):
+                raise ReleaseFormatError(f"{where}: answer {shown} is not the mean mechanism.parameters states")
+            self._rows[r["name"]] = row
+
+    @property
+    def deterministic(self) -> bool:
+        """True when every answer is within its R with probability 1 (bounded noise)."""
+        return bool(self.section["deterministic_bound"])
+
+    def answers(self) -> dict[str, Fraction | None]:
+        """Query name -> exact answer (None: a mean whose noisy count was not positive)."""
+        return {n: r["value"] for n, r in self._rows.items()}
+
+    def answer(self, name: str) -> Fraction | None:
+        """The exact answer to query ``name``."""
+        return self._row(name)["value"]
+
+    def bound(self, name: str) -> Fraction | None:
+        """R of query ``name``: |answer - true| <= R with probability 1 (None: no such bound for it)."""
+        return self._row(name)["R"]
+
+    def bound95(self, name: str) -> Fraction | None:
+        """The simultaneous 95% bound of query ``name`` (for a noisy-count mean: its conditional 95% bound)."""
+        r = self._row(name)
+        return r["bound95"] if r["bound95"] is not None else r["conditional_bound95"]
+
+    def row(self, name: str) -> dict[str, Any]:
+        """Every column of query ``name``'s answer, exact."""
+        return dict(self._row(name))
+
+    def _row(self, name: str) -> dict[str, Any]:
+        try:
+            return self._rows[name]
+        except KeyError:
+            raise KeyError(f"no query named {name!r}; queries: {sorted(self._rows)}") from None
+
+    def to_pandas(self) -> "pd.DataFrame":
+        """One row per query: name, kind, value, R, bound95, conditional bounds (floats for display)."""
+        import pandas as pd
+
+        def f(v: Any) -> float | None:
+            return None if v is None else float(v)  # report
+
+        cols = {c: [] for c in _COLUMNS}
+        for r in self._rows.values():
+            for c in _COLUMNS:
+                cols[c].append(f(r[c]) if c in _EXACT else r[c])
+        return pd.DataFrame(cols)  # report
+
+    def describe_lines(self) -> list[tuple[str, str]]:
+        """k, the noise and the bound semantics for ``dpspark inspect``."""
+        s = self.section
+        noise = s["noise"]
+        lines = [("answers", f"{s['queries']} queries, k = {s['k']} noisy scalars ({s['mechanism']})"),
+                 ("bounds", s["bounds"])]
+        if "M" in noise:
+            lines.append(("noise", f"bounded noise family {noise.get('family')}, M = {noise['M']}, "
+                                   f"|Z| <= {noise['abs_bound_units']} always, all k <= {noise['bound95_units']} "
+                                   "w.p. >= 0.95 (units of each answer's sensitivity)"))
+        elif "sigma" in noise:
+            lines.append(("noise", f"discrete Gaussian sigma = {noise['sigma']}, rho = {noise['rho']}, all k <= "
+                                   f"{noise['bound95_units']} w.p. >= 0.95 (units of each answer's sensitivity)"))
+        for name, r in list(self._rows.items())[:20]:
+            v = "undefined (noisy count <= 0)" if r["value"] is None else f"{float(r['value']):.6g}"  # report
+            if r["R"] is not None:
+                b = f"within {float(r['R']):.4g} always"  # report
+            elif r["bound95"] is not None:
+                b = f"within {float(r['bound95']):.4g} w.p. >= 0.95 (all answers)"  # report
+            elif r["conditional_bound95"] is not None:
+                cb = r["conditional_bound"] if r["conditional_bound"] is not None else r["conditional_bound95"]
+                b = f"conditional bound {float(cb):.4g} (see condition)"  # report
+            else:
+                b = "no bound"
+            lines.append((f"  {name}", f"{r['kind']} = {v}, {b}"))
+        if len(self._rows) > 20:
+            lines.append(("  ...", f"{len(self._rows) - 20} more (to_pandas())"))
+        return lines
+
+
+def _checked_row(r: dict[str, Any], deterministic: bool, where: str) -> dict[str, Any]:
+    """One answer, exact, with every value's type and range checked (ReleaseFormatError naming ``where``)."""
+    try:
+        exact = {c: None if r[c] is None else str_to_frac(r[c], _MAX_BITS) for c in _EXACT}
+    except ValueError:
+        raise ReleaseFormatError(f"{where} holds a malformed rational") from None
+    if not isinstance(r["condition"], str) or any(exact[c] is not None and exact[c] < 0 for c in _BOUNDS):
+        raise ReleaseFormatError(f"{where}: a bound is negative or the condition is not a string")
+    noisy_mean = r["kind"] == "mean" and exact["noisy_count"] is not None
+    if noisy_mean:  # a mean over a noisy count: value = noisy_sum / noisy_count, conditional bounds only
+        count, total = exact["noisy_count"], exact["noisy_sum"]
+        ok = (total is not None and count.denominator == 1 and exact["R"] is None and exact["bound95"] is None
+              and r["condition"].startswith("conditional"))
+        if ok and count > 0:
+            ok = (exact["value"] == total / count and exact["conditional_bound95"] is not None
+                  and (exact["conditional_bound"] is not None) == deterministic)
+        elif ok:
+            ok = exact["value"] is None and exact["conditional_bound"] is None and exact["conditional_bound95"] is None
+    else:
+        ok = (exact["value"] is not None and exact["bound95"] is not None and exact["noisy_sum"] is None
+              and exact["conditional_bound"] is None and exact["conditional_bound95"] is None
+              and (exact["R"] is not None) == deterministic)
+    if not ok:
+        raise ReleaseFormatError(f"{where}: its values and bounds do not fit a {r['kind']} answer")
+    return {**r, **exact}

@@ -1,0 +1,386 @@
+"""Registered Gaussian learners (KLSU, COLT 2019): ``gaussian_covariance``, ``gaussian_mean``, ``gaussian_learner``.
+
+Config: a ``[gaussian]`` section and ``[privacy]`` with ``unit_column`` (required: pairs and singles are
+keyed on the unit id), ``max_units``, ``epsilon``, ``delta`` (required) and optionally ``rho``::
+
+    [gaussian]
+    columns = ["x0", "x1"]     # the d real columns
+    radius = "100"             # public R with ||mu||_2 <= R
+    kappa = "1000"             # public kappa with I <= Sigma <= kappa I
+    scale_bits = 20            # optional: b, values become round(v 2^b) (default: the largest b <= 24
+                               #   with 2^b (R + 12 sqrt(kappa)) <= 2^31, so int32 holds a Gaussian row)
+    buckets = 1000000          # optional: pair buckets B (default max_units; ~1/e of units are paired)
+    covariance = [["1", "0"], ["0", "1"]]   # gaussian_mean only: a KNOWN covariance (else estimated by PPC)
+    alpha = "1/10"             # optional: the target error (default 1/10) of the stated sample size
+    beta = "1/1000000"         # optional: its failure probability (default privacy.beta)
+    nulls = "drop"             # optional: "drop" (default) or a public value ("0", "1/2") for a missing value
+
+Missing values (one rule, :mod:`dpspark.engine.numeric`): a column is read by an infallible cast (text in a
+CSV/JSON input: a plain decimal number, anything else is unparseable); NULL, NaN and unparseable text are
+missing. ``nulls = "drop"``: a row with a missing value in any of the d columns is removed before the units
+are bucketed (it is neither paired, nor a single, nor counted); a public value instead replaces each missing
+coordinate. Either is a per-row map that depends on that row alone, applied before the keyed buckets, so
+adding or removing a unit still changes only that unit's rows - its own bucket, at most one pair term and at
+most one single (:mod:`dpspark.mechanisms.gaussian_model.source`) - and every sensitivity below is unchanged. Nothing here
+divides by the public n: the counts of pairs and singles are measured with noise. +-inf (and any huge value)
+is clipped to the public fixed-point bound +-(2^31 - 1) / 2^b, as before.
+
+Accuracy target (data-free, :mod:`dpspark.mechanisms.gaussian_model.sample_size`): the plan states N, the number of units
+at which ||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F <= alpha (covariance) and ||Sigma^-1/2 (mu^ - mu)||_2 <=
+alpha (mean) hold w.p. >= 1 - beta for this configuration (this max_units and buckets), derived from the
+stated tail bounds. A run whose max_units is below N is not refused: the plan and the release then say
+that alpha is not reached at max_units and give the N of the configuration max_units = buckets = N.
+The norm tests and the mean's clamp use the threshold beta beta / (4 e) (e = 1, or 2 for the two-part
+releases; :func:`~dpspark.mechanisms.gaussian_model.sample_size.tested_beta`), so their failure is inside beta.
+
+Scale: b as above; rounding moves each coordinate by <= 2^-(b+1), i.e. changes the second moment by
+about d 2^-(2b+2) in trace - negligible against Sigma >= I for b >= 8 (smaller b is refused).
+
+Privacy claim: rho-zCDP under adding or removing one unit (Bun-Steinke), rho the exact sum of the
+certified rho of every noise addition (the discrete Gaussian of Canonne-Kamath-Steinke 2020, Thm 14,
+certified on the implemented law; composition Bun-Steinke Lemma 2.3); the sensitivities are exact
+integers (see :mod:`dpspark.mechanisms.gaussian_model.covariance`, :mod:`dpspark.mechanisms.gaussian_model.mean`). rho is chosen by
+``rho_within`` so that its CKS20 conversion is certified within (epsilon, delta); replacement follows by
+group privacy (4 rho). The accuracy theorem is KLSU Thm 1.1 (TV <= alpha at n = O~(d^2/alpha^2 +
+d^2/(alpha sqrt rho) + d^1.5 sqrt(log kappa)/sqrt rho + sqrt(d log R)/sqrt rho)); the release states the
+certified per-coordinate noise bound of its final covariance pass instead of a TV constant.
+
+Budget split (public): ``gaussian_covariance`` = PCE (1/50 pair count, 49/100 PPC rounds, the rest the
+final pass); ``gaussian_mean`` = PME (estimated covariance: 1/2 PPC incl. count, 1/2 mean; known: all
+mean); ``gaussian_learner`` = 3/4 PCE, 1/4 PME with M = Sigma^^-1/2 from PCE (post-processing, k' = 4).
+With an estimated preconditioner the mean reads only the unpaired singles (rows alone in their bucket,
+about 1/e of the units; :mod:`dpspark.mechanisms.gaussian_model.source`), so M is independent of the rows it whitens.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dpspark.engine.numeric import numeric_type_problem, parse_null_rule
+from dpspark.exact import parse_rational
+from dpspark.mechanisms.gaussian_model.covariance import PublicBounds, Run, kappa_schedule, noisy_pair_count, pce, ppc
+from dpspark.mechanisms.gaussian_model.fixed import ceil_frac, chi2_threshold, choose_scales, default_data_bits, ln_upper, quantise_matrix
+from dpspark.mechanisms.gaussian_model.mean import pme, whitening
+from dpspark.mechanisms.gaussian_model.sample_size import release_events, release_sample_size, tested_beta
+from dpspark.mechanisms.base import Mechanism, MechanismSpecError, StageInfo
+from dpspark.mechanisms.zcdp_budget import converted_epsilon, rho_option, rho_within
+from dpspark.noise.grid import sqrt_upper
+
+KIND = "gaussian_model"
+#: the learner's split: covariance share (the rest goes to the mean)
+LEARNER_COVARIANCE_SHARE = Fraction(3, 4)
+#: k' assumed for Sigma^^-1/2 Sigma Sigma^^-1/2 when PCE's estimate preconditions the mean
+LEARNER_MEAN_KAPPA = Fraction(4)
+#: the default target error of the stated sample size (the benchmark target of issue 13, docs/gaussian.md)
+DEFAULT_ALPHA = Fraction(1, 10)
+
+
+def _rational_list(raw: Any, name: str) -> list[Fraction]:
+    if not isinstance(raw, list):
+        raise TypeError(f"gaussian.{name} must be a list")
+    return [parse_rational(v, name) for v in raw]
+
+
+def parse_gaussian(raw: Any) -> dict[str, Any]:
+    """The ``[gaussian]`` section, validated (exact rationals; a float is a TypeError)."""
+    if not isinstance(raw, dict):
+        raise ValueError("[gaussian] must be a table")
+    allowed = {"columns", "radius", "kappa", "scale_bits", "buckets", "covariance", "alpha", "beta", "nulls"}
+    extra = set(raw) - allowed
+    if extra:
+        raise ValueError(f"[gaussian] has unknown keys {sorted(extra)} (allowed: {sorted(allowed)})")
+    cols = raw.get("columns")
+    if not isinstance(cols, list) or not cols or not all(isinstance(c, str) and c for c in cols) or len(set(cols)) != len(cols):
+        raise ValueError("gaussian.columns must be a non-empty list of distinct column names")
+    out: dict[str, Any] = {"columns": list(cols)}
+    from dpspark.engine.numeric import parse_null_rule
+
+    out["nulls"] = parse_null_rule(raw.get("nulls"), "gaussian")
+    for key in ("radius", "kappa"):
+        if key not in raw:
+            raise ValueError(f"gaussian.{key} is required (a public bound)")
+        out[key] = parse_rational(raw[key], f"gaussian.{key}")
+    if out["radius"] < 0 or out["kappa"] < 1:
+        raise ValueError("gaussian.radius must be >= 0 and gaussian.kappa >= 1")
+    out["alpha"] = parse_rational(raw.get("alpha", DEFAULT_ALPHA), "gaussian.alpha")
+    out["beta"] = parse_rational(raw["beta"], "gaussian.beta") if "beta" in raw else None
+    if out["alpha"] <= 0 or (out["beta"] is not None and not 0 < out["beta"] < 1):
+        raise ValueError("gaussian.alpha must be > 0 and gaussian.beta in (0, 1)")
+    for key in ("scale_bits", "buckets"):
+        v = raw.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ValueError(f"gaussian.{key} must be a positive integer")
+        out[key] = v
+    if out["scale_bits"] is not None and not 8 <= out["scale_bits"] <= 24:
+        raise ValueError("gaussian.scale_bits must lie in [8, 24]")
+    cov = raw.get("covariance")
+    if cov is not None:
+        if not isinstance(cov, list) or len(cov) != len(cols):
+            raise ValueError("gaussian.covariance must be a d x d list of rationals")
+        out["covariance"] = [_rational_list(row, "gaussian.covariance") for row in cov]
+        if any(len(r) != len(cols) for r in out["covariance"]):
+            raise ValueError("gaussian.covariance must be a d x d list of rationals")
+    else:
+        out["covariance"] = None
+    return out
+
+
+class _GaussianBase(Mechanism):
+    """Shared plan, budget and release of the three Gaussian learners."""
+
+    release_kind: ClassVar[str] = KIND
+    delta: ClassVar[str] = "required"
+    needs_keys: ClassVar[bool] = False
+    options: ClassVar[dict[str, Any]] = {"rho": None}
+    option_parsers: ClassVar[dict[str, Any]] = {"rho": rho_option}
+    sections: ClassVar[dict[str, Any]] = {"gaussian": parse_gaussian}
+    estimates: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, spec: Any) -> None:
+        super().__init__(spec)
+        if "gaussian" not in spec.sections:
+            raise MechanismSpecError(f"mechanism {self.name!r} needs a [gaussian] section")
+        if spec.unit_column is None:
+            raise MechanismSpecError(f"mechanism {self.name!r} needs privacy.unit_column: pairs are keyed on the unit id")
+        g = spec.sections["gaussian"]
+        self.g = g
+        self.rho = rho_within(spec.epsilon, spec.delta, spec.options.get("rho"))
+        self.alpha = g["alpha"]
+        self.accuracy_beta = g["beta"] if g["beta"] is not None else spec.beta
+        threshold_beta = tested_beta(self.accuracy_beta, release_events(self.size_kind()))
+        self.bounds = PublicBounds(len(g["columns"]), g["radius"], g["kappa"], threshold_beta, spec.max_units)
+        self._sizes: tuple[int | None, int | None] | None = None
+        try:
+            self.data_bits = g["scale_bits"] or default_data_bits(g["radius"], g["kappa"])
+            top = 2 * g["kappa"] * chi2_threshold(self.bounds.d, self.bounds.max_units, threshold_beta)
+            self.scales = choose_scales(self.data_bits, top, spec.max_units)
+        except ValueError as exc:
+            raise MechanismSpecError(str(exc)) from None
+        self.buckets = g["buckets"] or spec.max_units
+        self.nulls = g.get("nulls") or parse_null_rule(None, "gaussian")
+
+    # --- public, data-free -------------------------------------------------------------------
+    def pass_names(self) -> list[str]:
+        """The passes, in order (data-free)."""
+        return []
+
+    def size_kind(self) -> str:
+        """The :func:`~dpspark.mechanisms.gaussian_model.sample_size.release_error_bound` kind of this release."""
+        return self.name
+
+    def sample_sizes(self) -> tuple[int | None, int | None]:
+        """(N at this max_units and buckets or None, N of the configuration max_units = buckets = N); data-free."""
+        if self._sizes is None:
+            b = self.bounds
+            args = (self.size_kind(), b.d, self.alpha, self.accuracy_beta, self.rho, b.kappa, b.radius)
+            at = release_sample_size(*args, max_units=b.max_units, buckets=self.buckets,
+                                     scale_bits=self.g["scale_bits"], bounds_beta=b.beta)
+            alone = at if at is not None and self.buckets == b.max_units else \
+                release_sample_size(*args, scale_bits=self.g["scale_bits"])
+            self._sizes = (at, alone)
+        return self._sizes
+
+    def accuracy_target(self) -> dict[str, Any]:
+        """alpha, beta, the metric(s) and N (data-free; see the module docstring)."""
+        at, alone = self.sample_sizes()
+        metric = {"gaussian_covariance": "||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F",
+                  "gaussian_learner": "||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F and ||Sigma^-1/2 (mu^ - mu)||_2"}.get(
+                      self.name, "||Sigma^-1/2 (mu^ - mu)||_2")
+        if at is not None:
+            text = f"{metric} <= {self.alpha} with probability >= 1 - {self.accuracy_beta} once n >= {at} units"
+        else:
+            text = (f"{metric} <= {self.alpha} w.p. >= 1 - {self.accuracy_beta} is not reached at max_units = "
+                    f"{self.bounds.max_units}" + (f"; it is with max_units = buckets = {alone}" if alone else ""))
+        return {"alpha": self.alpha, "beta": self.accuracy_beta, "metric": metric, "sample_size": at,
+                "sample_size_if_max_units_is_n": alone, "threshold_beta": self.bounds.beta, "text": text,
+                "derivation": "dpspark.gaussian.sample_size (docs/gaussian.md, Sample size)"}
+
+    def plan(self) -> dict[str, Any]:
+        return {"mechanism": self.name, "rho": self.rho, "dimension": self.bounds.d, "radius": self.bounds.radius,
+                "kappa": self.bounds.kappa, "beta": self.spec.beta, "threshold_beta": self.bounds.beta,
+                "data_bits": self.scales.data_bits,
+                "matrix_bits": self.scales.matrix_bits, "buckets": self.buckets,
+                "passes": len(self.pass_names()), "pass_names": self.pass_names(), "split": self.split_text(),
+                "nulls": self.nulls.describe(), "nulls_rule": self.nulls.text(),
+                "accuracy_target": self.accuracy_target()}
+
+    def split_text(self) -> str:
+        """The budget split in words."""
+        return ""
+
+    def privacy_summary(self) -> dict[str, Any]:
+        return {"rho_at_most": str(self.rho), "epsilon": str(converted_epsilon(self.rho, self.spec.delta)),
+                "delta": str(self.spec.delta)}
+
+    def accuracy_summary(self) -> dict[str, Any]:
+        return {"theorem": "KLSU Thm 1.1 (TV), Thms 3.12 / 4.3", **self.accuracy_target()}
+
+    def model_claims(self) -> list[Any]:
+        """The release's model-error claims: error <= alpha w.p. >= 1 - beta given >= N units (none if N is None)."""
+        from dpspark.privacy import AccuracyClaim
+
+        at, _ = self.sample_sizes()
+        if at is None:
+            return []
+        quantities = {"gaussian_covariance": ["whitened_frobenius_error"],
+                      "gaussian_learner": ["whitened_frobenius_error", "mahalanobis_error"]}.get(self.name, ["mahalanobis_error"])
+        cond = ("n i.i.d. rows N(mu, Sigma), one per unit, with ||mu|| <= radius and I <= Sigma <= kappa I; "
+                "derived from the stated tail bounds (dpspark.gaussian.sample_size)")
+        if len(quantities) == 2:
+            cond += "; both bounds hold together"
+        if self.size_kind() in ("gaussian_mean", "gaussian_learner"):
+            cond += ("; the mean reads only units alone in their bucket (about 1/e of them), which no pair holds, "
+                     "so the estimated preconditioner is independent of them (KLSU's fresh half)")
+        return [AccuracyClaim(q, self.alpha, self.accuracy_beta, "output", min_units=at, condition=cond) for q in quantities]
+
+    def stages(self) -> list[StageInfo]:
+        from dpspark.mechanisms.gaussian_model.stage import GaussianPairsStage
+
+        # the first pass prepares pairs and singles from the input; the later ones read them
+        return [StageInfo(n, n, depends_on_previous=i > 0, stage=GaussianPairsStage, reads_input=i == 0)
+                for i, n in enumerate(self.pass_names())]
+
+    def input_columns(self) -> tuple[str, ...]:
+        """The d real columns and the unit column."""
+        return tuple(self.g["columns"]) + super().input_columns()
+
+    def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
+        """Every [gaussian] column must be numeric (text only in CSV/JSON): the schema alone, before any spend."""
+        for c in self.g["columns"]:
+            if c in schema.names:
+                problem = numeric_type_problem(schema.field(c).type, c, text_input=text_input)
+                if problem:
+                    return f"gaussian.columns: {problem}"
+        return None
+
+    # --- with data ---------------------------------------------------------------------------
+    def _source(self, backend: Any) -> Any:
+        from dpspark.mechanisms.gaussian_model.stage import GaussianPairsStage
+
+        return backend.compute(GaussianPairsStage(tuple(self.g["columns"]), self.spec.unit_column,
+                                                  self.scales.data_bits, self.buckets, self.spec.max_units,
+                                                  self.nulls))
+
+    def learn(self, run: Run) -> dict[str, np.ndarray]:
+        """The private estimates (override)."""
+        raise NotImplementedError
+
+    def run(self, backend: Any, rng: Any, progress: Any) -> Any:
+        import pyarrow as pa
+
+        from dpspark.privacy import AccuracyClaim, AccuracyStatement, AddRemove, PrivacyStatement, ZCDP
+        from dpspark.release.statements import StatementRelease, standard_statements
+
+        source = self._source(backend)
+        try:
+            run = Run(source, self.scales, self.bounds, rng)
+            est = self.learn(run)
+        finally:
+            source.close()
+        if run.rho > self.rho:  # pragma: no cover - every share is a fraction of self.rho
+            raise MechanismSpecError("internal error: the composed rho exceeds the budget")
+        primary = PrivacyStatement(ZCDP(run.rho), AddRemove(self.spec.max_units),
+                                   "KLSU 2019 (zCDP composition of exact-sensitivity aggregates) with the discrete Gaussian "
+                                   "of Canonne-Kamath-Steinke 2020, certified on the implemented law")
+        tables: dict[str, Any] = {}
+        d = self.bounds.d
+        if "mean" in est:
+            tables["mean"] = pa.table({"column": self.g["columns"], "value": [float(v) for v in est["mean"]]})  # report
+        if "covariance" in est:
+            c = est["covariance"]
+            tables["covariance"] = pa.table({"i": [i for i in range(d) for _ in range(d)], "j": list(range(d)) * d,
+                                             "value": [float(c[i, j]) for i in range(d) for j in range(d)]})  # report
+        last = run.noises[-1]
+        x = ln_upper(Fraction(2 * last.dims) / self.spec.beta)
+        bound = last.grid * ceil_frac(last.sampler.sigma * sqrt_upper(2 * x, 32))
+        claim = AccuracyClaim("abs_error", bound, self.spec.beta, "simultaneous",
+                              condition=f"noise added to each coordinate of the last pass ({last.label}), in its integer "
+                                        "units (the discrete Gaussian is sigma-subgaussian, CKS20); the model's error "
+                                        "follows KLSU Thm 1.1 at large enough n")
+        section = {"dimension": d, "columns": self.g["columns"], "estimates": sorted(est), "rho": run.rho,
+                   "rho_by_noise": [n.rho for n in run.noises], "passes": run.source.passes,
+                   "pass_log": run.passes, "noise": [n.describe() for n in run.noises], "radius": self.bounds.radius,
+                   "kappa": self.bounds.kappa, "data_bits": self.scales.data_bits, "matrix_bits": self.scales.matrix_bits,
+                   "values": "float64 (post-processing of the exact noisy integers)", "units_paired": "about 1/e of the units"}
+        return StatementRelease(
+            algorithm=self.algorithm, parameters=self.plan(),
+            privacy=standard_statements(primary, delta=self.spec.delta),
+            accuracy=AccuracyStatement([claim, *self.model_claims()], notes=self.accuracy_target()["text"]),
+            section=section, tables=tables)
+
+    algorithm: ClassVar[str] = ""
+
+
+class GaussianCovariance(_GaussianBase):
+    """PCE (KLSU Alg 4): private covariance under rho-zCDP (module docstring)."""
+
+    name: ClassVar[str] = "gaussian_covariance"
+    algorithm: ClassVar[str] = "PCE (KLSU 2019 Alg 4, Thm 3.12) with PPC (Algs 2-3)"
+
+    def pass_names(self) -> list[str]:
+        rounds = len(kappa_schedule(self.bounds.kappa))
+        return ["pair count"] + [f"PPC round {r + 1}" for r in range(rounds)] + ["PCE final"]
+
+    def split_text(self) -> str:
+        return "1/50 pair count, 49/100 PPC rounds (equal shares), the rest the final pass"
+
+    def learn(self, run: Run) -> dict[str, np.ndarray]:
+        cov, _ = pce(run, self.rho)
+        return {"covariance": cov}
+
+
+class GaussianMean(_GaussianBase):
+    """PME (KLSU Alg 6): private mean with a known covariance or PPC's preconditioner."""
+
+    name: ClassVar[str] = "gaussian_mean"
+    algorithm: ClassVar[str] = "PME (KLSU 2019 Alg 6, Thm 4.3) with KVMean per coordinate (NaivePME, Alg 5)"
+
+    def pass_names(self) -> list[str]:
+        mean = ["single count", "KVMean histogram", "KVMean sums"]
+        if self.g["covariance"] is not None:
+            return mean
+        return ["pair count"] + [f"PPC round {r + 1}" for r in range(len(kappa_schedule(self.bounds.kappa)))] + mean
+
+    def size_kind(self) -> str:
+        return "gaussian_mean_known" if self.g["covariance"] is not None else "gaussian_mean"
+
+    def split_text(self) -> str:
+        if self.g["covariance"] is not None:
+            return "known covariance: all to the mean (1/50 single count, then 1/2 histogram, 1/2 sums)"
+        return "1/2 PPC (1/50 of it the pair count), 1/2 the mean"
+
+    def learn(self, run: Run) -> dict[str, np.ndarray]:
+        a = self.scales.matrix_bits
+        if self.g["covariance"] is not None:
+            sigma = np.array([[float(v) for v in row] for row in self.g["covariance"]])  # report: public input
+            return {"mean": pme(run, whitening(sigma, a), Fraction(1), self.rho)}
+        half = self.rho / 2
+        pairs = noisy_pair_count(run, half / 50)
+        matrix, kf = ppc(run, half - half / 50, pairs) if kappa_schedule(self.bounds.kappa) else \
+            (quantise_matrix(np.eye(self.bounds.d), a), self.bounds.kappa)
+        run.source.unpaired_singles()  # M comes from the pairs: the mean reads units no pair holds
+        return {"mean": pme(run, matrix, kf, self.rho - half)}
+
+
+class GaussianLearner(_GaussianBase):
+    """PCE then PME with M = Sigma^^-1/2 (KLSU Thm 1.1): mean and covariance."""
+
+    name: ClassVar[str] = "gaussian_learner"
+    algorithm: ClassVar[str] = "KLSU 2019 Thm 1.1: PCE (Alg 4) then PME (Alg 6) preconditioned by the PCE estimate"
+
+    def pass_names(self) -> list[str]:
+        return GaussianCovariance.pass_names(self) + ["single count", "KVMean histogram", "KVMean sums"]  # type: ignore[arg-type]
+
+    def split_text(self) -> str:
+        return "3/4 PCE (as gaussian_covariance), 1/4 PME with Sigma^^-1/2 (k' = 4)"
+
+    def learn(self, run: Run) -> dict[str, np.ndarray]:
+        cov_rho = self.rho * LEARNER_COVARIANCE_SHARE
+        cov, _ = pce(run, cov_rho)
+        run.source.unpaired_singles()  # M comes from the pairs: the mean reads units no pair holds
+        mean = pme(run, whitening(cov, self.scales.matrix_bits), LEARNER_MEAN_KAPPA, self.rho - cov_rho)
+        return {"covariance": cov, "mean": mean}
+

@@ -1,0 +1,113 @@
+"""Reader of ``gaussian_model`` releases: the private mean and covariance as numpy arrays, synthetic rows.
+
+The tables ``mean.parquet`` (column, value) and ``covariance.parquet`` (i, j, value) hold float64
+values: post-processing of the exact noisy integers (the manifest states this). Everything here is
+post-processing of a released model, so ``sample`` may use any generator.
+
+Both tables are read and checked when the release is opened: the mean has one finite value per column,
+in the manifest's column order; the covariance has every (i, j) of the d x d matrix once, in row-major
+order, finite, exactly symmetric and positive semi-definite (smallest eigenvalue >= -1e-9 times the
+largest diagonal entry: float rounding of the writer's PSD matrix, never a negative direction).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from dpspark.lookup.statement_base import StatementLookup
+from dpspark.release.errors import ReleaseFormatError
+from dpspark.mechanisms.gaussian_model.section import KIND, MAX_DIMENSION, PSD_TOLERANCE, check_gaussian_section  # noqa: F401
+
+
+class GaussianModelLookup(StatementLookup):
+    """An opened Gaussian model release (``gaussian_covariance``, ``gaussian_mean``, ``gaussian_learner``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        d = self.dimension
+        self._mean: np.ndarray | None = None
+        self._cov: np.ndarray | None = None
+        if "mean" in self.section["estimates"]:
+            self._mean = self._read_mean(d)
+        if "covariance" in self.section["estimates"]:
+            self._cov = self._read_covariance(d)
+
+    def _read_mean(self, d: int) -> np.ndarray:
+        t = self.checked_table("mean", [("column", pa.string()), ("value", pa.float64())], d)
+        where = self.root / "mean.parquet"
+        if t.column("column").to_pylist() != self.columns:
+            raise ReleaseFormatError(f"{where}: the columns differ from the manifest's, or are out of order")
+        values = t.column("value").to_numpy(zero_copy_only=False)
+        if t.column("value").null_count or not np.isfinite(values).all():
+            raise ReleaseFormatError(f"{where}: a mean value is null, infinite or NaN")
+        return np.asarray(values, dtype=np.float64)
+
+    def _read_covariance(self, d: int) -> np.ndarray:
+        t = self.checked_table("covariance", [("i", pa.int64()), ("j", pa.int64()), ("value", pa.float64())], d * d)
+        where = self.root / "covariance.parquet"
+        if any(t.column(c).null_count for c in ("i", "j", "value")):
+            raise ReleaseFormatError(f"{where}: null entries")
+        i, j = t.column("i").to_numpy(), t.column("j").to_numpy()
+        grid = np.arange(d * d, dtype=np.int64)
+        if not (np.array_equal(i, grid // d) and np.array_equal(j, grid % d)):
+            raise ReleaseFormatError(f"{where}: entries are not the d x d matrix in row-major order")
+        out = np.asarray(t.column("value").to_numpy(), dtype=np.float64).reshape(d, d)
+        if not np.isfinite(out).all() or not np.array_equal(out, out.T):
+            raise ReleaseFormatError(f"{where}: the covariance is not finite and exactly symmetric")
+        scale = max(1.0, float(np.abs(np.diag(out)).max()))  # report
+        if np.linalg.eigvalsh(out).min() < -PSD_TOLERANCE * scale:  # report: a check of float post-processing
+            raise ReleaseFormatError(f"{where}: the covariance is not positive semi-definite")
+        return out
+
+    @property
+    def dimension(self) -> int:
+        """d, the number of columns."""
+        return int(self.section["dimension"])
+
+    @property
+    def columns(self) -> list[str]:
+        """The modelled columns, in order."""
+        return list(self.section["columns"])
+
+    def mean(self) -> np.ndarray | None:
+        """The private mean (length d), or None if this release holds no mean."""
+        return None if self._mean is None else self._mean.copy()
+
+    def covariance(self) -> np.ndarray | None:
+        """The private covariance (d x d, symmetric PSD), or None if this release holds none."""
+        return None if self._cov is None else self._cov.copy()
+
+    def sample(self, k: int, rng: Any = None) -> np.ndarray:
+        """k synthetic rows from N(mean, covariance) (post-processing; a missing part is 0 / the identity).
+
+        Free of privacy cost, whatever k is: the model is already private. ``rng``: a
+        :class:`dpspark.rng.RandomSource` (default: the CSPRNG; tests pass a SeededRandom); 128 bits of it
+        seed the numpy generator that draws the floating-point Gaussian rows.
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValueError("k must be an int >= 0")
+        if rng is None:
+            from dpspark.rng import default_source
+
+            rng = default_source()
+        gen = np.random.default_rng(rng.bits(128))  # report: synthetic rows from a private model (post-processing)
+        d = self.dimension
+        mu = self.mean()
+        cov = self.covariance()
+        mu = np.zeros(d) if mu is None else mu
+        cov = np.eye(d) if cov is None else cov
+        return gen.multivariate_normal(mu, cov, size=k, method="eigh")
+
+    def describe_lines(self) -> list[tuple[str, str]]:
+        """``dpspark inspect`` lines: d and the estimates, rho, the public bounds, the fixed point, the passes."""
+        s = self.section
+        lines = [("model", f"Gaussian, d = {s['dimension']}, holds {', '.join(s['estimates'])}"),
+                 ("rho (composed)", f"{s['rho']} (sum of {len(s['rho_by_noise'])} noise additions)"),
+                 ("public bounds", f"||mu|| <= R = {s['radius']}, I <= Sigma <= kappa I, kappa = {s['kappa']}"),
+                 ("fixed point", f"data 2^-{s['data_bits']}, preconditioner 2^-{s['matrix_bits']}"),
+                 ("passes", str(s["passes"])),
+                 ("values", s["values"])]
+        return lines

@@ -1,0 +1,315 @@
+"""Aggregate specs of a ``groups`` release and their per-unit sensitivities (docs/groups.md §B).
+
+An aggregate is one of ``count``, ``sum``, ``mean``, ``variance``, ``quantile``, with exact public
+parameters: clip bounds ``lo``/``hi`` (Fractions), the fixed-point scale S = 2^scale_bits, the quantile's
+``q`` and its grid size ``bins``. Contribution bounds (:class:`Bounds`): each unit keeps at most
+k = ``max_groups_per_unit`` groups and at most c = ``max_rows_per_group`` rows in each.
+
+Additive aggregates are released from integer *statistics* (:class:`Statistic`) that the engine sums
+over the kept rows of a group. A row's value x (after the null rule) becomes the integer
+v = clip(round(x S), L, H) with L = floor(lo S), H = ceil(hi S) (outward, so [lo, hi] is kept whole),
+D = H - L and C = L + H. Per row the statistics add:
+
+========  =================  ========================  ==========================
+name      per row            row range                 used by
+========  =================  ========================  ==========================
+count     1                  [1, 1]                    count, mean, variance
+sum       v                  [L, H]                    sum
+csum      2v - C             [-D, D]                   mean, variance
+csq       2(2v - C)^2 - D^2  [-D^2, D^2]               variance
+========  =================  ========================  ==========================
+
+Sensitivity (add/remove one unit): the unit adds at most c rows to at most k groups, so at most k
+coordinates of each statistic's group vector move, each by at most c * max(|row lo|, |row hi|)
+(:meth:`Statistic.sensitivity`). Centring (csum, csq) halves the sensitivity of a mean's and a
+variance's numerators against plain sums (PipelineDP does the same).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+from fractions import Fraction
+from typing import Any
+
+from dpspark.errors import DPSparkError
+from dpspark.exact import parse_rational
+
+#: default fixed-point scale: 2^8
+DEFAULT_SCALE_BITS = 8
+MAX_SCALE_BITS = 64
+#: default and largest quantile grid (number of cells between lo and hi)
+DEFAULT_BINS = 256
+MAX_BINS = 1 << 16
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
+_FIELDS = {"name", "kind", "column", "lo", "hi", "scale_bits", "q", "bins"}
+
+
+class GroupsError(DPSparkError, ValueError):
+    """A malformed groups parameter (the message names the aggregate and the field, never data)."""
+
+
+class GroupsTypeError(GroupsError, TypeError):
+    """A parameter of the wrong type (a float where an exact value is required)."""
+
+
+class Kind(str, Enum):
+    """What an aggregate computes."""
+
+    COUNT = "count"
+    SUM = "sum"
+    MEAN = "mean"
+    VARIANCE = "variance"
+    QUANTILE = "quantile"
+
+
+KINDS = tuple(k.value for k in Kind)
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """Contribution bounds: k = ``max_groups_per_unit`` groups per unit, c = ``max_rows_per_group`` rows each."""
+
+    max_groups_per_unit: int = 1
+    max_rows_per_group: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("max_groups_per_unit", "max_rows_per_group"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1 << 20:
+                raise GroupsError(f"{name} must be an int in [1, 2^20], got {v!r}")
+
+    @property
+    def k(self) -> int:
+        """Groups one unit may change."""
+        return self.max_groups_per_unit
+
+    @property
+    def c(self) -> int:
+        """Rows one unit may add to one group."""
+        return self.max_rows_per_group
+
+
+@dataclass(frozen=True)
+class Statistic:
+    """One integer statistic summed over a group's kept rows; each row adds a value in [row_lo, row_hi]."""
+
+    label: str
+    row_lo: int
+    row_hi: int
+
+    def sensitivity(self, bounds: Bounds) -> int:
+        """The most one unit moves one group's statistic: c * max(|row_lo|, |row_hi|)."""
+        return bounds.c * max(abs(self.row_lo), abs(self.row_hi))
+
+    def range(self, max_rows: int) -> tuple[int, int]:
+        """Public range of the statistic over groups of at most ``max_rows`` kept rows."""
+        return min(0, max_rows * self.row_lo), max(0, max_rows * self.row_hi)
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    """One validated aggregate (public parameters only)."""
+
+    name: str
+    kind: Kind
+    column: str | None = None
+    lo: Fraction = Fraction(0)
+    hi: Fraction = Fraction(1)
+    scale_bits: int = DEFAULT_SCALE_BITS
+    q: Fraction | None = None
+    bins: int | None = None
+
+    @property
+    def scale(self) -> int:
+        """S = 2^scale_bits."""
+        return 1 << self.scale_bits
+
+    @property
+    def L(self) -> int:
+        """floor(lo S): the clip's lower end in fixed point (outward rounding)."""
+        return (self.lo * self.scale).__floor__()
+
+    @property
+    def H(self) -> int:
+        """ceil(hi S): the clip's upper end in fixed point (outward rounding)."""
+        return (self.hi * self.scale).__ceil__()
+
+    @property
+    def D(self) -> int:
+        """H - L."""
+        return self.H - self.L
+
+    def statistics(self) -> tuple[Statistic, ...]:
+        """The noisy statistics this aggregate needs, in release order (none for a quantile)."""
+        L, H, D = self.L, self.H, self.D
+        count = Statistic("count", 1, 1)
+        if self.kind is Kind.COUNT:
+            return (count,)
+        if self.kind is Kind.SUM:
+            return (Statistic("sum", L, H),)
+        if self.kind is Kind.MEAN:
+            return (count, Statistic("csum", -D, D))
+        if self.kind is Kind.VARIANCE:
+            return (count, Statistic("csum", -D, D), Statistic("csq", -D * D, D * D))
+        return ()
+
+    def raw_arity(self) -> int:
+        """Length of the raw per-group tuple the engine supplies (see :func:`derive`)."""
+        return {Kind.COUNT: 1, Kind.SUM: 2, Kind.MEAN: 2, Kind.VARIANCE: 3}.get(self.kind, self.bins or 0)
+
+    def grid_point(self, j: int) -> Fraction:
+        """Quantile grid point v_j = lo + (hi - lo) j / bins, j in [0, bins]."""
+        assert self.bins is not None
+        return self.lo + (self.hi - self.lo) * j / self.bins
+
+    def cell_of(self, x: Fraction) -> int:
+        """Reference cell of a value for the quantile grid: clip to [lo, hi], cell [v_i, v_i+1), last closed."""
+        assert self.bins is not None
+        x = min(max(x, self.lo), self.hi)
+        i = ((x - self.lo) * self.bins / (self.hi - self.lo)).__floor__()
+        return min(i, self.bins - 1)
+
+    def fixed_point(self, x: Fraction) -> int:
+        """Reference v = clip(round(x S), L, H), round half away from zero (the answers family's rule)."""
+        v = x * self.scale
+        r = (abs(v) + Fraction(1, 2)).__floor__()
+        return max(self.L, min(self.H, r if v >= 0 else -r))
+
+    def describe(self) -> dict[str, Any]:
+        """Exact, JSON-ready fields for a manifest."""
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind.value}
+        if self.kind is not Kind.COUNT:
+            out.update(column=self.column, lo=str(self.lo), hi=str(self.hi))
+        if self.kind in (Kind.SUM, Kind.MEAN, Kind.VARIANCE):
+            out["scale_bits"] = self.scale_bits
+        if self.kind is Kind.QUANTILE:
+            out.update(q=str(self.q), bins=self.bins)
+        return out
+
+
+def derive(agg: Aggregate, raw: tuple[int, ...]) -> tuple[int, ...]:
+    """The statistics of :meth:`Aggregate.statistics` from the engine's raw tuple (exact integers).
+
+    Raw tuples: count (N,); sum (N, T); mean (N, T); variance (N, T, Q) with N the kept rows, T the sum of
+    v and Q the sum of v^2. With y = 2v - C: sum y = 2T - N C and sum y^2 = 4Q - 4 C T + N C^2.
+    """
+    C, D = agg.L + agg.H, agg.D
+    if agg.kind is Kind.COUNT:
+        return (raw[0],)
+    N, T = raw[0], raw[1]
+    if agg.kind is Kind.SUM:
+        return (T,)
+    csum = 2 * T - N * C
+    if agg.kind is Kind.MEAN:
+        return (N, csum)
+    Q = raw[2]
+    return (N, csum, 2 * (4 * Q - 4 * C * T + N * C * C) - N * D * D)
+
+
+def check_raw(agg: Aggregate, raw: Any, max_rows: int) -> tuple[int, ...]:
+    """Validate one group's raw tuple against the public ranges; the error names the aggregate, never a value."""
+    bad = GroupsError(f"aggregate {agg.name!r}: the engine's statistics for a group are outside their public "
+                      "range (an engine bug; no value is shown)")
+    if not isinstance(raw, (tuple, list)) or len(raw) != agg.raw_arity():
+        raise GroupsError(f"aggregate {agg.name!r}: expected {agg.raw_arity()} integers per group")
+    if any(isinstance(v, bool) or not isinstance(v, int) for v in raw):
+        raise GroupsTypeError(f"aggregate {agg.name!r}: group statistics must be Python ints")
+    if agg.kind is Kind.QUANTILE:
+        if any(v < 0 for v in raw) or sum(raw) > max_rows:
+            raise bad
+        return tuple(raw)
+    N = raw[0]
+    if not 0 <= N <= max_rows:
+        raise bad
+    if agg.kind is not Kind.COUNT:
+        T = raw[1]
+        if not N * agg.L <= T <= N * agg.H:
+            raise bad
+        if agg.kind is Kind.VARIANCE:
+            Q = raw[2]
+            if not (0 <= Q <= N * max(agg.L ** 2, agg.H ** 2) and T * T <= N * Q):
+                raise bad
+    return tuple(raw)
+
+
+def _rational(spec: dict[str, Any], key: str, where: str) -> Fraction:
+    value = spec[key]
+    if isinstance(value, float):
+        raise GroupsTypeError(f"{where}.{key} was given as a float ({value!r}); floats are not exact. "
+                              f"Write it as a string such as \"{value}\" or as an int")
+    try:
+        return parse_rational(value, f"{where}.{key}")
+    except TypeError as err:
+        raise GroupsTypeError(str(err)) from None
+    except ValueError as err:
+        raise GroupsError(str(err)) from None
+
+
+def parse_aggregate(spec: Any, index: int = 0) -> Aggregate:
+    """Validate one aggregate dict (data-free); errors name the aggregate and the field."""
+    where = f"aggregates[{index}]"
+    if not isinstance(spec, dict):
+        raise GroupsError(f"{where} must be a table")
+    bad = sorted(set(spec) - _FIELDS)
+    if bad:
+        raise GroupsError(f"{where} has unknown field(s) {', '.join(map(repr, bad))}; expected {sorted(_FIELDS)}")
+    name = spec.get("name")
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise GroupsError(f"{where}.name must be a name of letters, digits, '_', '.', '-' (got {name!r})")
+    where = f"aggregate {name!r}"
+    if spec.get("kind") not in KINDS:
+        raise GroupsError(f"{where}.kind must be one of {KINDS}, got {spec.get('kind')!r}")
+    kind = Kind(spec["kind"])
+    if kind is Kind.COUNT:
+        extra = sorted(set(spec) - {"name", "kind"})
+        if extra:
+            raise GroupsError(f"{where}: a count takes no {', '.join(map(repr, extra))}")
+        return Aggregate(name, kind)
+    column = spec.get("column")
+    if not isinstance(column, str) or not column:
+        raise GroupsError(f"{where}.column: a {kind.value} needs a column name")
+    for key in ("lo", "hi"):
+        if key not in spec:
+            raise GroupsError(f"{where}.{key}: a {kind.value} needs public clip bounds lo and hi")
+    lo, hi = _rational(spec, "lo", where), _rational(spec, "hi", where)
+    if not lo < hi:
+        raise GroupsError(f"{where}.lo must be < {where}.hi")
+    if kind is Kind.QUANTILE:
+        if "scale_bits" in spec:
+            raise GroupsError(f"{where}.scale_bits: a quantile has a grid (bins), not a fixed-point scale")
+        if "q" not in spec:
+            raise GroupsError(f"{where}.q: a quantile needs q in (0, 1)")
+        q = _rational(spec, "q", where)
+        if not 0 < q < 1:
+            raise GroupsError(f"{where}.q must lie in (0, 1), got {q}")
+        if q.denominator > 1 << 20:
+            raise GroupsError(f"{where}.q must have a denominator <= 2^20")
+        bins = spec.get("bins", DEFAULT_BINS)
+        if isinstance(bins, bool) or not isinstance(bins, int) or not 1 <= bins <= MAX_BINS:
+            raise GroupsError(f"{where}.bins must be an int in [1, {MAX_BINS}]")
+        return Aggregate(name, kind, column, lo, hi, 0, q, bins)
+    for key in ("q", "bins"):
+        if key in spec:
+            raise GroupsError(f"{where}.{key} applies only to kind = \"quantile\"")
+    bits = spec.get("scale_bits", DEFAULT_SCALE_BITS)
+    if isinstance(bits, bool) or not isinstance(bits, int) or not 0 <= bits <= MAX_SCALE_BITS:
+        raise GroupsError(f"{where}.scale_bits must be an int in [0, {MAX_SCALE_BITS}]")
+    agg = Aggregate(name, kind, column, lo, hi, bits)
+    if agg.D * agg.D >= 1 << 126:
+        raise GroupsError(f"{where}: (hi - lo) x 2^scale_bits is too large (its square must be < 2^126); "
+                          "lower scale_bits")
+    return agg
+
+
+def parse_aggregates(raw: Any) -> tuple[Aggregate, ...]:
+    """A non-empty list of aggregate dicts with unique names."""
+    if not isinstance(raw, (list, tuple)) or not raw:
+        raise GroupsError("aggregates must be a non-empty list of tables")
+    aggs = tuple(a if isinstance(a, Aggregate) else parse_aggregate(a, i) for i, a in enumerate(raw))
+    names = [a.name for a in aggs]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise GroupsError(f"aggregate names must be unique; repeated: {', '.join(map(repr, dup))}")
+    return aggs

@@ -1,0 +1,132 @@
+"""Exact tests of the bounded-bias Bernoulli sampler (RSSS Thm 6.1) and its product over d columns (Thm 6.4)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import pytest
+
+from dpspark.rng import DEFAULT_LAMBDA, SeededRandom
+from dpspark.mechanisms.samplers import bernoulli as B
+from dpspark.mechanisms.samplers.categorical import uniform_cdf_count
+from tests.support.chisq import chi2_critical
+
+LAM = DEFAULT_LAMBDA
+
+
+def _p_one(c: int, n: int, clip=B.clipped_numerator) -> Fraction:
+    """Implemented Pr[bit = 1]: Pr[uniform(4n) <= 4n p~] under the rng's reduction (exact)."""
+    return uniform_cdf_count(4 * n, clip(c, n), LAM)
+
+
+def _bias_factor(n: int) -> Fraction:
+    if not B.column_bias_draws(n):
+        return Fraction(1)
+    a = Fraction(1, 1 << LAM)
+    return (1 + a) / (1 - a)
+
+
+def _worst_column_ratio(n: int, clip=B.clipped_numerator) -> Fraction:
+    worst = Fraction(0)
+    for c in range(n):
+        a, b = _p_one(c, n, clip), _p_one(c + 1, n, clip)
+        worst = max(worst, a / b, b / a, (1 - a) / (1 - b), (1 - b) / (1 - a))
+    return worst
+
+
+@pytest.mark.parametrize("n", list(range(2, 41)) + [64, 100, 1000])
+def test_column_privacy_exact(n):
+    """Every count c and its neighbour c + 1 (add/remove or substitute): ratio <= r(n) (1+a)/(1-a), r <= 1 + 4/n."""
+    r = B.column_ratio(n)
+    assert r <= 1 + Fraction(4, n)
+    assert _worst_column_ratio(n) <= r * _bias_factor(n)
+    # r is attained by the ideal law (the statement is tight)
+    ideal = max(B.clipped_bias(c + 1, n) / B.clipped_bias(c, n) for c in range(n))
+    assert ideal == r
+
+
+def test_column_privacy_mutant_wider_clip_caught():
+    """Clipping to [1/8, 7/8] instead of [1/4, 3/4] breaks the stated ratio."""
+    wide = lambda c, n: max(n // 2, min(4 * n - n // 2, 4 * c))  # noqa: E731
+    for n in (8, 16, 40):
+        assert _worst_column_ratio(n, wide) > B.column_ratio(n) * _bias_factor(n)
+
+
+def test_product_privacy_exact_d2():
+    """d = 2: every pair of count vectors moving each coordinate by <= 1; every 2-bit output; ratio <= r^2."""
+    n = 6
+    r2 = B.exp_epsilon(n, 2) * _bias_factor(n) ** 2
+    law = {}
+    for c in itertools.product(range(n + 1), repeat=2):
+        ps = [_p_one(x, n) for x in c]
+        law[c] = {bits: math.prod(p if b else 1 - p for p, b in zip(ps, bits)) for bits in itertools.product((0, 1), repeat=2)}
+    worst = Fraction(0)
+    for c in law:
+        for dc in itertools.product((-1, 0, 1), repeat=2):
+            nb = tuple(x + y for x, y in zip(c, dc))
+            if nb in law:
+                worst = max(worst, max(law[c][o] / law[nb][o] for o in law[c]))
+    assert worst <= r2
+    assert worst * _bias_factor(n) ** 2 >= B.exp_epsilon(n, 2)  # attained up to the rng bias
+
+
+def _binom(n: int, p: Fraction):
+    for c in range(n + 1):
+        yield c, math.comb(n, c) * p**c * (1 - p) ** (n - c)
+
+
+@pytest.mark.parametrize("n", [12, 72, 200])
+@pytest.mark.parametrize("p", [Fraction(1, 3), Fraction(2, 5), Fraction(1, 2), Fraction(2, 3)])
+def test_column_tv_exact(n, p):
+    """|E[p~] - p| from the exact Binomial law <= e^{-n/72}/2 <= tv_bound(n, 1) (exactly n units)."""
+    mean = sum(w * B.clipped_bias(c, n) for c, w in _binom(n, p))
+    assert abs(mean - p) <= B.tv_bound(n, 1)
+
+
+def test_column_tv_mutant_narrow_clip_caught():
+    """Clipping to [3/8, 5/8] biases p = 1/3 far beyond the bound."""
+    n, p = 200, Fraction(1, 3)
+    narrow = lambda c: Fraction(max(3 * n, min(5 * n, 8 * c)), 8 * n)  # noqa: E731
+    mean = sum(w * narrow(c) for c, w in _binom(n, p))
+    assert abs(mean - p) > B.tv_bound(n, 1)
+
+
+def test_product_tv_exact_d3():
+    """The product law's exact TV <= sum of the columns' |E p~_j - p_j| <= tv_bound(n, d)."""
+    n, P = 40, [Fraction(1, 3), Fraction(1, 2), Fraction(3, 5)]
+    Q = []
+    for p in P:
+        Q.append(sum(w * B.clipped_bias(c, n) for c, w in _binom(n, p)))
+    tv = Fraction(0)
+    for bits in itertools.product((0, 1), repeat=3):
+        a = math.prod(q if b else 1 - q for q, b in zip(Q, bits))
+        b_ = math.prod(p if b else 1 - p for p, b in zip(P, bits))
+        tv += abs(a - b_)
+    assert tv / 2 <= B.tv_bound(n, 3)
+
+
+def test_min_n_for_epsilon():
+    for d, eps_exp in ((1, Fraction(3, 2)), (10, Fraction(5, 2)), (100, Fraction(27, 10))):
+        n = B.min_n_for_epsilon(eps_exp, d)
+        assert B.exp_epsilon(n, d) <= eps_exp
+        assert (1 + Fraction(4, n - 4)) ** d > eps_exp  # n is at most a few above the smallest that fits
+
+
+def test_draw_matches_law_chisq():
+    """bernoulli_sample under SeededRandom against Ber(p~) per column; false-alarm rate 1e-6; a mutant fails."""
+    n, counts = 10, [0, 3, 5, 10]
+    rng = SeededRandom("bernoulli-chisq")
+    T = 4000
+    ones = [0] * len(counts)
+    for _ in range(T):
+        for j, b in enumerate(B.bernoulli_sample(counts, n, rng)):
+            ones[j] += b
+    crit = chi2_critical(2 * len(counts), 1e-6)
+
+    def stat(ps):
+        return sum((o - T * float(p)) ** 2 / (T * float(p) * (1 - float(p))) for o, p in zip(ones, ps))  # report
+
+    assert stat([B.clipped_bias(c, n) for c in counts]) <= crit
+    assert stat([Fraction(min(max(c, 1), n - 1), n) for c in counts]) > crit  # unclipped-ish law rejected
