@@ -588,7 +588,8 @@ def calibrate(
     """Smallest certified M for k adaptive ``sensitivity``-sensitive integer queries at (epsilon, delta).
 
     Privacy: DK Lemmas 10.1-10.2 with a Chernoff bound, certified on the
-    implemented pmf (module docstring; docs/bounded-noise.md). ``method="pld"``
+    implemented pmf (module docstring; docs/bounded-noise.md), then tightened by the PLD certificate of the
+    same law where that is cheap (:func:`pld_is_cheap`; ``path == "pld"``). ``method="pld"``
     uses a certified privacy-loss-distribution composition instead
     (:mod:`dpspark.noise.bounded_pld`; small M only). A sensitivity above
     MAX_SHIFTS, or an M above the 2^24 table limit, rounds answers to a public
