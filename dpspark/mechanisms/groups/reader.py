@@ -149,6 +149,25 @@ class GroupsLookup(StatementLookup):
         lines.append(("nulls", sec["nulls"]))
         return lines
 
+    def plot_bars(self, top: int) -> list[dict[str, Any]]:
+        """``dpspark plot``: one panel per aggregate, the first ``top`` groups in table order, with error bars
+        (a quantile's bar is in rows of rank, so it is drawn without one)."""
+        keys = list(self._entries)[:top]
+        labels = [", ".join(str(v) for v in k) for k in keys]
+        panels = []
+        for a in self.aggregates:
+            n = a["name"]
+            entries = [self._entries[k][n] for k in keys]
+            rank = a["error_unit"] == "rank_rows"
+            panels.append({
+                "title": f"{n} ({a['kind']}, {a['noise']}): "
+                         + ("rank error in rows, not drawn" if rank else f"bars hold w.p. >= 1 - {self.section['beta']}"),
+                "labels": labels, "xlabel": ", ".join(self.by), "ylabel": n,
+                "values": [0.0 if e.value is None else float(e.value) for e in entries],  # report
+                "errors": [0.0 if rank or e.error is None else float(e.error) for e in entries],  # report
+            })
+        return panels
+
     def lookup_rows(self, texts: list[str], as_json: bool = False) -> tuple[list[tuple[str, ...]], list[str]]:
         """``dpspark lookup``: a header and one row per key text (value +- error per aggregate), and the
         position-only complaints for keys that are invalid or not released (the key is never echoed)."""
