@@ -49,6 +49,9 @@ TAYLOR_R = 24
 ALPHA = 2.0
 #: Largest sensitivity certified shift by shift; larger ones use a public grid.
 MAX_SHIFTS = 16
+#: The default ("chernoff") calibration also runs the PLD certificate when M and the PLD's size are at most these.
+REFINE_MAX_M = 1 << 14
+REFINE_MAX_POINTS = 1 << 12
 #: Fraction of delta given to the truncation tail k*tau (DK Section 10 uses 1/100).
 TAIL_FRACTIONS = (Fraction(1, 10), Fraction(1, 100), Fraction(1, 1000))
 
@@ -585,7 +588,8 @@ def calibrate(
     """Smallest certified M for k adaptive ``sensitivity``-sensitive integer queries at (epsilon, delta).
 
     Privacy: DK Lemmas 10.1-10.2 with a Chernoff bound, certified on the
-    implemented pmf (module docstring; docs/bounded-noise.md). ``method="pld"``
+    implemented pmf (module docstring; docs/bounded-noise.md), then tightened by the PLD certificate of the
+    same law where that is cheap (:func:`pld_is_cheap`; ``path == "pld"``). ``method="pld"``
     uses a certified privacy-loss-distribution composition instead
     (:mod:`dpspark.noise.bounded_pld`; small M only). A sensitivity above
     MAX_SHIFTS, or an M above the 2^24 table limit, rounds answers to a public
@@ -675,7 +679,8 @@ def _certify_at(M: int, k: int, eps: Fraction, dlt: Fraction, shifts: int, famil
     return cert, bits, J, theta, path
 
 
-def _calibrate_chernoff(k: int, eps: Fraction, dlt: Fraction, shifts: int, family: str, p: int):
+def _calibrate_mgf(k: int, eps: Fraction, dlt: Fraction, shifts: int, family: str, p: int):
+    """The Chernoff (MGF) calibration alone: smallest M whose Chernoff certificate meets delta."""
     model = _FloatModel(p, k, float(eps), shifts)  # report (proposals only)
     M0, th, J, frac = _search_float(model, dlt)
     M = M0
@@ -700,29 +705,81 @@ def _calibrate_chernoff(k: int, eps: Fraction, dlt: Fraction, shifts: int, famil
     return M, cert, bits, J, theta, path
 
 
+def pld_is_cheap(k: int, eps: Fraction, M: int) -> bool:
+    """Whether the PLD refinement of the default calibration is cheap (about a second): the enumerated PLD has
+    about 20 k (eps + 1) / eps grid points and M is small. Public parameters only."""
+    return M <= REFINE_MAX_M and 20 * k * (eps + 1) <= REFINE_MAX_POINTS * eps
+
+
+def _pld_search(k: int, eps: Fraction, dlt: Fraction, shifts: int, family: str, M_hi: int, bits: int,
+                rel: int) -> tuple[int, Fraction] | None:
+    """Smallest M <= M_hi (to a relative 2^-rel) whose PLD certificate meets delta, or None if none below M_hi.
+
+    The search brackets downward by halving from M_hi (the certified minimum is far below the Chernoff M at
+    small k: no fixed floor), then bisects; M_hi itself need not pass. Every returned value is certified.
+    """
+    memo: dict[int, Fraction | None] = {}
+
+    def cert(M: int) -> Fraction | None:
+        if M not in memo:
+            try:
+                memo[M] = pld_delta(BoundedNoise(M, family, bits), k, eps, shifts)
+            except (PLDRefused, BoundedNoiseError):
+                memo[M] = None
+        c = memo[M]
+        return c if c is not None and c <= dlt else None
+
+    floor_M = shifts + 2
+    hi = M_hi if cert(M_hi) is not None else None
+    lo = M_hi
+    while True:  # bracket: lo fails (or is the floor), hi passes
+        nxt = max(floor_M, lo // 2)
+        if nxt == lo:
+            break
+        if cert(nxt) is None:
+            lo = nxt
+            break
+        hi, lo = nxt, nxt
+    if hi is None:
+        # M_hi fails: look between lo and M_hi only if some M in it passes (bisection needs a passing end)
+        return None
+    if lo == hi:
+        return hi, memo[hi]  # type: ignore[return-value]
+    while hi - lo > max(1, hi >> rel):
+        mid = (lo + hi) // 2
+        if cert(mid) is not None:
+            hi = mid
+        else:
+            lo = mid
+    return hi, memo[hi]  # type: ignore[return-value]
+
+
+def _calibrate_chernoff(k: int, eps: Fraction, dlt: Fraction, shifts: int, family: str, p: int):
+    """The default calibration: the Chernoff certificate, tightened where enumerating the PLD is cheap.
+
+    At small k the single-theta Chernoff step loses a factor of about e in delta (1.7-2.4x in M); the PLD
+    certificate of the same implemented law is within a few % of its exact delta, so where it is cheap
+    (:func:`pld_is_cheap`) the smallest M it certifies below the Chernoff M is returned, with path "pld".
+    """
+    M, cert, bits, J, theta, path = _calibrate_mgf(k, eps, dlt, shifts, family, p)
+    if pld_is_cheap(k, eps, M):
+        found = _pld_search(k, eps, dlt, shifts, family, M, bits, rel=30)
+        if found is not None and found[0] < M:
+            return found[0], found[1], bits, found[0] - 1, Fraction(0), "pld"
+    return M, cert, bits, J, theta, path
+
+
 def calibrate_pld(k: int, eps: Fraction, dlt: Fraction, shifts: int, family: str):
-    """Smallest M (bisection below the Chernoff M) whose PLD certificate
+    """Smallest M (searched below the Chernoff M) whose PLD certificate
     (:func:`dpspark.noise.bounded_pld.pld_delta`) meets delta: ``calibrate(method="pld")``.
 
     Returns (M, certified_delta, bits, J, theta, path) in the shape of the Chernoff calibration
     (J and theta are not used by this method and are returned as M - 1 and 0).
     """
-    M_hi, cert_hi, bits, _, _, _ = _calibrate_chernoff(k, eps, dlt, shifts, family, family_power(family))
+    M_hi, cert_hi, bits, _, _, _ = _calibrate_mgf(k, eps, dlt, shifts, family, family_power(family))
     if M_hi > PLD_MAX_M:
         raise PLDRefused(f"PLD enumerates the pmf; the Chernoff M = {M_hi} > {PLD_MAX_M}")
-
-    def cert(M: int) -> Fraction:
-        return pld_delta(BoundedNoise(M, family, bits), k, eps, shifts)
-
-    c_hi = cert(M_hi)
-    if c_hi > dlt:  # the PLD bound is looser here: keep the Chernoff answer certified by PLD at a larger M
+    found = _pld_search(k, eps, dlt, shifts, family, M_hi, bits, rel=10)
+    if found is None:  # the PLD bound is looser here: keep the Chernoff answer certified by PLD at a larger M
         raise PLDRefused("the PLD certificate is looser than Chernoff at the Chernoff M")
-    lo, hi = int(M_hi * 0.8), M_hi
-    while hi - lo > max(1, hi >> 8):
-        mid = (lo + hi) // 2
-        c = cert(mid)
-        if c <= dlt:
-            hi, c_hi = mid, c
-        else:
-            lo = mid
-    return hi, c_hi, bits, hi - 1, Fraction(0), "pld"
+    return found[0], found[1], bits, found[0] - 1, Fraction(0), "pld"

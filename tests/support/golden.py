@@ -212,6 +212,12 @@ CASES: dict[str, Case] = {c.id: c for c in (
     _gauss("gaussian_covariance"),
     _gauss("gaussian_mean", covariance=[["9", "3"], ["3", "4"]]),
     _gauss("gaussian_learner"),
+    Case("groups", "arrow", answers_table, {
+        "groups": {"by": ["g"], "keys": ["a", "b", "c"], "max_groups_per_unit": 2, "max_rows_per_group": 2},
+        "aggregates": [{"name": "rows", "kind": "count"},
+                       {"name": "total", "kind": "sum", "column": "x", "lo": "-2", "hi": "5", "nulls": "0"},
+                       {"name": "avg", "kind": "mean", "column": "x", "lo": "0", "hi": "10", "nulls": "0"}],
+        "privacy": {"mechanism": "groups", "epsilon": "1", "max_units": 400, "unit_column": "u"}}),
 )}
 
 

@@ -222,16 +222,17 @@ class BernoulliSampler(_Sampler):
     No noise knob: with n = max_units (per batch: floor(max_units / samples)) the mechanism is exactly
     d ln r(n) (+ the rng bias) pure DP with r(n) <= 1 + 4/n, under AddRemove(max_units) and under
     Substitute(max_units) alike (it never reads the actual unit count); the plan refuses when that exceeds
-    privacy.epsilon. With privacy.delta it is also stated as rho-zCDP, rho = d (ln r + bias)^2/2 certified
-    (BS16 Prop. 1.4 per column, composed; RSSS Thm 1.8), with its CKS20 (eps, delta) conversion checked
+    privacy.epsilon. With privacy.delta it is also stated as rho-zCDP, rho = d rho0 with rho0 a certified upper
+    bound on the exact Renyi divergence rate of one column's implemented law (about 2.5x below the
+    (ln r + bias)^2/2 of BS16 Prop. 1.4; composed, RSSS Thm 1.8), with its CKS20 (eps, delta) conversion checked
     against privacy.epsilon: n then grows like sqrt(d ln(1/delta))/eps. Accuracy needs exactly n units with
     biases in [1/3, 2/3] (see the kind's statement).
     """
 
     name: ClassVar[str] = "bernoulli_sampler"
     needs_keys: ClassVar[bool] = False
-    #: with privacy.delta the product is also stated as rho-zCDP (each column ln r-DP => (ln r)^2/2-zCDP,
-    #: Bun-Steinke 2016 Prop. 1.4; composed over d columns) and converted to (eps, delta) (CKS20 Cor. 13):
+    #: with privacy.delta the product is also stated as rho-zCDP (each column's exact Renyi bound, certified;
+    #: composed over d columns) and converted to (eps, delta) (CKS20 Cor. 13):
     #: n then grows like sqrt(d log(1/delta))/eps instead of 4d/eps (RSSS Thm 1.8)
     delta: ClassVar[str] = "optional"
     sections: ClassVar[dict[str, Any]] = {"columns": parse_columns}
@@ -287,13 +288,12 @@ class BernoulliSampler(_Sampler):
         return schema_problem(schema, self.input, text_input)
 
     def zcdp_rho(self, nb: int) -> Fraction:
-        """d rho0 with rho0 >= (ln r(nb) + bias)^2 / 2 certified (BS16 Prop. 1.4 per column, then composition)."""
-        from dpspark.privacy import LogEpsilon, PureDP, pure_to_zcdp
-        from dpspark.rng import bias_epsilon
+        """d rho0, rho0 a certified upper bound on sup_alpha D_alpha/alpha of one column's IMPLEMENTED law over
+        neighbouring counts (either direction; :func:`~dpspark.mechanisms.samplers.bernoulli.column_rho`: exact
+        rationals, arb balls, rounded up), composed over the d independent columns."""
         from dpspark.mechanisms.samplers import bernoulli as B
 
-        col = LogEpsilon(B.column_ratio(nb), bias_epsilon(B.column_bias_draws(nb), self.lam))
-        return self.d * pure_to_zcdp(PureDP(col)).rho
+        return B.product_rho(nb, self.d, self.lam)
 
     @staticmethod
     def _smallest_n(ok: Any) -> int:
@@ -325,8 +325,9 @@ class BernoulliSampler(_Sampler):
                  "a power of two) is in the epsilon")
         if zcdp:
             assert self.rho is not None
-            return PrivacyStatement(ZCDP(self.rho), relation, theorem + "; each column ln r-DP => (ln r)^2/2-zCDP "
-                                    "(BS16 Prop. 1.4, certified), composed over the columns (RSSS Thm 1.8)", notes)
+            return PrivacyStatement(ZCDP(self.rho), relation, theorem + "; each column's rho is the certified "
+                                    "sup over alpha of D_alpha/alpha of its implemented law (exact Renyi bound), "
+                                    "composed over the columns (RSSS Thm 1.8)", notes)
         return PrivacyStatement.from_exp_eps(self.exp, self.extra, 0, theorem, relation, notes=notes)
 
     def statement(self) -> "PrivacyStatement":

@@ -164,7 +164,8 @@ def test_batches_by_record_content_caught() -> None:
 
 
 def test_bernoulli_zcdp_route(tmp_path: Path) -> None:
-    """With privacy.delta: rho-zCDP (BS16 per column, composed) and its certified (eps, delta) <= the target."""
+    """With privacy.delta: rho-zCDP (each column's certified exact Renyi bound, composed) and its certified
+    (eps, delta) <= the target."""
     from dpspark.mechanisms.zcdp_budget import converted_epsilon
 
     names = [f"c{j}" for j in range(100)]
@@ -178,7 +179,11 @@ def test_bernoulli_zcdp_route(tmp_path: Path) -> None:
     st = r.statements
     assert {"add_remove", "replacement", "add_remove_approx_dp", "add_remove_pure"} <= set(st)
     rho = st["add_remove"].rho
-    assert rho >= 100 * Fraction(1, 2) * Fraction(1, 151) ** 2  # ln(1 + 4/600) >= (4/600)/(1 + 4/600) = 1/151
+    from dpspark.mechanisms.samplers.bernoulli import product_rho
+    from dpspark.rng import DEFAULT_LAMBDA
+
+    assert rho == product_rho(600, 100, DEFAULT_LAMBDA)  # the implemented law's certified bound, not BS16's
+    assert rho < 100 * Fraction(1, 2) * Fraction(1, 151) ** 2  # below (ln r)^2/2 per column: ln(1 + 4/600) >= 1/151
     assert st["add_remove_approx_dp"].epsilon.le("1/2") and converted_epsilon(rho, Fraction(1, 10**6)) <= Fraction(1, 2)
     assert st["replacement"].rho == rho  # direct proof under Substitute(n)
     assert len(r.sample) == 100
