@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from dpspark.engine.arrow.inputs import scan_table
+from dpspark.engine.arrow.inputs import require_columns, scan_table
 from dpspark.engine.arrow.units import encode_units, unit_batches, valid_units
 from dpspark.engine.errors import InputError
 from dpspark.mechanisms.product.rounds import RoundQuery
@@ -84,11 +84,7 @@ class ArrowRounds:
         self.backend = backend
         self.batches = stage.batches
         wanted = ([stage.array] if stage.array is not None else list(stage.columns)) + [stage.unit_column]
-        names = set(backend.dataset.schema.names)
-        missing = [c for c in wanted if c not in names]
-        if missing:
-            raise InputError(f"input has no column(s) {', '.join(map(repr, missing))}; "
-                             f"it has {', '.join(map(repr, sorted(names)))}")
+        require_columns(backend.dataset, wanted)
         backend.progress("reading the input into one record per unit on Arrow")
         table = valid_units(scan_table(backend.dataset, wanted), stage.unit_column)
         codes, units = encode_units(table.column(stage.unit_column))
