@@ -8,8 +8,8 @@ Parquet file: ``uid`` (one row per unit), ``g0..g2`` ~ N(mu, Sigma) (kappa 100, 
 scripts/gen_gaussian.py) and ``b0..b6`` binary with the biases of scripts/gen_product.py. Each case is ONE
 fresh process, ``dpspark release --config ...`` (no --engine: the default engine picks Arrow for a local
 file; ``--engine spark`` forces the embedded Spark session for the "before" figure), timed end to end.
-Prints a table (seconds, passes, load average at the start of each run) and writes
-``<out>/arrow_families.json``.
+Prints a table (seconds, load average at the start of each run, exit code) and writes
+``<out>/arrow_families.json`` (``arrow_families-<engine>.json`` with ``--engine``).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -112,19 +113,23 @@ def main() -> int:
         config = out / f"{slug}.toml"
         release = out / f"release-{slug}-{args.engine or 'default'}"
         config.write_text(template.format(data=data, rows=args.rows, out=release))
+        if release.exists():  # the bench's own previous release (a release never overwrites one)
+            shutil.rmtree(release)
         load = os.getloadavg()[0]
         took, code, log = run_case(config, release, args.engine)
-        passes = sum(1 for line in log.splitlines() if "pass " in line and " of " in line or line.lstrip().startswith("pass "))
+        passes = sum(1 for line in log.splitlines() if "] pass " in line)
         results.append({"case": name, "engine": args.engine or "default", "rows": args.rows, "seconds": round(took, 2),
                         "target_seconds": target, "exit": code, "load1": round(load, 2),
-                        "file_mb": round(data.stat().st_size / 1e6, 2), "progress_lines": passes})
+                        "file_mb": round(data.stat().st_size / 1e6, 2), "pass_lines": passes,
+                        "when_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
         if code:
             print(log[-2000:], file=sys.stderr)
     print(f"{'case':24s} {'engine':8s} {'seconds':>8s} {'target':>7s} {'load1':>6s}  exit")
     for r in results:
         print(f"{r['case']:24s} {r['engine']:8s} {r['seconds']:8.2f} {r['target_seconds']:7.1f} {r['load1']:6.2f}  {r['exit']}")
-    (out / "arrow_families.json").write_text(json.dumps(results, indent=2))
-    print(f"input: {data} ({results[0]['file_mb']} MB, {args.rows} rows); wrote {out / 'arrow_families.json'}")
+    written = out / f"arrow_families{'-' + args.engine if args.engine else ''}.json"
+    written.write_text(json.dumps(results, indent=2))
+    print(f"input: {data} ({results[0]['file_mb']} MB, {args.rows} rows); wrote {written}")
     return 0 if all(r["exit"] == 0 for r in results) else 1
 
 
