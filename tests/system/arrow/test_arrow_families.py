@@ -42,3 +42,20 @@ def test_both_engines_supported_and_arrow_is_the_local_default(tmp_path: Path, c
     assert supported_engines(mech) == ("arrow", "spark")
     assert choose_engine(spec, mech, None, have_spark=False) == "arrow"
     assert choose_engine(spec, mech, None, have_spark=True) == "spark"
+
+
+@pytest.mark.parametrize("case_id", ["product_learner", "gaussian_learner"])
+def test_session_on_pandas_runs_on_arrow(tmp_path: Path, case_id: str) -> None:
+    """A pandas input runs these families on the Arrow engine, as a local file does (no Spark session)."""
+    from dpspark.api.session import Session
+    from dpspark.rng import SeededRandom
+
+    case = CASES[case_id]
+    priv = dict(case.config["privacy"])
+    sections = {k: v for k, v in case.config.items() if k != "privacy"}
+    lines: list[str] = []
+    session = Session(case.table().to_pandas(), max_units=priv.pop("max_units"), unit_column=priv.pop("unit_column"),
+                      rng=SeededRandom(b"pandas"), progress=lines.append)
+    rel = session.release(mechanism=priv.pop("mechanism"), epsilon=priv.pop("epsilon"), output=tmp_path / "out",
+                          sections=sections, **priv)
+    assert rel.kind and any(line.endswith("on Arrow") for line in lines)
