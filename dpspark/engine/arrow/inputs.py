@@ -188,3 +188,12 @@ def scan_table(dataset: "ds.Dataset", columns: list[str]) -> pa.Table:
         return dataset.to_table(columns=columns)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as err:
         raise InputError(f"cannot read input: {read_error_text(err)}") from None
+
+
+def require_columns(dataset: "ds.Dataset", wanted: list[str]) -> None:
+    """Fail early, naming every column a kernel reads that the input lacks (the Spark kernels' words)."""
+    names = set(dataset.schema.names)
+    missing = [c for c in wanted if c not in names]
+    if missing:
+        raise InputError(f"input has no column(s) {', '.join(map(repr, missing))}; "
+                         f"it has {', '.join(map(repr, sorted(names)))}")

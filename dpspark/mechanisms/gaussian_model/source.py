@@ -202,10 +202,15 @@ class ArraySource:
         if nulls is not None:  # the declared rule for NaN (= NULL), as the Spark preparation applies it
             values, unit_ids = apply_nulls(values, unit_ids, nulls)
         x = fixed_point(values, data_bits)
-        n, self.dimension = x.shape
+        n = x.shape[0]
         ids = np.arange(n, dtype=np.int64) if unit_ids is None else np.asarray(unit_ids, dtype=np.int64)
         b = buckets or max(n, 1)
-        bucket = keyed_buckets(ids, secret, b)
+        self._index(x, ids, keyed_buckets(ids, secret, b), b)
+
+    def _index(self, x: np.ndarray, ids: np.ndarray, bucket: np.ndarray, b: int) -> None:
+        """Pairs, singles and rows alone from the fixed-point rows ``x``, their unit ids and buckets (the
+        Arrow kernel computes ids and buckets from the input's own unit column, then calls this)."""
+        self.dimension = x.shape[1]
         self.buckets = b
         # singles: ids that occur once
         uniq, inverse, per_id = np.unique(ids, return_inverse=True, return_counts=True)

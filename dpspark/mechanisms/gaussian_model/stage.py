@@ -1,9 +1,10 @@
 """The stage the Gaussian learners declare: pairs and singles prepared once, then the learner's passes.
 
 ``Backend.compute(GaussianPairsStage(...))`` returns a :class:`~dpspark.mechanisms.gaussian_model.source.GaussianSource`
-(``close()`` releases the prepared frames). Only Spark has a kernel
-(:func:`dpspark.mechanisms.gaussian_model.spark_pairs.open_pairs`); :class:`~dpspark.mechanisms.gaussian_model.source.ArraySource`
-is the driver-side twin for tests.
+(``close()`` releases the prepared frames). Kernels: Spark
+(:func:`dpspark.mechanisms.gaussian_model.spark_pairs.open_pairs`) and Arrow
+(:func:`dpspark.mechanisms.gaussian_model.arrow_pairs.open_pairs`, on
+:class:`~dpspark.mechanisms.gaussian_model.source.ArraySource`), with identical aggregates for the same seed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from dpspark.engine.stages import FamilyStage
 class GaussianPairsStage(FamilyStage):
     """Units in keyed-hash buckets (pairs: buckets of two rows; singles) over the fixed-point columns."""
 
-    kernels: ClassVar[dict[str, str]] = {"spark": "dpspark.mechanisms.gaussian_model.spark_pairs:open_pairs"}
+    kernels: ClassVar[dict[str, str]] = {"spark": "dpspark.mechanisms.gaussian_model.spark_pairs:open_pairs",
+                                         "arrow": "dpspark.mechanisms.gaussian_model.arrow_pairs:open_pairs"}
 
     columns: tuple[str, ...]
     unit_column: str

@@ -110,15 +110,15 @@ def _spec(mechanism: str, **extra: Any) -> Any:
 
 
 @pytest.mark.parametrize("mechanism,extra,want,reads", [
-    ("product_sampler", {"columns": {"names": ["b0", "b1", "b2"]}}, ("spark",), 1),
-    ("product_learner", {"n": 2 * 10**6, "columns": {"names": ["b0", "b1", "b2"]}}, ("spark",), 1),
+    ("product_sampler", {"columns": {"names": ["b0", "b1", "b2"]}}, ("arrow", "spark"), 1),
+    ("product_learner", {"n": 2 * 10**6, "columns": {"names": ["b0", "b1", "b2"]}}, ("arrow", "spark"), 1),
     ("gaussian_learner", {"n": 10**5, "gaussian": {"columns": ["g0", "g1"], "radius": "10", "kappa": "4"}},
-     ("spark",), 1),
+     ("arrow", "spark"), 1),
     ("bernoulli_sampler", {"columns": {"names": ["b0", "b1"]}}, ("arrow", "spark"), 1),
     ("bounded_noise", {"queries": [{"name": "c", "kind": "count"}]}, ("arrow", "spark"), 1),
 ])
 def test_real_mechanisms(mechanism: str, extra: dict[str, Any], want: tuple[str, ...], reads: int) -> None:
-    """Spark-only families give ("spark",); the multi-pass ones read their input once (no input cache)."""
+    """Family stages with both kernels give both engines; the multi-pass ones read their input once (no input cache)."""
     mech = construct(_spec(mechanism, **extra))
     assert supported_engines(mech) == want
     assert input_reads(mech) == reads
