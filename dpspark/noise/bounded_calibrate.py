@@ -646,6 +646,7 @@ def calibrate(
             "M exceeds the 2^24 table limit and the sensitivity is 1 grid unit, so no public grid can shrink it "
             "(rounding keeps a shift of 1 unit): the calibration is certified, but no sampling table is built"
             if dG == 1 else "M exceeds the 2^24 table limit: pass a coarser grid to calibrate()")
+    cert = readable_upper(cert, dlt)
     R = grid * (M - 1) + grid // 2
     b95 = bound_with_probability(M, family, bits, k, Fraction(1, 20))
     bound95 = grid * b95 + grid // 2
@@ -654,6 +655,22 @@ def calibrate(
         grid=grid, grid_sensitivity=dG, bits=bits, J=J, theta=theta, method=method, path=path, R=R,
         bound95=bound95, tabulable=M <= MAX_TABLE_M, notes=notes,
     )
+
+
+#: a certified delta whose numerator or denominator has more bits is stated rounded up (a reader re-derives
+#: statements from parts of at most 1024 bits; delta = 1e-300 gives certificates beyond that)
+STATED_BITS = 1000
+
+
+def readable_upper(cert: Fraction, target: Fraction) -> Fraction:
+    """``cert`` itself when short, else a short upper bound of it: the smaller of the target (which the
+    certificate is below) and ``cert`` rounded up to a multiple of 2^-b, b = 64 bits past its leading bit
+    (at most :data:`STATED_BITS`). Both are upper bounds on the implemented law's delta."""
+    if max(cert.numerator.bit_length(), cert.denominator.bit_length()) <= STATED_BITS or cert <= 0:
+        return cert
+    b = min(STATED_BITS, 64 + max(0, cert.denominator.bit_length() - cert.numerator.bit_length()))
+    up = Fraction(-((-cert.numerator << b) // cert.denominator), 1 << b)
+    return min(target, up)
 
 
 def _certify_at(M: int, k: int, eps: Fraction, dlt: Fraction, shifts: int, family: str, p: int,

@@ -185,3 +185,20 @@ def test_cli_sensitivity_on_a_grid_reports_answer_units(capsys: pytest.CaptureFi
     assert big["R"] == 7 * (big["M"] - 1) + 3
     assert 1.0 <= big["R_over_scale"] / one["R_over_scale"] <= 1.1  # 7 * ceil(100/7) = 105: at most 5% + rounding
     assert big["bounded95_over_scale"] < big["R_over_scale"]
+
+
+def test_a_long_certified_delta_is_stated_as_a_short_upper_bound() -> None:
+    """delta = 1e-300: the certificate's parts exceed what a reader re-derives from (1024 bits); the stated
+    value is a short rational between the certificate and the target (still an upper bound on the true delta)."""
+    from dpspark.noise.bounded_calibrate import STATED_BITS, readable_upper
+
+    target = Fraction(1, 10**300)
+    long = target * Fraction(3**700 - 1, 3**700)  # just below the target, ~1100-bit parts
+    stated = readable_upper(long, target)
+    assert long <= stated <= target
+    assert max(stated.numerator.bit_length(), stated.denominator.bit_length()) <= STATED_BITS
+    short = Fraction(1, 10**6)
+    assert readable_upper(short, Fraction(1, 10**5)) == short  # short certificates stay exact
+    cal = calibrate(1, "1", "1e-300")
+    assert max(cal.certified_delta.numerator.bit_length(), cal.certified_delta.denominator.bit_length()) <= 1024
+    assert cal.certified_delta <= Fraction(1, 10**300)
