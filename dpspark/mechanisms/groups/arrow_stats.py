@@ -127,10 +127,16 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
         enc = pc.dictionary_encode(ucol.dictionary_decode() if pa.types.is_dictionary(ucol.type) else ucol)
         uid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         int32_units = csv_infer and _csv_ints_fit_int32(dataset, unit)
-        unit_hash = spark_hash(enc.dictionary, unit, int32_units=int32_units)
-        kept_units = _bound_units(unit_hash, counts_stage, secret)  # the CountsStage "truncate" rule
-        if kept_units is not None:
-            keep &= kept_units[uid]
+        units = enc.dictionary
+
+        def hash_units(ids: np.ndarray) -> np.ndarray:
+            return spark_hash(units.take(pa.array(ids)), unit, int32_units=int32_units)
+
+        if rows > stage.max_units:  # then maybe more units than n: every unit's hash, the CountsStage rule
+            unit_hash = hash_units(np.arange(len(units)))
+            kept_units = _bound_units(unit_hash, counts_stage, secret)
+            if kept_units is not None:
+                keep &= kept_units[uid]
     index, _member, member = _encode(keys, stage.universe, cols, "drop")
     member_np = np.asarray(member.to_numpy(zero_copy_only=False), dtype=bool)
     if stage.out_of_universe == "error" and not member_np[kid[keep]].all():
@@ -144,9 +150,8 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
     part = core.Part(gid=gid_of_key[kid[sel]], words=np.ascontiguousarray(gwords),
                      x={c: a[sel] for c, a in x.items()})
     if unit is not None:
-        assert uid is not None and unit_hash is not None
-        used, part_uid = np.unique(uid[sel], return_inverse=True)
-        part.uid, part.unit_hash = part_uid.astype(np.int64).reshape(-1), unit_hash[used]
+        assert uid is not None
+        part.uid, part.unit_hash, part.units, part.hash_units = uid[sel], unit_hash, len(units), hash_units
     elif part.rows > stage.max_units:  # every row a unit: the n rows first in keyed row-hash order
         part = truncate_rows(part, stage, secret)
     return finish(part, stage, secret)
@@ -175,6 +180,4 @@ def finish(part: core.Part, stage: "GroupsStage", secret: bytes) -> "list[GroupS
     """Bound, sum and decode one part (the whole input on Arrow)."""
     keep, units = core.bound(part, stage, secret)
     g, stat, shift, value = core.emit(core.statistics(part, keep, units, stage))
-    index = [int.from_bytes(w.tobytes(), "big") - 1 for w in part.words]
-    idx = np.asarray(index, dtype=object)[g] if len(index) else np.zeros(0, dtype=object)
-    return core.decode(idx.tolist(), stat.tolist(), shift.tolist(), value.tolist(), stage)
+    return core.decode(g, core.word_ints(part.words), stat, shift, value, stage)

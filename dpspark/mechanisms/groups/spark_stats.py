@@ -82,7 +82,7 @@ def _part(table: pa.Table, stage: "GroupsStage") -> core.Part:
         uh = table.column(UNIT_HASH).to_numpy().astype(np.int64).view(np.uint64)
         unit_hash = np.empty(len(enc.dictionary), dtype=np.uint64)
         unit_hash[uid] = uh
-        part.uid, part.unit_hash = uid, unit_hash
+        part.uid, part.unit_hash, part.units = uid, unit_hash, len(unit_hash)
     return part
 
 
@@ -186,6 +186,9 @@ def groups_spark(df: "DataFrame", stage: "GroupsStage", secret: bytes) -> "list[
     partials = rows.mapInArrow(partition_stats(stage, secret), out_schema)
     summed = partials.groupBy(INDEX, STAT, SHIFT).agg(F.sum(VALUE).alias(VALUE))
     table = summed.toArrow()
-    keys = [int.from_bytes(w, "big") - 1 for w in table.column(INDEX).to_pylist()]
-    return core.decode(keys, table.column(STAT).to_pylist(), table.column(SHIFT).to_pylist(),
-                       table.column(VALUE).to_pylist(), stage)
+    if table.num_rows == 0:
+        return []
+    words, pos = np.unique(_matrix(table.column(INDEX)), axis=0, return_inverse=True)
+    return core.decode(pos.astype(np.int64).reshape(-1), core.word_ints(words),
+                       table.column(STAT).to_numpy().astype(np.int64), table.column(SHIFT).to_numpy().astype(np.int64),
+                       table.column(VALUE).to_numpy().astype(np.int64), stage)

@@ -37,3 +37,18 @@ def test_spark_hashed_universe_and_errors(spark: Any) -> None:
     assert groups_spark(df, st, SECRET) == groups_on(arrow(rows), st, SECRET)
     with pytest.raises(CuratorError):
         groups_spark(df, stage(out_of_universe="error"), SECRET)
+
+
+def test_backends_agree_for_one_seed(spark: Any) -> None:
+    from dpspark.engine.backend import open_backend
+    from dpspark.rng import SeededRandom
+
+    rows = table(21)
+    st = stage(max_units=6)
+    df = spark.createDataFrame([tuple(r[c] for c in ("k", "u", "x", "y")) for r in rows],
+                               schema="k string, u long, x double, y double")
+    with open_backend("spark", rng=SeededRandom(8), data=df) as sb:
+        on_spark = sb.compute(st)
+        assert sb.passes_run == 1
+    with open_backend("arrow", rng=SeededRandom(8), source=arrow(rows)) as ab:
+        assert ab.compute(st) == on_spark

@@ -66,6 +66,7 @@ def stage(**kw: Any) -> GroupsStage:
 CASES = [
     dict(),
     dict(max_units=5),                                        # > n units: truncation
+    dict(max_units=10_000),                                   # fewer rows than n: unit hashes on demand
     dict(max_groups_per_unit=1, max_rows_per_group=1),
     dict(max_groups_per_unit=6, max_rows_per_group=100),      # nothing bounded
     dict(nulls=()),                                           # drop rule everywhere
@@ -160,3 +161,17 @@ def test_exact_bincount_limbs() -> None:
     sq = core.square_parts(ids, v, 7, 1 << 51)
     got = [sum(int(a[i]) << s for a, s in sq) for i in range(7)]
     assert got == [sum(int(x) ** 2 for x, j in zip(v, ids) if j == i) for i in range(7)]
+
+
+def test_backend_compute_one_pass_and_seeded_secret() -> None:
+    from dpspark.engine.backend import open_backend
+    from dpspark.rng import SeededRandom
+
+    rows = table(5)
+    st = stage()
+    with open_backend("arrow", rng=SeededRandom(42), source=arrow(rows)) as backend:
+        got = backend.compute(st)
+        assert backend.passes_run == 1
+        secret = backend.batch_secret()
+    assert secret == SeededRandom(42).bits(128).to_bytes(16, "big")
+    assert got == reference(rows, st, secret)
