@@ -116,7 +116,12 @@ def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, 
     if np.bincount(part.uid, minlength=nu).max() <= 1:  # every unit has one row: one group, one row each
         return keep, np.bincount(part.gid, minlength=G)
     code = part.uid.astype(np.int64) * G + part.gid
-    pair_code, pid = np.unique(code, return_inverse=True)
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    enc = pc.dictionary_encode(pa.array(code))  # a hash table, not a sort: pair ids in first-seen order
+    pid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    pair_code = enc.dictionary.to_numpy(zero_copy_only=False)
     per_pair = np.bincount(pid)
     c = stage.max_rows_per_group
     crowded = np.flatnonzero(per_pair[pid] > c)
