@@ -137,10 +137,12 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
             kept_units = _bound_units(unit_hash, counts_stage, secret)
             if kept_units is not None:
                 keep &= kept_units[uid]
-    index, _member, member = _encode(keys, stage.universe, cols, "drop")
+    index, in_universe, member = _encode(keys, stage.universe, cols, "drop")
     member_np = np.asarray(member.to_numpy(zero_copy_only=False), dtype=bool)
-    if stage.out_of_universe == "error" and not member_np[kid[keep]].all():
-        raise CuratorError(OUT_OF_UNIVERSE)
+    if stage.out_of_universe == "error":  # a non-member key (not an unparseable one: NULL) of a kept unit
+        outside = ~np.asarray(in_universe.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool)
+        if outside[kid[keep]].any():
+            raise CuratorError(OUT_OF_UNIVERSE)
     keep &= member_np[kid]
     words_by_key = _words(index, member_np)
     gwords, key_gid = np.unique(words_by_key[member_np], axis=0, return_inverse=True)  # distinct keys may share an index

@@ -89,9 +89,10 @@ def _part(table: pa.Table, stage: "GroupsStage") -> core.Part:
 def partition_stats(stage: "GroupsStage", secret: bytes) -> Any:
     """The mapInArrow function: one partition's rows (whole units) -> summable (index, stat, shift, value) rows."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = pa.Table.from_batches(list(batches))
-        if table.num_rows == 0:
+        got = [b for b in batches if b.num_rows]
+        if not got:
             return
+        table = pa.Table.from_batches(got)
         part = _part(table, stage)
         keep, units = core.bound(part, stage, secret)
         g, stat, shift, value = core.emit(core.statistics(part, keep, units, stage))
