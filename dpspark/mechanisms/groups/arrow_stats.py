@@ -76,7 +76,9 @@ def _key_ids(table: pa.Table, cols: list[str]) -> tuple[np.ndarray, pa.Table]:
         combined = np.zeros(len(codes[0]), dtype=np.int64)
         for code, size in zip(codes, sizes):
             combined = combined * size + code
-        uniq, ids = np.unique(combined, return_inverse=True)
+        enc = pc.dictionary_encode(pa.array(combined))  # a hash table, not a sort
+        uniq = enc.dictionary.to_numpy(zero_copy_only=False)
+        ids = enc.indices.to_numpy(zero_copy_only=False)
         parts, rest = [], uniq
         for size in reversed(sizes):
             parts.append(rest % size)
@@ -145,15 +147,16 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
             raise CuratorError(OUT_OF_UNIVERSE)
     keep &= member_np[kid]
     words_by_key = _words(index, member_np)
-    gwords, key_gid = np.unique(words_by_key[member_np], axis=0, return_inverse=True)  # distinct keys may share an index
+    gwords, key_gid = core.unique_words(words_by_key[member_np])  # distinct keys may share an index
     gid_of_key = np.full(len(member_np), -1, dtype=np.int64)
     gid_of_key[member_np] = key_gid.reshape(-1)
     sel = np.flatnonzero(keep)
-    part = core.Part(gid=gid_of_key[kid[sel]], words=np.ascontiguousarray(gwords),
-                     x={c: a[sel] for c, a in x.items()})
+    every = len(sel) == rows
+    part = core.Part(gid=gid_of_key[kid if every else kid[sel]], words=gwords,
+                     x=x if every else {c: a[sel] for c, a in x.items()})
     if unit is not None:
         assert uid is not None
-        part.uid, part.unit_hash, part.units, part.hash_units = uid[sel], unit_hash, len(units), hash_units
+        part.uid, part.unit_hash, part.units, part.hash_units = uid if every else uid[sel], unit_hash, len(units), hash_units
     elif part.rows > stage.max_units:  # every row a unit: the n rows first in keyed row-hash order
         part = truncate_rows(part, stage, secret)
     return finish(part, stage, secret)

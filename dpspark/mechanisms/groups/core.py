@@ -232,28 +232,31 @@ def _fixed(agg: Aggregate, x: np.ndarray) -> "np.ndarray | list[int]":
 def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsStage") -> list[tuple[np.ndarray, Any, int, np.ndarray]]:
     """Per statistic: (group ids, stat id, shift, values) over the kept rows (sparse for quantile cells)."""
     G = len(part.words)
-    gid = part.gid[keep]
+    everything = bool(keep.all())
+    gid = part.gid if everything else part.gid[keep]
     out: list[tuple[np.ndarray, Any, int, np.ndarray]] = []
     all_g = np.arange(G, dtype=np.int64)
 
     def dense(stat: int, parts: Parts) -> None:
         out.extend((all_g, stat, shift, arr) for arr, shift in parts)
 
-    dense(ROWS, [(np.bincount(gid, minlength=G).astype(np.int64), 0)])
+    rows = np.bincount(gid, minlength=G).astype(np.int64)
+    dense(ROWS, [(rows, 0)])
     if stage.count_units:
         dense(UNITS, [(units.astype(np.int64), 0)])
     cache: dict[Any, Any] = {}
     for j, agg in enumerate(stage.aggregates):
         base = j * STAT_STRIDE
         if agg.kind is Kind.COUNT:
-            dense(base, [(np.bincount(gid, minlength=G).astype(np.int64), 0)])
+            dense(base, [(rows, 0)])
             continue
         assert agg.column is not None
         rule = stage.null_rule(agg.column)
-        x = part.x[agg.column][keep]
+        x = part.x[agg.column] if everything else part.x[agg.column][keep]
         present = ~np.isnan(x)
-        g = gid if rule.value is not None else gid[present]
-        xs = x[present]
+        whole = bool(present.all())
+        g = gid if rule.value is not None or whole else gid[present]
+        xs = x if whole else x[present]
         if agg.kind is Kind.QUANTILE:
             assert agg.bins is not None
             ck = ("cell", agg.column, agg.lo, agg.hi, agg.bins)
@@ -268,7 +271,7 @@ def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsSt
             qg, qc, qn = cache[ck]
             out.append((qg, base + qc, 0, qn))  # sparse: occupied (group, cell) pairs only
             continue
-        dense(base, [(np.bincount(g, minlength=G).astype(np.int64), 0)])
+        dense(base, [(rows if g is gid else np.bincount(g, minlength=G).astype(np.int64), 0)])
         vk = ("v", agg.column, agg.scale_bits, agg.L, agg.H)
         if vk not in cache:
             v = _fixed(agg, xs)
@@ -294,6 +297,21 @@ def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsSt
                 cache[qk] = q_make()
             dense(base + 2, cache[qk])
     return out
+
+
+def unique_words(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct index words ascending, the position of each row's word): ``np.unique(axis=0)`` without its
+    slow byte-string sort (a lexsort of big-endian 64-bit limbs orders the words as unsigned numbers)."""
+    n = len(words)
+    if n == 0:
+        return words.reshape(0, words.shape[1]), np.zeros(0, dtype=np.int64)
+    limbs = np.ascontiguousarray(words).view(">u8").astype(np.uint64)
+    order = np.lexsort(tuple(limbs[:, j] for j in reversed(range(limbs.shape[1]))))
+    sl = limbs[order]
+    new = np.r_[True, (sl[1:] != sl[:-1]).any(axis=1)]
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.cumsum(new) - 1
+    return np.ascontiguousarray(words[order[new]]), pos
 
 
 # ------------------------------------------------------------------------------------------------ rows out

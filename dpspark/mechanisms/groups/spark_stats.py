@@ -69,7 +69,7 @@ def _matrix(col: "pa.Array | pa.ChunkedArray") -> np.ndarray:
 def _part(table: pa.Table, stage: "GroupsStage") -> core.Part:
     """The core's rows from one partition's Arrow table (INDEX, value doubles, optionally unit and UNIT_HASH)."""
     words = _matrix(table.column(INDEX))
-    gwords, gid = np.unique(words, axis=0, return_inverse=True)
+    gwords, gid = core.unique_words(words)
     x = {c: np.asarray(table.column(value_name(i)).to_numpy(zero_copy_only=False), dtype=np.float64)
          for i, c in enumerate(stage.value_columns)}
     part = core.Part(gid=gid.astype(np.int64).reshape(-1), words=np.ascontiguousarray(gwords), x=x)
@@ -189,7 +189,7 @@ def groups_spark(df: "DataFrame", stage: "GroupsStage", secret: bytes) -> "list[
     table = summed.toArrow()
     if table.num_rows == 0:
         return []
-    words, pos = np.unique(_matrix(table.column(INDEX)), axis=0, return_inverse=True)
+    words, pos = core.unique_words(_matrix(table.column(INDEX)))
     return core.decode(pos.astype(np.int64).reshape(-1), core.word_ints(words),
                        table.column(STAT).to_numpy().astype(np.int64), table.column(SHIFT).to_numpy().astype(np.int64),
                        table.column(VALUE).to_numpy().astype(np.int64), stage)
