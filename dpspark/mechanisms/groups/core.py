@@ -373,40 +373,47 @@ def decode(pos: np.ndarray, index: list[int], stat: np.ndarray, shift: np.ndarra
     fast = scalar & (np.asarray(shift) == 0)
     matrix = np.zeros((G, len(slot_ids)), dtype=np.int64)
     np.add.at(matrix, (pos[fast], at[fast]), np.asarray(value)[fast])
-    table = matrix.tolist()
     extra: dict[tuple[int, int], int] = {}
     slow = np.flatnonzero(~fast)
     for p, s, h, v, is_scalar in zip(pos[slow].tolist(), stat[slow].tolist(), np.asarray(shift)[slow].tolist(),
                                      np.asarray(value)[slow].tolist(), scalar[slow].tolist()):
         key = (p, col_of[s]) if is_scalar else (p, -1 - s)
         extra[key] = extra.get(key, 0) + (v << h)
+    big: dict[tuple[int, int], int] = {}
     for (p, c), v in list(extra.items()):
         if c >= 0:
-            table[p][c] += v
+            big[(p, c)] = int(matrix[p, c]) + v
             del extra[(p, c)]
-    quantiles = {}
+    quantiles: dict[int, dict[int, int]] = {}
     for (p, c), v in extra.items():
         s = -1 - c
         quantiles.setdefault(p, {})[s] = v
     rows_col, units_col = col_of[ROWS], col_of[UNITS]
-    getters = []
+    has_rows = matrix[:, rows_col] > 0
+    for (p, c), v in big.items():  # 2^40 rows or more in one group: its count came in two halves
+        if c == rows_col:
+            has_rows[p] = v > 0
+    counted = np.flatnonzero(has_rows)
+    kept = matrix[counted]
+    plist = counted.tolist()
+    columns = []  # per aggregate: one raw tuple per counted group (column-wise: C-level zips, no per-cell work)
     for j, agg in enumerate(stage.aggregates):
         if agg.kind is Kind.QUANTILE:
-            getters.append((agg.name, None, j * STAT_STRIDE, agg.raw_arity()))
+            base, arity = j * STAT_STRIDE, agg.raw_arity()
+            columns.append([tuple(quantiles.get(p, {}).get(base + m, 0) for m in range(arity)) for p in plist])
         else:
             cs = [col_of[j * STAT_STRIDE + m] for m in range(agg.raw_arity())]
-            getters.append((agg.name, (lambda r, c=cs[0]: (r[c],)) if len(cs) == 1 else itemgetter(*cs), 0, 0))
-    counted = np.flatnonzero(matrix[:, rows_col] > 0).tolist()
-    units = stage.count_units
-    out = []
-    for p in counted:  # one GroupStats per group: the only per-group Python work
-        row = table[p]
-        stats = {}
-        for name, get, base, arity in getters:
-            if get is None:
-                q = quantiles.get(p, {})
-                stats[name] = tuple(q.get(base + m, 0) for m in range(arity))
-            else:
-                stats[name] = get(row)
-        out.append(GroupStats(index[p], stats, row[units_col] if units else None))
-    return out
+            part = kept[:, cs].tolist()
+            for (p, c), v in big.items():  # the Python-int slots of counted groups
+                if c in cs and has_rows[p]:
+                    part[int(np.searchsorted(counted, p))][cs.index(c)] = v
+            columns.append(list(map(tuple, part)))
+    names = [a.name for a in stage.aggregates]
+    units: list[Any] = [None] * len(plist)
+    if stage.count_units:
+        units = kept[:, units_col].tolist()
+        for (p, c), v in big.items():
+            if c == units_col and has_rows[p]:
+                units[int(np.searchsorted(counted, p))] = v
+    keys = [index[p] for p in plist]
+    return [GroupStats(k, dict(zip(names, vals)), u) for k, vals, u in zip(keys, zip(*columns), units)]
