@@ -1,8 +1,9 @@
 """Arrow side of a ``groups`` release: the :class:`~dpspark.mechanisms.groups.stage.GroupsStage` in one scan.
 
 The stage's columns are read once (numeric columns by :func:`dpspark.engine.numeric.arrow_numeric`); keys
-are dictionary-encoded so the universe encodes each distinct key once; units are dictionary-encoded and
-hashed as Spark hashes them (:func:`dpspark.engine.arrow.counts.spark_hash`), truncated by the CountsStage
+are dictionary-encoded so the universe encodes each distinct key once; units get dense ids (their offset
+for integers in a short range, else a dictionary encoding) and are hashed, only where a rule needs it, as
+Spark hashes them (:func:`dpspark.engine.arrow.counts.spark_hash`), truncated by the CountsStage
 rule (:func:`dpspark.engine.arrow.counts._bound_units`); then the shared numpy core
 (:mod:`dpspark.mechanisms.groups.core`) bounds and sums all units at once, exactly as the Spark kernel does
 per partition. Memory: the read columns (O(rows)), never a Python object per row on the fast path.
@@ -123,22 +124,21 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
     counts_stage = CountsStage(key_columns=tuple(cols), universe=stage.universe, unit_column=unit,
                                out_of_universe="drop", max_units=stage.max_units)
     keep = np.ones(rows, dtype=bool)
-    uid = unit_hash = None
+    uid = None
     if unit is not None:
-        ucol = _chunk(table.column(unit))
-        enc = pc.dictionary_encode(ucol.dictionary_decode() if pa.types.is_dictionary(ucol.type) else ucol)
-        uid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         int32_units = csv_infer and _csv_ints_fit_int32(dataset, unit)
-        units = enc.dictionary
+        uid, n_ids, take = _unit_ids(_chunk(table.column(unit)))
 
         def hash_units(ids: np.ndarray) -> np.ndarray:
-            return spark_hash(units.take(pa.array(ids)), unit, int32_units=int32_units)
+            return spark_hash(take(ids), unit, int32_units=int32_units)
 
-        if rows > stage.max_units:  # then maybe more units than n: every unit's hash, the CountsStage rule
-            unit_hash = hash_units(np.arange(len(units)))
-            kept_units = _bound_units(unit_hash, counts_stage, secret)
+        if rows > stage.max_units:  # then maybe more units than n: the CountsStage rule over the units present
+            present = np.flatnonzero(np.bincount(uid, minlength=n_ids))
+            kept_units = _bound_units(hash_units(present), counts_stage, secret)
             if kept_units is not None:
-                keep &= kept_units[uid]
+                mask = np.zeros(n_ids, dtype=bool)
+                mask[present[kept_units]] = True
+                keep &= mask[uid]
     index, in_universe, member = _encode(keys, stage.universe, cols, "drop")
     member_np = np.asarray(member.to_numpy(zero_copy_only=False), dtype=bool)
     if stage.out_of_universe == "error":  # a non-member key (not an unparseable one: NULL) of a kept unit
@@ -156,10 +156,27 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
                      x=x if every else {c: a[sel] for c, a in x.items()})
     if unit is not None:
         assert uid is not None
-        part.uid, part.unit_hash, part.units, part.hash_units = uid if every else uid[sel], unit_hash, len(units), hash_units
+        part.uid, part.units, part.hash_units = uid if every else uid[sel], n_ids, hash_units
     elif part.rows > stage.max_units:  # every row a unit: the n rows first in keyed row-hash order
         part = truncate_rows(part, stage, secret)
     return finish(part, stage, secret)
+
+
+def _unit_ids(col: pa.Array) -> tuple[np.ndarray, int, Any]:
+    """(unit id per row in [0, n), n, ids -> the units' values): integer units in a range of at most ~2 x rows
+    are their own offset (no hash table; ids of absent values are never used), others dictionary-encoded."""
+    if pa.types.is_dictionary(col.type):
+        col = col.dictionary_decode()
+    if pa.types.is_signed_integer(col.type) and len(col):
+        values = col.to_numpy(zero_copy_only=False).astype(np.int64)
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo < 2 * len(values) + 1024:
+            dtype = col.type
+            return values - lo, hi - lo + 1, lambda ids: pa.array(ids.astype(np.int64) + lo).cast(dtype)
+    enc = pc.dictionary_encode(col)
+    units = enc.dictionary
+    return (enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(units),
+            lambda ids: units.take(pa.array(ids)))
 
 
 def _words(index: "pa.Array | pa.ChunkedArray", member: np.ndarray) -> np.ndarray:

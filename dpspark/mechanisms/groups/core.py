@@ -24,6 +24,8 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from dpspark.engine.keyed import keyed_mix
 from dpspark.engine.xxhash64 import SPARK_SEED, hash_fixed, hash_long
@@ -116,9 +118,6 @@ def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, 
     if np.bincount(part.uid, minlength=nu).max() <= 1:  # every unit has one row: one group, one row each
         return keep, np.bincount(part.gid, minlength=G)
     code = part.uid.astype(np.int64) * G + part.gid
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     enc = pc.dictionary_encode(pa.array(code))  # a hash table, not a sort: pair ids in first-seen order
     pid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     pair_code = enc.dictionary.to_numpy(zero_copy_only=False)
