@@ -142,11 +142,10 @@ def _read(df: "DataFrame", stage: "GroupsStage") -> "DataFrame":
         values.append(spark_numeric(spark_ref(c), dtypes[c]).alias(value_name(i)))
     unit = stage.unit_column
     ids = list(stage.key_columns) + ([unit] if unit else [])
-    rows = df.select(*[spark_ref(c).alias(c) for c in ids], *values)
     not_null = F.lit(True)
     for c in ids:
-        not_null = not_null & F.col(c).isNotNull()
-    return rows.filter(not_null)
+        not_null = not_null & spark_ref(c).isNotNull()
+    return df.filter(not_null).select(*[spark_ref(c).alias(c) for c in ids], *values)
 
 
 def groups_spark(df: "DataFrame", stage: "GroupsStage", secret: bytes) -> "list[GroupStats]":
