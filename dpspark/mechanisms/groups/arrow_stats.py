@@ -1,8 +1,9 @@
 """Arrow side of a ``groups`` release: the :class:`~dpspark.mechanisms.groups.stage.GroupsStage` in one scan.
 
 The stage's columns are read once (numeric columns by :func:`dpspark.engine.numeric.arrow_numeric`); keys
-are dictionary-encoded so the universe encodes each distinct key once; units are dictionary-encoded and
-hashed as Spark hashes them (:func:`dpspark.engine.arrow.counts.spark_hash`), truncated by the CountsStage
+are dictionary-encoded so the universe encodes each distinct key once; units get dense ids (their offset
+for integers in a short range, else a dictionary encoding) and are hashed, only where a rule needs it, as
+Spark hashes them (:func:`dpspark.engine.arrow.counts.spark_hash`), truncated by the CountsStage
 rule (:func:`dpspark.engine.arrow.counts._bound_units`); then the shared numpy core
 (:mod:`dpspark.mechanisms.groups.core`) bounds and sums all units at once, exactly as the Spark kernel does
 per partition. Memory: the read columns (O(rows)), never a Python object per row on the fast path.
@@ -76,7 +77,9 @@ def _key_ids(table: pa.Table, cols: list[str]) -> tuple[np.ndarray, pa.Table]:
         combined = np.zeros(len(codes[0]), dtype=np.int64)
         for code, size in zip(codes, sizes):
             combined = combined * size + code
-        uniq, ids = np.unique(combined, return_inverse=True)
+        enc = pc.dictionary_encode(pa.array(combined))  # a hash table, not a sort
+        uniq = enc.dictionary.to_numpy(zero_copy_only=False)
+        ids = enc.indices.to_numpy(zero_copy_only=False)
         parts, rest = [], uniq
         for size in reversed(sizes):
             parts.append(rest % size)
@@ -121,35 +124,59 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
     counts_stage = CountsStage(key_columns=tuple(cols), universe=stage.universe, unit_column=unit,
                                out_of_universe="drop", max_units=stage.max_units)
     keep = np.ones(rows, dtype=bool)
-    uid = unit_hash = None
+    uid = None
     if unit is not None:
-        ucol = _chunk(table.column(unit))
-        enc = pc.dictionary_encode(ucol.dictionary_decode() if pa.types.is_dictionary(ucol.type) else ucol)
-        uid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         int32_units = csv_infer and _csv_ints_fit_int32(dataset, unit)
-        unit_hash = spark_hash(enc.dictionary, unit, int32_units=int32_units)
-        kept_units = _bound_units(unit_hash, counts_stage, secret)  # the CountsStage "truncate" rule
-        if kept_units is not None:
-            keep &= kept_units[uid]
-    index, _member, member = _encode(keys, stage.universe, cols, "drop")
+        uid, n_ids, take = _unit_ids(_chunk(table.column(unit)))
+
+        def hash_units(ids: np.ndarray) -> np.ndarray:
+            return spark_hash(take(ids), unit, int32_units=int32_units)
+
+        if rows > stage.max_units:  # then maybe more units than n: the CountsStage rule over the units present
+            present = np.flatnonzero(np.bincount(uid, minlength=n_ids))
+            kept_units = _bound_units(hash_units(present), counts_stage, secret)
+            if kept_units is not None:
+                mask = np.zeros(n_ids, dtype=bool)
+                mask[present[kept_units]] = True
+                keep &= mask[uid]
+    index, in_universe, member = _encode(keys, stage.universe, cols, "drop")
     member_np = np.asarray(member.to_numpy(zero_copy_only=False), dtype=bool)
-    if stage.out_of_universe == "error" and not member_np[kid[keep]].all():
-        raise CuratorError(OUT_OF_UNIVERSE)
+    if stage.out_of_universe == "error":  # a non-member key (not an unparseable one: NULL) of a kept unit
+        outside = ~np.asarray(in_universe.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool)
+        if outside[kid[keep]].any():
+            raise CuratorError(OUT_OF_UNIVERSE)
     keep &= member_np[kid]
     words_by_key = _words(index, member_np)
-    gwords, key_gid = np.unique(words_by_key[member_np], axis=0, return_inverse=True)  # distinct keys may share an index
+    gwords, key_gid = core.unique_words(words_by_key[member_np])  # distinct keys may share an index
     gid_of_key = np.full(len(member_np), -1, dtype=np.int64)
     gid_of_key[member_np] = key_gid.reshape(-1)
     sel = np.flatnonzero(keep)
-    part = core.Part(gid=gid_of_key[kid[sel]], words=np.ascontiguousarray(gwords),
-                     x={c: a[sel] for c, a in x.items()})
+    every = len(sel) == rows
+    part = core.Part(gid=gid_of_key[kid if every else kid[sel]], words=gwords,
+                     x=x if every else {c: a[sel] for c, a in x.items()})
     if unit is not None:
-        assert uid is not None and unit_hash is not None
-        used, part_uid = np.unique(uid[sel], return_inverse=True)
-        part.uid, part.unit_hash = part_uid.astype(np.int64).reshape(-1), unit_hash[used]
+        assert uid is not None
+        part.uid, part.units, part.hash_units = uid if every else uid[sel], n_ids, hash_units
     elif part.rows > stage.max_units:  # every row a unit: the n rows first in keyed row-hash order
         part = truncate_rows(part, stage, secret)
     return finish(part, stage, secret)
+
+
+def _unit_ids(col: pa.Array) -> tuple[np.ndarray, int, Any]:
+    """(unit id per row in [0, n), n, ids -> the units' values): integer units in a range of at most ~2 x rows
+    are their own offset (no hash table; ids of absent values are never used), others dictionary-encoded."""
+    if pa.types.is_dictionary(col.type):
+        col = col.dictionary_decode()
+    if pa.types.is_signed_integer(col.type) and len(col):
+        values = col.to_numpy(zero_copy_only=False).astype(np.int64)
+        lo, hi = int(values.min()), int(values.max())
+        if hi - lo < 2 * len(values) + 1024:
+            dtype = col.type
+            return values - lo, hi - lo + 1, lambda ids: pa.array(ids.astype(np.int64) + lo).cast(dtype)
+    enc = pc.dictionary_encode(col)
+    units = enc.dictionary
+    return (enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(units),
+            lambda ids: units.take(pa.array(ids)))
 
 
 def _words(index: "pa.Array | pa.ChunkedArray", member: np.ndarray) -> np.ndarray:
@@ -175,6 +202,4 @@ def finish(part: core.Part, stage: "GroupsStage", secret: bytes) -> "list[GroupS
     """Bound, sum and decode one part (the whole input on Arrow)."""
     keep, units = core.bound(part, stage, secret)
     g, stat, shift, value = core.emit(core.statistics(part, keep, units, stage))
-    index = [int.from_bytes(w.tobytes(), "big") - 1 for w in part.words]
-    idx = np.asarray(index, dtype=object)[g] if len(index) else np.zeros(0, dtype=object)
-    return core.decode(idx.tolist(), stat.tolist(), shift.tolist(), value.tolist(), stage)
+    return core.decode(g, core.word_ints(part.words), stat, shift, value, stage)

@@ -20,9 +20,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from dpspark.engine.keyed import keyed_mix
 from dpspark.engine.xxhash64 import SPARK_SEED, hash_fixed, hash_long
@@ -81,12 +84,21 @@ class Part:
     gid: np.ndarray                  # int64 per row, in [0, G)
     words: np.ndarray                # (G, width) uint8 big-endian index words, ascending
     x: dict[str, np.ndarray]         # float64 per row per value column, NaN for NULL
-    uid: np.ndarray | None = None    # int64 dense unit id per row (None: every row is a unit)
+    uid: np.ndarray | None = None    # int64 unit id per row, in [0, units) (None: every row is a unit)
     unit_hash: np.ndarray | None = None  # uint64 Spark xxhash64 per unit id
+    units: int = 0                   # the number of unit ids
+    hash_units: Callable[[np.ndarray], np.ndarray] | None = None  # unit ids -> hashes, when unit_hash is None
 
     @property
     def rows(self) -> int:
         return len(self.gid)
+
+    def hashes(self, uids: np.ndarray) -> np.ndarray:
+        """Spark's xxhash64 (uint64) of the given unit ids (computed only for the units a rule needs)."""
+        if self.unit_hash is not None:
+            return self.unit_hash[uids]
+        assert self.hash_units is not None
+        return self.hash_units(uids)
 
 
 def bits_of(part: Part, stage: "GroupsStage") -> list[np.ndarray]:
@@ -102,19 +114,20 @@ def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, 
     keep = np.ones(part.rows, dtype=bool)
     if part.uid is None or part.rows == 0:
         return keep, np.bincount(part.gid, minlength=G)
-    assert part.unit_hash is not None
-    nu = len(part.unit_hash)
-    if nu == part.rows:  # every unit has one row: one group, one row each
+    nu = part.units
+    if np.bincount(part.uid, minlength=nu).max() <= 1:  # every unit has one row: one group, one row each
         return keep, np.bincount(part.gid, minlength=G)
     code = part.uid.astype(np.int64) * G + part.gid
-    pair_code, pid = np.unique(code, return_inverse=True)
+    enc = pc.dictionary_encode(pa.array(code))  # a hash table, not a sort: pair ids in first-seen order
+    pid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    pair_code = enc.dictionary.to_numpy(zero_copy_only=False)
     per_pair = np.bincount(pid)
     c = stage.max_rows_per_group
     crowded = np.flatnonzero(per_pair[pid] > c)
     if len(crowded):
         bits = [b[crowded] for b in bits_of(part, stage)]
         words = part.words[part.gid[crowded]]
-        h = row_hash(part.unit_hash[part.uid[crowded]], words, bits, row_key(secret))
+        h = row_hash(part.hashes(part.uid[crowded]), words, bits, row_key(secret))
         order = row_order(h, words, bits, first=pid[crowded])
         sp = pid[crowded][order]
         starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
@@ -126,7 +139,7 @@ def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, 
     busy = np.flatnonzero(np.bincount(pair_uid, minlength=nu)[pair_uid] > k)
     if len(busy):
         words = part.words[pair_gid[busy]]
-        pick = keyed_mix(hash_fixed(words, seed=part.unit_hash[pair_uid[busy]]), secret).view(np.int64)
+        pick = keyed_mix(hash_fixed(words, seed=part.hashes(pair_uid[busy])), secret).view(np.int64)
         chosen = _first_k_per_unit(pair_uid[busy], pick, words, k)  # the CountsStage rule
         kept_pair[busy] = False
         kept_pair[busy[chosen]] = True
@@ -218,28 +231,31 @@ def _fixed(agg: Aggregate, x: np.ndarray) -> "np.ndarray | list[int]":
 def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsStage") -> list[tuple[np.ndarray, Any, int, np.ndarray]]:
     """Per statistic: (group ids, stat id, shift, values) over the kept rows (sparse for quantile cells)."""
     G = len(part.words)
-    gid = part.gid[keep]
+    everything = bool(keep.all())
+    gid = part.gid if everything else part.gid[keep]
     out: list[tuple[np.ndarray, Any, int, np.ndarray]] = []
     all_g = np.arange(G, dtype=np.int64)
 
     def dense(stat: int, parts: Parts) -> None:
         out.extend((all_g, stat, shift, arr) for arr, shift in parts)
 
-    dense(ROWS, [(np.bincount(gid, minlength=G).astype(np.int64), 0)])
+    rows = np.bincount(gid, minlength=G).astype(np.int64)
+    dense(ROWS, [(rows, 0)])
     if stage.count_units:
         dense(UNITS, [(units.astype(np.int64), 0)])
     cache: dict[Any, Any] = {}
     for j, agg in enumerate(stage.aggregates):
         base = j * STAT_STRIDE
         if agg.kind is Kind.COUNT:
-            dense(base, [(np.bincount(gid, minlength=G).astype(np.int64), 0)])
+            dense(base, [(rows, 0)])
             continue
         assert agg.column is not None
         rule = stage.null_rule(agg.column)
-        x = part.x[agg.column][keep]
+        x = part.x[agg.column] if everything else part.x[agg.column][keep]
         present = ~np.isnan(x)
-        g = gid if rule.value is not None else gid[present]
-        xs = x[present]
+        whole = bool(present.all())
+        g = gid if rule.value is not None or whole else gid[present]
+        xs = x if whole else x[present]
         if agg.kind is Kind.QUANTILE:
             assert agg.bins is not None
             ck = ("cell", agg.column, agg.lo, agg.hi, agg.bins)
@@ -254,7 +270,7 @@ def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsSt
             qg, qc, qn = cache[ck]
             out.append((qg, base + qc, 0, qn))  # sparse: occupied (group, cell) pairs only
             continue
-        dense(base, [(np.bincount(g, minlength=G).astype(np.int64), 0)])
+        dense(base, [(rows if g is gid else np.bincount(g, minlength=G).astype(np.int64), 0)])
         vk = ("v", agg.column, agg.scale_bits, agg.L, agg.H)
         if vk not in cache:
             v = _fixed(agg, xs)
@@ -282,7 +298,32 @@ def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsSt
     return out
 
 
+def unique_words(words: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct index words ascending, the position of each row's word): ``np.unique(axis=0)`` without its
+    slow byte-string sort (a lexsort of big-endian 64-bit limbs orders the words as unsigned numbers)."""
+    n = len(words)
+    if n == 0:
+        return words.reshape(0, words.shape[1]), np.zeros(0, dtype=np.int64)
+    limbs = np.ascontiguousarray(words).view(">u8").astype(np.uint64)
+    order = np.lexsort(tuple(limbs[:, j] for j in reversed(range(limbs.shape[1]))))
+    sl = limbs[order]
+    new = np.r_[True, (sl[1:] != sl[:-1]).any(axis=1)]
+    pos = np.empty(n, dtype=np.int64)
+    pos[order] = np.cumsum(new) - 1
+    return np.ascontiguousarray(words[order[new]]), pos
+
+
 # ------------------------------------------------------------------------------------------------ rows out
+def word_ints(words: np.ndarray) -> list[int]:
+    """0-based universe indexes of (n, width) big-endian index words (a fast path below 2^64)."""
+    if len(words) == 0:
+        return []
+    limbs = words.view(">u8").astype(np.uint64)
+    if not limbs[:, :-1].any():
+        return (limbs[:, -1] - np.uint64(1)).tolist()
+    return [int.from_bytes(w.tobytes(), "big") - 1 for w in words]
+
+
 def emit(stats: list[tuple[np.ndarray, Any, int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Rows (group id, stat, shift, value) with 0 < |value| < 2^40: each part split in 40-bit halves."""
     gs, st, sh, vs = [], [], [], []
@@ -310,22 +351,68 @@ def emit(stats: list[tuple[np.ndarray, Any, int, np.ndarray]]) -> tuple[np.ndarr
             np.concatenate(sh).astype(np.int32), np.concatenate(vs).astype(np.int64))
 
 
-def decode(keys: list[int], stat: list[int], shift: list[int], value: list[int], stage: "GroupsStage") -> list[Any]:
-    """Summed rows (0-based index, stat, shift, value) -> GroupStats ascending by index, groups with kept rows."""
+def decode(pos: np.ndarray, index: list[int], stat: np.ndarray, shift: np.ndarray, value: np.ndarray,
+           stage: "GroupsStage") -> list[Any]:
+    """Summed rows (group position, stat, shift, value) -> GroupStats ascending by index, groups with kept rows.
+
+    ``index[p]`` is the 0-based universe index of group position p (ascending in p). Values at shift 0 of
+    the scalar statistics are added in an int64 matrix (each is below 2^40 and a slot gets a few of them);
+    the rare rest (high halves, limbs, quantile cells) are added as Python ints.
+    """
     from dpspark.mechanisms.groups.algorithm import GroupStats
 
-    acc: dict[int, dict[int, int]] = {}
-    for k, s, h, v in zip(keys, stat, shift, value):
-        d = acc.setdefault(k, {})
-        d[s] = d.get(s, 0) + (v << h)
-    out = []
-    for k in sorted(acc):
-        d = acc[k]
-        if d.get(ROWS, 0) <= 0:
-            continue
-        stats = {}
-        for j, agg in enumerate(stage.aggregates):
-            base = j * STAT_STRIDE
-            stats[agg.name] = tuple(d.get(base + m, 0) for m in range(agg.raw_arity()))
-        out.append(GroupStats(k, stats, d.get(UNITS, 0) if stage.count_units else None))
-    return out
+    G = len(index)
+    slots = [ROWS, UNITS] + [j * STAT_STRIDE + m for j, a in enumerate(stage.aggregates)
+                             if a.kind is not Kind.QUANTILE for m in range(a.raw_arity())]
+    slot_ids = np.asarray(sorted(slots), dtype=np.int64)
+    col_of = {sid: c for c, sid in enumerate(slot_ids.tolist())}
+    stat = np.asarray(stat, dtype=np.int64)
+    at = np.minimum(np.searchsorted(slot_ids, stat), len(slot_ids) - 1)
+    scalar = slot_ids[at] == stat
+    fast = scalar & (np.asarray(shift) == 0)
+    matrix = np.zeros((G, len(slot_ids)), dtype=np.int64)
+    np.add.at(matrix, (pos[fast], at[fast]), np.asarray(value)[fast])
+    extra: dict[tuple[int, int], int] = {}
+    slow = np.flatnonzero(~fast)
+    for p, s, h, v, is_scalar in zip(pos[slow].tolist(), stat[slow].tolist(), np.asarray(shift)[slow].tolist(),
+                                     np.asarray(value)[slow].tolist(), scalar[slow].tolist()):
+        key = (p, col_of[s]) if is_scalar else (p, -1 - s)
+        extra[key] = extra.get(key, 0) + (v << h)
+    big: dict[tuple[int, int], int] = {}
+    for (p, c), v in list(extra.items()):
+        if c >= 0:
+            big[(p, c)] = int(matrix[p, c]) + v
+            del extra[(p, c)]
+    quantiles: dict[int, dict[int, int]] = {}
+    for (p, c), v in extra.items():
+        s = -1 - c
+        quantiles.setdefault(p, {})[s] = v
+    rows_col, units_col = col_of[ROWS], col_of[UNITS]
+    has_rows = matrix[:, rows_col] > 0
+    for (p, c), v in big.items():  # 2^40 rows or more in one group: its count came in two halves
+        if c == rows_col:
+            has_rows[p] = v > 0
+    counted = np.flatnonzero(has_rows)
+    kept = matrix[counted]
+    plist = counted.tolist()
+    columns = []  # per aggregate: one raw tuple per counted group (column-wise: C-level zips, no per-cell work)
+    for j, agg in enumerate(stage.aggregates):
+        if agg.kind is Kind.QUANTILE:
+            base, arity = j * STAT_STRIDE, agg.raw_arity()
+            columns.append([tuple(quantiles.get(p, {}).get(base + m, 0) for m in range(arity)) for p in plist])
+        else:
+            cs = [col_of[j * STAT_STRIDE + m] for m in range(agg.raw_arity())]
+            part = kept[:, cs].tolist()
+            for (p, c), v in big.items():  # the Python-int slots of counted groups
+                if c in cs and has_rows[p]:
+                    part[int(np.searchsorted(counted, p))][cs.index(c)] = v
+            columns.append(list(map(tuple, part)))
+    names = [a.name for a in stage.aggregates]
+    units: list[Any] = [None] * len(plist)
+    if stage.count_units:
+        units = kept[:, units_col].tolist()
+        for (p, c), v in big.items():
+            if c == units_col and has_rows[p]:
+                units[int(np.searchsorted(counted, p))] = v
+    keys = [index[p] for p in plist]
+    return [GroupStats(k, dict(zip(names, vals)), u) for k, vals, u in zip(keys, zip(*columns), units)]

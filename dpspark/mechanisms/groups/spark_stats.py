@@ -69,7 +69,7 @@ def _matrix(col: "pa.Array | pa.ChunkedArray") -> np.ndarray:
 def _part(table: pa.Table, stage: "GroupsStage") -> core.Part:
     """The core's rows from one partition's Arrow table (INDEX, value doubles, optionally unit and UNIT_HASH)."""
     words = _matrix(table.column(INDEX))
-    gwords, gid = np.unique(words, axis=0, return_inverse=True)
+    gwords, gid = core.unique_words(words)
     x = {c: np.asarray(table.column(value_name(i)).to_numpy(zero_copy_only=False), dtype=np.float64)
          for i, c in enumerate(stage.value_columns)}
     part = core.Part(gid=gid.astype(np.int64).reshape(-1), words=np.ascontiguousarray(gwords), x=x)
@@ -82,16 +82,17 @@ def _part(table: pa.Table, stage: "GroupsStage") -> core.Part:
         uh = table.column(UNIT_HASH).to_numpy().astype(np.int64).view(np.uint64)
         unit_hash = np.empty(len(enc.dictionary), dtype=np.uint64)
         unit_hash[uid] = uh
-        part.uid, part.unit_hash = uid, unit_hash
+        part.uid, part.unit_hash, part.units = uid, unit_hash, len(unit_hash)
     return part
 
 
 def partition_stats(stage: "GroupsStage", secret: bytes) -> Any:
     """The mapInArrow function: one partition's rows (whole units) -> summable (index, stat, shift, value) rows."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        table = pa.Table.from_batches(list(batches))
-        if table.num_rows == 0:
+        got = [b for b in batches if b.num_rows]
+        if not got:
             return
+        table = pa.Table.from_batches(got)
         part = _part(table, stage)
         keep, units = core.bound(part, stage, secret)
         g, stat, shift, value = core.emit(core.statistics(part, keep, units, stage))
@@ -141,11 +142,10 @@ def _read(df: "DataFrame", stage: "GroupsStage") -> "DataFrame":
         values.append(spark_numeric(spark_ref(c), dtypes[c]).alias(value_name(i)))
     unit = stage.unit_column
     ids = list(stage.key_columns) + ([unit] if unit else [])
-    rows = df.select(*[spark_ref(c).alias(c) for c in ids], *values)
     not_null = F.lit(True)
     for c in ids:
-        not_null = not_null & F.col(c).isNotNull()
-    return rows.filter(not_null)
+        not_null = not_null & spark_ref(c).isNotNull()
+    return df.filter(not_null).select(*[spark_ref(c).alias(c) for c in ids], *values)
 
 
 def groups_spark(df: "DataFrame", stage: "GroupsStage", secret: bytes) -> "list[GroupStats]":
@@ -186,6 +186,9 @@ def groups_spark(df: "DataFrame", stage: "GroupsStage", secret: bytes) -> "list[
     partials = rows.mapInArrow(partition_stats(stage, secret), out_schema)
     summed = partials.groupBy(INDEX, STAT, SHIFT).agg(F.sum(VALUE).alias(VALUE))
     table = summed.toArrow()
-    keys = [int.from_bytes(w, "big") - 1 for w in table.column(INDEX).to_pylist()]
-    return core.decode(keys, table.column(STAT).to_pylist(), table.column(SHIFT).to_pylist(),
-                       table.column(VALUE).to_pylist(), stage)
+    if table.num_rows == 0:
+        return []
+    words, pos = core.unique_words(_matrix(table.column(INDEX)))
+    return core.decode(pos.astype(np.int64).reshape(-1), core.word_ints(words),
+                       table.column(STAT).to_numpy().astype(np.int64), table.column(SHIFT).to_numpy().astype(np.int64),
+                       table.column(VALUE).to_numpy().astype(np.int64), stage)

@@ -7,16 +7,18 @@ same seed. The rules, in order:
 
 1. rows with a NULL key column (or a NULL unit) are dropped;
 2. more than ``max_units`` units: the n units with the smallest keyed hash of the unit id are kept (the
-   CountsStage "truncate" rule); without a unit column every row is a unit and the n rows with the smallest
-   keyed row hash (below) are kept;
+   CountsStage "truncate" rule, counting every unit with a non-NULL key);
 3. keys outside ``universe`` are dropped, or fail the stage (``out_of_universe = "error"``, a value-free
-   :class:`~dpspark.engine.errors.CuratorError`), checked on the rows of the kept units;
+   :class:`~dpspark.engine.errors.CuratorError`), checked on the rows of the kept units (a text integer
+   that does not parse is dropped, never an error, as in the CountsStage). Without a unit column every row
+   is a unit: of the in-universe rows, the n first in (keyed row hash (below), index, value bits) order
+   are kept;
 4. each unit keeps at most k = ``max_groups_per_unit`` of its groups: those with the smallest keyed hash
    of (unit, universe index), ties by index (the CountsStage rule);
 5. each unit keeps at most c = ``max_rows_per_group`` rows in each kept group: those with the smallest
    keyed *row hash* - xxhash64 chained over (unit, index word, each value column's float64 bits after the
-   null read, NULL as one fixed word), mixed under a key derived from ``backend.batch_secret()`` - ties by
-   those bits. The choice depends on the unit's own rows only, and two rows it cannot tell apart contribute
+   null read, -0.0 as 0.0, NULL as one fixed word), mixed under a key derived from
+   ``backend.batch_secret()`` (which also keys rules 2 and 4, as in the CountsStage) - ties by those bits. The choice depends on the unit's own rows only, and two rows it cannot tell apart contribute
    the same values, so which of them is kept changes nothing;
 6. per group and aggregate, the raw tuple of :func:`dpspark.mechanisms.groups.aggregates.derive` over the
    kept rows: count (N,), sum/mean (N, T), variance (N, T, Q), quantile the ``bins`` cell counts; a value
