@@ -31,15 +31,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from dpspark.gf.additive_fft import _CHUNK, _xor_into, tables
+from dpspark.gf.additive_fft import _CHUNK, _leaf_pairs, _xor_into, tables
 from dpspark.gf.clmul import CACHE
 from dpspark.gf.field import GF2m
-from dpspark.gf.kernels import mul_row
+from dpspark.gf.kernels import mul1_words, mul2_words, mul_row
 
 U64 = np.uint64
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _taylor_t_passes(f, blk, size, s_lo, s_hi):  # type: ignore[no-untyped-def]
     """Transpose of additive_fft._taylor_passes(s_hi -> s_lo): passes reversed, XORs mirrored."""
     w = f.shape[1]
@@ -53,7 +53,7 @@ def _taylor_t_passes(f, blk, size, s_lo, s_hi):  # type: ignore[no-untyped-def]
         s <<= 1
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _taylor_t(f, blk, size):  # type: ignore[no-untyped-def]
     """T^T on f[blk:blk+size] (the transpose of additive_fft._taylor)."""
     if size <= _CHUNK:
@@ -64,7 +64,7 @@ def _taylor_t(f, blk, size):  # type: ignore[no-untyped-def]
     _taylor_t_passes(f, blk, size, 2 * _CHUNK, size)
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _untaylor_t_passes(f, blk, size, s_hi, s_lo):  # type: ignore[no-untyped-def]
     """Transpose of additive_fft._untaylor_passes(s_lo -> s_hi)."""
     w = f.shape[1]
@@ -78,7 +78,7 @@ def _untaylor_t_passes(f, blk, size, s_hi, s_lo):  # type: ignore[no-untyped-def
         s >>= 1
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _untaylor_t(f, blk, size):  # type: ignore[no-untyped-def]
     """T^-T on f[blk:blk+size] (the transpose of additive_fft._untaylor)."""
     if size <= _CHUNK:
@@ -89,12 +89,31 @@ def _untaylor_t(f, blk, size):  # type: ignore[no-untyped-def]
         _untaylor_t_passes(f, b, _CHUNK, _CHUNK, 4)
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _fwd_t_down(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-untyped-def]
     """C^T: (u | v) -> (u + v | G (u + v) + v)."""
     w = f.shape[1]
     half = 1 << (L - 1)
     go = pts_off[L]
+    t1, t2, t3 = taps[0], taps[1], taps[2]
+    if w == 2:
+        for i in range(half):
+            a, b = blk + i, blk + half + i
+            u0 = f[a, 0] ^ f[b, 0]
+            u1 = f[a, 1] ^ f[b, 1]
+            f[a, 0] = u0
+            f[a, 1] = u1
+            m0, m1 = mul2_words(pts[go + i, 0], pts[go + i, 1], u0, u1, t1, t2, t3)
+            f[b, 0] ^= m0
+            f[b, 1] ^= m1
+        return
+    if w == 1:
+        for i in range(half):
+            a, b = blk + i, blk + half + i
+            u0 = f[a, 0] ^ f[b, 0]
+            f[a, 0] = u0
+            f[b, 0] ^= mul1_words(pts[go + i, 0], u0, t1, t2, t3)
+        return
     for i in range(half):
         for j in range(w):
             f[blk + i, j] ^= f[blk + half + i, j]
@@ -103,7 +122,7 @@ def _fwd_t_down(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-unt
             f[blk + half + i, j] ^= tmp[0, j]
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _fwd_t_up(f, blk, L, scratch):  # type: ignore[no-untyped-def]
     """P^T then T^T: interleave (g0 | g1), then the transposed Taylor expansion."""
     w = f.shape[1]
@@ -119,7 +138,7 @@ def _fwd_t_up(f, blk, L, scratch):  # type: ignore[no-untyped-def]
     _taylor_t(f, blk, size)
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _inv_t_down(f, blk, L, scratch):  # type: ignore[no-untyped-def]
     """T^-T then P: the transposed inverse Taylor expansion, then split into (even | odd)."""
     w = f.shape[1]
@@ -135,12 +154,31 @@ def _inv_t_down(f, blk, L, scratch):  # type: ignore[no-untyped-def]
             f[blk + i, j] = scratch[blk + i, j]
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _inv_t_up(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-untyped-def]
     """C^-T: (u | v) -> (G u + v + u | G u + v)."""
     w = f.shape[1]
     half = 1 << (L - 1)
     go = pts_off[L]
+    t1, t2, t3 = taps[0], taps[1], taps[2]
+    if w == 2:
+        for i in range(half):
+            a, b = blk + i, blk + half + i
+            m0, m1 = mul2_words(pts[go + i, 0], pts[go + i, 1], f[a, 0], f[a, 1], t1, t2, t3)
+            v0 = f[b, 0] ^ m0
+            v1 = f[b, 1] ^ m1
+            f[b, 0] = v0
+            f[b, 1] = v1
+            f[a, 0] ^= v0
+            f[a, 1] ^= v1
+        return
+    if w == 1:
+        for i in range(half):
+            a, b = blk + i, blk + half + i
+            v0 = f[b, 0] ^ mul1_words(pts[go + i, 0], f[a, 0], t1, t2, t3)
+            f[b, 0] = v0
+            f[a, 0] ^= v0
+        return
     for i in range(half):
         mul_row(pts, go + i, f, blk + i, tmp, 0, taps, acc)
         for j in range(w):
@@ -174,7 +212,10 @@ def _walk(f, t, pts, pts_off, taps, transposed_forward):  # type: ignore[no-unty
                 _inv_t_down(f, blk, L, scratch)
             stack[sp, 2] = 1
             sp += 1
-            if L > 1:
+            if L == 2:
+                # both children are pairs: done here rather than as four stack entries
+                _leaf_pairs(f, blk, 4, False)
+            elif L > 2:
                 half = 1 << (L - 1)
                 stack[sp, 0] = blk + half
                 stack[sp, 1] = L - 1
