@@ -21,7 +21,6 @@ from dpspark.gf import polymul_kernels as PK
 from dpspark.gf.field import GF2m
 from dpspark.gf import additive_fft as AF
 from dpspark.gf import kernels as K
-from dpspark.gf import transposed_fft as TF
 from dpspark.gf.poly import (
     FFT_THRESHOLD,
     NEWTON_THRESHOLD,
@@ -295,6 +294,8 @@ class SubproductTree:
         if spectra is not None:
             # (B * Yr)[sb : d] (sb = the sibling's size) by the transposition principle: one E^-T of the
             # reversed Yr shared by both children, one pointwise product and one E^T per child
+            from dpspark.gf import transposed_fft as TF  # only large builds need it (keeps lookups' imports small)
+
             fbl, fbr, t = spectra
             d = s1 + s2
             y = field.zeros(1 << t)

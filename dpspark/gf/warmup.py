@@ -29,16 +29,17 @@ _DONE = False
 #: Entry kernels a compact build compiles (checked in numba's cache before the first build).
 BUILD_KERNELS = frozenset({
     "afft_forward", "afft_inverse", "count_zero_rows", "inv_arrays", "karatsuba_unreduced", "monic_level_lincomb",
-    "monic_level_products", "monic_level_scaled", "mul_arrays", "newton_unwrap", "reduce_rows", "school_unreduced", "sqr_arrays",
+    "monic_level_products", "monic_level_scaled", "monic_level_scaled_kara", "mul_arrays", "newton_unwrap", "reduce_rows",
+    "school_unreduced", "sqr_arrays", "_walk",
 })
 #: Entry kernels a lookup compiles beyond those.
 LOOKUP_KERNELS = frozenset({"horner_agg", "horner_agg_vec", "powers_table", "monic_divmod_school"})
 
 
 def _kernel_modules() -> list[ModuleType]:
-    from dpspark.gf import additive_fft, horner_kernels, kernels, polymul_kernels
+    from dpspark.gf import additive_fft, horner_kernels, kernels, polymul_kernels, transposed_fft
 
-    return [kernels, polymul_kernels, horner_kernels, additive_fft]
+    return [kernels, polymul_kernels, horner_kernels, additive_fft, transposed_fft]
 
 
 def _entry_dispatchers() -> list[object]:
