@@ -224,6 +224,12 @@ def _leaf_pairs(f, blk, size, plain):  # type: ignore[no-untyped-def]
 @njit(cache=CACHE, nogil=True)
 def afft_forward(f, t, tw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyped-def]
     """In place: f (2^t coefficients) -> its values at the 2^t span points."""
+    afft_forward_block(f, 0, t, tw, tw_off, pts, pts_off, taps)
+
+
+@njit(cache=CACHE, nogil=True)
+def afft_forward_block(f, blk0, t, tw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyped-def]
+    """The level-t forward step and everything below it on the block f[blk0 : blk0 + 2^t], in place."""
     w = f.shape[1]
     acc = np.zeros(2 * w, U64)
     tmp = np.zeros((1, w), U64)
@@ -232,7 +238,7 @@ def afft_forward(f, t, tw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyp
     stack = np.empty((3 * t + 3, 3), np.int64)
     sp = 0
     if t > 0:
-        stack[0, 0] = 0
+        stack[0, 0] = blk0
         stack[0, 1] = t
         stack[0, 2] = 0
         sp = 1
@@ -263,6 +269,12 @@ def afft_forward(f, t, tw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyp
 @njit(cache=CACHE, nogil=True)
 def afft_inverse(f, t, itw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyped-def]
     """In place: values at the 2^t span points -> the 2^t coefficients."""
+    afft_inverse_block(f, 0, t, itw, tw_off, pts, pts_off, taps)
+
+
+@njit(cache=CACHE, nogil=True)
+def afft_inverse_block(f, blk0, t, itw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyped-def]
+    """The level-t inverse step and everything below it on the block f[blk0 : blk0 + 2^t], in place."""
     w = f.shape[1]
     acc = np.zeros(2 * w, U64)
     tmp = np.zeros((1, w), U64)
@@ -270,7 +282,7 @@ def afft_inverse(f, t, itw, tw_off, pts, pts_off, taps):  # type: ignore[no-unty
     stack = np.empty((3 * t + 3, 3), np.int64)
     sp = 0
     if t > 0:
-        stack[0, 0] = 0
+        stack[0, 0] = blk0
         stack[0, 1] = t
         stack[0, 2] = 0
         sp = 1
@@ -297,6 +309,26 @@ def afft_inverse(f, t, itw, tw_off, pts, pts_off, taps):  # type: ignore[no-unty
         else:
             _inv_join(f, blk, L, itw, tw_off, taps, acc, scratch)
 
+
+
+@njit(cache=CACHE, nogil=True)
+def top_step(f, t, tw, tw_off, pts, pts_off, taps, which):  # type: ignore[no-untyped-def]
+    """One level-t step on the whole array: 0 forward prepare, 1 forward combine, 2 inverse split, 3 inverse join.
+
+    With :func:`afft_forward_block` / :func:`afft_inverse_block` on the two halves in between, these
+    give the same transform as one walk; the halves are independent, so two threads can run them.
+    """
+    w = f.shape[1]
+    acc = np.zeros(2 * w, U64)
+    tmp = np.zeros((1, w), U64)
+    if which == 0:
+        _fwd_prepare(f, 0, t, tw, tw_off, taps, acc, np.empty(f.shape, U64))
+    elif which == 1:
+        _fwd_combine(f, 0, t, pts, pts_off, taps, acc, tmp)
+    elif which == 2:
+        _inv_split(f, 0, t, pts, pts_off, taps, acc, tmp)
+    else:
+        _inv_join(f, 0, t, tw, tw_off, taps, acc, np.empty(f.shape, U64))
 
 def _solve_artin_schreier(field: GF2m, c: int) -> int:
     """A root y of y^2 + y = c in GF(2^m), by Gaussian elimination on the GF(2)-linear map."""

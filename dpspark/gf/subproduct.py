@@ -21,6 +21,7 @@ from dpspark.gf import polymul_kernels as PK
 from dpspark.gf.field import GF2m
 from dpspark.gf import additive_fft as AF
 from dpspark.gf import kernels as K
+from dpspark.gf import parallel_fft as PF
 from dpspark.gf.poly import (
     FFT_THRESHOLD,
     NEWTON_THRESHOLD,
@@ -100,9 +101,9 @@ def _rem_long(field: GF2m, a: np.ndarray, blo: np.ndarray, binv: np.ndarray | No
         piece = np.concatenate([a[start:end], r])
         if fft and end - start == d:
             # quotient (d coefficients) = rev(rev(piece)[:d] * binv mod z^d); remainder = low d of piece - q blo
-            fq = AF.forward(field, np.ascontiguousarray(piece[::-1][:d]), t)
+            fq = PF.forward(field, np.ascontiguousarray(piece[::-1][:d]), t)
             qrev = _inverse_of_sum(field, ((fq, fbinv),), t)[:d]
-            fq = AF.forward(field, np.ascontiguousarray(qrev[::-1]), t)
+            fq = PF.forward(field, np.ascontiguousarray(qrev[::-1]), t)
             r = piece[:d] ^ _inverse_of_sum(field, ((fq, fblo),), t)[:d]
         else:
             r = _monic_divmod(field, piece, blo, binv)[1]
@@ -114,7 +115,7 @@ def _forward_all(field: GF2m, parts: tuple[np.ndarray, ...], t: int) -> list[np.
     """Additive-FFT values (size 2^t) of each part, spread over the pool from the caller's thread."""
     if len(parts) > 1 and threads() > 1 and not _in_pool_worker():
         return list(pool().map(lambda a: AF.forward(field, a, t), parts))
-    return [AF.forward(field, a, t) for a in parts]
+    return [PF.forward(field, a, t) for a in parts]
 
 
 def _inverse_of_sum(field: GF2m, pairs: tuple[tuple[np.ndarray, np.ndarray], ...], t: int) -> np.ndarray:
@@ -126,7 +127,7 @@ def _inverse_of_sum(field: GF2m, pairs: tuple[tuple[np.ndarray, np.ndarray], ...
         for fa, fb in pairs[1:]:
             K.mul_arrays(fa, fb, field.taps, tmp)
             acc ^= tmp
-    return AF.inverse(field, acc, t)
+    return PF.inverse(field, acc, t)
 
 
 def _scaled_level(field: GF2m, child: np.ndarray, vals: np.ndarray, n: int, s: int, dst: np.ndarray) -> None:
@@ -294,14 +295,14 @@ class SubproductTree:
         if spectra is not None:
             # (B * Yr)[sb : d] (sb = the sibling's size) by the transposition principle: one E^-T of the
             # reversed Yr shared by both children, one pointwise product and one E^T per child
-            from dpspark.gf import transposed_fft as TF  # only large builds need it (keeps lookups' imports small)
+            from dpspark.gf import transposed_fft as TF
 
             fbl, fbr, t = spectra
             d = s1 + s2
             y = field.zeros(1 << t)
             k = min(d, 1 << t)  # entries of the reversed Yr beyond d - 2 never meet a coefficient of B
             y[:k] = yr[::-1][:k]
-            gy = TF.inverse_t(field, y, t)
+            gy = PF.transposed(field, y, t, False)
             if threads() > 1 and not _in_pool_worker():
                 fut = pool().submit(TF.middle_product_from, field, gy, fbl, t, s2)
                 left = TF.middle_product_from(field, gy, fbr, t, s1)

@@ -190,6 +190,28 @@ def _inv_t_up(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-untyp
 @njit(cache=CACHE, nogil=True)
 def _walk(f, t, pts, pts_off, taps, transposed_forward):  # type: ignore[no-untyped-def]
     """Depth-first walk (explicit stack) applying E^T (transposed_forward) or E^-T in place."""
+    walk_block(f, 0, t, pts, pts_off, taps, transposed_forward)
+
+
+@njit(cache=CACHE, nogil=True)
+def top_step(f, t, pts, pts_off, taps, which):  # type: ignore[no-untyped-def]
+    """One level-t step on the whole array: 0 C^T, 1 P^T T^T, 2 T^-T P, 3 C^-T (see additive_fft.top_step)."""
+    w = f.shape[1]
+    acc = np.zeros(2 * w, U64)
+    tmp = np.zeros((1, w), U64)
+    if which == 0:
+        _fwd_t_down(f, 0, t, pts, pts_off, taps, acc, tmp)
+    elif which == 1:
+        _fwd_t_up(f, 0, t, np.empty(f.shape, U64))
+    elif which == 2:
+        _inv_t_down(f, 0, t, np.empty(f.shape, U64))
+    else:
+        _inv_t_up(f, 0, t, pts, pts_off, taps, acc, tmp)
+
+
+@njit(cache=CACHE, nogil=True)
+def walk_block(f, blk0, t, pts, pts_off, taps, transposed_forward):  # type: ignore[no-untyped-def]
+    """E^T or E^-T of level t on the block f[blk0 : blk0 + 2^t], in place."""
     w = f.shape[1]
     acc = np.zeros(2 * w, U64)
     tmp = np.zeros((1, w), U64)
@@ -197,7 +219,7 @@ def _walk(f, t, pts, pts_off, taps, transposed_forward):  # type: ignore[no-unty
     stack = np.empty((3 * t + 3, 3), np.int64)
     sp = 0
     if t > 0:
-        stack[0, 0] = 0
+        stack[0, 0] = blk0
         stack[0, 1] = t
         stack[0, 2] = 0
         sp = 1

@@ -30,7 +30,7 @@ _DONE = False
 BUILD_KERNELS = frozenset({
     "afft_forward", "afft_inverse", "count_zero_rows", "inv_arrays", "karatsuba_unreduced", "monic_level_lincomb",
     "monic_level_products", "monic_level_scaled", "monic_level_scaled_kara", "mul_arrays", "newton_unwrap", "reduce_rows",
-    "school_unreduced", "sqr_arrays", "_walk",
+    "school_unreduced", "sqr_arrays", "_walk", "walk_block", "top_step", "afft_forward_block", "afft_inverse_block",
 })
 #: Entry kernels a lookup compiles beyond those.
 LOOKUP_KERNELS = frozenset({"horner_agg", "horner_agg_vec", "powers_table", "monic_divmod_school"})
