@@ -132,3 +132,20 @@ def test_fast_tree_paths_are_identical_with_partial_parents(m: int, n: int, monk
     monkeypatch.setattr(SP, "FAST_MIDDLE", True)
     if n % (2 * FFT_THRESHOLD) > FFT_THRESHOLD:
         assert SP.SubproductTree(F, pts).partial  # the partial-parent path really ran
+
+
+@pytest.mark.parametrize("m", [64, 128, 192])
+def test_two_thread_transforms_are_identical(m: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dpspark.gf import parallel_fft as PF
+
+    monkeypatch.setattr(PF, "PARALLEL_LOG", 6)
+    monkeypatch.setenv("DPSPARK_GF_THREADS", "2")
+    F = GF2m(m)
+    rng = np.random.default_rng(5 * m)
+    for t in (6, 7, 10):
+        a = rand(rng, F, 1 << t)
+        assert np.array_equal(PF.forward(F, a, t), A.forward(F, a, t))
+        assert np.array_equal(PF.forward(F, a[:40], t), A.forward(F, a[:40], t))
+        assert np.array_equal(PF.inverse(F, a, t), A.inverse(F, a, t))
+        assert np.array_equal(PF.transposed(F, a, t, True), T.forward_t(F, a, t))
+        assert np.array_equal(PF.transposed(F, a, t, False), T.inverse_t(F, a, t))
