@@ -21,7 +21,6 @@ from dpspark.gf import polymul_kernels as PK
 from dpspark.gf.field import GF2m
 from dpspark.gf import additive_fft as AF
 from dpspark.gf import kernels as K
-from dpspark.gf import parallel_fft as PF
 from dpspark.gf.poly import (
     FFT_THRESHOLD,
     NEWTON_THRESHOLD,
@@ -92,6 +91,8 @@ def _rem_long(field: GF2m, a: np.ndarray, blo: np.ndarray, binv: np.ndarray | No
         binv = poly_inv_series(field, np.ascontiguousarray(revb), d)
     fft = d >= FFT_THRESHOLD
     if fft:
+        from dpspark.gf import parallel_fft as PF
+
         t = (2 * d - 1).bit_length()
         fbinv, fblo = _forward_all(field, (np.ascontiguousarray(binv[:d]), blo), t)
     r = np.ascontiguousarray(a[n - d :])  # fewer than d + 1 coefficients: already reduced
@@ -115,6 +116,8 @@ def _forward_all(field: GF2m, parts: tuple[np.ndarray, ...], t: int) -> list[np.
     """Additive-FFT values (size 2^t) of each part, spread over the pool from the caller's thread."""
     if len(parts) > 1 and threads() > 1 and not _in_pool_worker():
         return list(pool().map(lambda a: AF.forward(field, a, t), parts))
+    from dpspark.gf import parallel_fft as PF
+
     return [PF.forward(field, a, t) for a in parts]
 
 
@@ -127,6 +130,8 @@ def _inverse_of_sum(field: GF2m, pairs: tuple[tuple[np.ndarray, np.ndarray], ...
         for fa, fb in pairs[1:]:
             K.mul_arrays(fa, fb, field.taps, tmp)
             acc ^= tmp
+    from dpspark.gf import parallel_fft as PF  # imported on first use: a small lookup never needs it
+
     return PF.inverse(field, acc, t)
 
 
@@ -295,6 +300,7 @@ class SubproductTree:
         if spectra is not None:
             # (B * Yr)[sb : d] (sb = the sibling's size) by the transposition principle: one E^-T of the
             # reversed Yr shared by both children, one pointwise product and one E^T per child
+            from dpspark.gf import parallel_fft as PF
             from dpspark.gf import transposed_fft as TF
 
             fbl, fbr, t = spectra
