@@ -31,15 +31,8 @@ from dpspark.rng import RandomSource
 def draw_targets(sampler: EmptyBinSampler, noisy: list[int], rng: RandomSource) -> list[int]:
     """u_x uniform on G^{-1}(v_x) for each noisy count v_x (one rng.uniform draw each)."""
     out = []
-    # G^{-1}(v) is a pure function of v, and a release's noisy counts take few distinct values: each
-    # preimage (two exact CDF evaluations) is computed once. The draws stay one per count, in order.
-    # The time saved depends only on the noisy counts, which the release itself encodes.
-    intervals: dict[int, tuple[int, int]] = {}
     for v in noisy:
-        iv = intervals.get(v)
-        if iv is None:
-            iv = intervals[v] = sampler.preimage(v)
-        lo, hi = iv
+        lo, hi = sampler.preimage(v)
         if hi < lo:
             raise ValueError("the empty-bin sampler has an empty preimage; its parameters are invalid")
         out.append(rng.uniform(hi - lo + 1) - 1 + lo)
