@@ -29,7 +29,7 @@ from numba import njit
 
 from dpspark.gf.clmul import CACHE
 from dpspark.gf.field import GF2m
-from dpspark.gf.kernels import mul_row
+from dpspark.gf.kernels import mul1_words, mul2_words, mul_row
 
 U64 = np.uint64
 
@@ -41,14 +41,14 @@ MAX_LOG = 26
 _CHUNK = 1 << 13
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _xor_into(ff, dst, src, n):  # type: ignore[no-untyped-def]
     """ff[dst:dst+n] ^= ff[src:src+n] on the flat word array (ranges never overlap)."""
     for i in range(n):
         ff[dst + i] ^= ff[src + i]
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _taylor_passes(f, blk, size, s_hi, s_lo):  # type: ignore[no-untyped-def]
     w = f.shape[1]
     ff = f.reshape(-1)
@@ -61,7 +61,7 @@ def _taylor_passes(f, blk, size, s_hi, s_lo):  # type: ignore[no-untyped-def]
         s >>= 1
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _taylor(f, blk, size):  # type: ignore[no-untyped-def]
     """In-place Taylor expansion at x^2 + x of f[blk:blk+size] (size a power of two >= 1).
 
@@ -76,7 +76,7 @@ def _taylor(f, blk, size):  # type: ignore[no-untyped-def]
         _taylor_passes(f, b, _CHUNK, _CHUNK, 4)
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _untaylor_passes(f, blk, size, s_lo, s_hi):  # type: ignore[no-untyped-def]
     w = f.shape[1]
     ff = f.reshape(-1)
@@ -89,7 +89,7 @@ def _untaylor_passes(f, blk, size, s_lo, s_hi):  # type: ignore[no-untyped-def]
         s <<= 1
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _untaylor(f, blk, size):  # type: ignore[no-untyped-def]
     """Inverse of :func:`_taylor`."""
     if size <= _CHUNK:
@@ -100,7 +100,7 @@ def _untaylor(f, blk, size):  # type: ignore[no-untyped-def]
     _untaylor_passes(f, blk, size, 2 * _CHUNK, size)
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _fwd_prepare(f, blk, L, tw, tw_off, taps, acc, scratch):  # type: ignore[no-untyped-def]
     """Forward, going down: scale by b_L^i, Taylor-expand, split into (g0 | g1)."""
     w = f.shape[1]
@@ -120,12 +120,31 @@ def _fwd_prepare(f, blk, L, tw, tw_off, taps, acc, scratch):  # type: ignore[no-
             f[blk + i, j] = scratch[blk + i, j]
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _fwd_combine(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-untyped-def]
     """Forward, coming up: (u | v) -> (u + G v | u + G v + v)."""
     w = f.shape[1]
     half = 1 << (L - 1)
     go = pts_off[L]
+    t1, t2, t3 = taps[0], taps[1], taps[2]
+    if w == 2:
+        for i in range(half):
+            a, b = blk + i, blk + half + i
+            m0, m1 = mul2_words(pts[go + i, 0], pts[go + i, 1], f[b, 0], f[b, 1], t1, t2, t3)
+            u0 = f[a, 0] ^ m0
+            u1 = f[a, 1] ^ m1
+            f[a, 0] = u0
+            f[a, 1] = u1
+            f[b, 0] ^= u0
+            f[b, 1] ^= u1
+        return
+    if w == 1:
+        for i in range(half):
+            a, b = blk + i, blk + half + i
+            u0 = f[a, 0] ^ mul1_words(pts[go + i, 0], f[b, 0], t1, t2, t3)
+            f[a, 0] = u0
+            f[b, 0] ^= u0
+        return
     for i in range(half):
         mul_row(pts, go + i, f, blk + half + i, tmp, 0, taps, acc)
         for j in range(w):
@@ -134,12 +153,31 @@ def _fwd_combine(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-un
             f[blk + half + i, j] ^= u
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _inv_split(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-untyped-def]
     """Inverse, going down: (w0 | w1) -> (u | v)."""
     w = f.shape[1]
     half = 1 << (L - 1)
     go = pts_off[L]
+    t1, t2, t3 = taps[0], taps[1], taps[2]
+    if w == 2:
+        for i in range(half):
+            a, b = blk + i, blk + half + i
+            v0 = f[b, 0] ^ f[a, 0]
+            v1 = f[b, 1] ^ f[a, 1]
+            f[b, 0] = v0
+            f[b, 1] = v1
+            m0, m1 = mul2_words(pts[go + i, 0], pts[go + i, 1], v0, v1, t1, t2, t3)
+            f[a, 0] ^= m0
+            f[a, 1] ^= m1
+        return
+    if w == 1:
+        for i in range(half):
+            a, b = blk + i, blk + half + i
+            v0 = f[b, 0] ^ f[a, 0]
+            f[b, 0] = v0
+            f[a, 0] ^= mul1_words(pts[go + i, 0], v0, t1, t2, t3)
+        return
     for i in range(half):
         for j in range(w):
             f[blk + half + i, j] ^= f[blk + i, j]  # v = w0 + w1
@@ -148,7 +186,7 @@ def _inv_split(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-unty
             f[blk + i, j] ^= tmp[0, j]  # u = w0 + G v
 
 
-@njit(cache=CACHE, nogil=True)
+@njit(cache=CACHE, nogil=True, inline="always")
 def _inv_join(f, blk, L, itw, tw_off, taps, acc, scratch):  # type: ignore[no-untyped-def]
     """Inverse, coming up: interleave (g0 | g1), undo Taylor, divide by b_L^i."""
     w = f.shape[1]
@@ -168,9 +206,30 @@ def _inv_join(f, blk, L, itw, tw_off, taps, acc, scratch):  # type: ignore[no-un
             mul_row(f, blk + i, itw, o + i, f, blk + i, taps, acc)
 
 
+@njit(cache=CACHE, nogil=True, inline="always")
+def _leaf_pairs(f, blk, size, plain):  # type: ignore[no-untyped-def]
+    """The size-2 transforms of every pair in f[blk:blk+size]: the level-1 span point is 0, so no product.
+
+    E and E^-1 of a pair are both (a, b) -> (a, a + b) (``plain``); E^T and E^-T are (a, b) -> (a + b, b).
+    """
+    w = f.shape[1]
+    for p in range(blk, blk + size, 2):
+        for j in range(w):
+            if plain:
+                f[p + 1, j] ^= f[p, j]
+            else:
+                f[p, j] ^= f[p + 1, j]
+
+
 @njit(cache=CACHE, nogil=True)
 def afft_forward(f, t, tw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyped-def]
     """In place: f (2^t coefficients) -> its values at the 2^t span points."""
+    afft_forward_block(f, 0, t, tw, tw_off, pts, pts_off, taps)
+
+
+@njit(cache=CACHE, nogil=True)
+def afft_forward_block(f, blk0, t, tw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyped-def]
+    """The level-t forward step and everything below it on the block f[blk0 : blk0 + 2^t], in place."""
     w = f.shape[1]
     acc = np.zeros(2 * w, U64)
     tmp = np.zeros((1, w), U64)
@@ -179,7 +238,7 @@ def afft_forward(f, t, tw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyp
     stack = np.empty((3 * t + 3, 3), np.int64)
     sp = 0
     if t > 0:
-        stack[0, 0] = 0
+        stack[0, 0] = blk0
         stack[0, 1] = t
         stack[0, 2] = 0
         sp = 1
@@ -191,7 +250,10 @@ def afft_forward(f, t, tw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyp
             _fwd_prepare(f, blk, L, tw, tw_off, taps, acc, scratch)
             stack[sp, 2] = 1
             sp += 1
-            if L > 1:
+            if L == 2:
+                # both children are pairs: done here rather than as four stack entries
+                _leaf_pairs(f, blk, 4, True)
+            elif L > 2:
                 half = 1 << (L - 1)
                 stack[sp, 0] = blk + half
                 stack[sp, 1] = L - 1
@@ -207,6 +269,12 @@ def afft_forward(f, t, tw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyp
 @njit(cache=CACHE, nogil=True)
 def afft_inverse(f, t, itw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyped-def]
     """In place: values at the 2^t span points -> the 2^t coefficients."""
+    afft_inverse_block(f, 0, t, itw, tw_off, pts, pts_off, taps)
+
+
+@njit(cache=CACHE, nogil=True)
+def afft_inverse_block(f, blk0, t, itw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyped-def]
+    """The level-t inverse step and everything below it on the block f[blk0 : blk0 + 2^t], in place."""
     w = f.shape[1]
     acc = np.zeros(2 * w, U64)
     tmp = np.zeros((1, w), U64)
@@ -214,7 +282,7 @@ def afft_inverse(f, t, itw, tw_off, pts, pts_off, taps):  # type: ignore[no-unty
     stack = np.empty((3 * t + 3, 3), np.int64)
     sp = 0
     if t > 0:
-        stack[0, 0] = 0
+        stack[0, 0] = blk0
         stack[0, 1] = t
         stack[0, 2] = 0
         sp = 1
@@ -226,7 +294,10 @@ def afft_inverse(f, t, itw, tw_off, pts, pts_off, taps):  # type: ignore[no-unty
             _inv_split(f, blk, L, pts, pts_off, taps, acc, tmp)
             stack[sp, 2] = 1
             sp += 1
-            if L > 1:
+            if L == 2:
+                # both children are pairs: done here rather than as four stack entries
+                _leaf_pairs(f, blk, 4, True)
+            elif L > 2:
                 half = 1 << (L - 1)
                 stack[sp, 0] = blk + half
                 stack[sp, 1] = L - 1
@@ -238,6 +309,26 @@ def afft_inverse(f, t, itw, tw_off, pts, pts_off, taps):  # type: ignore[no-unty
         else:
             _inv_join(f, blk, L, itw, tw_off, taps, acc, scratch)
 
+
+
+@njit(cache=CACHE, nogil=True)
+def top_step(f, t, tw, tw_off, pts, pts_off, taps, which):  # type: ignore[no-untyped-def]
+    """One level-t step on the whole array: 0 forward prepare, 1 forward combine, 2 inverse split, 3 inverse join.
+
+    With :func:`afft_forward_block` / :func:`afft_inverse_block` on the two halves in between, these
+    give the same transform as one walk; the halves are independent, so two threads can run them.
+    """
+    w = f.shape[1]
+    acc = np.zeros(2 * w, U64)
+    tmp = np.zeros((1, w), U64)
+    if which == 0:
+        _fwd_prepare(f, 0, t, tw, tw_off, taps, acc, np.empty(f.shape, U64))
+    elif which == 1:
+        _fwd_combine(f, 0, t, pts, pts_off, taps, acc, tmp)
+    elif which == 2:
+        _inv_split(f, 0, t, pts, pts_off, taps, acc, tmp)
+    else:
+        _inv_join(f, 0, t, tw, tw_off, taps, acc, np.empty(f.shape, U64))
 
 def _solve_artin_schreier(field: GF2m, c: int) -> int:
     """A root y of y^2 + y = c in GF(2^m), by Gaussian elimination on the GF(2)-linear map."""

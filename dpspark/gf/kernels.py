@@ -64,6 +64,35 @@ def _fold(h, t1, t2, t3):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=CACHE, inline="always")
+def mul1_words(a, b, t1, t2, t3):  # type: ignore[no-untyped-def]
+    """a * b in GF(2^64) on single words (taps t1, t2, t3 and 0), in registers."""
+    lo, hi = clmul64(a, b)
+    f1, c1 = _fold(hi, t1, t2, t3)
+    f2, _ = _fold(c1, t1, t2, t3)
+    return lo ^ f1 ^ f2
+
+
+@njit(cache=CACHE, inline="always")
+def mul2_words(a0, a1, b0, b1, t1, t2, t3):  # type: ignore[no-untyped-def]
+    """(a0 + a1 z^64)(b0 + b1 z^64) in GF(2^128) in registers: the arithmetic of mul_row's m = 128 path.
+
+    Butterfly loops call this rather than mul_row: going through the tmp/acc arrays there cost
+    about 5x (measured 55-65 against 11 ns per butterfly at m = 128).
+    """
+    l0, h0 = clmul64(a0, b0)
+    l2, h2 = clmul64(a1, b1)
+    lm, hm = clmul64(a0 ^ a1, b0 ^ b1)
+    lm ^= l0 ^ l2
+    hm ^= h0 ^ h2
+    p1 = h0 ^ lm
+    p2 = hm ^ l2
+    f2, c2 = _fold(p2, t1, t2, t3)
+    f3, c3 = _fold(h2, t1, t2, t3)
+    f4, _ = _fold(c3, t1, t2, t3)
+    return l0 ^ f2 ^ f4, p1 ^ c2 ^ f3
+
+
+@njit(cache=CACHE, inline="always")
 def mul_row(a, ai, b, bi, out, oi, taps, acc):  # type: ignore[no-untyped-def]
     """out[oi] = a[ai] * b[bi] (out may alias a or b); acc is 2w scratch."""
     w = a.shape[1]

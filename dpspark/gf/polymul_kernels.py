@@ -342,3 +342,98 @@ def newton_unwrap(r, p, p2, exps, hi, e):  # type: ignore[no-untyped-def]
             if 0 <= i < p - 1:
                 for j in range(w):
                     e[k - p, j] ^= hi[i, j]
+
+
+@njit(cache=CACHE, nogil=True)
+def middle_school_unreduced(a, c, out):  # type: ignore[no-untyped-def]
+    """out[k] ^= sum_i a[i] * c[k + n - 1 - i] (unreduced, 2w columns), n = len(a), len(c) = 2n - 1."""
+    n, w = a.shape
+    if w == 2:
+        # aggregated word Karatsuba: L, H, M summed over i, combined once per output
+        for k in range(n):
+            l0 = U64(0)
+            l1 = U64(0)
+            h0 = U64(0)
+            h1 = U64(0)
+            m0 = U64(0)
+            m1 = U64(0)
+            for i in range(n):
+                a0 = a[i, 0]
+                a1 = a[i, 1]
+                j = k + n - 1 - i
+                b0 = c[j, 0]
+                b1 = c[j, 1]
+                lo, hi = clmul64(a0, b0)
+                l0 ^= lo
+                l1 ^= hi
+                lo, hi = clmul64(a1, b1)
+                h0 ^= lo
+                h1 ^= hi
+                lo, hi = clmul64(a0 ^ a1, b0 ^ b1)
+                m0 ^= lo
+                m1 ^= hi
+            o0 = l0
+            o1 = l1 ^ m0 ^ l0 ^ h0
+            o2 = h0 ^ m1 ^ l1 ^ h1
+            o3 = h1
+            out[k, 0] ^= o0
+            out[k, 1] ^= o1
+            out[k, 2] ^= o2
+            out[k, 3] ^= o3
+        return
+    for k in range(n):
+        for i in range(n):
+            mul_acc(a, i, c, k + n - 1 - i, out[k], w)
+
+
+@njit(cache=CACHE, nogil=True)
+def middle_karatsuba_unreduced(a, c, out, thr):  # type: ignore[no-untyped-def]
+    """The middle product of :func:`middle_school_unreduced` by Karatsuba (Hanrot, Quercia, Zimmermann).
+
+    For even n = 2h, with MP_h the half-size middle product, c_lo = c[0:2h-1], c_mid = c[h:3h-1],
+    c_hi = c[2h:4h-1] and beta = MP_h(a0 + a1, c_mid):
+    out[:h] = beta + MP_h(a1, c_lo + c_mid), out[h:] = beta + MP_h(a0, c_hi + c_mid).
+    Three half-size middle products instead of four; odd n or n <= thr is schoolbook.
+    """
+    n = a.shape[0]
+    if n <= thr or n % 2 == 1:
+        middle_school_unreduced(a, c, out)
+        return
+    h = n // 2
+    w2 = out.shape[1]
+    beta = np.zeros((h, w2), U64)
+    sa = a[:h] ^ a[h:]
+    middle_karatsuba_unreduced(sa, c[h : 3 * h - 1], beta, thr)
+    d = c[0 : 2 * h - 1] ^ c[h : 3 * h - 1]
+    middle_karatsuba_unreduced(a[h:], d, out[:h], thr)
+    d = c[2 * h : 4 * h - 1] ^ c[h : 3 * h - 1]
+    middle_karatsuba_unreduced(a[:h], d, out[h:], thr)
+    out[:h] ^= beta
+    out[h:] ^= beta
+
+
+@njit(cache=CACHE, nogil=True)
+def monic_level_scaled_kara(tree_lo, vals, n, s, taps, dst, r0, r1, thr):  # type: ignore[no-untyped-def]
+    """:func:`monic_level_scaled` for the parents starting in [r0, r1), full parents by Karatsuba middle products.
+
+    A child's reversed scaled remainder is (B' * Yr)[s : 2s] + Yr[0 : s] with B' its sibling's s stored
+    coefficients; (B' * Yr)[s + k] = sum_i B'[i] Yr[1 + k + s - 1 - i], the middle product of B' and Yr[1:2s].
+    Partial parents (the last of a level) take the schoolbook kernel.
+    """
+    w = vals.shape[1]
+    acc = np.zeros((s, 2 * w), U64)
+    for start in range(r0, r1, 2 * s):
+        mid = min(start + s, n)
+        end = min(start + 2 * s, n)
+        if end - mid != s:
+            monic_level_scaled(tree_lo[start:end], vals[start:end], end - start, s, taps, dst[start:end])
+            continue
+        for child in range(2):
+            o0 = start if child == 0 else mid
+            b0 = mid if child == 0 else start
+            acc[:] = 0
+            middle_karatsuba_unreduced(tree_lo[b0 : b0 + s], vals[start + 1 : start + 2 * s], acc, thr)
+            for k in range(s):
+                reduce_row(acc[k], taps, w, dst, o0 + k)
+                for j in range(w):
+                    dst[o0 + k, j] ^= vals[start + k, j]

@@ -36,8 +36,14 @@ from dpspark.gf.poly import (
 
 #: Node size up to which a whole level is one numba call (schoolbook per node).
 SMALL_NODE = 32
+#: Middle products of at most this many coefficients are schoolbook inside the Karatsuba middle product.
+MIDDLE_KARATSUBA_THRESHOLD = 16
 #: Remainder-tree nodes of at most this size are evaluated directly (Horner at their points).
 LEAF_NODE = 32
+#: Evaluation's middle products: transposed transforms for nodes with cached spectra (3 transforms
+#: per parent instead of 6), Karatsuba middle products below, levels split over the pool. False selects
+#: the earlier plain-product path (kept for benchmarks and identity tests; the values are identical).
+FAST_MIDDLE = True
 
 
 def _check_points(field: GF2m, points: np.ndarray, name: str = "points") -> np.ndarray:
@@ -85,6 +91,8 @@ def _rem_long(field: GF2m, a: np.ndarray, blo: np.ndarray, binv: np.ndarray | No
         binv = poly_inv_series(field, np.ascontiguousarray(revb), d)
     fft = d >= FFT_THRESHOLD
     if fft:
+        from dpspark.gf import parallel_fft as PF
+
         t = (2 * d - 1).bit_length()
         fbinv, fblo = _forward_all(field, (np.ascontiguousarray(binv[:d]), blo), t)
     r = np.ascontiguousarray(a[n - d :])  # fewer than d + 1 coefficients: already reduced
@@ -94,9 +102,9 @@ def _rem_long(field: GF2m, a: np.ndarray, blo: np.ndarray, binv: np.ndarray | No
         piece = np.concatenate([a[start:end], r])
         if fft and end - start == d:
             # quotient (d coefficients) = rev(rev(piece)[:d] * binv mod z^d); remainder = low d of piece - q blo
-            fq = AF.forward(field, np.ascontiguousarray(piece[::-1][:d]), t)
+            fq = PF.forward(field, np.ascontiguousarray(piece[::-1][:d]), t)
             qrev = _inverse_of_sum(field, ((fq, fbinv),), t)[:d]
-            fq = AF.forward(field, np.ascontiguousarray(qrev[::-1]), t)
+            fq = PF.forward(field, np.ascontiguousarray(qrev[::-1]), t)
             r = piece[:d] ^ _inverse_of_sum(field, ((fq, fblo),), t)[:d]
         else:
             r = _monic_divmod(field, piece, blo, binv)[1]
@@ -108,7 +116,9 @@ def _forward_all(field: GF2m, parts: tuple[np.ndarray, ...], t: int) -> list[np.
     """Additive-FFT values (size 2^t) of each part, spread over the pool from the caller's thread."""
     if len(parts) > 1 and threads() > 1 and not _in_pool_worker():
         return list(pool().map(lambda a: AF.forward(field, a, t), parts))
-    return [AF.forward(field, a, t) for a in parts]
+    from dpspark.gf import parallel_fft as PF
+
+    return [PF.forward(field, a, t) for a in parts]
 
 
 def _inverse_of_sum(field: GF2m, pairs: tuple[tuple[np.ndarray, np.ndarray], ...], t: int) -> np.ndarray:
@@ -120,7 +130,26 @@ def _inverse_of_sum(field: GF2m, pairs: tuple[tuple[np.ndarray, np.ndarray], ...
         for fa, fb in pairs[1:]:
             K.mul_arrays(fa, fb, field.taps, tmp)
             acc ^= tmp
-    return AF.inverse(field, acc, t)
+    from dpspark.gf import parallel_fft as PF  # imported on first use: a small lookup never needs it
+
+    return PF.inverse(field, acc, t)
+
+
+def _scaled_level(field: GF2m, child: np.ndarray, vals: np.ndarray, n: int, s: int, dst: np.ndarray) -> None:
+    """One scaled-remainder level by Karatsuba middle products, its parents split over the pool."""
+    parents = -(-n // (2 * s))
+    parts = min(threads(), parents) if not _in_pool_worker() else 1
+
+    def run(p0: int, p1: int) -> None:
+        PK.monic_level_scaled_kara(child, vals, n, s, field.taps, dst, p0 * 2 * s, min(n, p1 * 2 * s), MIDDLE_KARATSUBA_THRESHOLD)
+
+    if parts > 1:
+        step = -(-parents // parts)
+        futs = [pool().submit(run, p, min(parents, p + step)) for p in range(0, parents, step)]
+        for fut in futs:
+            fut.result()
+    else:
+        run(0, parents)
 
 
 class SubproductTree:
@@ -140,6 +169,10 @@ class SubproductTree:
         # at rows [2 c0, 2 c0 + 2s) (c0 = the child's first row). Computed once for the
         # product, reused by evaluate and linear_combination (two forward transforms fewer each).
         self.spectra: dict[int, np.ndarray] = {}
+        # partial[level]: (left transform, right transform, t) for the one parent of two unequal children
+        # at that level, when both are large and balanced enough for a transform (FAST_MIDDLE only)
+        self.fast = FAST_MIDDLE
+        self.partial: dict[int, tuple[np.ndarray, np.ndarray, int]] = {}
         s = 1
         while s < n:
             src = self.levels[-1]
@@ -150,7 +183,8 @@ class SubproductTree:
                 spec = np.empty((2 * n, field.w), np.uint64) if s >= FFT_THRESHOLD and n >= 2 * s else None
                 if spec is not None:
                     self.spectra[len(self.levels) - 1] = spec
-                _for_nodes(_node_ranges(n, s), lambda st, mid, end: self._product_node(src, dst, st, mid, end, spec))
+                lv = len(self.levels) - 1
+                _for_nodes(_node_ranges(n, s), lambda st, mid, end: self._product_node(lv, src, dst, st, mid, end, spec))
             self.levels.append(dst)
             s *= 2
 
@@ -162,7 +196,17 @@ class SubproductTree:
         s = mid - st
         return spec[2 * st : 2 * st + 2 * s], spec[2 * mid : 2 * mid + 2 * s]
 
-    def _product_node(self, src: np.ndarray, dst: np.ndarray, st: int, mid: int, end: int, spec: np.ndarray | None) -> None:
+    def _spectra(self, level: int, st: int, mid: int, end: int) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """(left, right, t): the children's cached transforms of size 2^t >= end - st - 1, full or partial parent."""
+        full = self._full_spectra(level, st, mid, end)
+        if full is not None:
+            return full[0], full[1], (2 * (mid - st) - 1).bit_length()
+        part = self.partial.get(level)
+        if part is not None and mid - st == 1 << level and end == self.n:
+            return part
+        return None
+
+    def _product_node(self, level: int, src: np.ndarray, dst: np.ndarray, st: int, mid: int, end: int, spec: np.ndarray | None) -> None:
         if mid == end:
             dst[st:end] = src[st:end]
             return
@@ -173,6 +217,13 @@ class SubproductTree:
             fa, fb = _forward_all(self.field, (a, b), t)
             spec[2 * st : 2 * st + 2 * s1] = fa
             spec[2 * mid : 2 * mid + 2 * s1] = fb
+            prod = _inverse_of_sum(self.field, ((fa, fb),), t)[: s1 + s2 - 1]
+        elif self.fast and s2 >= FFT_THRESHOLD and s1 <= 4 * s2:
+            # the last, partial parent of a level: transforms of size 2^t >= s1 + s2 - 1, kept for
+            # evaluate and linear_combination like the full parents' (exact; same product as poly_mul)
+            t = (s1 + s2 - 2).bit_length()
+            fa, fb = _forward_all(self.field, (a, b), t)
+            self.partial[level] = (fa, fb, t)
             prod = _inverse_of_sum(self.field, ((fa, fb),), t)[: s1 + s2 - 1]
         else:
             prod = poly_mul(self.field, a, b)
@@ -225,7 +276,9 @@ class SubproductTree:
             s = 1 << (level - 1)
             dst = np.empty_like(vals)
             child = self.levels[level - 1]
-            if s <= SMALL_NODE:
+            if FAST_MIDDLE and self.fast and s < FFT_THRESHOLD:
+                _scaled_level(field, child, vals, n, s, dst)
+            elif s <= SMALL_NODE:
                 PK.monic_level_scaled(child, vals, n, s, field.taps, dst)
             else:
                 src = vals
@@ -243,6 +296,31 @@ class SubproductTree:
         yr = vals[st:end]
         s1, s2 = mid - st, end - mid
         bl, br = child[st:mid], child[mid:end]
+        spectra = self._spectra(level, st, mid, end) if self.fast and FAST_MIDDLE else None
+        if spectra is not None:
+            # (B * Yr)[sb : d] (sb = the sibling's size) by the transposition principle: one E^-T of the
+            # reversed Yr shared by both children, one pointwise product and one E^T per child
+            from dpspark.gf import parallel_fft as PF
+            from dpspark.gf import transposed_fft as TF
+
+            fbl, fbr, t = spectra
+            d = s1 + s2
+            y = field.zeros(1 << t)
+            k = min(d, 1 << t)  # entries of the reversed Yr beyond d - 2 never meet a coefficient of B
+            y[:k] = yr[::-1][:k]
+            gy = PF.transposed(field, y, t, False)
+            if threads() > 1 and not _in_pool_worker():
+                fut = pool().submit(TF.middle_product_from, field, gy, fbl, t, s2)
+                left = TF.middle_product_from(field, gy, fbr, t, s1)
+                right = fut.result()
+            else:
+                left = TF.middle_product_from(field, gy, fbr, t, s1)
+                right = TF.middle_product_from(field, gy, fbl, t, s2)
+            left ^= yr[:s1]
+            right ^= yr[:s2]
+            dst[st:mid] = left
+            dst[mid:end] = right
+            return
         cached = self._full_spectra(level, st, mid, end)
         if cached is not None:
             # (B * Yr)[s : 2s] = high half of B * Yr[:s] + low half of B * Yr[s:]: four products
@@ -339,11 +417,10 @@ class SubproductTree:
             return
         s1, s2 = mid - st, end - mid
         vl, vr = vals[st:mid], vals[mid:end]
-        cached = self._full_spectra(level, st, mid, end)
+        cached = self._spectra(level, st, mid, end)
         if cached is not None:
             # vl * B_R + vr * B_L summed in the transform domain: one inverse
-            t = (2 * s1 - 1).bit_length()
-            fbl, fbr = cached
+            fbl, fbr, t = cached
             fl, fr = _forward_all(self.field, (vl, vr), t)
             dst[st : end - 1] = _inverse_of_sum(self.field, ((fl, fbr), (fr, fbl)), t)[: s1 + s2 - 1]
         else:

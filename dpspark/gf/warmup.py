@@ -29,24 +29,32 @@ _DONE = False
 #: Entry kernels a compact build compiles (checked in numba's cache before the first build).
 BUILD_KERNELS = frozenset({
     "afft_forward", "afft_inverse", "count_zero_rows", "inv_arrays", "karatsuba_unreduced", "monic_level_lincomb",
-    "monic_level_products", "monic_level_scaled", "mul_arrays", "newton_unwrap", "reduce_rows", "school_unreduced", "sqr_arrays",
+    "monic_level_products", "monic_level_scaled", "monic_level_scaled_kara", "mul_arrays", "newton_unwrap", "reduce_rows",
+    "school_unreduced", "sqr_arrays", "top_step", "afft_forward_block", "afft_inverse_block",
 })
+#: Entry kernels of dpspark.gf.transposed_fft (large builds only; a lookup's check does not import that module).
+TRANSPOSED_KERNELS = frozenset({"_walk", "walk_block", "top_step"})
 #: Entry kernels a lookup compiles beyond those.
 LOOKUP_KERNELS = frozenset({"horner_agg", "horner_agg_vec", "powers_table", "monic_divmod_school"})
 
 
-def _kernel_modules() -> list[ModuleType]:
+def _kernel_modules(names: frozenset[str] | None = None) -> list[ModuleType]:
     from dpspark.gf import additive_fft, horner_kernels, kernels, polymul_kernels
 
-    return [kernels, polymul_kernels, horner_kernels, additive_fft]
+    mods = [kernels, polymul_kernels, horner_kernels, additive_fft]
+    if names is None or names & TRANSPOSED_KERNELS:
+        from dpspark.gf import transposed_fft
+
+        mods.append(transposed_fft)
+    return mods
 
 
-def _entry_dispatchers() -> list[object]:
+def _entry_dispatchers(names: frozenset[str] | None = None) -> list[object]:
     """The cached numba dispatchers called from Python (inline-only helpers are never compiled alone)."""
     from numba.core.registry import CPUDispatcher
 
     out = []
-    for mod in _kernel_modules():
+    for mod in _kernel_modules(names):
         for name in dir(mod):
             obj = getattr(mod, name)
             if isinstance(obj, CPUDispatcher) and obj.__module__ == mod.__name__:
@@ -62,7 +70,7 @@ def cache_missing(names: frozenset[str] | None = None) -> bool:
 
     if not CACHE:
         return True
-    for disp in _entry_dispatchers():
+    for disp in _entry_dispatchers(names):
         if names is not None and disp.__name__ not in names:  # type: ignore[attr-defined]
             continue
         cache = getattr(disp, "_cache", None)
@@ -147,7 +155,7 @@ def ensure_compiled(progress: Callable[[str], None] | None = None, compile_now: 
     if _DONE:
         return
     _DONE = True
-    names = BUILD_KERNELS if compile_now else BUILD_KERNELS | LOOKUP_KERNELS
+    names = BUILD_KERNELS | TRANSPOSED_KERNELS if compile_now else BUILD_KERNELS | LOOKUP_KERNELS
     if os.environ.get("DPSPARK_GF_SKIP_WARMUP", "") not in ("", "0") or not cache_missing(names):
         return
     say = progress or (lambda msg: print(msg, file=sys.stderr, flush=True))
