@@ -128,8 +128,12 @@ def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, 
         bits = [b[crowded] for b in bits_of(part, stage)]
         words = part.words[part.gid[crowded]]
         h = row_hash(part.hashes(part.uid[crowded]), words, bits, row_key(secret))
-        order = row_order(h, words, bits, first=pid[crowded])
-        sp = pid[crowded][order]
+        pc_ = pid[crowded]
+        order = np.lexsort((h, pc_))  # the index word is the pair's own: (pair, hash) then bits on a tie
+        sp, sh = pc_[order], h[order]
+        if np.any((sp[1:] == sp[:-1]) & (sh[1:] == sh[:-1])):
+            order = np.lexsort((*reversed(bits), h, pc_))
+        sp = pc_[order]
         starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
         rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
         keep[crowded[order[rank >= c]]] = False
