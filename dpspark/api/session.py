@@ -248,6 +248,50 @@ class Session:
         return self.release(mechanism=mechanism, epsilon=epsilon, output=output, keys=keys, universe=universe,
                             **privacy)
 
+    def groups(self, *, by: list[str] | str, aggregates: list[Mapping[str, Any]], epsilon: Any, keys: Any = None,
+               universe: Mapping[str, Any] | None = None, delta: Any = None,
+               output: str | os.PathLike[str] | None = None, max_groups_per_unit: int | None = None,
+               max_rows_per_group: int | None = None, noise: str | None = None, beta: Any = None,
+               keys_file: str | os.PathLike[str] | None = None, **privacy: Any) -> Any:
+        """Aggregates per group (mechanism ``groups``), opened: ``.to_pandas()``, ``.lookup(key)``.
+
+        ``keys``: the public key rows (a list of values, of tuples for several ``by`` columns, or a pandas/Arrow
+        table whose columns include ``by``); None with a ``universe`` selects the keys privately.
+        ``aggregates``: the ``[[aggregates]]`` dicts. The other keywords are the ``[groups]`` fields; every
+        ``[privacy]`` field is a keyword too. Charged once (epsilon, delta) before any data is read, like
+        :meth:`release`: the budget is spent once per aggregate, never per group.
+        """
+        by_cols = [by] if isinstance(by, str) else list(by)
+        section: dict[str, Any] = {"by": by_cols}
+        if keys is not None:
+            section["keys"] = _key_rows(keys, by_cols)
+        if keys_file is not None:
+            section["keys_file"] = str(Path(keys_file).resolve())
+        for name, value in (("max_groups_per_unit", max_groups_per_unit), ("max_rows_per_group", max_rows_per_group),
+                            ("noise", noise), ("beta", beta)):
+            if value is not None:
+                section[name] = value
+        sections: dict[str, Any] = {"groups": section, "aggregates": [dict(a) for a in aggregates]}
+        if universe is not None:
+            sections["universe"] = dict(universe)
+        return self.release(mechanism="groups", epsilon=epsilon, delta=delta, output=output, sections=sections,
+                            **privacy)
+
+
+def _key_rows(keys: Any, by: list[str]) -> list[Any]:
+    """Public key rows from a list, or from a pandas/Arrow table's ``by`` columns (public values, not data)."""
+    import pyarrow as pa
+
+    if hasattr(keys, "columns") and hasattr(keys, "dtypes"):  # pandas: through Arrow, so numbers become ints
+        keys = pa.Table.from_pandas(keys, preserve_index=False)
+    if isinstance(keys, pa.Table):
+        missing = [c for c in by if c not in keys.column_names]
+        if missing:
+            raise SessionInputError(f"the keys table has no column(s) {', '.join(map(repr, missing))}")
+        cols = [keys.column(c).to_pylist() for c in by]
+        return [r[0] if len(by) == 1 else list(r) for r in zip(*cols)]
+    return list(keys)
+
 
 def _as_table(data: Any) -> Any:
     """A pandas DataFrame becomes a pyarrow Table once, when the session opens (other inputs stay as given).

@@ -58,6 +58,8 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
         rel = open_release(args.release, verify=not args.no_verify)
     except DPSparkError as err:
         return _fail("lookup", err)
+    if callable(getattr(rel, "lookup_rows", None)):  # a keyed statements kind (groups) answers in its own rows
+        return _print_rows(rel, *rel.lookup_rows(args.key, args.key_json), total=len(args.key))
     if not hasattr(rel, "estimate"):  # answers, samples, distributions: nothing is keyed
         print(f"dpspark lookup: a {rel.kind} release has no keys to look up; run `dpspark inspect {args.release}` "
               "or open it in Python (dpspark.lookup.open_release)", file=sys.stderr)
@@ -85,6 +87,23 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
         for line in invalid:
             print(f"dpspark lookup: invalid {line}", file=sys.stderr)
         print(f"dpspark lookup: {len(invalid)} of {len(args.key)} keys were invalid (marked by position above)",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _print_rows(rel: Any, rows: list[tuple[str, ...]], invalid: list[str], total: int) -> int:
+    """Print a reader's lookup rows, its accuracy words and the position-only complaints (exit 1 if any)."""
+    for line in format_table(rows):
+        print(line)
+    print()
+    print(rel.accuracy_text)
+    if rel.manifest.rng_test_only:
+        print("WARNING: this release was made with a TEST-ONLY random generator; it is NOT private.")
+    for line in invalid:
+        print(f"dpspark lookup: invalid {line}", file=sys.stderr)
+    if invalid:
+        print(f"dpspark lookup: {len(invalid)} of {total} keys were invalid (marked by position above)",
               file=sys.stderr)
         return 1
     return 0

@@ -1,4 +1,7 @@
-"""The ``dpspark plot`` command: the top-K bins of a sparse release with their error bars, as a PNG."""
+"""The ``dpspark plot`` command: the top-K bins of a sparse release with their error bars, as a PNG.
+
+A statements kind whose reader has ``plot_bars(top)`` (groups: one panel per aggregate) draws those panels.
+"""
 
 from __future__ import annotations
 
@@ -46,6 +49,8 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         return _fail("plot", ValueError("--top must be at least 1"))
     try:
         rel = open_release(args.release, verify=not args.no_verify)
+        if callable(getattr(rel, "plot_bars", None)):  # a statements kind that draws its own bars (groups)
+            return _plot_bars(args, rel.plot_bars(args.top), rel.manifest.rng_test_only)
         if not hasattr(rel, "table"):
             raise ParameterError(
                 "plot draws the released bins of a sparse release; a compact release has a noisy count for every "
@@ -101,6 +106,41 @@ def _cmd_plot(args: argparse.Namespace) -> int:
             plt.close(fig)
     extra = f"; {hidden} bins below the threshold hidden (--show-below-threshold draws them)" if hidden else ""
     print(f"wrote {args.output} ({len(values)} bins{extra})")
+    return 0
+
+
+def _plot_bars(args: argparse.Namespace, panels: list[dict[str, Any]], test_rng: bool) -> int:
+    """Draw a reader's bar panels (one per quantity: ``title``, ``labels``, ``values``, ``errors``, ``ylabel``,
+    ``xlabel``) with error bars, one under the other, as a PNG."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from dpspark.cli.plotfont import covered, drawable_label, font_chain
+
+    chain = font_chain()
+    drawable = covered(chain)
+    width = max(6.0, 0.45 * max((len(p["values"]) for p in panels), default=1) + 2)
+    with matplotlib.rc_context({"font.family": chain}):
+        fig, axes = plt.subplots(len(panels), 1, figsize=(width, 3.2 * len(panels)), squeeze=False)
+        for ax, p in zip(axes[:, 0], panels):
+            positions = np.arange(len(p["values"]))
+            ax.bar(positions, p["values"], yerr=p["errors"], capsize=3, color="#4c72b0", ecolor="#333333")
+            ax.set_xticks(positions)
+            labels = [drawable_label(lab, drawable) for lab in p["labels"]]
+            ax.set_xticklabels([lab if len(lab) <= 24 else lab[:23] + "~" for lab in labels], rotation=60,
+                               ha="right", fontsize=8)
+            ax.set_xlabel(p["xlabel"], fontsize=8)
+            ax.set_ylabel(p["ylabel"], fontsize=8)
+            ax.set_title(p["title"] + (" [TEST RNG]" if test_rng else ""), fontsize=9)
+        fig.tight_layout()
+        try:
+            fig.savefig(args.output, format="png", dpi=args.dpi)
+        except OSError as err:
+            return _fail("plot", OSError(f"{args.output}: cannot write the PNG ({err.strerror})"))
+        finally:
+            plt.close(fig)
+    print(f"wrote {args.output} ({len(panels)} panel(s), {max((len(p['values']) for p in panels), default=0)} bars each)")
     return 0
 
 

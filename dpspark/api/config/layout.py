@@ -39,15 +39,16 @@ def check_layout(raw: Mapping[str, Any], source: Path, mech_cls: Any, *, input_g
     """Refuse unknown, missing or malformed sections; returns the mechanism's own sections and their parsers."""
     needs_keys = getattr(mech_cls, "needs_keys", True)
     own_sections = dict(getattr(mech_cls, "sections", {}))
+    may_omit = set(getattr(mech_cls, "optional_sections", ()))  # own sections a config may leave out
     unknown = sorted(set(raw) - set(SECTIONS) - set(own_sections))
     if unknown:
         expected = ", ".join([*SECTIONS, *own_sections])
         raise fail(source, f"unknown section(s) {', '.join(map(repr, unknown))}; expected {expected}")
     for name in own_sections:
-        if name not in raw:
+        if name not in raw and name not in may_omit:
             raise fail(source, f"missing section [{name}] (mechanism {mech_cls.name!r} needs it)")
     if not needs_keys:
-        extra = sorted(k for k in ("keys", "universe") if k in raw)
+        extra = sorted(k for k in ("keys", "universe") if k in raw and k not in own_sections)
         if extra:
             raise fail(source, f"[{extra[0]}] does not apply to mechanism {mech_cls.name!r}; remove it")
     for name, (required, optional) in SECTIONS.items():
@@ -76,6 +77,8 @@ def parse_own_sections(raw: Mapping[str, Any], source: Path, own_sections: Mappi
 
     sections: dict[str, Any] = {}
     for name, parse in own_sections.items():
+        if name not in raw:  # an optional own section the config leaves out
+            continue
         if not isinstance(raw[name], (dict, list)):
             raise fail(source, f"[{name}] must be a table or an array of tables")
         try:

@@ -1,0 +1,187 @@
+"""The config sections of a ``groups`` release: ``[groups]``, ``[[aggregates]]`` and the optional ``[universe]``.
+
+One validator for TOML and Python dicts (the Mechanism's ``sections``; :mod:`dpspark.api.config` calls each
+parser on its raw section and names the file). Every check here is data-free.
+
+``[groups]``:
+
+* ``by`` - the key columns (a name or a non-empty list);
+* ``keys`` - the public key rows: one value per row for one key column, a list per row for several; or
+  ``keys_file`` - a CSV or Parquet file of key rows whose columns are ``by`` (read when the mechanism is
+  built: public, no data). Neither: the keys are selected privately from ``[universe]``;
+* ``max_groups_per_unit`` (k, default 1), ``max_rows_per_group`` (c, default 1): contribution bounds
+  (above 1 they need ``privacy.unit_column``);
+* ``noise`` - "auto" (default: the smallest error bar, docs/groups.md §D), "pure", "zcdp" (the discrete
+  Gaussian; "gaussian" is the same) or "bounded";
+* ``beta`` - the error bars hold with probability >= 1 - beta (default: ``privacy.beta``).
+
+``[[aggregates]]``: tables ``name``, ``kind`` (count, sum, mean, variance, quantile), ``column``, ``lo``, ``hi``,
+``scale_bits``, ``q``, ``bins`` (:func:`dpspark.mechanisms.groups.aggregates.parse_aggregate`) and ``nulls``
+(:func:`dpspark.engine.numeric.parse_null_rule`: "drop" or the public value a NULL/NaN/unparseable value counts
+as; one rule per column).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from dpspark.engine.numeric import NullRule, NullRuleError, parse_null_rule
+from dpspark.exact import parse_rational
+from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError, GroupsTypeError, parse_aggregates
+
+#: the ``[groups]`` fields
+GROUP_FIELDS = ("by", "keys", "keys_file", "max_groups_per_unit", "max_rows_per_group", "noise", "beta")
+#: ``noise`` values and the plan's name for each
+NOISE_NAMES = {"auto": "auto", "pure": "pure", "zcdp": "gaussian", "gaussian": "gaussian", "bounded": "bounded"}
+#: most public keys a config lists (the release holds one row per key)
+MAX_PUBLIC_KEYS = 1_000_000
+
+
+@dataclass(frozen=True)
+class GroupsSection:
+    """The validated ``[groups]`` section (public parameters only)."""
+
+    by: tuple[str, ...]
+    keys: tuple[tuple[Any, ...], ...] | None
+    keys_file: str | None
+    bounds: Bounds
+    noise: str
+    beta: Fraction | None
+
+    @property
+    def public_keys(self) -> bool:
+        """True when the keys are public (listed or in a file); False: private selection from a universe."""
+        return self.keys is not None or self.keys_file is not None
+
+
+@dataclass(frozen=True)
+class AggregatesSection:
+    """The validated ``[[aggregates]]`` tables and the null rule of each value column."""
+
+    aggregates: tuple[Aggregate, ...]
+    nulls: tuple[tuple[str, NullRule], ...]
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Exact, JSON-ready aggregates with their null rule (the manifest's parameters)."""
+        rules = dict(self.nulls)
+        out = []
+        for agg in self.aggregates:
+            row = agg.describe()
+            if agg.column is not None:
+                row["nulls"] = rules[agg.column].describe()
+            out.append(row)
+        return out
+
+
+def _key_value(value: Any, where: str) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise GroupsError(f"{where}: a key value is a string or an integer")
+    return value
+
+
+def key_rows(raw: Any, width: int, where: str = "groups.keys") -> tuple[tuple[Any, ...], ...]:
+    """Public key rows as tuples of ``width`` values: scalars for one key column, lists/tuples for several."""
+    if isinstance(raw, (str, bytes)) or not isinstance(raw, (list, tuple)):
+        raise GroupsError(f"{where} must be a list of key rows")
+    if not raw:
+        raise GroupsError(f"{where} is empty: list at least one key, or leave it out to select keys privately")
+    if len(raw) > MAX_PUBLIC_KEYS:
+        raise GroupsError(f"{where}: at most {MAX_PUBLIC_KEYS} public keys")
+    rows = []
+    for i, row in enumerate(raw):
+        parts = tuple(row) if isinstance(row, (list, tuple)) else (row,)
+        if len(parts) != width:
+            raise GroupsError(f"{where}[{i}] has {len(parts)} value(s); by names {width} column(s)")
+        rows.append(tuple(_key_value(v, f"{where}[{i}]") for v in parts))
+    if len(set(rows)) != len(rows):
+        raise GroupsError(f"{where} lists a key twice")
+    for j in range(width):
+        kinds = {type(r[j]) for r in rows}
+        if len(kinds) > 1:
+            raise GroupsError(f"{where}: column {j + 1} mixes strings and integers")
+    return tuple(rows)
+
+
+def _int_field(sec: dict[str, Any], key: str) -> int:
+    v = sec.get(key, 1)
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1 << 20:
+        raise GroupsError(f"groups.{key} must be an int in [1, 2^20], got {v!r}")
+    return v
+
+
+def parse_groups_section(raw: Any) -> GroupsSection:
+    """Validate ``[groups]`` (see the module docstring); errors name the field."""
+    if isinstance(raw, GroupsSection):
+        return raw
+    if not isinstance(raw, dict):
+        raise GroupsError("[groups] must be a table")
+    bad = sorted(set(raw) - set(GROUP_FIELDS))
+    if bad:
+        raise GroupsError(f"has unknown field(s) {', '.join(map(repr, bad))}; expected {list(GROUP_FIELDS)}")
+    by = raw.get("by")
+    by = [by] if isinstance(by, str) else by
+    if not isinstance(by, (list, tuple)) or not by or not all(isinstance(c, str) and c for c in by):
+        raise GroupsError("groups.by must name the key column(s): a name or a non-empty list of names")
+    if len(set(by)) != len(by):
+        raise GroupsError("groups.by names a column twice")
+    if "keys" in raw and "keys_file" in raw:
+        raise GroupsError("give groups.keys or groups.keys_file, not both")
+    keys = key_rows(raw["keys"], len(by)) if "keys" in raw else None
+    keys_file = raw.get("keys_file")
+    if keys_file is not None and (not isinstance(keys_file, str) or not keys_file):
+        raise GroupsError("groups.keys_file must be a path (CSV or Parquet, columns = groups.by)")
+    noise = raw.get("noise", "auto")
+    if noise not in NOISE_NAMES:
+        raise GroupsError(f"groups.noise must be one of {tuple(NOISE_NAMES)}, got {noise!r}")
+    beta = None
+    if "beta" in raw:
+        if isinstance(raw["beta"], float):
+            raise GroupsTypeError(f"groups.beta was given as a float ({raw['beta']!r}); write it as a string "
+                                  f"such as \"{raw['beta']}\"")
+        beta = parse_rational(raw["beta"], "groups.beta")
+        if not 0 < beta < 1:
+            raise GroupsError("groups.beta must lie in (0, 1)")
+    bounds = Bounds(_int_field(raw, "max_groups_per_unit"), _int_field(raw, "max_rows_per_group"))
+    return GroupsSection(tuple(by), keys, keys_file, bounds, NOISE_NAMES[noise], beta)
+
+
+def parse_aggregates_section(raw: Any) -> AggregatesSection:
+    """Validate ``[[aggregates]]``: the aggregate tables plus each value column's null rule."""
+    if isinstance(raw, AggregatesSection):
+        return raw
+    if isinstance(raw, dict):  # one [aggregates] table instead of an array of tables
+        raw = [raw]
+    if not isinstance(raw, (list, tuple)) or not raw:
+        raise GroupsError("needs at least one aggregate: write [[aggregates]] tables")
+    plain, rules = [], {}
+    for i, spec in enumerate(raw):
+        if not isinstance(spec, dict):
+            raise GroupsError(f"aggregates[{i}] must be a table")
+        spec = dict(spec)
+        nulls = spec.pop("nulls", None)
+        plain.append(spec)
+        where = f"aggregate {spec.get('name')!r}"
+        if nulls is not None and spec.get("kind") == "count":
+            raise GroupsError(f"{where}: a count takes no 'nulls' (it counts rows)")
+        column = spec.get("column")
+        if spec.get("kind") == "count" or not isinstance(column, str):
+            continue
+        try:
+            rule = parse_null_rule(nulls, where)
+        except NullRuleError as err:
+            raise GroupsError(str(err)) from None
+        if rules.setdefault(column, rule) != rule:  # the engine reads each column once, with one rule
+            raise GroupsError(f"{where}.nulls: every aggregate of column {column!r} must declare the same null "
+                              "rule (default \"drop\")")
+    aggregates = parse_aggregates(plain)
+    return AggregatesSection(aggregates, tuple(sorted(rules.items())))
+
+
+def parse_universe_section(raw: Any) -> dict[str, Any]:
+    """``[universe]`` of a private selection: kept as given; the mechanism builds it (relative files resolve
+    against the config's folder)."""
+    if not isinstance(raw, dict):
+        raise GroupsError("[universe] must be a table")
+    return dict(raw)

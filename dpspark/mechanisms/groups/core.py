@@ -1,0 +1,331 @@
+"""The numpy core both groups kernels run: bound one set of whole units' rows, then sum their statistics.
+
+The Arrow kernel calls it once on the whole (truncated) input; the Spark kernel once per partition of a
+``repartition`` by unit, in ``mapInArrow``. Either way a unit's rows are all in one call, so the rules of
+:class:`~dpspark.mechanisms.groups.stage.GroupsStage` (k groups per unit, c rows per group) see each unit
+whole, and the per-group totals are sums over units: the same for any split of the units.
+
+Exactness. A row's fixed-point value v is computed in float64 only while max(|L|, |H|) < 2^52
+(:data:`FAST_BOUND`): x 2^b is exact, the clip bounds are exact doubles and the rounding is exact; past it
+v is a Python int (:meth:`Aggregate.fixed_point` on the exact value of the double). Quantile cells compare
+the double with the smallest double >= each grid point (exact). Sums never round: a ``bincount`` adds
+float64 weights only while every partial sum stays below 2^53; otherwise values are split into 21-bit
+limbs first (and v^2 into the three products of 26-bit halves), each summed exactly, and a statistic is
+carried as parts (int64 array, shift): value = sum(part << shift). :func:`emit` writes them as rows
+(group, stat, shift, value) with |value| < 2^40, so any number of partitions below 2^23 sums them in int64;
+:func:`decode` folds the summed rows into Python ints on the driver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpspark.engine.keyed import keyed_mix
+from dpspark.engine.xxhash64 import SPARK_SEED, hash_fixed, hash_long
+from dpspark.mechanisms.groups.aggregates import Aggregate, Kind
+
+if TYPE_CHECKING:
+    from dpspark.mechanisms.groups.stage import GroupsStage
+
+#: per-row fixed-point values use float64 while every |v| stays below this
+FAST_BOUND = 1 << 52
+#: a float64 bincount is exact while every partial sum stays within this
+EXACT_FLOAT = 1 << 53
+#: the word a NULL value hashes as (arrow_numeric and spark_numeric never produce a NaN, so no value has it)
+NULL_BITS = np.int64(0x7FF8_0000_0000_0001)
+#: stat ids: kept rows and kept units per group; aggregate j's component m is j * STAT_STRIDE + m
+ROWS, UNITS, STAT_STRIDE = -2, -1, 1 << 17
+#: emitted values are split at this many bits (|value| < 2^40: 2^23 partitions sum in int64)
+HALF = 40
+_HALF_MASK = (1 << HALF) - 1
+
+
+def row_key(secret: bytes) -> bytes:
+    """The row-choice key derived from the release's batch secret (CountsStage derives its own with 0x5C)."""
+    return bytes(b ^ 0x36 for b in secret)
+
+
+def value_bits(x: np.ndarray) -> np.ndarray:
+    """int64 bit patterns of float64 values, -0.0 as 0.0 and NULL (NaN) as :data:`NULL_BITS`."""
+    y = np.asarray(x, dtype=np.float64) + 0.0
+    bits = y.view(np.int64).copy()
+    bits[np.isnan(y)] = NULL_BITS
+    return bits
+
+
+def row_hash(seed: "np.ndarray | int", words: np.ndarray, bits: list[np.ndarray], key: bytes) -> np.ndarray:
+    """Signed keyed hash of rows: xxhash64 chained over (seed, index word, each value's bits), then mixed."""
+    h = hash_fixed(words, seed=seed if isinstance(seed, np.ndarray) else int(seed))
+    for b in bits:
+        h = hash_long(b, seed=h)
+    return keyed_mix(h, key).view(np.int64)
+
+
+def row_order(h: np.ndarray, words: np.ndarray, bits: list[np.ndarray], first: np.ndarray | None = None) -> np.ndarray:
+    """Row numbers sorted by (first, h, index word, bits): the canonical order of the c and n row rules."""
+    limbs = words.view(">u8").astype(np.uint64) if words.shape[1] % 8 == 0 else words
+    keys = [*reversed(bits), *(limbs[:, j] for j in reversed(range(limbs.shape[1]))), h]
+    if first is not None:
+        keys.append(first)
+    return np.lexsort(tuple(keys))
+
+
+@dataclass
+class Part:
+    """Rows of whole units: dense group ids, the groups' index words, value columns, and the units."""
+
+    gid: np.ndarray                  # int64 per row, in [0, G)
+    words: np.ndarray                # (G, width) uint8 big-endian index words, ascending
+    x: dict[str, np.ndarray]         # float64 per row per value column, NaN for NULL
+    uid: np.ndarray | None = None    # int64 dense unit id per row (None: every row is a unit)
+    unit_hash: np.ndarray | None = None  # uint64 Spark xxhash64 per unit id
+
+    @property
+    def rows(self) -> int:
+        return len(self.gid)
+
+
+def bits_of(part: Part, stage: "GroupsStage") -> list[np.ndarray]:
+    """The value columns' bit words per row, in the stage's public column order."""
+    return [value_bits(part.x[c]) for c in stage.value_columns]
+
+
+def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """(kept row mask, kept units per group) under the k-groups and c-rows rules (nothing to bound per row-unit)."""
+    from dpspark.engine.arrow.counts import _first_k_per_unit
+
+    G = len(part.words)
+    keep = np.ones(part.rows, dtype=bool)
+    if part.uid is None or part.rows == 0:
+        return keep, np.bincount(part.gid, minlength=G)
+    assert part.unit_hash is not None
+    nu = len(part.unit_hash)
+    if nu == part.rows:  # every unit has one row: one group, one row each
+        return keep, np.bincount(part.gid, minlength=G)
+    code = part.uid.astype(np.int64) * G + part.gid
+    pair_code, pid = np.unique(code, return_inverse=True)
+    per_pair = np.bincount(pid)
+    c = stage.max_rows_per_group
+    crowded = np.flatnonzero(per_pair[pid] > c)
+    if len(crowded):
+        bits = [b[crowded] for b in bits_of(part, stage)]
+        words = part.words[part.gid[crowded]]
+        h = row_hash(part.unit_hash[part.uid[crowded]], words, bits, row_key(secret))
+        order = row_order(h, words, bits, first=pid[crowded])
+        sp = pid[crowded][order]
+        starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
+        rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+        keep[crowded[order[rank >= c]]] = False
+    pair_uid, pair_gid = pair_code // G, pair_code % G
+    k = stage.max_groups_per_unit
+    kept_pair = np.ones(len(pair_code), dtype=bool)
+    busy = np.flatnonzero(np.bincount(pair_uid, minlength=nu)[pair_uid] > k)
+    if len(busy):
+        words = part.words[pair_gid[busy]]
+        pick = keyed_mix(hash_fixed(words, seed=part.unit_hash[pair_uid[busy]]), secret).view(np.int64)
+        chosen = _first_k_per_unit(pair_uid[busy], pick, words, k)  # the CountsStage rule
+        kept_pair[busy] = False
+        kept_pair[busy[chosen]] = True
+        keep &= kept_pair[pid]
+    return keep, np.bincount(pair_gid[kept_pair], minlength=G)
+
+
+# ------------------------------------------------------------------------------------------------ sums
+Parts = list[tuple[np.ndarray, int]]
+
+
+def exact_bincount(ids: np.ndarray, v: np.ndarray, n: int, bound_: int) -> Parts:
+    """sum of int64 ``v`` (|v| <= bound_) per id in [0, n), exactly, as parts (int64 array, shift)."""
+    if len(v) == 0 or bound_ == 0:
+        return []
+    if len(v) * bound_ <= EXACT_FLOAT:
+        return [(np.bincount(ids, weights=v.astype(np.float64), minlength=n).astype(np.int64), 0)]
+    if bound_ <= 1 << 21:  # many rows: chunks of 2^32 rows keep each float partial sum exact
+        total = np.zeros(n, dtype=np.int64)
+        for s in range(0, len(v), 1 << 32):
+            total += np.bincount(ids[s:s + (1 << 32)], weights=v[s:s + (1 << 32)].astype(np.float64),
+                                 minlength=n).astype(np.int64)
+        return [(total, 0)]
+    mask = np.int64((1 << 21) - 1)
+    out: Parts = []
+    for shift in (0, 21, 42):  # v = l0 + l1 2^21 + l2 2^42: l0, l1 in [0, 2^21), l2 signed with |l2| <= 2^21
+        limb = (v >> np.int64(shift)) if shift == 42 else (v >> np.int64(shift)) & mask
+        out += [(a, s + shift) for a, s in exact_bincount(ids, limb, n, 1 << 21)]
+    return out
+
+
+def square_parts(ids: np.ndarray, v: np.ndarray, n: int, m: int) -> Parts:
+    """sum of v^2 per id, exactly (|v| <= m < 2^52): v = a 2^26 + b, v^2 = a^2 2^52 + 2ab 2^26 + b^2."""
+    if m <= 1 << 31:
+        return exact_bincount(ids, v * v, n, m * m)
+    a, b = v >> np.int64(26), v & np.int64((1 << 26) - 1)
+    out: Parts = []
+    for arr, bnd, shift in ((a * a, 1 << 52, 52), (2 * a * b, 1 << 53, 26), (b * b, 1 << 52, 0)):
+        out += [(x, s + shift) for x, s in exact_bincount(ids, arr, n, bnd)]
+    return out
+
+
+def object_parts(ids: np.ndarray, v: list[int], n: int) -> Parts:
+    """sum of Python-int values per id (the slow path past 2^52), as one object part."""
+    total = np.zeros(n, dtype=object)
+    total[:] = 0
+    for i, x in zip(ids.tolist(), v):
+        total[i] += x
+    return [(total, 0)]
+
+
+def grid_thresholds(agg: Aggregate) -> np.ndarray:
+    """Per grid point v_j (j = 0..bins): the smallest double >= v_j, so x >= v_j iff x >= threshold (exact)."""
+    assert agg.bins is not None
+    out = np.empty(agg.bins + 1, dtype=np.float64)
+    for j in range(agg.bins + 1):
+        g = agg.grid_point(j)
+        try:
+            d = float(g)
+        except OverflowError:
+            d = float("inf") if g > 0 else -np.finfo(np.float64).max
+        if d != float("inf") and Fraction(d) < g:
+            d = float(np.nextafter(d, np.inf))
+        out[j] = d
+    return out
+
+
+def cells(agg: Aggregate, x: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """Quantile cell per (non-NULL) value: :meth:`Aggregate.cell_of`, exactly."""
+    assert agg.bins is not None
+    j = np.searchsorted(thresholds, x, side="right") - 1
+    return np.clip(j, 0, agg.bins - 1).astype(np.int64)
+
+
+def _fixed(agg: Aggregate, x: np.ndarray) -> "np.ndarray | list[int]":
+    """v = clip(round(x S), L, H) per non-NULL value: int64 below 2^52, else Python ints."""
+    L, H = agg.L, agg.H
+    if max(abs(L), abs(H)) < FAST_BOUND:
+        from dpspark.engine.arrow.sums import round_half_away
+
+        y = np.clip(x * float(agg.scale), float(L), float(H))  # exact: a power of two, bounds below 2^52
+        return round_half_away(y).astype(np.int64)
+    out = []
+    for d in x.tolist():
+        out.append(H if d == float("inf") else L if d == float("-inf") else agg.fixed_point(Fraction(d)))
+    return out
+
+
+def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsStage") -> list[tuple[np.ndarray, Any, int, np.ndarray]]:
+    """Per statistic: (group ids, stat id, shift, values) over the kept rows (sparse for quantile cells)."""
+    G = len(part.words)
+    gid = part.gid[keep]
+    out: list[tuple[np.ndarray, Any, int, np.ndarray]] = []
+    all_g = np.arange(G, dtype=np.int64)
+
+    def dense(stat: int, parts: Parts) -> None:
+        out.extend((all_g, stat, shift, arr) for arr, shift in parts)
+
+    dense(ROWS, [(np.bincount(gid, minlength=G).astype(np.int64), 0)])
+    if stage.count_units:
+        dense(UNITS, [(units.astype(np.int64), 0)])
+    cache: dict[Any, Any] = {}
+    for j, agg in enumerate(stage.aggregates):
+        base = j * STAT_STRIDE
+        if agg.kind is Kind.COUNT:
+            dense(base, [(np.bincount(gid, minlength=G).astype(np.int64), 0)])
+            continue
+        assert agg.column is not None
+        rule = stage.null_rule(agg.column)
+        x = part.x[agg.column][keep]
+        present = ~np.isnan(x)
+        g = gid if rule.value is not None else gid[present]
+        xs = x[present]
+        if agg.kind is Kind.QUANTILE:
+            assert agg.bins is not None
+            ck = ("cell", agg.column, agg.lo, agg.hi, agg.bins)
+            if ck not in cache:
+                cl = cells(agg, xs, grid_thresholds(agg))
+                if rule.value is not None:
+                    full = np.full(len(x), agg.cell_of(rule.value), dtype=np.int64)
+                    full[present] = cl
+                    cl = full
+                code, counts = np.unique(g * agg.bins + cl, return_counts=True)
+                cache[ck] = (code // agg.bins, code % agg.bins, counts.astype(np.int64))
+            qg, qc, qn = cache[ck]
+            out.append((qg, base + qc, 0, qn))  # sparse: occupied (group, cell) pairs only
+            continue
+        dense(base, [(np.bincount(g, minlength=G).astype(np.int64), 0)])
+        vk = ("v", agg.column, agg.scale_bits, agg.L, agg.H)
+        if vk not in cache:
+            v = _fixed(agg, xs)
+            if rule.value is not None:
+                imputed = agg.fixed_point(rule.value)
+                if isinstance(v, np.ndarray):
+                    full = np.full(len(x), imputed, dtype=np.int64)
+                    full[present] = v
+                else:
+                    it = iter(v)
+                    full = [next(it) if p else imputed for p in present.tolist()]
+                v = full
+            m = max(abs(agg.L), abs(agg.H))
+            if isinstance(v, np.ndarray):
+                cache[vk] = (exact_bincount(g, v, G, m), (lambda v=v, g=g, m=m: square_parts(g, v, G, m)))
+            else:
+                cache[vk] = (object_parts(g, v, G), (lambda v=v, g=g: object_parts(g, [t * t for t in v], G)))
+        t_parts, q_make = cache[vk]
+        dense(base + 1, t_parts)
+        if agg.kind is Kind.VARIANCE:
+            qk = vk + ("q",)
+            if qk not in cache:
+                cache[qk] = q_make()
+            dense(base + 2, cache[qk])
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ rows out
+def emit(stats: list[tuple[np.ndarray, Any, int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows (group id, stat, shift, value) with 0 < |value| < 2^40: each part split in 40-bit halves."""
+    gs, st, sh, vs = [], [], [], []
+    for g, stat, shift, arr in stats:
+        stat_of = np.broadcast_to(np.asarray(stat, dtype=np.int32), g.shape)
+        if arr.dtype == object:  # the slow path's Python ints: as many 40-bit limbs as each needs
+            for gi, si, x in zip(g.tolist(), stat_of.tolist(), arr.tolist()):
+                s = shift
+                while x:
+                    low = x if -_HALF_MASK <= x <= _HALF_MASK else x & _HALF_MASK
+                    gs.append(np.array([gi], np.int64)); st.append(np.array([si], np.int32))
+                    sh.append(np.array([s], np.int32)); vs.append(np.array([low], np.int64))
+                    x = (x - low) >> HALF
+                    s += HALF
+            continue
+        lo, hi = arr & np.int64(_HALF_MASK), arr >> np.int64(HALF)
+        for part, s in ((lo, shift), (hi, shift + HALF)):
+            nz = np.flatnonzero(part)
+            if len(nz):
+                gs.append(g[nz]); vs.append(part[nz]); st.append(stat_of[nz])
+                sh.append(np.full(len(nz), s, np.int32))
+    if not gs:
+        return (np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.int64))
+    return (np.concatenate(gs).astype(np.int64), np.concatenate(st).astype(np.int32),
+            np.concatenate(sh).astype(np.int32), np.concatenate(vs).astype(np.int64))
+
+
+def decode(keys: list[int], stat: list[int], shift: list[int], value: list[int], stage: "GroupsStage") -> list[Any]:
+    """Summed rows (0-based index, stat, shift, value) -> GroupStats ascending by index, groups with kept rows."""
+    from dpspark.mechanisms.groups.algorithm import GroupStats
+
+    acc: dict[int, dict[int, int]] = {}
+    for k, s, h, v in zip(keys, stat, shift, value):
+        d = acc.setdefault(k, {})
+        d[s] = d.get(s, 0) + (v << h)
+    out = []
+    for k in sorted(acc):
+        d = acc[k]
+        if d.get(ROWS, 0) <= 0:
+            continue
+        stats = {}
+        for j, agg in enumerate(stage.aggregates):
+            base = j * STAT_STRIDE
+            stats[agg.name] = tuple(d.get(base + m, 0) for m in range(agg.raw_arity()))
+        out.append(GroupStats(k, stats, d.get(UNITS, 0) if stage.count_units else None))
+    return out

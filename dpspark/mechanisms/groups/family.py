@@ -1,0 +1,22 @@
+"""The groups family, declared once: its mechanism and its release kind ``groups`` (aggregates per group).
+
+This module is what :data:`dpspark.release.kinds.FAMILIES` names for the family. Strings only, so reading a
+release imports nothing more of the family than its codec and reader.
+"""
+
+from dpspark.release.kinds import ReleaseKind
+
+KINDS = (
+    ReleaseKind(
+        name="groups",
+        form="statements",
+        section="section",
+        codec="dpspark.mechanisms.groups.section:check_kind",
+        reader="dpspark.mechanisms.groups.reader:GroupsLookup",
+    ),
+)
+
+#: mechanism name (the config's ``privacy.mechanism``) -> its class, imported on first use
+MECHANISMS = {
+    "groups": "dpspark.mechanisms.groups.mechanism:GroupsMechanism",
+}

@@ -1,0 +1,225 @@
+"""Reader of ``groups`` releases: aggregates per group, each with its exact error bar.
+
+>>> r = dpspark.lookup.open_release("releases/carriers")      # doctest: +SKIP
+>>> r.to_pandas()            # key columns, then per aggregate <name> (float) and <name>_error (float)
+>>> r.lookup("AA")           # {"flights": Entry(value=Fraction(...), error=..., confidence=...), ...}
+>>> r.lookup(("AA", 2013))   # several key columns: a tuple
+
+Every value is the exact rational the release wrote (the table stores "p/q" strings); the float columns of the
+table are for display only and must agree with the exact ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from dpspark.lookup.statement_base import StatementLookup
+from dpspark.release.errors import ReleaseFormatError
+from dpspark.release.exactjson import str_to_frac
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from dpspark.universe import Universe
+
+#: bits of a value's numerator or denominator (the writer's are a few hundred at most)
+_MAX_BITS = 4096
+#: the columns of one aggregate: (suffix, Arrow type)
+_AGG_COLUMNS = (("", pa.string()), ("_float", pa.float64()), ("_error", pa.string()), ("_confidence", pa.string()),
+                ("_always", pa.string()))
+_KEY_TYPES = (pa.string(), pa.int64(), pa.binary())
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One released aggregate of one group: the exact ``value`` (None: undefined), ``error`` holding w.p. >=
+    ``confidence``, ``always`` a probability-1 bound (bounded noise) or None; ``error_unit`` "value" or
+    "rank_rows"; ``condition`` when the bound holds (empty: always)."""
+
+    value: Fraction | None
+    error: Fraction | None
+    confidence: Fraction
+    always: Fraction | None
+    error_unit: str
+    condition: str
+
+
+class GroupsLookup(StatementLookup):
+    """An opened ``groups`` release: the released groups, by key, with every aggregate and its error bar."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        sec = self.section
+        self.by: tuple[str, ...] = tuple(sec["by"])
+        self.aggregates: list[dict[str, Any]] = list(sec["aggregates"])
+        name = sec["table"]
+        table = self.table(name)
+        where = self.root / f"{name}.parquet"
+        key_schema = [(c, table.schema.field(c).type if c in table.column_names else None) for c in self.by]
+        if any(t not in _KEY_TYPES for _, t in key_schema):
+            raise ReleaseFormatError(f"{where}: the key columns {list(self.by)} must be string, int64 or binary")
+        schema = key_schema + [(f"{a['name']}{s}", t) for a in self.aggregates for s, t in _AGG_COLUMNS]
+        table = self.checked_table(name, schema, sec["groups"])
+        self._table = table
+        keys = list(zip(*(table.column(c).to_pylist() for c in self.by))) if table.num_rows else []
+        if any(v is None for k in keys for v in k) or len(set(keys)) != len(keys):
+            raise ReleaseFormatError(f"{where}: every released group has one key, listed once")
+        self._entries: dict[tuple[Any, ...], dict[str, Entry]] = {k: {} for k in keys}
+        for a in self.aggregates:
+            n = a["name"]
+            cols = [table.column(f"{n}{s}").to_pylist() for s, _ in _AGG_COLUMNS]
+            for key, (v, f, e, c, al) in zip(keys, zip(*cols)):
+                self._entries[key][n] = _entry(v, f, e, c, al, a, f"{where}: aggregate {n!r}")
+
+    # --- keys ---------------------------------------------------------------------------------
+    @cached_property
+    def universe(self) -> "Universe":
+        """The key universe (public keys: the listed values; private selection: the configured universe)."""
+        from dpspark.universe import UniverseConfigError, universe_from_dict
+
+        try:
+            return universe_from_dict(self.section["universe"])
+        except UniverseConfigError as err:
+            raise ReleaseFormatError(f"{self.root / 'manifest.json'}: groups.universe: {err}") from None
+
+    def keys(self) -> list[Any]:
+        """The released keys in table order (scalars for one key column, tuples for several)."""
+        return [k[0] if len(self.by) == 1 else k for k in self._entries]
+
+    def _key(self, key: Any) -> tuple[Any, ...]:
+        return tuple(key) if isinstance(key, (tuple, list)) else (key,)
+
+    def __contains__(self, key: Any) -> bool:
+        return self._key(key) in self._entries
+
+    def lookup(self, key: Any) -> dict[str, Entry]:
+        """Every aggregate of group ``key`` (a scalar, or a tuple for several key columns), exact.
+
+        A ``KeyError`` when the group was not released (not a public key, or not selected); the message
+        does not echo the key.
+        """
+        try:
+            return dict(self._entries[self._key(key)])
+        except KeyError:
+            raise KeyError("no released group has this key") from None
+
+    def value(self, key: Any, aggregate: str) -> Fraction | None:
+        """The exact released value of ``aggregate`` for group ``key``."""
+        return self.lookup(key)[aggregate].value
+
+    # --- tables -------------------------------------------------------------------------------
+    def to_arrow(self) -> pa.Table:
+        """The release table as written (exact strings, display floats)."""
+        return self._table
+
+    def to_pandas(self) -> "pd.DataFrame":
+        """Key columns, then per aggregate ``<name>`` (float) and ``<name>_error`` (float; rank rows for a quantile)."""
+        import pandas as pd
+
+        cols: dict[str, Any] = {c: self._table.column(c).to_pylist() for c in self.by}
+        for a in self.aggregates:
+            n = a["name"]
+            entries = [e[n] for e in self._entries.values()]
+            cols[n] = [None if e.value is None else float(e.value) for e in entries]  # report
+            cols[f"{n}_error"] = [None if e.error is None else float(e.error) for e in entries]  # report
+        return pd.DataFrame(cols)
+
+    # --- words --------------------------------------------------------------------------------
+    def aggregate_words(self) -> list[str]:
+        """One line per aggregate: its kind, noise and what its error bar means."""
+        out = []
+        for a in self.aggregates:
+            unit = "rows of rank" if a["error_unit"] == "rank_rows" else "value units"
+            cond = f"; holds when {a['condition']}" if a["condition"] else ""
+            out.append(f"{a['name']}: {a['kind']}, noise {a['noise']}, error bar in {unit} w.p. >= "
+                       f"1 - {self.section['beta']}{cond}")
+        return out
+
+    def describe_lines(self) -> list[tuple[str, str]]:
+        """``dpspark inspect``: the groups, keys and aggregates."""
+        sec = self.section
+        lines = [("groups", f"{sec['groups']} released, by {', '.join(self.by)} ({sec['keys']} keys)")]
+        lines += [("  aggregate", w) for w in self.aggregate_words()]
+        lines.append(("composition", sec["composition"]))
+        lines.append(("nulls", sec["nulls"]))
+        return lines
+
+    def plot_bars(self, top: int) -> list[dict[str, Any]]:
+        """``dpspark plot``: one panel per aggregate, the first ``top`` groups in table order, with error bars
+        (a quantile's bar is in rows of rank, so it is drawn without one)."""
+        keys = list(self._entries)[:top]
+        labels = [", ".join(str(v) for v in k) for k in keys]
+        panels = []
+        for a in self.aggregates:
+            n = a["name"]
+            entries = [self._entries[k][n] for k in keys]
+            rank = a["error_unit"] == "rank_rows"
+            panels.append({
+                "title": f"{n} ({a['kind']}, {a['noise']}): "
+                         + ("rank error in rows, not drawn" if rank else f"bars hold w.p. >= 1 - {self.section['beta']}"),
+                "labels": labels, "xlabel": ", ".join(self.by), "ylabel": n,
+                "values": [0.0 if e.value is None else float(e.value) for e in entries],  # report
+                "errors": [0.0 if rank or e.error is None else float(e.error) for e in entries],  # report
+            })
+        return panels
+
+    def lookup_rows(self, texts: list[str], as_json: bool = False) -> tuple[list[tuple[str, ...]], list[str]]:
+        """``dpspark lookup``: a header and one row per key text (value +- error per aggregate), and the
+        position-only complaints for keys that are invalid or not released (the key is never echoed)."""
+        from dpspark.errors import DPSparkError
+        from dpspark.lookup.display import safe_text
+
+        names = [a["name"] for a in self.aggregates]
+        rows: list[tuple[str, ...]] = [("key", *names)]
+        bad: list[str] = []
+        for pos, text in enumerate(texts, start=1):
+            try:
+                key = _parse_key(self.universe, text, as_json)
+                entries = self.lookup(key)
+            except (DPSparkError, KeyError) as err:
+                bad.append(f"key #{pos}: {err.args[0] if isinstance(err, KeyError) else err}")
+                rows.append((f"(key #{pos}: invalid)", *("-" for _ in names)))
+                continue
+            rows.append((safe_text(text), *(_shown(entries[n]) for n in names)))
+        return rows, bad
+
+
+def _parse_key(universe: "Universe", text: str, as_json: bool) -> Any:
+    import json
+
+    from dpspark.errors import ParameterError
+
+    if as_json:
+        try:
+            return universe.parse_json(json.loads(text))
+        except ValueError:
+            raise ParameterError("--key-json: a KEY is not valid JSON") from None
+    return universe.parse_text(text)
+
+
+def _shown(e: Entry) -> str:
+    from dpspark.text import readable
+
+    if e.value is None:
+        return "undefined"
+    bar = "" if e.error is None else f" +- {readable(e.error)}" + (" rows" if e.error_unit == "rank_rows" else "")
+    return f"{readable(e.value)}{bar}"
+
+
+def _entry(v: Any, f: Any, e: Any, c: Any, al: Any, agg: dict[str, Any], where: str) -> Entry:
+    """One exact entry, checked: exact texts, the display float agrees, bars >= 0, confidence in (0, 1]."""
+    try:
+        value, error, always = (None if x is None else str_to_frac(x, _MAX_BITS) for x in (v, e, al))
+        conf = str_to_frac(c, _MAX_BITS)
+    except (ValueError, TypeError):
+        raise ReleaseFormatError(f"{where}: a value is not an exact rational") from None
+    if (value is None) != (f is None) or (value is not None and float(value) != f):  # report
+        raise ReleaseFormatError(f"{where}: the display float differs from the exact value")
+    if (error is not None and error < 0) or (always is not None and always < 0) or not 0 < conf <= 1:
+        raise ReleaseFormatError(f"{where}: an error bar is negative or a confidence is outside (0, 1]")
+    return Entry(value, error, conf, always, agg["error_unit"], agg["condition"])

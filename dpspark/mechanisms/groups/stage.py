@@ -1,0 +1,86 @@
+"""The one stage a ``groups`` release declares: exact per-group statistics after contribution bounding.
+
+Kernels: :func:`dpspark.mechanisms.groups.arrow_stats.groups_kernel` and
+:func:`dpspark.mechanisms.groups.spark_stats.groups_kernel`. Both run the same numpy core
+(:mod:`dpspark.mechanisms.groups.core`) on every unit's rows, so they return identical results for the
+same seed. The rules, in order:
+
+1. rows with a NULL key column (or a NULL unit) are dropped;
+2. more than ``max_units`` units: the n units with the smallest keyed hash of the unit id are kept (the
+   CountsStage "truncate" rule); without a unit column every row is a unit and the n rows with the smallest
+   keyed row hash (below) are kept;
+3. keys outside ``universe`` are dropped, or fail the stage (``out_of_universe = "error"``, a value-free
+   :class:`~dpspark.engine.errors.CuratorError`), checked on the rows of the kept units;
+4. each unit keeps at most k = ``max_groups_per_unit`` of its groups: those with the smallest keyed hash
+   of (unit, universe index), ties by index (the CountsStage rule);
+5. each unit keeps at most c = ``max_rows_per_group`` rows in each kept group: those with the smallest
+   keyed *row hash* - xxhash64 chained over (unit, index word, each value column's float64 bits after the
+   null read, NULL as one fixed word), mixed under a key derived from ``backend.batch_secret()`` - ties by
+   those bits. The choice depends on the unit's own rows only, and two rows it cannot tell apart contribute
+   the same values, so which of them is kept changes nothing;
+6. per group and aggregate, the raw tuple of :func:`dpspark.mechanisms.groups.aggregates.derive` over the
+   kept rows: count (N,), sum/mean (N, T), variance (N, T, Q), quantile the ``bins`` cell counts; a value
+   column's NULL (NULL, NaN, unparseable text) follows its declared :class:`~dpspark.engine.numeric.NullRule`
+   (``drop``: the row is neither summed nor counted by that aggregate, but it still is one of the c rows).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from dpspark.engine.stages import FamilyStage
+from dpspark.mechanisms.groups.aggregates import Aggregate
+
+if TYPE_CHECKING:
+    from dpspark.universe import Universe
+
+
+@dataclass(frozen=True, eq=False)
+class GroupsStage(FamilyStage):
+    """Exact :class:`~dpspark.mechanisms.groups.algorithm.GroupStats` per group, in one pass over the input.
+
+    ``backend.compute(stage)`` returns them ascending by 0-based universe index (the ``key``), one per
+    group with at least one kept row.
+    """
+
+    kernels: ClassVar[dict[str, str]] = {"arrow": "dpspark.mechanisms.groups.arrow_stats:groups_kernel",
+                                         "spark": "dpspark.mechanisms.groups.spark_stats:groups_kernel"}
+
+    key_columns: tuple[str, ...]
+    universe: "Universe"
+    unit_column: str | None
+    max_units: int
+    max_groups_per_unit: int
+    max_rows_per_group: int
+    aggregates: tuple[Aggregate, ...]
+    out_of_universe: str = "drop"
+    count_units: bool = False
+    nulls: tuple[tuple[str, Any], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.out_of_universe not in ("drop", "error"):
+            raise ValueError("out_of_universe must be 'drop' or 'error'")
+        for name in ("max_units", "max_groups_per_unit", "max_rows_per_group"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an int >= 1")
+        if not self.key_columns or not self.aggregates:
+            raise ValueError("a groups stage needs key columns and at least one aggregate")
+
+    @property
+    def value_columns(self) -> tuple[str, ...]:
+        """The distinct value columns the aggregates read, in first-use order (public)."""
+        return tuple(dict.fromkeys(a.column for a in self.aggregates if a.column is not None))
+
+    @property
+    def columns(self) -> list[str]:
+        """Every input column the stage reads."""
+        extra = [self.unit_column] if self.unit_column else []
+        return list(dict.fromkeys([*self.key_columns, *extra, *self.value_columns]))
+
+    def null_rule(self, column: str) -> Any:
+        """The declared :class:`~dpspark.engine.numeric.NullRule` of a value column (default: drop)."""
+        from dpspark.engine.numeric import NullRule
+
+        return dict(self.nulls).get(column, NullRule())

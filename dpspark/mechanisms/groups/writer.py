@@ -1,0 +1,125 @@
+"""The ``groups`` release's payload: one Parquet table of released groups, the section and the statements.
+
+The table ``groups.parquet`` holds the key columns (``groups.by``, in order), then per aggregate ``<name>``:
+
+* ``<name>`` - the exact released value as a string ("p/q"; null: undefined);
+* ``<name>_float`` - the same as a float64, for display only (never used in a check or a statement);
+* ``<name>_error`` - the exact error bar (value units, or rows of rank for a quantile) holding with
+  probability >= ``<name>_confidence``;
+* ``<name>_confidence`` - that probability, exact (1 - beta; 1 for a mean without a positive noisy count);
+* ``<name>_always`` - a probability-1 bound (bounded noise), exact, or null.
+
+The statements (privacy, accuracy) are the general statements envelope's
+(:func:`dpspark.release.statements.write_statement_release` stores the payload).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Sequence
+
+from dpspark.mechanisms.groups.aggregates import Kind
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from dpspark.mechanisms.groups.algorithm import GroupsPlan, GroupsRelease
+
+TABLE = "groups"
+#: the columns of one aggregate, by suffix, in table order
+SUFFIXES = ("", "_float", "_error", "_confidence", "_always")
+NULLS_TEXT = ("per value column (parameters.aggregates[].nulls): \"drop\" - a NULL, NaN or unparseable value "
+              "is neither aggregated nor counted - or the public value it counts as; +-inf are clipped to the "
+              "aggregate's bounds; identical on the Arrow and Spark engines")
+BOUNDS_TEXT = ("each group's <name>_error holds with probability >= <name>_confidence (each statistic at "
+               "beta / m, union bound); <name>_always, when present, holds with probability 1 (bounded noise); "
+               "a quantile's error is in rows of rank beyond the best grid point's")
+
+
+def table_columns(by: Sequence[str], names: Sequence[str]) -> list[str]:
+    """Every column of the release table, in order."""
+    return [*by, *(f"{n}{s}" for n in names for s in SUFFIXES)]
+
+
+def _text(v: Fraction | None) -> str | None:
+    return None if v is None else str(v)
+
+
+def groups_table(plan: "GroupsPlan", released: "GroupsRelease", by: Sequence[str], key_rows: Sequence[tuple],
+                 key_types: Sequence["pa.DataType"]) -> "pa.Table":
+    """The release table (see the module docstring); ``key_rows[i]`` is released group i's key."""
+    import pyarrow as pa
+
+    cols: dict[str, Any] = {}
+    for j, (name, typ) in enumerate(zip(by, key_types)):
+        cols[name] = pa.array([r[j] for r in key_rows], type=typ)
+    for agg in plan.aggregates:
+        vals = [v[agg.name] for v in released.values]
+        cols[agg.name] = pa.array([_text(v.value) for v in vals], type=pa.string())
+        cols[f"{agg.name}_float"] = pa.array([None if v.value is None else float(v.value) for v in vals],  # report
+                                             type=pa.float64())
+        cols[f"{agg.name}_error"] = pa.array([_text(v.error) for v in vals], type=pa.string())
+        cols[f"{agg.name}_confidence"] = pa.array([str(v.confidence) for v in vals], type=pa.string())
+        cols[f"{agg.name}_always"] = pa.array([_text(v.always) for v in vals], type=pa.string())
+    return pa.table(cols)
+
+
+def _aggregate_rows(plan: "GroupsPlan") -> list[dict[str, Any]]:
+    out = []
+    for agg in plan.aggregates:
+        law = plan.laws[agg.name]
+        quantile = agg.kind is Kind.QUANTILE
+        out.append({"name": agg.name, "kind": agg.kind.value,
+                    "error_unit": "rank_rows" if quantile else "value",
+                    "noise": "exponential_mechanism" if quantile else law.kind,
+                    "condition": ("" if agg.kind in (Kind.COUNT, Kind.SUM, Kind.QUANTILE) else
+                                  "the group has >= 1 row; the bound uses the released noisy count")})
+    return out
+
+
+def section(mech: Any, rows: int) -> dict[str, Any]:
+    """The kind's manifest section."""
+    return {"table": TABLE, "by": list(mech.groups.by),
+            "keys": "public" if mech.key_rows is not None else "private",
+            "groups": rows, "universe": mech.universe.to_dict(), "aggregates": _aggregate_rows(mech.planned),
+            "beta": str(mech.planned.beta), "bounds": BOUNDS_TEXT, "nulls": NULLS_TEXT,
+            "composition": ("charged once per aggregate: a unit changes at most max_groups_per_unit groups and each "
+                            "law covers all groups at once (parallel composition over disjoint groups)")}
+
+
+def accuracy_statement(plan: "GroupsPlan") -> Any:
+    """Per-group bars that are the same for every group (counts, sums, quantiles); the rest are in the table."""
+    from dpspark.privacy import AccuracyClaim, AccuracyStatement
+
+    claims = []
+    for agg in plan.aggregates:
+        err = plan.errors[agg.name]
+        if agg.kind is Kind.QUANTILE:
+            claims.append(AccuracyClaim(f"{agg.name}: rank error (rows) beyond the best grid point's", err,
+                                        plan.beta, "per_query"))
+        elif agg.kind is Kind.COUNT:
+            claims.append(AccuracyClaim(f"{agg.name}: abs error", err[0], plan.beta, "per_query"))
+        elif agg.kind is Kind.SUM:
+            claims.append(AccuracyClaim(f"{agg.name}: abs error", Fraction(err[0], agg.scale), plan.beta,
+                                        "per_query"))
+    notes = ("per group and aggregate, the release table states the exact error bar (<name>_error) with its "
+             "confidence; means and variances state a bound computed from the released noisy count, conditional "
+             "on the group having at least one row")
+    return AccuracyStatement(claims, notes)
+
+
+def statement_release(mech: Any, released: "GroupsRelease") -> Any:
+    """The :class:`~dpspark.release.statements.StatementRelease` of a groups release."""
+    from dpspark.release.statements import StatementRelease
+
+    key_rows = [mech.key_of(k) for k in released.keys]
+    types = [part.arrow_type() for part in mech.universe.parts]
+    return StatementRelease(
+        algorithm=THEOREM, parameters=mech.plan(), privacy=tuple(mech.planned_statements()),
+        accuracy=accuracy_statement(mech.planned), section=section(mech, len(key_rows)),
+        tables={TABLE: groups_table(mech.planned, released, mech.groups.by, key_rows, types)})
+
+
+THEOREM = ("grouped aggregates (docs/groups.md): exact integer noise per statistic calibrated over all groups with "
+           "k coordinates changed (parallel composition over disjoint groups), sequential composition over "
+           "aggregates")
