@@ -225,6 +225,8 @@ def main() -> int:
     report: dict[str, Any] = {"epsilon": args.epsilon, "delta_private": args.delta, "lo": "0", "hi": "100",
                               "bins": 100, "machine_cpus": os.cpu_count(), "started": time.strftime("%F %T"),
                               "workloads": {}}
+    out = Path(args.out) if args.out else ROOT / "bench-results" / f"groups-{args.rows_public}-{args.rows_private}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
     for kind in [w for w in args.workloads.split(",") if w]:
         rows = args.rows_public if kind == "public" else args.rows_private
         path = dataset(kind, rows, data_dir)
@@ -238,6 +240,8 @@ def main() -> int:
             print(f"[{time.strftime('%T')}] {kind} {rows} rows: {system} (load {load()})", file=sys.stderr, flush=True)
             rec = run_system(system, spec, venvs, args.timeout)
             rec["score"] = score(kind, rec, exact)
+            print(f"[{time.strftime('%T')}]   {system}: {rec['status']} {rec.get('reason', '')}".rstrip()
+                  + (f", {rec['wall']:.0f} s wall" if "wall" in rec else ""), file=sys.stderr, flush=True)
             rec.pop("trials", None)  # the released values stay out of the JSON (big); the scores are kept
             records.append(rec)
         report["workloads"][kind] = {"rows": rows, "groups_in_data": len(exact), "data": str(path.relative_to(ROOT)),
@@ -245,8 +249,7 @@ def main() -> int:
         print(f"\n## {kind}: {rows:,} rows, {len(exact):,} keys in the data, eps {args.epsilon}"
               + (f", delta {args.delta}" if kind == "private" else ", pure") + f", {spec['trials']} trials\n")
         print(table(kind, records), flush=True)
-    out = Path(args.out) if args.out else ROOT / "bench-results" / f"groups-{args.rows_public}-{args.rows_private}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2))  # after each workload: a long run keeps what it measured
     report["finished"] = time.strftime("%F %T")
     out.write_text(json.dumps(report, indent=2))
     print(f"\nwrote {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}")

@@ -32,14 +32,16 @@ def _aggs(spec: dict, kinds: list[str]) -> list[dict]:
     return [table[k] for k in kinds]
 
 
-def _release(spec: dict, kinds: list[str], public: bool) -> dict:
+def _release(spec: dict, kinds: list[str], public: bool, trial: int) -> dict:
     with dpspark.Session(spec["data"], max_units=int(spec["rows"])) as s:
         rel = s.groups(by=["key"], keys=list(spec["keys"]) if public else None,
                        universe=None if public else INT64, aggregates=_aggs(spec, kinds),
                        epsilon=str(spec["epsilon"]), delta=None if public else str(spec["delta"]),
-                       max_groups_per_unit=1, max_rows_per_group=1)
+                       max_groups_per_unit=1, max_rows_per_group=1,
+                       output=os.path.abspath(f"release-{spec['workload']}-{trial}"))  # the bench's scratch dir
         df = rel.to_pandas()
-    return {str(r["key"]): {k: num(r[k]) for k in kinds} for _, r in df.iterrows()}
+    cols = [df[k].tolist() for k in kinds]  # column-wise: iterrows would turn 62-bit int keys into floats
+    return {str(key): {k: num(c[i]) for k, c in zip(kinds, cols)} for i, key in enumerate(df["key"].tolist())}
 
 
 def main() -> None:
@@ -51,7 +53,7 @@ def main() -> None:
             "peer": "dpspark", "version": "-", "trials": [], "placeholder": True,
             "notes": ["PLACEHOLDER: Session.groups is not on this branch yet (groupsface/groupsengine)"]}))
         return
-    trials = run_trials(spec, lambda sp, _t: _release(sp, kinds, public))
+    trials = run_trials(spec, lambda sp, t: _release(sp, kinds, public, t))
     try:
         emit("dpspark", "dpspark", trials, ["Arrow engine (Parquet path), defaults of Session.groups"])
     except PackageNotFoundError:  # the repository on PYTHONPATH, not installed

@@ -26,7 +26,8 @@ os.environ.setdefault("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64")
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 SPARK = (SparkSession.builder.master("local[2]").appName("groups-bench-tumult")
          .config("spark.driver.memory", os.environ.get("BENCH_SPARK_MEMORY", "6g"))
-         .config("spark.sql.shuffle.partitions", "8").config("spark.ui.enabled", "false").getOrCreate())
+         .config("spark.sql.shuffle.partitions", "8").config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false").getOrCreate())
 SPARK.sparkContext.setLogLevel("ERROR")
 
 
