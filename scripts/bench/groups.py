@@ -25,6 +25,9 @@ Usage: python scripts/bench/groups.py [--rows-public 1000000] [--rows-private 10
          [--trials-public 5] [--trials-private 2] [--systems dpspark,opendp,tumult,pipelinedp]
          [--workloads public,private] [--venvs /work/peer-venvs] [--setup-venvs] [--timeout 3600]
 Writes bench-results/groups-<rows_public>-<rows_private>.json (data cached under bench-results/groups-data/).
+Time at the issue's sizes on the shared 2-core machine (load 8-17): about 50 min, nearly all of it
+Tumult (public: 190-570 s a trial, its median) and PipelineDP's local backend (private: 930 s a trial);
+`--systems` and `--workloads` run a part (one JSON per part with `--out`).
 """
 
 from __future__ import annotations
