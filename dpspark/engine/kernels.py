@@ -8,6 +8,7 @@ use and called as ``function(backend, stage)``, so declaring support imports nei
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -80,3 +81,29 @@ class BatchSecret:
         if self._secret is None:
             self._secret = self.rng.bits(128).to_bytes(16, "big")
         return self._secret
+
+
+class BackendCore:
+    """What every backend shares: the release's generator and progress, the pass counter and its clock, the
+    batch secret, and ``compute`` by the kernel of the stage's type on ``engine``."""
+
+    engine: str
+
+    def __init__(self, rng: "RandomSource", progress: Callable[[str], None] | None = None) -> None:
+        self.rng = rng
+        self.progress: Callable[[str], None] = progress or (lambda _m: None)
+        self.passes_run = 0
+        self.last_pass_end: float | None = None
+        self.batch_secret = BatchSecret(rng)
+
+    def compute(self, stage: Any) -> Any:
+        """The exact result of ``stage``, by this engine's kernel of its type."""
+        return compute_on(self.engine, self, stage)
+
+    def pass_done(self) -> None:
+        """Count one completed pass and note when it ended (the runner's padding clock starts there)."""
+        self.passes_run += 1
+        self.last_pass_end = time.monotonic()
+
+    def close(self) -> None:
+        """Release what the backend holds (nothing by default)."""

@@ -7,13 +7,12 @@ re-scans the input, so there is no cache to release.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from dpspark.engine.arrow.inputs import _format_from_suffix, input_schema, is_local_path, open_dataset, scan_table
 from dpspark.engine.errors import InputError
-from dpspark.engine.kernels import BatchSecret, compute_on
+from dpspark.engine.kernels import BackendCore
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
     from dpspark.rng import RandomSource
 
 
-class ArrowBackend:
+class ArrowBackend(BackendCore):
     """Stages on a local file, directory (Parquet, CSV, ORC, JSON lines) or an in-memory pyarrow Table."""
 
     engine = "arrow"
@@ -33,20 +32,7 @@ class ArrowBackend:
         self.source = source
         self.format = format
         self.dataset, self.csv_infer = open_dataset(source, format, options)
-        self.rng = rng
-        self.progress: Callable[[str], None] = progress or (lambda _m: None)
-        self.passes_run = 0
-        self.last_pass_end: float | None = None
-        self.batch_secret = BatchSecret(rng)
-
-    def compute(self, stage: Any) -> Any:
-        """The exact result of ``stage``, by the Arrow kernel of its type."""
-        return compute_on(self.engine, self, stage)
-
-    def pass_done(self) -> None:
-        """Count one completed pass and note when it ended (the runner's padding clock starts there)."""
-        self.passes_run += 1
-        self.last_pass_end = time.monotonic()
+        super().__init__(rng, progress)
 
     def close(self) -> None:
         """Nothing is cached: every pass re-scans the input."""

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
-from dpspark.engine.kernels import BatchSecret, compute_on
+from dpspark.engine.kernels import BackendCore
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -13,7 +12,7 @@ if TYPE_CHECKING:
     from dpspark.rng import RandomSource
 
 
-class SparkBackend:
+class SparkBackend(BackendCore):
     """Stages on the input DataFrame ``frame`` (kernels: ``engine/spark/`` and the families' Spark kernels).
 
     ``cache_input``: the mechanism reads the input twice or more, so it is cached here and unpersisted by
@@ -26,20 +25,7 @@ class SparkBackend:
                  *, cache_input: bool = False) -> None:
         self._owns_cache = cache_input and not frame.is_cached
         self.frame = frame.cache() if self._owns_cache else frame
-        self.rng = rng
-        self.progress: Callable[[str], None] = progress or (lambda _m: None)
-        self.passes_run = 0
-        self.last_pass_end: float | None = None
-        self.batch_secret = BatchSecret(rng)
-
-    def compute(self, stage: Any) -> Any:
-        """The exact result of ``stage``, by the Spark kernel of its type."""
-        return compute_on(self.engine, self, stage)
-
-    def pass_done(self) -> None:
-        """Count one completed pass and note when it ended (the runner's padding clock starts there)."""
-        self.passes_run += 1
-        self.last_pass_end = time.monotonic()
+        super().__init__(rng, progress)
 
     def close(self) -> None:
         """Unpersist the input if this backend cached it (idempotent)."""

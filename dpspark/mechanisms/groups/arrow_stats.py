@@ -11,6 +11,8 @@ per partition. Memory: the read columns (O(rows)), never a Python object per row
 
 from __future__ import annotations
 
+import math
+
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -73,7 +75,7 @@ def _key_ids(table: pa.Table, cols: list[str]) -> tuple[np.ndarray, pa.Table]:
     if len(cols) == 1:
         return codes[0], pa.table({cols[0]: dicts[0]})
     sizes = [len(d) for d in dicts]
-    if float(np.prod([float(s) for s in sizes])) < 2.0 ** 62:
+    if math.prod(sizes) < 1 << 62:  # exact ints: the combined code fits int64
         combined = np.zeros(len(codes[0]), dtype=np.int64)
         for code, size in zip(codes, sizes):
             combined = combined * size + code
