@@ -83,6 +83,48 @@ def _cmd_calibrate_bounded(args: argparse.Namespace, out: TextIO | None = None) 
     return 0
 
 
+def choose_report(epsilon: str, delta: str, k: int | None = None, max_units: int = 10**6,
+                  family: str = "p2") -> dict[str, Any]:
+    """The JSON report of ``dpspark calibrate choose``: the crossing k, and both bars (certified) at it and at k."""
+    from dpspark.mechanisms.answers.choice import compare, crossing_k
+    from dpspark.noise.bounded_calibrate import calibrate
+
+    def certified(at: int) -> dict[str, Any]:
+        cal = calibrate(at, epsilon, delta, sensitivity=1, family=family)
+        return compare(at, epsilon, delta, max_units=max_units, family=family, bounded_M=cal.M).describe()
+
+    t0 = time.perf_counter()
+    cross = crossing_k(epsilon, delta, max_units=max_units, family=family)
+    report: dict[str, Any] = {
+        "epsilon": epsilon, "delta": delta, "max_units": max_units, "family": family,
+        "crossing_k": cross,
+        "rule": ("bounded_noise's probability-1 bound R is at most the gaussian's simultaneous 95% bound from "
+                 "k = crossing_k on (two significant digits; found with the float model of the Chernoff "
+                 "certificate); below it, gaussian has the smaller bar but no probability-1 bound"),
+        "at_crossing": None if cross is None else certified(cross),
+    }
+    if k is not None:
+        report["at_k"] = certified(k)
+    report["seconds"] = round(time.perf_counter() - t0, 3)  # report
+    return report
+
+
+def _cmd_calibrate_choose(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Print the crossing k and the comparison as JSON; one line in words on stderr."""
+    stream = out if out is not None else sys.stdout
+    report = choose_report(args.epsilon, args.delta, args.k, args.max_units, args.family)
+    cross = report["crossing_k"]
+    print("dpspark calibrate: " + ("bounded_noise is not ahead up to k = 10^9" if cross is None else
+          f"bounded_noise's always-bound is below the gaussian's 95% bound from k = {cross} on"), file=sys.stderr)
+    if "at_k" in report:
+        a = report["at_k"]
+        print(f"dpspark calibrate: at k = {a['k']}: bounded_noise +-{a['bounded_noise_R']} always, gaussian "
+              f"+-{a['gaussian_bound95']} with probability 0.95 (grid units): pick {a['smaller']}", file=sys.stderr)
+    json.dump(report, stream, indent=1)
+    stream.write("\n")
+    return 0
+
+
 def add_calibrate_commands(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     """Register ``dpspark calibrate bounded-noise --k K --epsilon E --delta D [...]``."""
     example = "dpspark calibrate bounded-noise --k 1000000 --epsilon 1/10 --delta 1e-10"
@@ -102,3 +144,17 @@ def add_calibrate_commands(subparsers: argparse._SubParsersAction) -> None:  # t
     b.add_argument("--method", default="chernoff", choices=["chernoff", "pld"], help="certifier (default chernoff)")
     b.add_argument("--sensitivity", type=int, default=1, help="integer query sensitivity (default 1)")
     b.set_defaults(func=_cmd_calibrate_bounded)
+    choose_example = "dpspark calibrate choose --epsilon 1 --delta 1e-6 --k 100"
+    c = which.add_parser(
+        "choose", help="bounded_noise or gaussian answers: the k from which bounded noise has the smaller bar",
+        description=("The least k (two significant digits) from which bounded_noise's probability-1 bound is at "
+                     "most the gaussian answers' simultaneous 95% bound, and both bars (certified) there and at "
+                     "--k. JSON on stdout."),
+        epilog=f"example:\n  {choose_example}", formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.add_argument("--epsilon", required=True, help='exact epsilon, e.g. "1" or "1/10"')
+    c.add_argument("--delta", required=True, help='exact delta, e.g. "1e-6"')
+    c.add_argument("--k", type=_int_arg, default=None, help="also compare at this number of answers")
+    c.add_argument("--max-units", type=_int_arg, default=10**6,
+                   help="the release's max_units (the gaussian's window; default 10^6)")
+    c.add_argument("--family", default="p2", choices=["p1", "p2"], help="bounded noise family (default p2)")
+    c.set_defaults(func=_cmd_calibrate_choose)

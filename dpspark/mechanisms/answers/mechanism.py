@@ -267,7 +267,19 @@ class AnswersMechanism(Mechanism):
                 "delta_requested": str(self.spec.delta)}
 
     def accuracy_summary(self) -> dict[str, Any]:
-        return {"abs_bound_units": self.law.abs_bound, "bound95_units": self.law.bound95, "k": self.k}
+        return {"abs_bound_units": self.law.abs_bound, "bound95_units": self.law.bound95, "k": self.k,
+                "compared": self.comparison().words()}
+
+    def comparison(self) -> Any:
+        """Both answers mechanisms' error bars at this k (:mod:`dpspark.mechanisms.answers.choice`; a dry run)."""
+        from dpspark.mechanisms.answers.choice import compare
+
+        return compare(self.k, self.spec.epsilon, self.spec.delta, max_units=self.spec.max_units,
+                       family=self.spec.options.get("family", "p2"), bounded_M=self.certified_M())
+
+    def certified_M(self) -> int | None:
+        """The certified bounded-noise M of this release, if it has one (the Gaussian has none)."""
+        return None
 
     def accuracy(self) -> Any:
         """The accuracy statement, in units of each scalar's sensitivity (the per-answer bounds are in the section)."""
@@ -368,6 +380,9 @@ class BoundedNoiseAnswers(AnswersMechanism):
                   "theta": str(cal.theta), "unit_sensitivity_grid": "Delta_j per scalar"}
         return NoiseLaw(self.name, self.k, cal.M - 1, cal.bound95, params)
 
+    def certified_M(self) -> int | None:
+        return self.cal.M
+
     def statement(self) -> Any:
         from dpspark.privacy import AddRemove, PrivacyStatement
         from dpspark.privacy.measures import ApproxDP
@@ -416,20 +431,12 @@ class GaussianAnswers(AnswersMechanism):
 
     def _t95(self) -> int:
         """Least t <= T with k Pr[|Z| > t] <= 1/20 on the exact law (union bound)."""
-        dg, k = self.dg, self.k
-        lo, hi = 0, dg.T
-        def tail(t: int) -> Fraction:
-            inside = dg.scaled_cdf(t) - dg.scaled_cdf(-t - 1)
-            return Fraction(dg.d - inside, dg.d)
-        if k * tail(hi) > BETA95:
+        from dpspark.mechanisms.answers.choice import gaussian_t95
+
+        t95 = gaussian_t95(self.dg, self.k)
+        if t95 < 0:
             raise MechanismSpecError("gaussian: no 95% bound within the Gaussian body")
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if k * tail(mid) <= BETA95:
-                hi = mid
-            else:
-                lo = mid + 1
-        return lo
+        return t95
 
     def statement(self) -> Any:
         from dpspark.privacy import AddRemove, PrivacyStatement, ZCDP
