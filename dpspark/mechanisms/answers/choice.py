@@ -53,7 +53,7 @@ def gaussian_t95(dg: Any, k: int) -> int:
 
 def gaussian_bound(k: int, epsilon: RationalLike, delta: RationalLike, max_units: int) -> tuple[Fraction, int] | None:
     """(sigma, t95) of the ``gaussian`` answers mechanism at these parameters; None if it cannot calibrate."""
-    from dpspark.mechanisms.answers.mechanism import gaussian_noise, largest_rho
+    from dpspark.mechanisms.answers.laws import gaussian_noise, largest_rho
     from dpspark.noise.dgauss import DGaussError
 
     eps, dlt = parse_rational(epsilon, "epsilon"), parse_rational(delta, "delta")

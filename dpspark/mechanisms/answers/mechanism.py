@@ -43,9 +43,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Sequence
 
+from dpspark.mechanisms.answers.laws import bounded_calibration, gaussian_noise, largest_rho
 from dpspark.mechanisms.answers.queries import Query, QueryError, QueryKind, Scalar, parse_queries, scalars_of
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, Progress, StageInfo
 
@@ -149,31 +149,6 @@ def answers_table(answers: Sequence[dict[str, Any]]) -> Any:
         return None if v is None else str(v)
 
     return pa.table({c: pa.array([text(a.get(c)) for a in answers], type=pa.string()) for c in TABLE_COLUMNS})
-
-
-# ----------------------------------------------------------------------------- budget helpers
-@lru_cache(maxsize=32)
-def largest_rho(epsilon: Fraction, delta: Fraction) -> Fraction:
-    """The largest rho on the 2^-30 grid whose certified CKS conversion is <= (epsilon, delta) (cached)."""
-    from dpspark.mechanisms.zcdp_budget import rho_within
-
-    return rho_within(epsilon, delta)
-
-
-@lru_cache(maxsize=32)
-def bounded_calibration(k: int, epsilon: Fraction, delta: Fraction, family: str, method: str) -> Any:
-    """calibrate(k, epsilon, delta, sensitivity=1, family, method), cached: a spec is checked several times."""
-    from dpspark.noise.bounded_calibrate import calibrate
-
-    return calibrate(k, epsilon, delta, sensitivity=1, family=family, method=method)
-
-
-@lru_cache(maxsize=32)
-def gaussian_noise(rho_each: Fraction, radius: int) -> Any:
-    """The smallest-grid-sigma DiscreteGaussian with zcdp_rho(1) <= rho_each (cached)."""
-    from dpspark.noise.dgauss import DiscreteGaussian, smallest_sigma
-
-    return DiscreteGaussian(sigma=smallest_sigma(rho_each, 1, data_radius=radius), data_radius=radius)
 
 
 def _parse_choice(choices: tuple[str, ...], what: str) -> Callable[[Any], str]:
