@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING, Sequence
 
 from dpspark import __version__
+from dpspark.cli.common import READ_COMMANDS, without_pandas
 from dpspark.errors import DPSparkError
 
 if TYPE_CHECKING:
@@ -207,6 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "count", ()) is None:
         args.count = [0, 1, 10]
     try:
+        if args.command in READ_COMMANDS:  # a lookup starts in a fraction of a second: pyarrow without pandas
+            with without_pandas():
+                return int(args.func(args))
         return int(args.func(args))
     except DPSparkError as err:  # only user-facing errors: a programming bug surfaces as a traceback
         print(f"dpspark {args.command}: error: {err}", file=sys.stderr)

@@ -5,16 +5,18 @@ from __future__ import annotations
 import argparse
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpspark.cli.common import command_parser
 from dpspark.cli.common import fail as _fail
 from dpspark.errors import DPSparkError
 from dpspark.text import short
-from dpspark.universe import Universe
+
+if TYPE_CHECKING:
+    from dpspark.universe import Universe
 
 
-def universe_words(universe: Universe, key_columns: tuple[str, ...]) -> str:
+def universe_words(universe: "Universe", key_columns: tuple[str, ...]) -> str:
     """A universe in plain words."""
     parts = [f"{name}: {c.words}" for name, c in zip(key_columns, universe.parts)]
     size = universe.size
