@@ -7,6 +7,13 @@ PY="$VENV/bin/python"
 
 log() { printf '[dpspark] %s\n' "$*" >&2; }
 
+# quiet_jvm CMD...: run CMD with the one line Java prints for Spark's incubating vector module dropped from its
+# stderr (the launcher always adds the module; the line comes before any log configuration applies). Every
+# other stderr line is kept; the exit status is CMD's.
+quiet_jvm() {
+  "$@" 2> >(grep -v --line-buffered '^WARNING: Using incubator modules' >&2)
+}
+
 find_python() {
   for cand in python3.11 python3.12 python3.13 python3; do
     if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then

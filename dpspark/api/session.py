@@ -17,7 +17,6 @@ read when the session budget (or the ledger) cannot pay for it; the spend is nev
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -46,7 +45,9 @@ class Session:
     as exact strings, the session's total under add/remove of one unit among at most ``max_units``;
     None for no session budget. ``ledger``/``dataset``: charge a persistent ledger too.
     ``show_data_errors``: a failed data pass shows its original error instead of the fixed, value-free
-    one (for a curator who owns the data only: the details can quote rows).
+    one (for a curator who owns the data only: the details can quote rows). A release without ``output=`` is
+    written to a scratch folder removed when the Python process exits (:mod:`dpspark.api.scratch`);
+    ``keep_releases`` keeps those folders.
     """
 
     def __init__(
@@ -62,6 +63,7 @@ class Session:
         rng: "RandomSource | None" = None,
         progress: Any = None,
         show_data_errors: bool = False,
+        keep_releases: bool = False,
     ) -> None:
         from dpspark.privacy import AddRemove, Budget
 
@@ -75,6 +77,8 @@ class Session:
         self.progress = progress if progress is not None else (lambda _m: None)
         #: the curator opts in to the original text of a failed data pass (it can quote rows; see dpspark.engine.data_pass)
         self.show_data_errors = show_data_errors
+        #: releases without ``output=`` outlive the process (else they are removed at exit: dpspark.api.scratch)
+        self.keep_releases = keep_releases
         self._data = _as_table(data)
         self._spark = spark
         self._own_spark = False
@@ -178,7 +182,12 @@ class Session:
         """
         from dpspark.api.config import PYTHON_SOURCE, parse_config
 
-        out = Path(output) if output is not None else Path(tempfile.mkdtemp(prefix="dpspark-")) / "release"
+        if output is not None:
+            out = Path(output)
+        else:  # a scratch folder removed when the process exits (unless keep_releases): no pile-up in the temp dir
+            from dpspark.api.scratch import scratch_output
+
+            out = scratch_output(keep=self.keep_releases)
         priv = {"mechanism": mechanism, "epsilon": epsilon, "max_units": self.max_units,
                 **({"unit_column": self.unit_column} if self.unit_column else {}),
                 **{k: v for k, v in privacy.items() if v is not None}}

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from dpspark import __version__
+from dpspark.cli.common import READ_COMMANDS, without_pandas
 from dpspark.errors import DPSparkError
+
+if TYPE_CHECKING:
+    from dpspark.engine.progress import StderrProgress
 
 
 def _cmd_mechanism(args: argparse.Namespace) -> int:
@@ -48,12 +52,20 @@ def _cmd_mechanism(args: argparse.Namespace) -> int:
 
 
 def _cmd_release(args: argparse.Namespace) -> int:
-    """Validate a config, then run the release job on Spark (embedded local, or the active spark-submit session)."""
+    """Validate a config, then run the release: on Arrow for a local file, else on Spark (embedded local,
+    Spark Connect, or the active spark-submit session)."""
+    from dpspark.engine.progress import StderrProgress
+
+    # [userfix] the clock starts before Spark: JVM start-up shows as progress; the heartbeat keeps it talking
+    with StderrProgress() as progress:
+        return _release(args, progress)
+
+
+def _release(args: argparse.Namespace, progress: "StderrProgress") -> int:
     from dpspark.api.charge import Charge
     from dpspark.api.config import ConfigError, load_config
-    from dpspark.engine.runner import plan_release, run_release, stderr_progress
+    from dpspark.engine.runner import plan_release, run_release
 
-    progress = stderr_progress()  # [userfix] the clock starts before Spark: JVM start-up shows as progress
     progress(f"checking {args.config}")
     cfg = load_config(args.config, output=args.output, certify=False)  # the plan certifies it, once
     on_spark = bool(args.use_active_spark or args.remote or args.master)
@@ -109,16 +121,29 @@ def _cmd_release(args: argparse.Namespace) -> int:
 
 def _sub(sub: "argparse._SubParsersAction[argparse.ArgumentParser]", name: str, summary: str,
          example: str) -> argparse.ArgumentParser:
-    """A subcommand whose --help starts with a one-line description and ends with an example."""
+    """A subcommand whose --help starts with a one-line description and ends with an example (or several lines)."""
+    label = "examples" if "\n" in example else "example"
     return sub.add_parser(name, help=summary, description=summary[0].upper() + summary[1:] + ".",
-                          epilog=f"example:\n  {example}", formatter_class=argparse.RawDescriptionHelpFormatter)
+                          epilog=f"{label}:\n  " + example.replace("\n", "\n  "),
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+#: what ``dpspark --help`` says dpspark is (every family, both engines)
+DESCRIPTION = ("Exact differentially private releases (histograms, answers, samples, learned distributions, "
+               "grouped aggregates) on Arrow or Spark, and the tools to read, verify and budget them.")
+#: ``dpspark release``'s one line: any mechanism; Arrow is the default for a local file
+RELEASE_SUMMARY = ("run a release of any mechanism from a TOML config (on this machine with Arrow for a local file, "
+                   "the default; on Spark with --engine spark, --master, --remote or spark-submit)")
+RELEASE_EXAMPLES = (
+    "dpspark release --config conf/product_learner.toml             # a local file: Arrow, no JVM\n"
+    "dpspark release --config conf/queries-stability.toml --dry-run # the plan; nothing read or spent\n"
+    "dpspark release --config conf/gaussian_learner.toml --master local[4]   # embedded local Spark"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``dpspark`` command."""
-    parser = argparse.ArgumentParser(
-        prog="dpspark", description="Exact differentially private releases (histograms, answers, samples, learned "
-                                    "distributions) on Arrow or Spark, and the tools to read, verify and budget them.")
+    parser = argparse.ArgumentParser(prog="dpspark", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"dpspark {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -132,23 +157,26 @@ def build_parser() -> argparse.ArgumentParser:
     mech.add_argument("--count", type=int, action="append", default=None, help="a true count (repeatable)")
     mech.set_defaults(func=_cmd_mechanism)
 
-    rel = _sub(sub, "release", "run a release from a TOML config (Arrow on this machine for a local file; "
-               "Spark with --master, --remote or spark-submit)",
-               "dpspark release --config conf/queries-stability.toml --output releases/queries")
+    rel = _sub(sub, "release", RELEASE_SUMMARY, RELEASE_EXAMPLES)
     rel.add_argument("--config", required=True, help="release config (see conf/)")
-    rel.add_argument("--output", default=None, help="override [output] path")
+    rel.add_argument("--output", default=None,
+                     help="the release directory (instead of the config's [output] path; missing parent folders are created)")
     where = rel.add_mutually_exclusive_group()
-    where.add_argument("--master", default=None, help="local Spark master for the embedded session (default local[*])")
+    where.add_argument("--master", default=None,
+                       help="run on an embedded local Spark session with this master, e.g. local[4] "
+                            "(--engine spark alone uses local[*])")
     where.add_argument(
         "--remote", default=None, metavar="sc://HOST:PORT",
         help="run the Spark side on a Spark Connect server (needs dpspark[connect]); noise is drawn here",
     )
     rel.add_argument(
         "--engine", choices=["arrow", "spark"], default=None,
-        help="arrow: count with pyarrow on this machine (default for a local file without --master/--remote); "
-             "spark: an embedded local Spark session",
+        help="arrow: read and count with pyarrow on this machine, no JVM (the default for a local file without "
+             "--master/--remote); spark: an embedded local Spark session (the default for a catalog table or "
+             "object storage, and for the few mechanisms Arrow cannot run)",
     )
-    rel.add_argument("--dry-run", action="store_true", help="validate the config and show the mechanism; read no data")
+    rel.add_argument("--dry-run", action="store_true",
+                     help="validate the config and show the plan (passes, privacy, error bars); read no data, spend nothing")
     rel.add_argument("--sign", default=None, metavar="KEYFILE",
                      help="sign the release's manifest with this Ed25519 private key (PEM; dpspark keygen)")
     rel.add_argument(
@@ -180,6 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "count", ()) is None:
         args.count = [0, 1, 10]
     try:
+        if args.command in READ_COMMANDS:  # a lookup starts in a fraction of a second: pyarrow without pandas
+            with without_pandas():
+                return int(args.func(args))
         return int(args.func(args))
     except DPSparkError as err:  # only user-facing errors: a programming bug surfaces as a traceback
         print(f"dpspark {args.command}: error: {err}", file=sys.stderr)

@@ -20,9 +20,10 @@ import argparse
 import os
 import sys
 from fractions import Fraction
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from dpspark.ledger import Ledger, LedgerError, LedgerSummary, unit_words
+if TYPE_CHECKING:  # the ledger (sqlite) loads when the command runs, not when any dpspark command starts
+    from dpspark.ledger import LedgerSummary
 
 DEFAULT_LEDGER = "dpspark-ledger.sqlite"
 LEDGER_ENV = "DPSPARK_LEDGER"
@@ -39,6 +40,8 @@ def _approx(x: Fraction) -> str:
 
 def format_summary(summary: LedgerSummary, path: str) -> str:
     """Human-readable budget report: every release, then spent and left (exact, with float approximations)."""
+    from dpspark.ledger import unit_words
+
     lines = [f"dataset   {summary.dataset_id}", f"ledger    {path}"]
     if summary.total is None:
         lines.append("total     (not configured: every spend is refused; set one with --total)")
@@ -68,6 +71,8 @@ def format_summary(summary: LedgerSummary, path: str) -> str:
 
 def _cmd_budget(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Show the dataset's releases and remaining budget; with --total, configure the total first."""
+    from dpspark.ledger import Ledger, LedgerError
+
     stream = out if out is not None else sys.stdout
     path = ledger_path(args.ledger)
     try:

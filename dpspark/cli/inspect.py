@@ -5,16 +5,18 @@ from __future__ import annotations
 import argparse
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpspark.cli.common import command_parser
 from dpspark.cli.common import fail as _fail
 from dpspark.errors import DPSparkError
 from dpspark.text import short
-from dpspark.universe import Universe
+
+if TYPE_CHECKING:
+    from dpspark.universe import Universe
 
 
-def universe_words(universe: Universe, key_columns: tuple[str, ...]) -> str:
+def universe_words(universe: "Universe", key_columns: tuple[str, ...]) -> str:
     """A universe in plain words."""
     parts = [f"{name}: {c.words}" for name, c in zip(key_columns, universe.parts)]
     size = universe.size
@@ -37,14 +39,41 @@ def _file_status(root: Path, manifest: Any) -> list[tuple[str, str, bool]]:
     return out
 
 
-def contribution_words(config: dict[str, Any]) -> str:
-    """The configured unit and contribution rules, in words (the rule, never what it did to the data)."""
+def contribution_words(config: dict[str, Any], keyed: bool = True) -> str:
+    """The configured unit and contribution rules, in words (the rule, never what it did to the data).
+
+    ``keyed``: the release counts keys (a histogram), so the per-key bounds apply; otherwise they are named only
+    when configured above 1. What happens to units beyond n is said in the dry run's words
+    (:func:`excess_units_words`).
+    """
     unit = config.get("unit_column")
     k, c = config.get("max_keys_per_unit", 1), config.get("max_rows_per_key", 1)
+    text = f"unit = {'column ' + repr(unit) if unit else 'one row'}; "
+    if keyed or k != 1 or c != 1:
+        text += f"each unit counts in <= {k} key(s), adding <= {c} to a key's count; "
+    return text + f"more than n units: {excess_units_words(config)}"
+
+
+def excess_units_words(config: dict[str, Any]) -> str:
+    """What the release does with more than n units, in the words its dry run printed.
+
+    A family may declare (``EXCESS_UNITS`` in its ``family.py``, the text its mechanisms' ``excess_units_text``
+    returns) what ``on_excess_units = "truncate"`` means for a mechanism that removes no unit (answers clip each
+    unit's sums; the Bernoulli sampler clamps counts to n); otherwise the configured rule is the words.
+    """
+    import importlib
+
+    from dpspark.release.kinds import FAMILIES
+
     rule = config.get("on_excess_units", "refuse (before the engine port)")
-    text = f"unit = {'column ' + repr(unit) if unit else 'one row'}; each unit counts in <= {k} key(s), "
-    text += f"adding <= {c} to a key's count; more than n units: {rule}"
-    return text
+    if rule != "truncate":
+        return str(rule)
+    name = config.get("mechanism")
+    for module, _kinds in FAMILIES.values():
+        words = getattr(importlib.import_module(module), "EXCESS_UNITS", {}).get(name)
+        if words is not None:
+            return str(words)
+    return str(rule)
 
 
 def unbounded_words(m: Any, exact: bool) -> str:
@@ -149,7 +178,7 @@ def _inspect_statement(root: Path, m: Any, exact: bool) -> int:
         ("kind", f"{m.kind} (schema version {m.schema_version}, dpspark {m.dpspark_version}, created {m.created_utc})"),
         ("mechanism", f"{m.mechanism}: {m.algorithm}"),
         ("n", f"{m.max_units} units at most (declared, public)"),
-        ("units", contribution_words(m.config)),
+        ("units", contribution_words(m.config, keyed=bool(m.raw.get("key_columns")))),
         *extra,
         ("input", ", ".join(f"{k} = {v}" for k, v in m.input.items()) or "(not described)"),
         ("randomness", m.rng_name + ("  ** TEST ONLY: NOT PRIVATE **" if m.rng_test_only else "")),

@@ -111,7 +111,8 @@ def _print_rows(rel: Any, rows: list[tuple[str, ...]], invalid: list[str], total
 
 def add_lookup_command(subparsers: Any) -> None:
     """Register ``lookup`` on the ``dpspark`` command's subparsers."""
-    lk = command_parser(subparsers, "lookup", "print noisy counts of keys with their error bars",
+    lk = command_parser(subparsers, "lookup", "print the released values of keys with their error bars (a histogram's "
+                                            "noisy counts, a groups release's aggregates)",
                  ['dpspark lookup releases/queries "café" "no such query"',
                   "dpspark lookup releases/ages 30,Berlin '31,a\\,b'",
                   "dpspark lookup --key-json releases/ages '[40, \"Köln\"]'"],

@@ -146,7 +146,8 @@ def _plot_bars(args: argparse.Namespace, panels: list[dict[str, Any]], test_rng:
 
 def add_plot_command(subparsers: Any) -> None:
     """Register ``plot`` on the ``dpspark`` command's subparsers."""
-    pl = command_parser(subparsers, "plot", "draw the top-K bins with their error bars as a PNG (needs matplotlib)",
+    pl = command_parser(subparsers, "plot", "draw a histogram's top-K bins (or a groups release's aggregates) with "
+                                        "their error bars as a PNG (needs matplotlib)",
                  ["dpspark plot releases/queries -o top.png",
                   "dpspark plot releases/ages --top 121 --order universe -o ages.png"],
                  "Bins whose noisy count is at or below the accuracy threshold may be noise (pure_sparse releases\n"

@@ -86,6 +86,8 @@ def open_backend(engine: str, *, rng: "RandomSource", progress: Any = None, pass
         from dpspark.engine.spark.backend import SparkBackend
 
         backend = SparkBackend(data, rng, progress, cache_input=reads > 1)
+    if mechanism is not None:
+        backend.plan_passes(len(mechanism.stages()))  # "pass K of N" and the estimate of the time left
     try:
         yield backend
     finally:

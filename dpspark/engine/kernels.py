@@ -13,6 +13,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from dpspark.engine.progress import PassCounter
 from dpspark.engine.stages import CountsStage, FamilyStage, OuterProductStage, SumsStage
 from dpspark.errors import DPSparkError
 
@@ -85,13 +86,19 @@ class BatchSecret:
 
 class BackendCore:
     """What every backend shares: the release's generator and progress, the pass counter and its clock, the
-    batch secret, and ``compute`` by the kernel of the stage's type on ``engine``."""
+    batch secret, and ``compute`` by the kernel of the stage's type on ``engine``.
+
+    ``progress`` is wrapped in a :class:`~dpspark.engine.progress.PassCounter`: once :meth:`plan_passes` gave
+    the plan's number of passes N, a kernel's ``pass K: ...`` line reads ``pass K of N: ...`` and each finished
+    pass of a multi-pass release is reported with an estimate of the time left.
+    """
 
     engine: str
 
     def __init__(self, rng: "RandomSource", progress: Callable[[str], None] | None = None) -> None:
         self.rng = rng
-        self.progress: Callable[[str], None] = progress or (lambda _m: None)
+        self._passes = PassCounter(progress or (lambda _m: None))
+        self.progress: Callable[[str], None] = self._passes
         self.passes_run = 0
         self.last_pass_end: float | None = None
         self.batch_secret = BatchSecret(rng)
@@ -100,10 +107,15 @@ class BackendCore:
         """The exact result of ``stage``, by this engine's kernel of its type."""
         return compute_on(self.engine, self, stage)
 
+    def plan_passes(self, planned: int) -> None:
+        """The plan's number of passes (public: the mechanism's ``stages()``), for "pass K of N" and the estimate."""
+        self._passes.planned = planned
+
     def pass_done(self) -> None:
         """Count one completed pass and note when it ended (the runner's padding clock starts there)."""
         self.passes_run += 1
         self.last_pass_end = time.monotonic()
+        self._passes.pass_done()
 
     def close(self) -> None:
         """Release what the backend holds (nothing by default)."""

@@ -118,6 +118,7 @@ def plan_summary(spec: "ReleaseSpec", mech: Any) -> dict[str, Any]:
             "max_keys_per_unit": spec.max_keys_per_unit,
             "max_rows_per_key": spec.max_rows_per_key,
             "on_excess_units": mech.excess_units_text(),
+            "keyed": bool(spec.key_columns),
         },
         "output": str(spec.output),
     }
@@ -142,8 +143,11 @@ def plan_text(plan: dict[str, Any]) -> str:
     lines = [f"mechanism        {plan['mechanism']}"]
     lines.append(f"passes           {len(plan['passes'])}: " + "; ".join(plan["passes"]))
     c = plan["contribution"]
-    lines.append(f"privacy unit     {c['unit']} (at most {c['max_units']} units; excess units: {c['on_excess_units']}; "
-                 f"<= {c['max_keys_per_unit']} key(s) per unit, <= {c['max_rows_per_key']} row(s) per key)")
+    # the per-key bounds where keys are counted, or where configured (the words ``dpspark inspect`` prints too)
+    keyed = c.get("keyed", True) or c["max_keys_per_unit"] != 1 or c["max_rows_per_key"] != 1
+    per_key = f"; <= {c['max_keys_per_unit']} key(s) per unit, <= {c['max_rows_per_key']} row(s) per key" if keyed else ""
+    lines.append(f"privacy unit     {c['unit']} (at most {c['max_units']} units; excess units: {c['on_excess_units']}"
+                 f"{per_key})")
     for key, value in plan["privacy"].items():
         lines.append(f"privacy          {key}: {short_value(value)}")
     for key, value in plan["accuracy"].items():
@@ -203,8 +207,10 @@ class Plan:
 
         if create_parent:
             make_output_parent(self.spec)
-
-        check_output_path(self.spec.output)
+        if create_parent or self.spec.output.absolute().parent.is_dir():
+            check_output_path(self.spec.output)
+        else:  # the dry run writes nothing: a missing parent is fine if the release could create it
+            check_parent_creatable(self.spec)
         check_input_columns(self.spec, self.mechanism, None if self.given_table else self.engine)
         check_ledger(self.spec)
         self.checked = True
@@ -235,6 +241,21 @@ def prepare(spec: "ReleaseSpec", *, engine: str | None = None, have_spark: bool 
     plan = plan_release(spec, engine=engine, have_spark=have_spark, given_table=given_table)
     plan.check(create_parent=True)
     return plan
+
+
+def check_parent_creatable(spec: "ReleaseSpec") -> None:
+    """The release's missing parent folders could be made: their nearest existing ancestor is a writable folder."""
+    import errno
+    import os
+
+    from dpspark.release import ReleaseWriteError
+
+    ancestor = spec.output.absolute().parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir() or not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ReleaseWriteError(errno.EACCES, f"{spec.output.parent}: cannot create the release's parent directory "
+                                    f"({ancestor} is not a writable directory)")
 
 
 def make_output_parent(spec: "ReleaseSpec") -> None:

@@ -18,7 +18,6 @@ a mechanism took. Nothing here knows a mechanism by name: :mod:`dpspark.mechanis
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
@@ -28,6 +27,7 @@ from dpspark.engine.checks import (check_input_columns, check_input_schema, chec
                                    frame_schema, is_text_format)
 from dpspark.engine.plan import Plan, build_mechanism, plan_release, plan_summary, plan_text, prepare
 from dpspark.engine.plan import choose_engine as _choose_engine
+from dpspark.engine.progress import HEARTBEAT_SECONDS, Progress, StderrProgress, close_progress
 from dpspark.engine.timing import pad_until
 from dpspark.rng import RandomSource, default_source
 
@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from dpspark.engine.spec import ReleaseSpec
     from dpspark.noise.counting_base import CountingMechanism
 
-Progress = Callable[[str], None]
 #: a budget charge: takes the checked plan, spends, returns the ledger's (ledger, record) or None
 Charge = Callable[[Plan], Any]
 
@@ -49,14 +48,10 @@ __all__ = [
 ]
 
 
-def stderr_progress(prefix: str = "dpspark") -> Progress:
-    """A progress printer with elapsed time, to stderr."""
-    start = time.monotonic()
-
-    def show(msg: str) -> None:
-        print(f"[{prefix} {time.monotonic() - start:7.1f}s] {msg}", file=sys.stderr, flush=True)
-
-    return show
+def stderr_progress(prefix: str = "dpspark", heartbeat: float | None = HEARTBEAT_SECONDS) -> StderrProgress:
+    """A progress printer with elapsed time, to stderr, with a heartbeat after ``heartbeat`` s of silence
+    (:class:`~dpspark.engine.progress.StderrProgress`; its ``close()`` stops the heartbeat)."""
+    return StderrProgress(prefix, heartbeat=heartbeat)
 
 
 # --- single-step helpers for callers that hold a spec, not a plan (tests, the audit) ---------------------------
@@ -116,8 +111,12 @@ def spent_kept_note(record: Any) -> str:
 
 
 def job_spark_conf(cfg: "ReleaseSpec") -> dict[str, str]:
-    """Spark settings of the embedded session: console progress on, then the config's [spark] table."""
-    return {"spark.ui.showConsoleProgress": "true", **cfg.spark_conf}
+    """Spark settings of the embedded session: the config's [spark] table.
+
+    Spark's console progress bar stays off (:data:`dpspark.engine.spark.local.DEFAULT_CONF`): it once showed
+    that a long Spark job was alive; dpspark's own lines ("pass K of N", the heartbeat) do that now, in words.
+    """
+    return dict(cfg.spark_conf)
 
 
 # --- the release ---------------------------------------------------------------------------------------------
@@ -152,7 +151,15 @@ def run_release(
     :func:`~dpspark.engine.data_pass.run_data_pass`: any failure there is one fixed, value-free error
     (``show_data_errors``: the curator opts in to the details), and the spend stays.
     """
-    show = progress or stderr_progress()
+    if progress is None:  # our own printer: its heartbeat stops when the release returns or fails
+        printer = stderr_progress()
+        try:
+            return run_release(cfg, spark=spark, rng=rng, progress=printer, data=data, engine=engine,
+                               arrow_source=arrow_source, charge=charge, show_data_errors=show_data_errors,
+                               text_input=text_input)
+        finally:
+            close_progress(printer)
+    show = progress
     rng = rng or default_source()
     plan = cfg if isinstance(cfg, Plan) else prepare(
         cfg, engine="arrow" if arrow_source is not None else engine, have_spark=spark is not None or data is not None,
@@ -165,7 +172,7 @@ def run_release(
         if spark is None:
             from dpspark.engine.spark.local import local_session
 
-            show("starting local Spark")
+            show("starting local Spark (the JVM takes 10-20 s)")
             spark = local_session("dpspark-release", "local[*]", conf=job_spark_conf(spec))
         data = read_input(spark, spec.input)
     if data is not None:

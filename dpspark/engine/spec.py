@@ -37,13 +37,26 @@ class InputSpec:
     options: dict[str, str] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
-        """Config-level description for the manifest (no data-derived content)."""
+        """Config-level description for the manifest (no data-derived content).
+
+        A path is recorded by its last component only (``flights.parquet``, a directory's or an object-store
+        prefix's name): a published release must not show the curator's directory layout (README, "The release
+        directory"). A catalog table is recorded by its name, as configured.
+        """
         out: dict[str, Any] = {"format": self.format} if self.path else {"table": self.table}
         if self.path:
-            out["path"] = self.path
+            out["path"] = input_name(self.path)
         if self.options:  # as "key=value" strings: the manifest's input description holds no nested tables
             out["options"] = [f"{k}={v}" for k, v in sorted(self.options.items())]
         return out
+
+
+def input_name(path: str) -> str:
+    """The last component of a local path or URI (``s3a://bucket/data/flights/`` -> ``flights``); the manifest's
+    record of the input, which names the data without the folders it sits in."""
+    tail = path.split("://", 1)[-1].rstrip("/\\")
+    name = tail.replace("\\", "/").rsplit("/", 1)[-1]
+    return name or path
 
 
 @dataclass(frozen=True)

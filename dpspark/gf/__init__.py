@@ -10,26 +10,30 @@ tree (root products, multipoint evaluation, interpolation).
 Everything here is exact integer/bit arithmetic; no floating point is used.
 """
 
-from dpspark.gf.clmul import HARDWARE as CLMUL_HARDWARE
-from dpspark.gf.field import MODULI, GF2m, modulus_int, modulus_string
-from dpspark.gf.poly import (
-    horner,
-    horner_many,
-    poly_add,
-    poly_degree,
-    poly_derivative,
-    poly_divmod,
-    poly_inv_series,
-    poly_mul,
-    poly_mul_karatsuba,
-    poly_mul_low,
-    poly_mul_schoolbook,
-    poly_rem,
-    poly_scale,
-    poly_trim,
-)
-from dpspark.gf.additive_fft import fft_mul
-from dpspark.gf.subproduct import SubproductTree, interpolate, multipoint_eval, vanishing_poly
+from typing import Any
+
+from dpspark._lazy import lazy_exports
+
+# Names load lazily (``dpspark.gf.moduli`` alone imports neither numpy nor numba; the kernels compile or load
+# from numba's cache only when arithmetic is used).
+_NAMES = {
+    "MODULI": "moduli", "modulus_int": "moduli", "modulus_string": "moduli", "GF2m": "field",
+    **{name: "poly" for name in ("horner", "horner_many", "poly_add", "poly_degree", "poly_derivative", "poly_divmod",
+                                 "poly_inv_series", "poly_mul", "poly_mul_karatsuba", "poly_mul_low",
+                                 "poly_mul_schoolbook", "poly_rem", "poly_scale", "poly_trim")},
+    "fft_mul": "additive_fft",
+    **{name: "subproduct" for name in ("SubproductTree", "interpolate", "multipoint_eval", "vanishing_poly")},
+}
+_lazy = lazy_exports(__name__, _NAMES)
+
+
+def __getattr__(attr: str) -> Any:
+    if attr == "CLMUL_HARDWARE":
+        from dpspark.gf.clmul import HARDWARE
+
+        return HARDWARE
+    return _lazy(attr)
+
 
 __all__ = [
     "CLMUL_HARDWARE",

@@ -1,11 +1,19 @@
-"""A local SparkSession with sane defaults for dpspark jobs and tests."""
+"""A local SparkSession with sane defaults for dpspark jobs and tests.
+
+Quiet from the JVM's first line: the log configuration (:data:`QUIET_LOG4J`, errors only) is on the JVM's
+command line (``spark.driver.extraJavaOptions``), the console progress bar is off, and the one line the JVM
+itself prints before any logger exists (Spark's launcher always adds the incubating vector module, and Java
+announces it) is dropped from the JVM's stderr; every other line of it is passed on unchanged.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 from dpspark.errors import DPSparkError
 from dpspark.engine.spark.java import ensure_java_home
@@ -36,6 +44,12 @@ DEFAULT_CONF: dict[str, str] = {
     # the partial-aggregation output (about one record per distinct key per task).
     "spark.sql.files.maxPartitionBytes": "512m",
 }
+
+#: The embedded session's log4j2 configuration: errors only, to stderr, from the JVM's first line.
+QUIET_LOG4J = Path(__file__).with_name("log4j2-quiet.properties")
+
+#: Lines the JVM prints to stderr before any logger exists; dropped by the gateway's stderr filter.
+JVM_NOISE: tuple[bytes, ...] = (b"WARNING: Using incubator modules:",)
 
 #: Driver (= executor, in local mode) JVM heap when neither ``driver_memory`` nor
 #: ``conf`` sets one. Spark's own default is 1g, which makes the pages too small
@@ -84,11 +98,13 @@ def local_session(
     settings["spark.log.level"] = log_level  # applies from SparkContext start (setLogLevel only after it)
     settings["spark.driver.memory"] = driver_memory if driver_memory is not None else DEFAULT_DRIVER_MEMORY
     settings.update(conf or {})
+    settings["spark.driver.extraJavaOptions"] = quiet_java_options(settings.get("spark.driver.extraJavaOptions"))
 
     builder = SparkSession.builder.master(cores).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
     try:
+        _launch_quiet_gateway({"spark.master": cores, "spark.app.name": app_name, **settings})
         spark = builder.getOrCreate()
     except Exception as err:  # raised by Spark or Py4J: a setting or the machine, not a dpspark bug
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
@@ -97,9 +113,53 @@ def local_session(
     return spark
 
 
+def quiet_java_options(given: str | None) -> str:
+    """The driver JVM's options with :data:`QUIET_LOG4J` as its log configuration, unless ``given`` names one."""
+    given = (given or "").strip()
+    if "log4j2.configurationFile" in given or "log4j.configuration" in given:
+        return given  # the user's own log configuration wins
+    return f"-Dlog4j2.configurationFile={QUIET_LOG4J.as_uri()} {given}".strip()
+
+
+def _launch_quiet_gateway(settings: Mapping[str, str]) -> None:
+    """Start the JVM (as pyspark would, with ``settings``) with its stderr filtered by :func:`_forward_stderr`.
+
+    No-op when a gateway exists already or pyspark is told to reuse one (``PYSPARK_GATEWAY_PORT``).
+    """
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return
+    conf = SparkConf(loadDefaults=False)
+    for key, value in settings.items():
+        conf.set(key, value)
+    # our own pipe, read from before the JVM starts: a launch that fails still shows its errors
+    read_fd, write_fd = os.pipe()
+    threading.Thread(target=_forward_stderr, args=(os.fdopen(read_fd, "rb"),), name="dpspark-jvm-stderr",
+                     daemon=True).start()
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write_fd})
+    finally:
+        os.close(write_fd)  # the JVM (and the Python workers it starts) hold the only write ends now
+    SparkContext._ensure_initialized(gateway=gateway)
+
+
+def _forward_stderr(stream: IO[bytes], out_fd: int = 2) -> None:
+    """Copy the JVM's stderr to ours (file descriptor 2, where it would have gone), minus :data:`JVM_NOISE`."""
+    with stream:
+        for line in iter(stream.readline, b""):
+            if not line.startswith(JVM_NOISE):
+                try:
+                    os.write(out_fd, line)
+                except OSError:  # our stderr is gone (closed pipe): keep draining, or the JVM would block
+                    pass
+
+
 #: What a spark-submit job turns off unless the user set it (``--conf`` or a properties file):
 #: Spark's UI and INFO logs reveal data volume and distinct keys and are curator-only.
-QUIET_SUBMIT_CONF: dict[str, str] = {"spark.ui.enabled": "false", "spark.log.level": "WARN"}
+QUIET_SUBMIT_CONF: dict[str, str] = {"spark.ui.enabled": "false", "spark.log.level": "WARN",
+                                     "spark.ui.showConsoleProgress": "false"}
 
 
 def active_session(app_name: str) -> SparkSession:

@@ -22,3 +22,11 @@ MECHANISMS = {
     "bounded_noise": "dpspark.mechanisms.answers.mechanism:BoundedNoiseAnswers",
     "gaussian": "dpspark.mechanisms.answers.mechanism:GaussianAnswers",
 }
+
+#: what "more than n units" means for these mechanisms, in the words the dry run (``excess_units_text``) and
+#: ``dpspark inspect`` both print: sums are clipped per unit and never truncated (n sets the fixed-point
+#: capacity check only), whatever ``on_excess_units`` says
+EXCESS_UNITS = {
+    name: "none removed (each unit's total is clipped per query; the guarantee does not depend on n)"
+    for name in MECHANISMS
+}

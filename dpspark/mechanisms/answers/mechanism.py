@@ -183,8 +183,11 @@ class AnswersMechanism(Mechanism):
         self.law = self.calibrate()
 
     def excess_units_text(self) -> str:
-        """Sums are clipped per unit and never truncated: n sets the fixed-point capacity check only."""
-        return "none removed (each unit's total is clipped per query; the guarantee does not depend on n)"
+        """Sums are clipped per unit and never truncated: n sets the fixed-point capacity check only (the words
+        live in the family's declaration, which ``dpspark inspect`` reads too)."""
+        from dpspark.mechanisms.answers.family import EXCESS_UNITS
+
+        return EXCESS_UNITS[self.name]
 
     def input_columns(self) -> tuple[str, ...]:
         """The summed columns, the filters' columns and the unit column."""

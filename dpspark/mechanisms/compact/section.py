@@ -52,7 +52,7 @@ def parse_compact_section(
     With ``max_keys_per_unit = k`` the polynomial is built for total count <= k n (l = k n + 1) at epsilon/k,
     and the add/remove statement is k times the per-step one (group privacy).
     """
-    from dpspark.gf.field import modulus_int, modulus_string
+    from dpspark.gf.moduli import modulus_int, modulus_string  # no numba: inspect needs no GF arithmetic
     from dpspark.release.header import exact_frac as _frac, exact_int as _int, fail as _fail
 
     if "bins" in obj:

@@ -24,3 +24,7 @@ MECHANISMS = {
     "kary_sampler": "dpspark.mechanisms.samplers.mechanism:KarySampler",
     "bernoulli_sampler": "dpspark.mechanisms.samplers.mechanism:BernoulliSampler",
 }
+
+#: what ``on_excess_units = "truncate"`` means for these mechanisms, when it is not "keep n units by keyed hash"
+#: (the dry run's ``excess_units_text`` and ``dpspark inspect`` print the same words)
+EXCESS_UNITS = {"bernoulli_sampler": "none removed (each column's count is clamped to n)"}

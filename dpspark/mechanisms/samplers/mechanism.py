@@ -275,8 +275,11 @@ class BernoulliSampler(_Sampler):
                 "for the zCDP statement, which needs about sqrt(d) times fewer)")
 
     def excess_units_text(self) -> str:
-        """Column counts above n are clamped to n: the estimate divides by the public n, never by a count."""
-        return "none removed (each column's count is clamped to n)"
+        """Column counts above n are clamped to n: the estimate divides by the public n, never by a count
+        ("refuse" refuses; the words live in the family's declaration, which ``dpspark inspect`` reads too)."""
+        from dpspark.mechanisms.samplers.family import EXCESS_UNITS
+
+        return EXCESS_UNITS[self.name] if self.spec.on_excess_units == "truncate" else self.spec.on_excess_units
 
     def input_columns(self) -> tuple[str, ...]:
         """The d binary columns (or the one array column) and the unit column."""

@@ -40,11 +40,14 @@ def test_spark_defaults_turn_the_ui_off_and_logs_down() -> None:
         if line.strip() and not line.startswith("#")
     )
     assert conf["spark.ui.enabled"].strip() == "false" and conf["spark.log.level"].strip() == "WARN"
+    assert conf["spark.ui.showConsoleProgress"].strip() == "false"  # issue 25 §4.1: no console progress bar
     assert "log4j2.configurationFile=conf/log4j2.properties" in conf["spark.driver.extraJavaOptions"]
     from dpspark.engine.spark.local import DEFAULT_CONF, QUIET_SUBMIT_CONF
 
     assert DEFAULT_CONF["spark.ui.enabled"] == "false" and "spark.log.level" in DEFAULT_CONF
-    assert QUIET_SUBMIT_CONF == {"spark.ui.enabled": "false", "spark.log.level": "WARN"}
+    assert DEFAULT_CONF["spark.ui.showConsoleProgress"] == "false"
+    assert QUIET_SUBMIT_CONF == {"spark.ui.enabled": "false", "spark.log.level": "WARN",
+                                 "spark.ui.showConsoleProgress": "false"}
 
 
 ACTIVE = """
