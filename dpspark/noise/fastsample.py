@@ -159,7 +159,7 @@ class FastSample(CountingMechanism):
         of megabytes. :func:`dpspark.noise.fastsample_tables.cdf_offsets` gives the same values as
         ``[M * self._fprime_offset(j) ...]`` in O(t) small steps.
         """
-        if self._table_cache is None and self._table_fits:
+        if self._table_cache is None and self._table_fits and self._offset_memo is None:
             self._table_cache = cdf_offsets(self.p, self.q, self.t, self._mult)
         return self._table_cache
 
@@ -183,13 +183,14 @@ class FastSample(CountingMechanism):
         return value
 
     def accuracy(self, beta: RationalLike) -> int:
-        """As the base class; without the table, F'(c + j) is memoised by j for this public computation only.
+        """As the base class; unless the table is built, F'(c + j) is memoised by j for this call only.
 
         The worst-case tail scan evaluates F at z = c - a - 1 and c + a for a dozen c per a, i.e. the same two
-        offsets j = -a-1 and a: at large t (no table) this saves about 90% of the big powers. The memo lives
+        offsets j = -a-1 and a: about a hundred distinct offsets in all, far fewer than the table's 2t
+        entries (which this call therefore does not build) or the scan's thousand evaluations. The memo lives
         only during this call, so no data-dependent draw ever sees it (its timing stays history-free).
         """
-        if self.fallback is not None or self._table is not None:
+        if self.fallback is not None or self._table_cache is not None:
             return super().accuracy(beta)
         self._offset_memo = {}
         try:

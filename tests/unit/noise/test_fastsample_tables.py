@@ -67,9 +67,12 @@ def test_draws_need_no_scalar_table_and_accuracy_memo_is_exact() -> None:
     scalar = FastSample(n=mech.n, exp_eps=mech.exp_eps, gamma="2^-16")
     rng = SeededRandom(b"tables")
     assert out.tolist() == [scalar.draw(int(c), rng) for c in counts]  # same stream, same outputs
+    assert scalar._table_cache is not None  # scalar draws build the table
     with_table = scalar.accuracy("1/20")
-    assert scalar._table_cache is not None
     memo = FastSample(n=mech.n, exp_eps=mech.exp_eps, gamma="2^-16")
-    memo._table = None  # the direct formula, memoised by offset during accuracy()
     assert memo.accuracy("1/20") == with_table and memo.accuracy("1/1000") == scalar.accuracy("1/1000")
+    assert memo._table_cache is None  # accuracy() memoises the offsets it needs instead of building the table
     assert memo._offset_memo is None  # the memo does not outlive the public computation
+    forced = FastSample(n=mech.n, exp_eps=mech.exp_eps, gamma="2^-16")
+    forced._table = None  # the direct formula everywhere (test hook): same accuracy
+    assert forced.accuracy("1/20") == with_table
