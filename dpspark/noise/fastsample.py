@@ -25,12 +25,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-import numpy as np
-
 from dpspark.noise import bigint
 from dpspark.noise.counting_base import CountingMechanism, require_n
 from dpspark.noise.counting_batch import BatchTables
 from dpspark.noise.exp_eps import resolve_exp_eps
+from dpspark.noise.fastsample_tables import batch_weights, cdf_offsets
 from dpspark.noise.geosample import GeoSample
 from dpspark.errors import ParameterError
 from dpspark.exact import RationalLike, parse_rational
@@ -134,6 +133,9 @@ class FastSample(CountingMechanism):
             self.t = self.t_star
         self.t_is_private = truncation_condition(self.t, p, q, self.g, self.n)
         self.fallback: GeoSample | None = None
+        self._table_fits = False
+        self._table_cache: list[Any] | None = None
+        self._offset_memo: dict[int, Any] | None = None
         if not self.forced_t and self.t >= self.n:
             self.fallback = GeoSample(n=self.n, exp_eps=self.exp_eps)
             self.d = self.fallback.d
@@ -147,16 +149,54 @@ class FastSample(CountingMechanism):
         self._P, self._Q = P, Q
         self._full = self._mult * self._dprime
         est_bytes = 2 * t * (self.d.bit_length() // 8 + 32)
-        self._table: list[Any] | None = None
-        if est_bytes <= TABLE_LIMIT_BYTES:
-            self._table = [self._mult * self._fprime_offset(j) for j in range(-t, t)]
+        self._table_fits = est_bytes <= TABLE_LIMIT_BYTES
+
+    @property
+    def _table(self) -> list[Any] | None:
+        """M F'(c + j) for j in [-t, t), built on first use when it fits in TABLE_LIMIT_BYTES (else None).
+
+        Built lazily: the batched path (:meth:`_batch_tables`) never needs it, and at large t it is hundreds
+        of megabytes. :func:`dpspark.noise.fastsample_tables.cdf_offsets` gives the same values as
+        ``[M * self._fprime_offset(j) ...]`` in O(t) small steps.
+        """
+        if self._table_cache is None and self._table_fits and self._offset_memo is None:
+            self._table_cache = cdf_offsets(self.p, self.q, self.t, self._mult)
+        return self._table_cache
+
+    @_table.setter
+    def _table(self, value: list[Any] | None) -> None:
+        """Test hook: ``None`` routes every CDF evaluation through the direct formula."""
+        self._table_cache, self._table_fits = value, value is not None
 
     def _fprime_offset(self, j: int) -> Any:
         """F'(c + j) for -t <= j < t (unclamped; callers handle z >= n)."""
+        memo = self._offset_memo
+        if memo is not None and j in memo:
+            return memo[j]
         t, P, Q = self.t, self._P, self._Q
         if j < 0:
-            return Q ** (-j) * P ** (t + 1 + j) - self._qt1
-        return self._dprime - Q ** (j + 1) * P ** (t - j) + self._qt1
+            value = Q ** (-j) * P ** (t + 1 + j) - self._qt1
+        else:
+            value = self._dprime - Q ** (j + 1) * P ** (t - j) + self._qt1
+        if memo is not None:
+            memo[j] = value
+        return value
+
+    def accuracy(self, beta: RationalLike) -> int:
+        """As the base class; unless the table is built, F'(c + j) is memoised by j for this call only.
+
+        The worst-case tail scan evaluates F at z = c - a - 1 and c + a for a dozen c per a, i.e. the same two
+        offsets j = -a-1 and a: about a hundred distinct offsets in all, far fewer than the table's 2t
+        entries (which this call therefore does not build) or the scan's thousand evaluations. The memo lives
+        only during this call, so no data-dependent draw ever sees it (its timing stays history-free).
+        """
+        if self.fallback is not None or self._table_cache is not None:
+            return super().accuracy(beta)
+        self._offset_memo = {}
+        try:
+            return super().accuracy(beta)
+        finally:
+            self._offset_memo = None
 
     def _cdf(self, c: int, z: int) -> Any:
         if self.fallback is not None:
@@ -204,7 +244,7 @@ class FastSample(CountingMechanism):
         With D = (n+1) g and d = D d', C(c+j) 2^63 = A_c + W(j) where
         A_c = (c+1) 2^63 / D and W(j) = 2^63 (j d' + T(j)) / d, T(j) = M F'(j)
         (0 for j < -t, M d' for j >= t): strictly increasing in j. ``wtab`` holds
-        the exact floors of W on j in [-t-1, t] (2t + 2 big-integer divisions);
+        the exact floors of W on j in [-t-1, t] (:func:`dpspark.noise.fastsample_tables.batch_weights`);
         beyond it C is linear in z (the uniform tails). A_c is computed as
         (c+1) floor(2^63/D) + mulhi(c+1, floor(frac(2^63/D) 2^64)), less than
         1 + (c+1)/2^64 < 2 below the truth; with the floor of W, E = 3.
@@ -215,11 +255,8 @@ class FastSample(CountingMechanism):
             return None
         cached: BatchTables | None = getattr(self, "_batch", None)
         if cached is None:
-            t, d, dprime = self.t, bigint.big(self.d), self._dprime
-            scaled = [0]
-            scaled += self._table if self._table is not None else [self._mult * self._fprime_offset(j) for j in range(-t, t)]
-            scaled.append(self._full)
-            wtab = np.array([int(((j * dprime + v) << 63) // d) for j, v in zip(range(-t - 1, t + 1), scaled)], dtype=np.int64)
+            t = self.t
+            wtab = batch_weights(self.p, self.q, t, self.g, self.n)  # exact floors, O(t) small steps
             big_d = (self.n + 1) * self.g
             rint, rem = divmod(1 << 63, big_d)
             uniform = (rint, (rem << 64) // big_d, big_d, (self.g - 1) * (self.n + 1))

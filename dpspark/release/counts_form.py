@@ -72,6 +72,7 @@ class SectionContext:
     add_remove: PrivacyStatement
     accuracy: AccuracyStatement
     keys_per_unit: int = 1
+    rows_per_key: int = 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,7 +209,7 @@ def parse_counts(obj: dict[str, Any], header: dict[str, Any], files: dict[str, F
         raise fail(name, f"a {kind.name} release has no {key} section")
     section = kind.codec_fn()(obj, files, name, limits, SectionContext(
         max_units=max_units, universe_size=universe_size, add_remove=add_remove, accuracy=accuracy,
-        keys_per_unit=keys_per_unit))
+        keys_per_unit=keys_per_unit, rows_per_key=rows_per_key))
     columns = obj["key_columns"]
     if len(set(columns)) != len(columns):
         raise fail(name, "key_columns has duplicates")

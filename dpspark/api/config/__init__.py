@@ -27,7 +27,7 @@ Example (see ``conf/*.toml`` for commented versions)::
     max_units = 1000000                # n: public bound on the number of units (never computed from data); <= 2^48
     unit_column = "user_id"            # optional: the privacy unit (default: every row is a unit)
     max_keys_per_unit = 1              # with unit_column: distinct keys a unit counts in (epsilon/k per bin)
-    max_rows_per_key = 1               # with unit_column: rows a unit adds to one key's count (dense only)
+    max_rows_per_key = 1               # with unit_column: rows a unit adds to one key's count (noise scales with c)
     on_excess_units = "truncate"       # more than max_units units: keep max_units by keyed hash, or "refuse"
     out_of_universe = "drop"           # or "error" (a curator-side check)
     pad_seconds = 60                   # optional: the driver's noise step takes at least this long (timing channel)

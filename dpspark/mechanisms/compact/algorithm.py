@@ -4,7 +4,8 @@
 2. p uniform of degree <= n with G(iota(p(phi(x)))) = v_x for x in S:
    u_x uniform on G^{-1}(v_x), then p = L_S + Z_S R (:mod:`dpspark.mechanisms.compact.construct`).
 3. Release p's l = n + 1 coefficients (l never depends on |S|), m, the modulus
-   and the parameters of M and G.
+   and the parameters of M and G. (With a per-key contribution bound c, M runs on [0, n] with n = k c
+   units while l = n/c + 1: only |S| < l matters, see ``ell`` below.)
 
 Privacy (derived identity Pr_D[p] = d0^{-l} prod_{s in S} m_{c_s}(v_s)/g(v_s),
 see :mod:`dpspark.mechanisms.compact.privacy`): under add/remove of one unit (at most n
@@ -50,12 +51,16 @@ def compact_histogram(
     m: int | None = None,
     sampler: str = "rounded-cdf",
     progress: Callable[[str], None] | None = None,
+    ell: int | None = None,
 ) -> CompactRelease:
     """Release a CompactHistogram of ``counts`` (0-based indexes in [0, |X|), total <= n).
 
     ``mechanism`` must be on [0, n] (e.g. :func:`~dpspark.mechanisms.compact.parameters.compact_mechanism`).
     ``m`` defaults to the smallest supported degree with 2^m >= |X| whose sampler
     bound is <= ``epsilon2``; an explicit ``m`` must satisfy the same conditions.
+    ``ell`` (default n + 1) is the number of coefficients, a public bound on the non-zero keys plus one:
+    with a per-key contribution bound c the counts total <= n = k c units while at most n/c keys are
+    non-zero, so l = n/c + 1 (the product formula needs |S| < l for every dataset of the domain).
     ``progress`` receives stage names only (never |S| or a count).
     """
     show = progress or (lambda _msg: None)
@@ -68,14 +73,20 @@ def compact_histogram(
     degree = choose_field_degree(size, mechanism, e2, sampler, candidates)
     g = make_sampler(mechanism, degree, sampler)
     field = GF2m(degree)
-    ell = n + 1
+    if ell is None:
+        ell = n + 1
+    if isinstance(ell, bool) or not isinstance(ell, int) or not 2 <= ell <= n + 1:
+        raise ValueError("ell (the number of coefficients) must be an int in [2, n + 1]")
+    if len(keys) >= ell:  # the engine's contribution bounds make this impossible; a fixed, value-free message
+        raise ValueError("the counts have at least l non-zero keys: l - 1 must bound them for every dataset")
 
     show("compact: drawing the noisy counts of the nonzero bins")
     noisy = noisy_counts(keys, dict(zip(keys, values)), mechanism, rng)
     targets = draw_targets(g, noisy, rng)
     points = points_of_indexes(field, keys)
     vals = field.from_int([u - 1 for u in targets]).reshape(len(targets), field.w)
-    show(f"compact: building the polynomial over GF(2^{degree}) (l = n + 1 = {ell} coefficients)")
+    show(f"compact: building the polynomial over GF(2^{degree}) (l = " + ("n + 1 = " if ell == n + 1 else "")
+         + f"{ell} coefficients)")
     coeffs = conditioned_polynomial(field, ell, points, vals, rng)
     show("compact: polynomial built")
 

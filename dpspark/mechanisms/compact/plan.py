@@ -9,6 +9,12 @@ eps_c = 0.9 eps, eps2 = 0.1 eps): the counting mechanism gets
 e^{eps~} = p/q <= e^{9 eps/10} and the empty-bin sampler's certified bound
 max_v |ln(g(v)/m_0(v))| must be <= eps/10. The plan then certifies
 ln(p/q) + sampler_epsilon + rng_bias <= eps exactly (rational bounds only).
+
+With ``rows_per_key = c`` > 1 (one unit moves one key's count by up to c, never a new key's factor more
+than once: see :mod:`dpspark.mechanisms.compact.privacy`) the sampler keeps its eps/10 and the counting
+mechanism's share is divided by c: (p/q)^c <= e^{9 eps/10}, and the plan certifies
+c ln(p/q) + sampler_epsilon + rng_bias <= eps. ``n`` is then the count range (k c units) while the
+polynomial has l = n/c + 1 coefficients (at most n/c keys are non-zero). With c = 1 nothing changes.
 """
 
 from __future__ import annotations
@@ -47,11 +53,13 @@ class CompactPlan:
     mechanism: CountingMechanism
     m: int
     sampler: EmptyBinSampler
+    #: c: the counting range n is c times the bound on the number of non-zero keys
+    rows_per_key: int = 1
 
     @property
     def ell(self) -> int:
-        """Number of coefficients: n + 1 (never data-dependent)."""
-        return self.n + 1
+        """Number of coefficients: n/c + 1, one more than the most non-zero keys (never data-dependent)."""
+        return self.n // self.rows_per_key + 1
 
     def describe(self) -> dict[str, Any]:
         """Public plan for ``--dry-run`` and progress lines."""
@@ -60,6 +68,7 @@ class CompactPlan:
             "m": self.m,
             "sampler": self.sampler.kind,
             "epsilon_count": str(self.epsilon_count),
+            **({"rows_per_key": self.rows_per_key} if self.rows_per_key > 1 else {}),
             "epsilon2": str(self.epsilon2),
             "coefficient_file_bytes": self.ell * self.m // 8,
         }
@@ -82,8 +91,16 @@ def plan_compact(
     m: int | None = None,
     sampler: str = "rounded-cdf",
     lam: int = DEFAULT_LAMBDA,
+    rows_per_key: int = 1,
 ) -> CompactPlan:
-    """The compact release's public plan; raises :class:`CompactPlanError` when none exists."""
+    """The compact release's public plan; raises :class:`CompactPlanError` when none exists.
+
+    ``n`` is the count range; with ``rows_per_key = c`` it must be a multiple of c (k c units), each key's
+    count may move by up to c per unit, and ``epsilon`` is the budget of one key (module docstring).
+    """
+    c = rows_per_key
+    if isinstance(c, bool) or not isinstance(c, int) or c < 1 or n % c:
+        raise CompactPlanError("rows_per_key must be a positive int dividing the count range n")
     if sampler not in SAMPLERS:
         raise CompactPlanError(f"sampler must be one of {sorted(SAMPLERS)}, got {sampler!r}")
     if m is not None and m not in SUPPORTED_M:
@@ -96,8 +113,9 @@ def plan_compact(
         )
     eps2 = epsilon * SAMPLER_SHARE
     eps_count = epsilon - eps2
+    eps_row = eps_count / c  # (p/q)^c <= e^eps_count: a key's count moves by up to c
     try:
-        exp_eps = exp_eps_at_most(eps_count, denominator_for(eps_count))
+        exp_eps = exp_eps_at_most(eps_row, denominator_for(eps_row))
     except ValueError as exc:
         raise CompactPlanError(str(exc)) from None
     g = round_gamma(gamma) if gamma is not None else simultaneous_gamma(universe_size, beta)
@@ -109,6 +127,6 @@ def plan_compact(
     g_sampler = make_sampler(mech, degree, sampler)
     detail = compact_privacy(mech, g_sampler, lam)
     extra = detail.sampler_epsilon + detail.rng_bias
-    if not exp_eps <= exp_lower_bound(epsilon) * (1 - extra):  # certified: ln(p/q) + extra <= epsilon
+    if not exp_eps**c <= exp_lower_bound(epsilon) * (1 - extra):  # certified: c ln(p/q) + extra <= epsilon
         raise CompactPlanError("internal error: the compact release's exact epsilon would exceed the configured one")
-    return CompactPlan(n, universe_size, epsilon, eps_count, eps2, beta, mech, degree, g_sampler)
+    return CompactPlan(n, universe_size, epsilon, eps_count, eps2, beta, mech, degree, g_sampler, c)

@@ -22,6 +22,16 @@ e^{-eps_a} m_0 <= g <= e^{eps_b} m_0 (certified rationals, see
 2 eps~ + eps_a + eps_b (a removed bin and a new bin contribute eps~+eps_a and
 eps~+eps_b, never the same side twice).
 
+Per-key contribution bound c (a unit moves each of its keys' counts by up to c) [derived, same
+identity]: a count a >= 1 moving to a + e (e <= c) changes one factor by m_{a+e}(v)/m_a(v) <= (p/q)^e;
+a count 0 moving to e gives the factor m_e(v)/g(v) = (m_e(v)/m_0(v)) (m_0(v)/g(v)) within
+[e^{-c eps~ - eps_b}, e^{c eps~ + eps_a}]. The sampler factor and the key's draws count once per key,
+not once per row, so a key costs c eps~ + sampler_epsilon + rng_bias and the k keys of a unit multiply:
+the statement below (for one row) is scaled to e^eps = (p/q)^(k c), extra = k (sampler_epsilon +
+rng_bias) (:func:`dpspark.mechanisms.histogram.contribution.scale_statement`). The identity needs
+|S| < l for every dataset: l = k n + 1 bounds the non-zero keys while M runs on [0, k c n].
+tests/unit/compact/test_compact_rows.py enumerates the exact law at c = 2, 3.
+
 Randomness bias (docs/balcer-vadhan-notes.md §E12): the factors of unchanged bins are identical
 functions of their draws under D and D', so only the changed bin's draws
 count: its noisy count U ~ Unif([1, d]) (biased unless d is a power of two)

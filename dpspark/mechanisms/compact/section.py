@@ -58,7 +58,7 @@ def parse_compact_section(
     if "bins" in obj:
         raise _fail(name, "a compact release has no bins section")
     max_units, universe_size, add_remove, accuracy = ctx.max_units, ctx.universe_size, ctx.add_remove, ctx.accuracy
-    keys_per_unit = ctx.keys_per_unit
+    keys_per_unit, rows_per_key = ctx.keys_per_unit, ctx.rows_per_key
     from dpspark.mechanisms.compact.coefficients import MAX_BATCH_ROWS, max_metadata_bytes
     from dpspark.rng import bias_epsilon
 
@@ -71,8 +71,8 @@ def parse_compact_section(
     if _int(fld["modulus"], name, "compact.field.modulus", 300) != modulus_int(m) or fld["modulus_polynomial"] != modulus_string(m):
         raise _fail(name, f"compact.field: the modulus is not dpspark's modulus for m = {m} ({modulus_string(m)})")
     ell = _int(sec["ell"], name, "compact.ell", 256)
-    count_range = keys_per_unit * max_units
-    if ell != count_range + 1:
+    count_range = keys_per_unit * rows_per_key * max_units  # M's range; at most k n keys are non-zero
+    if ell != keys_per_unit * max_units + 1:
         raise _fail(name, "compact.ell must be k n + 1 (max_keys_per_unit x max_units + 1)")
     if _int(coef["rows"], name, "compact.coefficients.rows", 256) != ell:
         raise _fail(name, "compact.coefficients.rows differs from compact.ell")
@@ -92,7 +92,7 @@ def parse_compact_section(
         raise _fail(name, f"files.{fname} declares {declared} bytes, but {ell} coefficients of {width} bytes need "
                     f"{need} bytes plus at most {max_metadata_bytes(ell, batch_rows)} bytes of metadata")
     if _int(mech["n"], name, "compact.counting_mechanism.n", 256) != count_range:
-        raise _fail(name, "compact.counting_mechanism.n differs from k n (max_keys_per_unit x max_units)")
+        raise _fail(name, "compact.counting_mechanism.n differs from k c n (max_keys_per_unit x max_rows_per_key x max_units)")
     d = _int(mech["d"], name, "compact.counting_mechanism.d", limits.max_sampler_d_bits)
     if _int(samp["d"], name, "compact.sampler.d", limits.max_sampler_d_bits) != d:
         raise _fail(name, "compact.sampler.d differs from compact.counting_mechanism.d")
@@ -106,7 +106,7 @@ def parse_compact_section(
     if eps_den < 1:
         raise _fail(name, "compact.counting_mechanism.exp_eps.den must be a positive integer")
     exp_eps = Fraction(eps_num, eps_den)
-    if exp_eps <= 1 or exp_eps**keys_per_unit != add_remove.exp_eps:
+    if exp_eps <= 1 or exp_eps ** (keys_per_unit * rows_per_key) != add_remove.exp_eps:
         raise _fail(name, "compact.counting_mechanism.exp_eps must be > 1 and equal privacy.add_remove.exp_epsilon_tilde")
     if fast:
         num = _int(mech["gamma"]["num"], name, "compact.counting_mechanism.gamma.num", 8)
@@ -148,8 +148,8 @@ def check_compact_plan(plan: Any, mech: Any, limits: "ReadLimits") -> None:
     from dpspark.release.plan_check import check_count_statements
 
     counting = mech.compact_plan.mechanism
-    if mech.n_range + 1 > limits.max_rows:  # l = k n + 1 coefficients, one row each
-        raise ValueError(f"the coefficient file would have l = k n + 1 = {mech.n_range + 1} rows, above the "
+    if mech.ell > limits.max_rows:  # l = k n + 1 coefficients, one row each
+        raise ValueError(f"the coefficient file would have l = k n + 1 = {mech.ell} rows, above the "
                          f"reader's limit of {limits.max_rows}")
     if counting.d.bit_length() > limits.max_sampler_d_bits:
         raise ValueError(f"compact.counting_mechanism.d has {counting.d.bit_length()} bits, above the reader's "
@@ -158,5 +158,5 @@ def check_compact_plan(plan: Any, mech: Any, limits: "ReadLimits") -> None:
     if max(step.numerator.bit_length(), step.denominator.bit_length()) > 4096:
         raise ValueError("compact.counting_mechanism.exp_eps has a part above 4096 bits")
     # the compact bias has its own, far larger bound: the plan states none
-    check_count_statements(plan, mech.name, step ** mech.k, Fraction(0), Fraction(0), "CompactHistogram", True,
+    check_count_statements(plan, mech.name, step ** (mech.k * mech.c), Fraction(0), Fraction(0), "CompactHistogram", True,
                            limits)

@@ -123,8 +123,8 @@ def _check_release(release: "CompactRelease", universe: Universe) -> None:
         raise ValueError("the release's universe size differs from the universe's size")
     if universe.size > 1 << release.m:
         raise ValueError("the universe has more than 2^m elements")
-    if release.ell != release.n + 1 or release.coefficients.shape != (release.ell, release.m // 64):
-        raise ValueError("a compact release has l = n + 1 coefficients of m/64 words")
+    if not 2 <= release.ell <= release.n + 1 or release.coefficients.shape != (release.ell, release.m // 64):
+        raise ValueError("a compact release has l <= n + 1 coefficients of m/64 words (l = k n + 1)")
     if not isinstance(release.privacy.relation, AddRemove) or release.privacy.delta != 0:
         raise ValueError("compact release privacy must be pure and stated under add/remove of one unit")
     if release.accuracy.per_query_above != -1:

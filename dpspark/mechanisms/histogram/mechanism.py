@@ -3,8 +3,8 @@
 Each class owns its parameter policy (epsilon -> e^eps~ = p/q, gamma, tau, the mixing weight), which
 it derives and certifies from public inputs when constructed, before any data is read. The algorithms
 and their proofs are in :mod:`dpspark.mechanisms.histogram` (BV Algorithm 5.1 / Thm 5.2, Algorithm 5.4 /
-Thm 5.5, Algorithm 6.9 / Thm 6.10); contribution bounds scale them as in
-:mod:`dpspark.mechanisms.histogram.contribution`.
+Thm 5.5, Algorithm 6.9 / Thm 6.10); contribution bounds (k keys per unit, up to c rows per key, for
+all three) scale them as in :mod:`dpspark.mechanisms.histogram.contribution`.
 """
 
 from __future__ import annotations
@@ -87,6 +87,9 @@ class CountingHistogram(Mechanism):
     release_kind: ClassVar[str] = "sparse"
     option_parsers: ClassVar[dict[str, Any]] = {"gamma": parse_gamma}
     options: ClassVar[dict[str, Any]] = {"gamma": None}
+    supports_rows_per_key: ClassVar[bool] = True
+    #: how the algorithm's statement becomes the per-unit one (:func:`contribution.scale_statement`)
+    scaling: ClassVar[dict[str, bool]] = {}
 
     def __init__(self, spec: "ReleaseSpec", lam: int = DEFAULT_LAMBDA) -> None:
         super().__init__(spec)
@@ -125,6 +128,10 @@ class CountingHistogram(Mechanism):
         """delta of one unit step (0 for the pure mechanisms)."""
         return Fraction(0)
 
+    def extra_copies(self) -> int:
+        """How many times the per-step rational extra (rng bias) counts per unit: k (one draw per key)."""
+        return self.k * self.c if self.scaling.get("group") else self.k
+
     def stated_exp_eps(self) -> Fraction:
         """The per-unit e^eps the release states: (p/q)^(k c), rounded up when too large (:func:`stated_exp_eps`)."""
         return stated_exp_eps(self.counting.exp_eps ** (self.k * self.c))
@@ -134,15 +141,17 @@ class CountingHistogram(Mechanism):
         from dpspark.privacy import AddRemove, PrivacyStatement
 
         extra, grow = biased_draw_factor(self.bias_draws(), self.lam)
-        return PrivacyStatement.from_exp_eps(self.stated_exp_eps(), extra * self.k, self.step_delta() * grow * self.k,
+        copies = self.extra_copies()
+        return PrivacyStatement.from_exp_eps(self.stated_exp_eps(), extra * copies, self.step_delta() * grow * copies,
                                              self.name, AddRemove(self.spec.max_units))
 
     def certify(self) -> None:
         """The per-unit (epsilon, delta) this plan states is within the requested budget, exactly."""
         extra, grow = biased_draw_factor(self.bias_draws(), self.lam)
-        if not within_epsilon(self.stated_exp_eps(), extra * self.k, self.spec.epsilon):
+        copies = self.extra_copies()
+        if not within_epsilon(self.stated_exp_eps(), extra * copies, self.spec.epsilon):
             raise MechanismSpecError("internal error: the plan's exact epsilon would exceed the configured epsilon")
-        if self.step_delta() * grow * self.k > (self.spec.delta or 0):
+        if self.step_delta() * grow * copies > (self.spec.delta or 0):
             raise MechanismSpecError("internal error: the plan's exact delta would exceed the configured delta")
 
     # --- statements ---------------------------------------------------------------------------
@@ -180,7 +189,7 @@ class CountingHistogram(Mechanism):
         from dataclasses import replace
 
         release = self.histogram((indices, counts), rng, progress)
-        privacy = scale_statement(release.privacy, self.k, self.c, self.spec.max_units)
+        privacy = scale_statement(release.privacy, self.k, self.c, self.spec.max_units, **self.scaling)
         stated = stated_exp_eps(privacy.exp_eps)
         if stated != privacy.exp_eps:  # too many bits for the format: an upper bound, rounded up
             from dpspark.privacy import PrivacyStatement
@@ -201,10 +210,14 @@ class CountingHistogram(Mechanism):
 
 
 class DenseHistogram(CountingHistogram):
-    """BasicHistogram over all of X (BV Algorithm 5.1, Thm 5.2): every bin released, pure DP."""
+    """BasicHistogram over all of X (BV Algorithm 5.1, Thm 5.2): every bin released, pure DP.
+
+    Privacy, per unit under add/remove among at most n units: M runs on [0, k c n] at e^eps~ <=
+    e^(epsilon/(k c)); a key moving by up to c changes one independent bin's law by at most (p/q)^c, so
+    e^eps = (p/q)^(k c) plus k times the changed bin's rng bias (:mod:`dpspark.mechanisms.histogram.contribution`).
+    """
 
     name: ClassVar[str] = "dense"
-    supports_rows_per_key: ClassVar[bool] = True
 
     def check_universe(self) -> None:
         size = self.spec.universe.size
@@ -220,23 +233,26 @@ class DenseHistogram(CountingHistogram):
 
 
 class StabilityHistogram(CountingHistogram):
-    """StabilityHistogram (BV Algorithm 5.4, Thm 5.5): noisy counts of non-empty bins above tau; (eps, delta)."""
+    """StabilityHistogram (BV Algorithm 5.4, Thm 5.5): noisy counts of non-empty bins above tau; (eps, delta).
+
+    Privacy, per unit under add/remove among at most n units: M runs on [0, k c n] at e^eps~ <=
+    e^(epsilon/(k c)); tau is set at count c so that delta_c = Pr[M(c, U) > tau] <= delta/k; one key
+    moving by up to c is (c eps~, delta_c)-DP (:mod:`dpspark.mechanisms.histogram.stability`), and the k
+    independent keys compose to e^eps = (p/q)^(k c) (+ k rng bias), delta = k delta_c (times the rng factor).
+    """
 
     name: ClassVar[str] = "stability"
     delta: ClassVar[str] = "required"
     options: ClassVar[dict[str, Any]] = {}
     option_parsers: ClassVar[dict[str, Any]] = {}
-
-    def rows_per_key_reason(self) -> str:
-        return ("its threshold tau is calibrated for a bin that goes from count 0 to 1; "
-                "use max_rows_per_key = 1, or mechanism 'dense'")
+    scaling: ClassVar[dict[str, bool]] = {"per_key": True}
 
     def make_counting(self) -> CountingMechanism:
         from dpspark.mechanisms.histogram.stability import stability_mechanism, stability_threshold
 
         assert self.spec.delta is not None
         mech = stability_mechanism(self.n_range, self.step_epsilon, self.spec.delta / self.k)
-        self.tau = stability_threshold(mech, self.threshold_delta)
+        self.tau = stability_threshold(mech, self.threshold_delta, self.c)
         if self.tau >= self.n_range:
             raise MechanismSpecError(
                 "privacy.delta is too small for this n: the stability threshold tau reaches n and nothing "
@@ -250,8 +266,9 @@ class StabilityHistogram(CountingHistogram):
         return self.spec.delta / self.k * (1 - Fraction(1, 1 << 100))
 
     def step_delta(self) -> Fraction:
+        """delta_c = Pr[M(c, U) > tau]: one key going from 0 to at most c (the per-key delta)."""
         mech = self.counting
-        return Fraction(mech.d - mech.scaled_cdf(1, self.tau), mech.d)
+        return Fraction(mech.d - mech.scaled_cdf(self.c, self.tau), mech.d)
 
     def plan(self) -> dict[str, Any]:
         return {**super().plan(), "tau": self.tau}
@@ -260,20 +277,31 @@ class StabilityHistogram(CountingHistogram):
         from dpspark.mechanisms.histogram import stability_histogram
 
         size = self.spec.universe.size
-        return stability_histogram(data, size, self.n_range, self.counting, self.threshold_delta, rng, beta=self.spec.beta)
+        return stability_histogram(data, size, self.n_range, self.counting, self.threshold_delta, rng, beta=self.spec.beta,
+                                   rows_per_key=self.c)
 
 
 class PureSparseHistogram(CountingHistogram):
-    """PureSparseHistogram (BV Algorithm 6.9, Thm 6.10): pure DP over huge universes (|X| >= 2 k n + 1)."""
+    """PureSparseHistogram (BV Algorithm 6.9, Thm 6.10): pure DP over huge universes (|X| >= 2 k c n + 1).
+
+    Privacy, per unit under add/remove among at most n units: the algorithm runs on datasets of total
+    count <= N = k c n at e^eps~ <= e^(epsilon/(k c)) and is pure eps~-DP (plus its rng bias) for one row
+    added or removed (Thm 6.10 via Lemma 3.2'); a unit is at most k c rows and every dataset between D and
+    D + unit has total <= N, so by group privacy e^eps = (p/q)^(k c) and extra = k c x the per-row extra.
+    Its cost grows like N^2: k c multiplies it.
+    """
 
     name: ClassVar[str] = "pure_sparse"
+    scaling: ClassVar[dict[str, bool]] = {"group": True}
 
     def check_universe(self) -> None:
         size, need = self.spec.universe.size, 2 * self.n_range + 1
         if size < need:
+            bounds = f"k = max_keys_per_unit = {self.k}" + (f", c = max_rows_per_key = {self.c}" if self.c > 1 else "")
+            what = "2kn+1" if self.c == 1 else "2kcn+1"
             raise MechanismSpecError(
-                f"mechanism 'pure_sparse' needs a universe of at least 2kn+1 = {need} keys "
-                f"(k = max_keys_per_unit = {self.k}); this universe has {size}. "
+                f"mechanism 'pure_sparse' needs a universe of at least {what} = {need} keys "
+                f"({bounds}); this universe has {size}. "
                 "Use mechanism = 'dense' for small universes.")
 
     @property

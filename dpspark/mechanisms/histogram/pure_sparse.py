@@ -20,6 +20,12 @@ Result: **pure eps~-DP** (no doubling), eps = ln(p/q) + bias_epsilon(k) with k
 the public worst-case count of mod-N draws on one path (docs/balcer-vadhan-notes.md §E12).
 Replacement neighbours: 2 eps~.
 
+Contribution bounds (engine: :class:`dpspark.mechanisms.histogram.mechanism.PureSparseHistogram`): with
+k keys per unit and up to c rows per key the algorithm runs here with n = N = k c n_units, and a unit
+is at most k c single-row steps, every intermediate dataset having total <= N; group privacy gives
+e^eps = (p/q)^(k c) and k c times the per-row bias (tests/unit/histogram/test_pure_sparse_rows.py
+checks the exact law for a unit of c = 2 rows, and that the c = 1 claim p/q fails).
+
 Accuracy (Thm 6.10(ii)-(iii)): Thm 6.2's bounds with extra failure mass
 gamma + delta_SD. Strict time: both branches are always computed and the coin
 only selects, so neither time nor ``progress`` reveals the branch; progress

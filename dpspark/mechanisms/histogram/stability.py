@@ -36,6 +36,21 @@ of composing two (eps, delta_M) coordinates is valid but looser). The bound is
 attained: the pair (1, 0) -> (0, 1) has H = d1 exactly.
 tests/unit/histogram/test_stability_replacement.py enumerates the exact law at small n.
 
+Contribution bound c = ``rows_per_key`` > 1 (a unit adds up to c to one key's count) [derived]:
+tau is set at count c, tau = min{b : F_{M,c}(b) >= ceil(d (1 - delta))}, and
+delta_c = Pr[M(c, U) > tau]. For one key whose count moves from a to a + e, 1 <= e <= c:
+* a >= 1: M(a, U) and M(a + e, U) have pointwise ratio <= (p/q)^e <= (p/q)^c (e steps of
+  Def 4.2), and thresholding is post-processing: (c eps~, 0).
+* a = 0: the key appears only if M(e, U) > tau, with probability <= delta_c, because M is
+  stochastically increasing in its count (F_{M,c}(z) = (z+1) d' + (g-1)(n+1) F'(z - c) with F'
+  non-decreasing: F_{M,c}(z) is non-increasing in c), so (0, delta_c).
+Hence **(c eps~, delta_c)-DP per key** (the statement returned, e^eps = (p/q)^c), plus the key's
+one draw's bias; a unit moving k keys composes to (k c eps~, k delta_c)
+(:mod:`dpspark.mechanisms.histogram.contribution`). The tighter replacement delta below is proved for
+c = 1 only; with c > 1 the generic group-privacy replacement applies.
+tests/unit/histogram/test_stability_rows.py checks it on the exact law, with the mutant that sets tau at
+count 1.
+
 FastSample inside: its uniform component alone gives Pr[M(1,U) > b] >= gamma (n-b)/(n+1),
 so gamma must be well below delta. :func:`stability_mechanism` splits delta as
 gamma <= delta/2 for the uniform mixture, the remaining >= delta/2 for the
@@ -65,15 +80,20 @@ def check_delta(delta: Any) -> Fraction:
     return value
 
 
-def stability_threshold(mechanism: CountingMechanism, delta: Any) -> int:
-    """tau = min{b in [0, n] : F_{M,1}(b) >= ceil(d (1 - delta))}, exact integers (public inputs only)."""
+def stability_threshold(mechanism: CountingMechanism, delta: Any, count: int = 1) -> int:
+    """tau = min{b in [0, n] : F_{M,count}(b) >= ceil(d (1 - delta))}, exact integers (public inputs only).
+
+    ``count`` is the largest count a key can reach from 0 in one unit step: 1, or c = max_rows_per_key.
+    """
     dl = check_delta(delta)
     d = mechanism.d
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= mechanism.n:
+        raise ValueError("count (the per-key contribution bound) must be an int in [1, n]")
     need = d - (d * dl.numerator) // dl.denominator  # ceil(d (1 - delta)) = d - floor(d delta)
     lo, hi = 0, mechanism.n  # F(n) = d >= need
     while lo < hi:
         mid = (lo + hi) // 2
-        if mechanism.scaled_cdf(1, mid) >= need:
+        if mechanism.scaled_cdf(count, mid) >= need:
             hi = mid
         else:
             lo = mid + 1
@@ -97,30 +117,48 @@ def stability_histogram(
     rng: RandomSource,
     *,
     beta: Any = "1/20",
+    rows_per_key: int = 1,
 ) -> HistogramRelease:
-    """Release (x, M(c_x, U_x)) for the nonzero bins x whose noisy count exceeds tau, ascending by index."""
+    """Release (x, M(c_x, U_x)) for the nonzero bins x whose noisy count exceeds tau, ascending by index.
+
+    ``rows_per_key`` = c: one unit moves one key's count by up to c (tau and delta at count c; the
+    statement is then (c eps~, delta_c) for one such key, see the module docstring).
+    """
     check_mechanism(mechanism, n)
     size = check_universe(universe_size, n, sparse=False)
     b = check_beta(beta)
     dl = check_delta(delta)
-    tau = stability_threshold(mechanism, dl)
+    c = rows_per_key
+    tau = stability_threshold(mechanism, dl, c)
     if tau >= n:
         raise ValueError("delta is too small for this mechanism: the threshold reaches n and nothing could be released")
     keys, values = check_counts(counts, size, n)
     ys = noisy_counts(keys, dict(zip(keys, values)), mechanism, rng)
     kept = [(x, y) for x, y in zip(keys, ys) if y > tau]
-    delta_m = Fraction(mechanism.d - mechanism.scaled_cdf(1, tau), mechanism.d)
+    delta_m = Fraction(mechanism.d - mechanism.scaled_cdf(c, tau), mechanism.d)
     extra, grow = biased_draw_factor(0 if is_power_of_two(mechanism.d) else 1, rng.lam)
-    privacy = add_remove_statement(
-        mechanism.n,
-        exp_eps=mechanism.exp_eps,
-        bias_epsilon=extra,
-        delta=delta_m * grow,
-        theorem="BV Thm 5.5(i) under add/remove: (eps~, Pr[M(1,U) > tau])-DP",
-        notes=f"tau = {tau}; delta = Pr[M(1,U) > tau] (exact) <= requested {dl}, times the rng bias factor; "
-        "replacement: (2 eps, delta), the two changed bins being independent (dpspark.histogram.stability)",
-        replacement_delta=delta_m * grow,
-    )
+    if c == 1:
+        privacy = add_remove_statement(
+            mechanism.n,
+            exp_eps=mechanism.exp_eps,
+            bias_epsilon=extra,
+            delta=delta_m * grow,
+            theorem="BV Thm 5.5(i) under add/remove: (eps~, Pr[M(1,U) > tau])-DP",
+            notes=f"tau = {tau}; delta = Pr[M(1,U) > tau] (exact) <= requested {dl}, times the rng bias factor; "
+            "replacement: (2 eps, delta), the two changed bins being independent (dpspark.histogram.stability)",
+            replacement_delta=delta_m * grow,
+        )
+    else:
+        privacy = add_remove_statement(
+            mechanism.n,
+            exp_eps=mechanism.exp_eps ** c,
+            bias_epsilon=extra,
+            delta=delta_m * grow,
+            theorem=f"BV Thm 5.5(i) under add/remove, one count moving by up to c = {c}: "
+            f"(c eps~, Pr[M(c,U) > tau])-DP (dpspark.mechanisms.histogram.stability)",
+            notes=f"tau = {tau}, set at count c = {c}; delta = Pr[M({c},U) > tau] (exact) <= requested {dl}, "
+            "times the rng bias factor; replacement: the generic two-step rule",
+        )
     a = mechanism.accuracy(b)
     a_sim = mechanism.accuracy(b / n) if n > 1 else a
     accuracy = histogram_accuracy(
@@ -139,5 +177,6 @@ def stability_histogram(
         n=n,
         privacy=privacy,
         accuracy=accuracy,
-        parameters={"mechanism": mechanism.describe(), "tau": tau, "delta_requested": str(dl), "beta": str(b)},
+        parameters={"mechanism": mechanism.describe(), "tau": tau, "delta_requested": str(dl), "beta": str(b),
+                    **({"tau_at_count": c} if c > 1 else {})},
     )

@@ -72,10 +72,10 @@ def target_weights(sampler: EmptyBinSampler, c: int) -> list[Fraction]:
     return w[1:]
 
 
-def law(sampler: EmptyBinSampler, counts: tuple[int, ...]) -> tuple[np.ndarray, int]:
-    """Exact law of p as (numerators indexed by sum_i coeff_i 64^i, common denominator)."""
+def law(sampler: EmptyBinSampler, counts: tuple[int, ...], ell: int | None = None) -> tuple[np.ndarray, int]:
+    """Exact law of p as (numerators indexed by sum_i coeff_i 64^i, common denominator); l = n + 1 by default."""
     n = sampler.n
-    ell = n + 1
+    ell = n + 1 if ell is None else ell
     support = tuple(x for x, c in enumerate(counts) if c > 0)
     k = len(support)
     rows, zrow = basis(support, ell)

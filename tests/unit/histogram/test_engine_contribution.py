@@ -66,10 +66,19 @@ def test_bounds_need_a_unit_column_and_unsupported_mechanisms_say_why(tmp_path: 
     }
     with pytest.raises(ConfigError, match="need privacy.unit_column"):
         ReleaseSpec.from_dict(raw, base_dir=tmp_path, input_given=True)
-    raw["privacy"] = {"mechanism": "stability", "epsilon": "1", "delta": "1e-6", "max_units": 1000,
+    raw["privacy"] = {"mechanism": "kary_sampler", "epsilon": "1", "max_units": 1000,
                       "unit_column": "u", "max_rows_per_key": 2}
-    with pytest.raises(ConfigError, match="does not support privacy.max_rows_per_key > 1: its threshold"):
+    with pytest.raises(ConfigError, match="does not support privacy.max_rows_per_key > 1"):
         ReleaseSpec.from_dict(raw, base_dir=tmp_path, input_given=True)
+    for mech, extra in (("stability", {"delta": "1e-6"}), ("pure_sparse", {}), ("compact", {}), ("dense", {})):
+        raw["universe"] = {"kind": "int_range", "lo": 1, "hi": 10**5}
+        raw["privacy"] = {"mechanism": mech, "epsilon": "1", "max_units": 1000, "unit_column": "u",
+                          "max_keys_per_unit": 2, "max_rows_per_key": 3, **extra}
+        if mech == "dense":
+            raw["universe"]["hi"] = 100
+        got = ReleaseSpec.from_dict(raw, base_dir=tmp_path, input_given=True)  # data-free checks accept it
+        assert got.max_rows_per_key == 3
+        raw["universe"] = {"kind": "categorical", "values": CITIES}
     raw["privacy"] = {"mechanism": "dense", "epsilon": "1", "max_units": 2, "on_excess_units": "drop"}
     with pytest.raises(ConfigError, match="on_excess_units must be one of"):
         ReleaseSpec.from_dict(raw, base_dir=tmp_path, input_given=True)
