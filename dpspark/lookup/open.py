@@ -101,6 +101,23 @@ class ManifestStatements:
         """The accuracy statement in plain words."""
         return accuracy_text(self.manifest)
 
+    # ---- notebook ----------------------------------------------------------------------------
+    def html_values(self) -> tuple[Any, str]:
+        """The values the HTML view shows (a pandas frame or None) and a note under them (override per kind)."""
+        return None, ""
+
+    def _repr_html_(self) -> str:
+        """The release in a notebook: what was counted, the values with their error bars, the guarantee."""
+        from dpspark.lookup.describe import counted_line
+        from dpspark.lookup.frames import release_html
+
+        m = self.manifest
+        facts = [("release", str(getattr(self, "path", ""))), ("mechanism", f"{m.algorithm} ({m.kind} release)"),
+                 ("counted", f"{counted_line(m)} (after contribution bounding)"),
+                 ("key columns", ", ".join(m.key_columns)), ("n", f"{m.max_units} units at most (declared, public)")]
+        frame, note = self.html_values()
+        return release_html(f"dpspark release: {m.kind}", facts, privacy_text(m), accuracy_text(m), frame, note)
+
 
 def open_release(
     path: str | Path, verify: bool = True, limits: ReadLimits = DEFAULT_LIMITS, trusted_keys: Any = None,

@@ -267,7 +267,24 @@ class AnswersMechanism(Mechanism):
                 "delta_requested": str(self.spec.delta)}
 
     def accuracy_summary(self) -> dict[str, Any]:
-        return {"abs_bound_units": self.law.abs_bound, "bound95_units": self.law.bound95, "k": self.k}
+        return {"abs_bound_units": self.law.abs_bound, "bound95_units": self.law.bound95, "k": self.k,
+                "per_query": self.planned_bounds()}
+
+    def planned_bounds(self) -> dict[str, dict[str, Any]]:
+        """Each query's error bars in its own units, from public parameters only (``--dry-run``): R (probability
+        1; bounded noise only) and the simultaneous 95% bound; a noisy-count mean's bound depends on its
+        noisy count and is stated with the answer."""
+        out: dict[str, dict[str, Any]] = {}
+        for q in self.queries:
+            sc = q.scalars()
+            if q.kind is QueryKind.MEAN and q.mean != "public_n":
+                out[q.name] = {"bound": "conditional on its noisy count (stated with the answer)"}
+                continue
+            div = q.scale * (q.n if q.kind is QueryKind.MEAN else 1)
+            r = self.law.scalar_R(sc[0])
+            out[q.name] = {"R (always)": None if r is None else str(Fraction(r, div)),
+                           "bound95 (all answers, w.p. >= 0.95)": str(Fraction(self.law.scalar_95(sc[0]), div))}
+        return out
 
     def accuracy(self) -> Any:
         """The accuracy statement, in units of each scalar's sensitivity (the per-answer bounds are in the section)."""

@@ -111,7 +111,7 @@ def test_inspect_prints_every_statement(tmp_path: Path, kind: str, capsys: pytes
     out = _write(tmp_path, kind)
     assert cli(["inspect", str(out)]) == 0
     text = capsys.readouterr().out
-    for piece in ("kind", "toy_statement", "add_remove: rho = 1/8", "replacement_approx_dp: eps =",
+    for piece in ("kind", "toy_statement", "add_remove: rho = 1/8", "replacement_approx_dp: eps ",
                   "parameter sigma", "Checksums: all files match the manifest"):
         assert piece in text
 
