@@ -20,7 +20,11 @@ __all__ = ["accuracy_words", "claim_words", "delta_words", "epsilon_words", "mea
 
 
 def _exactly_short(x: Fraction) -> str | None:
-    """``readable(x)`` when it is the exact value (no "…"), else None."""
+    """``x`` exactly and short: a decimal of at most 6 significant digits (``1.5``, ``1e-9``), else
+    ``readable(x)`` when that is exact (``3/7``, ``2^-126``), else None."""
+    text, exact = rounded(x, 6)
+    if exact:
+        return text
     text = readable(x)
     return None if "…" in text else text
 
@@ -34,7 +38,8 @@ def epsilon_words(eps: Any) -> str:
         if text is not None and len(text) <= 12:
             return f"eps = {text}"
         return f"eps {bound_text(v, 4)}"
-    r, f = _exactly_short(eps.exp), _exactly_short(abs(eps.extra))
+    r, f = readable(eps.exp), _exactly_short(abs(eps.extra))
+    r = None if "…" in r else r
     approx = f"{eps.float_approx():.6g}"  # report
     if r is not None and f is not None and len(r) <= 24:
         extra = "" if eps.extra == 0 else f" {'+' if eps.extra > 0 else '-'} {f}"
@@ -53,7 +58,8 @@ def rho_words(rho: Fraction) -> str:
     """``rho = 125/5202 (~0.0240292)`` when the fraction is short, else ``rho <= 0.206`` (rounded up)."""
     text = _exactly_short(rho)
     if text is not None and len(text) <= 12:
-        return f"rho = {text}" + ("" if rho.denominator == 1 else f" (~{float(rho):.6g})")  # report
+        decimal = rounded(rho, 6)[1] or "/" not in text
+        return f"rho = {text}" + ("" if decimal else f" (~{float(rho):.6g})")  # report
     return f"rho <= {rounded(rho, 4, up=True)[0]}"
 
 
