@@ -147,11 +147,14 @@ def confidence(beta: Fraction | int) -> str:
 
 #: an exact integer or rational written in a text (a long one is shortened by :func:`readable_text`)
 _NUMBER = re.compile(r"(?<![\w.])(\d+)(?:/(\d+))?(?![\w])(?!\.\d)")
+#: a confidence written as 1 - p/q (printed as a decimal, rounded down)
+_ONE_MINUS = re.compile(r"(?<![\w./])1 - (\d+)/(\d+)(?![\w/^])(?!\.\d)")
 _LONG_RUN = re.compile(r"\d{%d,}" % (MAX_DIGITS + 1))
 
 
 def readable_text(text: str) -> str:
-    """``text`` with every integer or rational longer than :data:`MAX_DIGITS` digits shortened (:func:`readable`).
+    """``text`` with every integer or rational longer than :data:`MAX_DIGITS` digits shortened (:func:`readable`),
+    and every confidence ``1 - p/q`` written as a decimal (:func:`confidence`).
 
     For words a mechanism wrote with exact numbers in them (theorems, conditions, recorded parameters): what
     is printed has no run of more than :data:`MAX_DIGITS` digits; the manifest keeps the exact text.
@@ -165,5 +168,6 @@ def readable_text(text: str) -> str:
             return match.group(0)
         return readable(Fraction(int(num), int(den or 1)))
 
-    out = _NUMBER.sub(shorten, text)
+    out = _ONE_MINUS.sub(lambda m: confidence(Fraction(int(m.group(1)), int(m.group(2)))), text)
+    out = _NUMBER.sub(shorten, out)
     return _LONG_RUN.sub(lambda m: f"<{len(m.group(0))} digits>", out)  # a run glued to letters: still short
