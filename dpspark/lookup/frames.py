@@ -56,7 +56,11 @@ def release_html(title: str, facts: Sequence[tuple[str, str]], privacy: str, acc
               "</td></tr>" for k, v in facts]
     parts.append("</table>")
     if frame is not None:
-        shown = frame.head(HTML_ROWS)
+        shown = frame.head(HTML_ROWS).copy()
+        shown.columns.name = None  # what was counted is among the facts above
+        for c in shown.columns:
+            if shown[c].dtype == object:
+                shown[c] = shown[c].where(shown[c].notna(), "")
         parts.append(shown.to_html(index=False, na_rep="", float_format=lambda x: f"{x:.6g}"))  # report
         if len(frame) > HTML_ROWS:
             parts.append(f"<p>{len(frame) - HTML_ROWS} more rows: <code>to_pandas()</code></p>")

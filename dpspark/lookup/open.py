@@ -67,6 +67,11 @@ class ManifestStatements:
     #: appended to the per-query condition (compact releases: the bar holds for empty bins too)
     condition_note = ""
 
+    @property
+    def kind(self) -> str:
+        """The release kind ("sparse", "compact")."""
+        return self.manifest.kind
+
     def count(self, key: Any) -> int:  # pragma: no cover - every release kind defines it
         raise NotImplementedError
 

@@ -141,7 +141,8 @@ class ReleaseLookup(ManifestStatements):
         """The notebook view's values: the bins above the threshold (the others may be noise)."""
         frame = self.to_pandas(above_threshold=True)
         hidden = len(self) - len(frame)
-        note = f"{hidden} bins at or below the threshold (they may be noise) are hidden; to_pandas() lists them" if hidden else ""
+        note = (f"{hidden} bin(s) at or below the threshold (they may be noise) are hidden; to_pandas() lists them"
+                if hidden else "")
         return frame, note
 
     def to_pandas(self, above_threshold: bool = False) -> Any:
