@@ -83,7 +83,10 @@ def statement_words(statement: Any, exact: bool = False) -> str:
 
 
 #: what a claim bounds, in words
-_QUANTITY = {"abs_error": "|noisy - true|", "tv_distance": "d_TV(output law, target)"}
+_QUANTITY = {"abs_error": "|noisy - true|", "tv_distance": "d_TV(output law, target)",
+             "abs_error_over_sensitivity": "|noisy - true| / the answer's sensitivity",
+             "whitened_frobenius_error": "||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F",
+             "mahalanobis_error": "||Sigma^-1/2 (mu^ - mu)||_2"}
 _SCOPE = {"per_query": "for each answer", "simultaneous": "for all answers at once", "output": "for the output"}
 
 

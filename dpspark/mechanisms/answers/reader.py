@@ -96,6 +96,35 @@ class AnswersLookup(StatementLookup):
                 cols[c] = [r[c] for r in rows]
         return pd.DataFrame({**cols, **exact})  # report
 
+    def accuracy_words(self, exact: bool = False) -> str:
+        """The accuracy in words: each answer's bounds in its own units (first 20), then the claims (in units
+        of each answer's sensitivity, as the manifest states them)."""
+        from dpspark.text import bound_text
+        from dpspark.text.statements import accuracy_words
+
+        claims = accuracy_words(self.manifest.accuracy, exact)
+        if exact:
+            return claims
+
+        def at_most(x: Fraction) -> str:
+            text = bound_text(x)
+            return "<= " + text[2:] if text.startswith("= ") else text
+
+        lines = ["In each answer's own units:"]
+        for name, r in list(self._rows.items())[:20]:
+            parts = []
+            if r["R"] is not None:
+                parts.append(f"{at_most(r['R'])} always")
+            if r["bound95"] is not None:
+                parts.append(f"{at_most(r['bound95'])} with probability >= 0.95 (all answers at once)")
+            cond = r["conditional_bound"] if r["conditional_bound"] is not None else r["conditional_bound95"]
+            if cond is not None:
+                parts.append(f"{at_most(cond)} on a condition ({r['condition']})")
+            lines.append(f"  {name}: |noisy - true| " + (", ".join(parts) if parts else "has no bound (undefined)"))
+        if len(self._rows) > 20:
+            lines.append(f"  ... {len(self._rows) - 20} more (to_pandas())")
+        return "\n".join(lines) + "\n" + claims
+
     def describe_lines(self) -> list[tuple[str, str]]:
         """k, the noise and the bound semantics for ``dpspark inspect``."""
         s = self.section
