@@ -195,11 +195,15 @@ def _print_fields(lines: list[tuple[str, str]], exact: bool) -> None:
 
 
 def short_json(value: Any, exact: bool, limit: int = 160) -> str:
-    """A recorded parameter in one line (cut at ``limit`` characters unless ``exact``)."""
+    """A recorded parameter in one line: its long numbers shortened, then cut at ``limit`` characters (a number
+    is shortened whole, never cut in the middle), unless ``exact``."""
     import json
 
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return text if exact or len(text) <= limit else text[: limit - 1] + "…"
+    if exact:
+        return text
+    text = _words(text, exact)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def add_inspect_command(subparsers: Any) -> None:

@@ -2,6 +2,12 @@
 
 Display only (the plan text, ``inspect``, ``lookup``, error messages): no value printed here decides anything.
 Mechanisms and the runner format numbers with this module instead of importing the read library.
+
+:func:`readable` shortens a number; :func:`rounded`, :func:`bound_text` and :func:`confidence` round a bound
+the safe way (an upper bound up, a confidence down), so a printed number stays a true statement;
+:func:`readable_text` shortens the long numbers inside words a mechanism wrote. The submodules put whole
+statements into words: :mod:`dpspark.text.statements` (privacy and accuracy), :mod:`dpspark.text.counted`
+(what a histogram counted), :mod:`dpspark.text.plan` (the ``--dry-run`` plan).
 """
 
 from __future__ import annotations
