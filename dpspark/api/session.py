@@ -6,7 +6,7 @@
 ...     h = s.histogram(keys=["city"], universe={"kind": "string", "max_bytes": 15},
 ...                     mechanism="stability", epsilon="1", delta="1e-9", output="releases/city")
 ...     h.to_pandas()          # key columns, noisy_count, error bars
-...     s.remaining            # exact budget left
+...     s.remaining            # budget left, as numbers (.measure: the exact one)
 
 Every keyword is the TOML config's field of the same name, so both interfaces share one validator
 (:func:`dpspark.api.config.parse_config`). ``epsilon`` and ``delta`` are the release's total: with
@@ -103,8 +103,25 @@ class Session:
     # --- budget ------------------------------------------------------------------------------
     @property
     def remaining(self) -> Any:
-        """The exact budget left (a :mod:`dpspark.privacy` measure), or None without a session budget."""
-        return None if self.budget is None else self.budget.remaining
+        """The budget left, printed as numbers (``eps = 1, delta = 9e-9``), or None without a session budget.
+
+        A :class:`~dpspark.api.session_view.BudgetLeft`: its ``.measure`` is the exact :mod:`dpspark.privacy`
+        measure, and ``.epsilon``, ``.delta``, ``.rho`` and ``==`` read it.
+        """
+        from dpspark.api.session_view import BudgetLeft
+
+        return None if self.budget is None else BudgetLeft(self.budget.remaining)
+
+    def __repr__(self) -> str:
+        from dpspark.api.session_view import session_repr
+
+        return session_repr(self)
+
+    def _repr_html_(self) -> str:
+        """The session in a notebook: the budget spent and left as numbers, and the releases made."""
+        from dpspark.api.session_view import session_html
+
+        return session_html(self)
 
     def charge_for(self, spec: "ReleaseSpec") -> Charge:
         """The budget charge of ``spec``: this session's budget (if any) and the spec's ledger (if any)."""

@@ -17,8 +17,9 @@ Design (small on purpose):
 * ``.answer(query)`` validates the query (the ``[[queries]]`` fields), refuses it before reading any data
   if it needs more scalar answers than are left (a noisy-count mean needs two), runs one pass over the
   data for its scalars, draws their noise and returns the answer (a dict of exact Fractions with R,
-  bound95 or the conditional bound). A query refused before any data is read (a malformed query, a missing
-  column or a column of the wrong type: schema only) uses no slot; from the data pass on, its slots and
+  bound95 or the conditional bound, each with a float beside it for reading: ``value_float``,
+  ``R_float``...). A query refused before any data is read (a malformed query, a missing column or a
+  column of the wrong type: schema only) uses no slot; from the data pass on, its slots and
   its name are used, whatever happens: a pass that fails raises the fixed, value-free
   :class:`~dpspark.engine.data_pass.DataPassError` and the slots stay spent (a failing probe is never free).
 * k is at most :data:`MAX_ANSWERS`, checked before anything is allocated.
@@ -135,7 +136,7 @@ class AdaptiveAnswers:
 
         totals = run_data_pass(lambda: self.mechanism.totals(context(), q.scalars()),
                                show_data_errors=self.session.show_data_errors)
-        out = self.mechanism.answer_totals(totals, self.rng, [q])[0]
+        out = with_floats(self.mechanism.answer_totals(totals, self.rng, [q])[0])
         self.answered.append(out)
         return out
 
@@ -156,6 +157,21 @@ class AdaptiveAnswers:
         check_input_schema(_QueryCheck(self.mechanism, q), frame_schema(frame), "the session's DataFrame",
                            text_input=s.text_input())
         return lambda: SparkBackend(frame, self.rng, s.progress)
+
+
+def with_floats(answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer`` with ``<key>_float`` beside every exact Fraction (``value`` -> ``value_float``), for reading.
+
+    The floats are reports of the exact values (post-processing); the Fractions stay the answer.
+    """
+    from fractions import Fraction
+
+    out: dict[str, Any] = {}
+    for key, value in answer.items():
+        out[key] = value
+        if isinstance(value, Fraction):
+            out[f"{key}_float"] = float(value)  # report
+    return out
 
 
 class _QueryCheck:

@@ -11,6 +11,7 @@ from dpspark.cli.common import command_parser
 from dpspark.cli.common import fail as _fail
 from dpspark.errors import DPSparkError
 from dpspark.text import short
+from dpspark.text.counted import counted_words
 
 if TYPE_CHECKING:
     from dpspark.universe import Universe
@@ -127,6 +128,7 @@ def _inspect(args: argparse.Namespace) -> int:
         ("replacement", relation_line(m.replacement, args.exact)),
         ("n", f"{m.max_units} units at most (declared, public)"),
         ("units", contribution_words(m.raw.get("config") or {})),
+        ("counted", counted_words(m.raw.get("config") or {}) + " (after contribution bounding, not rows of the data)"),
         ("unbounded", unbounded_words(m, args.exact)),
         ("universe", universe_words(universe, m.key_columns) if universe else f"{m.universe_spec.get('kind')} (files failed)"),
         ("key columns", ", ".join(m.key_columns)),
@@ -146,14 +148,12 @@ def _inspect(args: argparse.Namespace) -> int:
             ("counts M", f"{mech['mechanism']}" + (f", gamma = {gamma}, t = {mech['t']}"
                                                    if mech["gamma"] else "") + (" (GeoSample fallback)" if mech["fallback"] else "")),
         ]
-    width = max(len(k) for k, _ in lines)
-    for k, v in lines:
-        print(f"{k.ljust(width)}  {v}")
+    _print_fields(lines, args.exact)
     print()
     print("Privacy:")
-    print("  " + privacy_text(m, args.exact).replace("\n", "\n  "))
+    print("  " + _words(privacy_text(m, args.exact), args.exact).replace("\n", "\n  "))
     print("Accuracy:")
-    print("  " + accuracy_text(m, args.exact).replace("\n", "\n  "))
+    print("  " + _words(accuracy_text(m, args.exact), args.exact).replace("\n", "\n  "))
     print("Files:")
     for name, text, _ in status:
         print(f"  {name}: {text}")
@@ -165,12 +165,16 @@ def _inspect_statement(root: Path, m: Any, exact: bool) -> int:
     """``inspect`` of a statement-envelope release (answers, samples, learned distributions)."""
     from dpspark.release.kinds import reader_for
 
+    from dpspark.text.statements import accuracy_words, statement_words
+
     status = _file_status(root, m)
     ok = all(s[2] for s in status)
     extra: list[tuple[str, str]] = []
+    reader = None
     if ok:
         try:
-            extra = reader_for(m.kind)(root, manifest=m, verify=False).describe_lines()
+            reader = reader_for(m.kind)(root, manifest=m, verify=False)
+            extra = reader.describe_lines()
         except DPSparkError as err:
             return _fail("inspect", err)
     lines = [
@@ -185,15 +189,15 @@ def _inspect_statement(root: Path, m: Any, exact: bool) -> int:
     ]
     for key, value in m.parameters.items():
         lines.insert(3, (f"parameter {key}", short_json(value, exact)))
-    width = max(len(k) for k, _ in lines)
-    for k, v in lines:
-        print(f"{k.ljust(width)}  {v}")
+    _print_fields(lines, exact)
     print()
     print("Privacy:")
     for name, st in m.privacy.items():
-        print(f"  {name}: {st.text()}")
+        print(f"  {name}: {statement_words(st, exact)}")
     print("Accuracy:")
-    print("  " + m.accuracy.text().replace("\n", "\n  "))
+    words = getattr(reader, "accuracy_words", None)
+    text = words(exact) if callable(words) else accuracy_words(m.accuracy, exact)
+    print("  " + _words(text, exact).replace("\n", "\n  "))
     print("Files:")
     for name, text, _ in status:
         print(f"  {name}: {text}")
@@ -201,12 +205,34 @@ def _inspect_statement(root: Path, m: Any, exact: bool) -> int:
     return 0 if ok else 1
 
 
+#: lines printed as they are: paths the user chose (a long digit run in a path is not a number)
+_VERBATIM = ("release", "input")
+
+
+def _words(text: str, exact: bool) -> str:
+    """``text`` as printed: exact with ``--exact``, else with every long number shortened."""
+    from dpspark.text import readable_text
+
+    return text if exact else readable_text(text)
+
+
+def _print_fields(lines: list[tuple[str, str]], exact: bool) -> None:
+    """The (label, text) lines, aligned; long numbers shortened unless ``exact`` (paths stay as they are)."""
+    width = max(len(k) for k, _ in lines)
+    for k, v in lines:
+        print(f"{k.ljust(width)}  {v if k in _VERBATIM else _words(v, exact)}")
+
+
 def short_json(value: Any, exact: bool, limit: int = 160) -> str:
-    """A recorded parameter in one line (cut at ``limit`` characters unless ``exact``)."""
+    """A recorded parameter in one line: its long numbers shortened, then cut at ``limit`` characters (a number
+    is shortened whole, never cut in the middle), unless ``exact``."""
     import json
 
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
-    return text if exact or len(text) <= limit else text[: limit - 1] + "…"
+    if exact:
+        return text
+    text = _words(text, exact)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def add_inspect_command(subparsers: Any) -> None:

@@ -65,7 +65,7 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
               "or open it in Python (dpspark.lookup.open_release)", file=sys.stderr)
         return 2
     acc = rel.accuracy
-    holds = "every key" if acc.per_query_above < 0 else f"true count > {acc.per_query_above}"
+    holds = "every key" if acc.per_query_above < 0 else f"exact count > {acc.per_query_above}"
     rows: list[tuple[str, ...]] = [("key", "noisy count", "error bar", "per-key bar holds if")]
     invalid: list[str] = []
     for pos, text in enumerate(args.key, start=1):

@@ -33,6 +33,15 @@ def _labels(table: Any, manifest: Any) -> list[str]:
     return [", ".join(parts) for parts in zip(*per_key)]
 
 
+def count_label(config: dict[str, Any]) -> str:
+    """The y axis: a noisy count of what was counted (after contribution bounding), not of the data's rows."""
+    from dpspark.text.counted import counted_words
+
+    words = counted_words(config)
+    head, _, tail = words.partition(", ")
+    return f"noisy count:\n{head}" + (f"\n({tail})" if tail else "")
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -91,7 +100,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
                            fontsize=8)
         ax.set_xlabel(", ".join(rel.manifest.key_columns)
                       + (" (universe order)" if args.order == "universe" else " (largest noisy count first)"))
-        ax.set_ylabel("noisy count")
+        ax.set_ylabel(count_label(rel.manifest.raw.get("config") or {}), fontsize=8)
         eps = rel.manifest.add_remove.epsilon_float()  # report
         shown = "" if eps is None else f", eps ~ {eps:.3g}"  # report
         note = f"; {hidden} bins below threshold hidden" if hidden else ""

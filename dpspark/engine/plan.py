@@ -125,43 +125,10 @@ def plan_summary(spec: "ReleaseSpec", mech: Any) -> dict[str, Any]:
 
 
 def plan_text(plan: dict[str, Any]) -> str:
-    """The ``--dry-run`` plan in plain words (numbers shortened; exact values stay in the JSON form)."""
-    from fractions import Fraction
+    """The ``--dry-run`` plan in plain words (numbers readable; exact values stay in the JSON form)."""
+    from dpspark.text.plan import plan_words
 
-    from dpspark.text import readable
-
-    def short_value(value: Any) -> str:
-        if isinstance(value, str) and "/" in value and " " not in value:
-            try:
-                return readable(Fraction(value))
-            except (ValueError, ZeroDivisionError):
-                return value
-        if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-            return f"~2^{value.bit_length()}"
-        return str(value)
-
-    lines = [f"mechanism        {plan['mechanism']}"]
-    lines.append(f"passes           {len(plan['passes'])}: " + "; ".join(plan["passes"]))
-    c = plan["contribution"]
-    # the per-key bounds where keys are counted, or where configured (the words ``dpspark inspect`` prints too)
-    keyed = c.get("keyed", True) or c["max_keys_per_unit"] != 1 or c["max_rows_per_key"] != 1
-    per_key = f"; <= {c['max_keys_per_unit']} key(s) per unit, <= {c['max_rows_per_key']} row(s) per key" if keyed else ""
-    lines.append(f"privacy unit     {c['unit']} (at most {c['max_units']} units; excess units: {c['on_excess_units']}"
-                 f"{per_key})")
-    for key, value in plan["privacy"].items():
-        lines.append(f"privacy          {key}: {short_value(value)}")
-    for key, value in plan["accuracy"].items():
-        lines.append(f"error bar        {key}: {short_value(value)}")
-    for key, value in plan["plan"].items():
-        if key == "mechanism":
-            continue
-        if isinstance(value, dict):
-            inner = ", ".join(f"{k} = {short_value(v)}" for k, v in value.items() if v is not None)
-            lines.append(f"parameter        {key}: {inner}")
-        else:
-            lines.append(f"parameter        {key}: {short_value(value)}")
-    lines.append(f"output           {plan['output']}")
-    return "\n".join(lines)
+    return plan_words(plan)
 
 
 @dataclass

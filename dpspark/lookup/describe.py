@@ -19,10 +19,12 @@ def _eps(rel: PrivacyStatement, exact: bool = False) -> str:
 def _delta(rel: PrivacyStatement, exact: bool = False) -> str:
     if rel.delta == 0:
         return "delta = 0 (pure DP)"
+    if not exact:
+        from dpspark.text.statements import delta_words
+
+        return delta_words(rel.delta)  # scientific, rounded up: 9.03e-10
     log2 = frac_log2(rel.delta)
     shown = short(rel.delta, exact)
-    if shown.startswith("2^"):
-        return f"delta = {shown}"
     return f"delta = {shown} (~2^{log2:.2f})"  # report
 
 
@@ -47,27 +49,46 @@ def privacy_text(m: Manifest, exact: bool = False) -> str:
     return "\n".join(lines)
 
 
+def counted_line(m: Manifest) -> str:
+    """What the release's counts count (after contribution bounding), in words."""
+    from dpspark.text.counted import counted_words
+
+    return counted_words(m.raw.get("config") or {})
+
+
 def condition_text(acc: AccuracyStatement, exact: bool = False) -> str:
     """When the per-query error bar holds, in words."""
     if acc.per_query_above < 0:
-        return f"holds for every key with probability >= 1 - {short(acc.beta_per_query, exact)}"
+        return f"holds for every key with probability >= {_confidence(acc.beta_per_query, exact)}"
     return (
-        f"holds with probability >= 1 - {short(acc.beta_per_query, exact)} only if the true count is > "
+        f"holds with probability >= {_confidence(acc.beta_per_query, exact)} only if the exact count is > "
         f"{acc.per_query_above}; smaller counts may be reported as 0"
     )
 
 
+def _confidence(beta: Fraction, exact: bool) -> str:
+    """1 - beta: exact with ``exact``, else a decimal rounded down (0.95)."""
+    from dpspark.text import confidence
+
+    return f"1 - {short(beta, True)}" if exact else confidence(beta)
+
+
 def accuracy_text(m: Manifest, exact: bool = False) -> str:
-    """The release's accuracy statement in plain words (``exact``: every rational in full)."""
+    """The release's accuracy statement in plain words (``exact``: every rational in full).
+
+    "exact count" is the count of what the release counted (:func:`counted_line`): after contribution bounding,
+    not the rows of the data.
+    """
     acc = m.accuracy
     lines = [
-        f"Per key: |noisy - true| <= {acc.a_per_query}; {condition_text(acc, exact)}.",
-        f"All keys at once: |noisy - true| <= {acc.a_simultaneous} with probability >= 1 - "
-        f"{short(acc.beta_simultaneous, exact)}.",
+        f"Counted: {counted_line(m)} (after contribution bounding, not rows of the data).",
+        f"Per key: |noisy - exact count| <= {acc.a_per_query}; {condition_text(acc, exact)}.",
+        f"All keys at once: |noisy - exact count| <= {acc.a_simultaneous} with probability >= "
+        f"{_confidence(acc.beta_simultaneous, exact)}.",
     ]
     if acc.per_query_above >= 0:
         lines.append(
-            f"Threshold: bins whose true count is <= {acc.per_query_above} may be absent (read as 0), and a "
+            f"Threshold: bins whose exact count is <= {acc.per_query_above} may be absent (read as 0), and a "
             f"released count <= {acc.per_query_above} may be noise (marked 'below threshold: may be noise')."
         )
     if acc.notes:

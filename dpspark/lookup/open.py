@@ -67,6 +67,11 @@ class ManifestStatements:
     #: appended to the per-query condition (compact releases: the bar holds for empty bins too)
     condition_note = ""
 
+    @property
+    def kind(self) -> str:
+        """The release kind ("sparse", "compact")."""
+        return self.manifest.kind
+
     def count(self, key: Any) -> int:  # pragma: no cover - every release kind defines it
         raise NotImplementedError
 
@@ -100,6 +105,23 @@ class ManifestStatements:
     def accuracy_text(self) -> str:
         """The accuracy statement in plain words."""
         return accuracy_text(self.manifest)
+
+    # ---- notebook ----------------------------------------------------------------------------
+    def html_values(self) -> tuple[Any, str]:
+        """The values the HTML view shows (a pandas frame or None) and a note under them (override per kind)."""
+        return None, ""
+
+    def _repr_html_(self) -> str:
+        """The release in a notebook: what was counted, the values with their error bars, the guarantee."""
+        from dpspark.lookup.describe import counted_line
+        from dpspark.lookup.frames import release_html
+
+        m = self.manifest
+        facts = [("release", str(getattr(self, "path", ""))), ("mechanism", f"{m.algorithm} ({m.kind} release)"),
+                 ("counted", f"{counted_line(m)} (after contribution bounding)"),
+                 ("key columns", ", ".join(m.key_columns)), ("n", f"{m.max_units} units at most (declared, public)")]
+        frame, note = self.html_values()
+        return release_html(f"dpspark release: {m.kind}", facts, privacy_text(m), accuracy_text(m), frame, note)
 
 
 def open_release(

@@ -73,8 +73,11 @@ class StatementLookup:
 
     @property
     def privacy(self) -> str:
-        """The privacy guarantees in plain words, one per line."""
-        return self.manifest.privacy_text()
+        """The privacy guarantees in plain words, one per line (numbers shortened, rounded the safe way; the exact
+        statements are :attr:`statements`)."""
+        from dpspark.text.statements import statement_words
+
+        return "\n".join(f"{name}: {statement_words(st)}" for name, st in self.manifest.privacy.items())
 
     @property
     def accuracy(self) -> "AccuracyStatement":
@@ -83,8 +86,15 @@ class StatementLookup:
 
     @property
     def accuracy_text(self) -> str:
-        """The accuracy statement in plain words."""
-        return self.manifest.accuracy.text()
+        """The accuracy statement in plain words (numbers shortened; the exact one is :attr:`accuracy`)."""
+        return self.accuracy_words()
+
+    def accuracy_words(self, exact: bool = False) -> str:
+        """The accuracy statement in words for ``inspect`` (``exact``: the manifest's exact text). A kind whose
+        claims are in internal units overrides this to state them in the user's units."""
+        from dpspark.text.statements import accuracy_words
+
+        return accuracy_words(self.manifest.accuracy, exact)
 
     @property
     def section(self) -> dict[str, Any]:
@@ -136,3 +146,16 @@ class StatementLookup:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.kind} release at {self.root}>"
+
+    def _repr_html_(self) -> str:
+        """The release in a notebook: its values (``to_pandas()``, first rows), the guarantee and the error bars."""
+        from dpspark.lookup.frames import release_html
+        from dpspark.text import readable_text
+
+        m = self.manifest
+        facts = [("release", str(self.root)), ("mechanism", f"{m.mechanism}: {m.algorithm}"),
+                 ("n", f"{m.max_units} units at most (declared, public)")]
+        facts += [(k.strip(), readable_text(v)) for k, v in self.describe_lines()]
+        to_pandas = getattr(self, "to_pandas", None)
+        frame = to_pandas() if callable(to_pandas) else None
+        return release_html(f"dpspark release: {m.kind}", facts, self.privacy, self.accuracy_text, frame)

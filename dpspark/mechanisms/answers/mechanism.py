@@ -246,7 +246,7 @@ class AnswersMechanism(Mechanism):
 
     def accuracy_summary(self) -> dict[str, Any]:
         return {"abs_bound_units": self.law.abs_bound, "bound95_units": self.law.bound95, "k": self.k,
-                "compared": self.comparison().words()}
+                "compared": self.comparison().words(), "per_query": self.planned_bounds()}
 
     def comparison(self) -> Any:
         """Both answers mechanisms' error bars at this k (:mod:`dpspark.mechanisms.answers.choice`; a dry run)."""
@@ -258,6 +258,22 @@ class AnswersMechanism(Mechanism):
     def certified_M(self) -> int | None:
         """The certified bounded-noise M of this release, if it has one (the Gaussian has none)."""
         return None
+
+    def planned_bounds(self) -> dict[str, dict[str, Any]]:
+        """Each query's error bars in its own units, from public parameters only (``--dry-run``): R (probability
+        1; bounded noise only) and the simultaneous 95% bound; a noisy-count mean's bound depends on its
+        noisy count and is stated with the answer."""
+        out: dict[str, dict[str, Any]] = {}
+        for q in self.queries:
+            sc = q.scalars()
+            if q.kind is QueryKind.MEAN and q.mean != "public_n":
+                out[q.name] = {"bound": "conditional on its noisy count (stated with the answer)"}
+                continue
+            div = q.scale * (q.n if q.kind is QueryKind.MEAN else 1)
+            r = self.law.scalar_R(sc[0])
+            out[q.name] = {"R (always)": None if r is None else str(Fraction(r, div)),
+                           "bound95 (all answers, w.p. >= 0.95)": str(Fraction(self.law.scalar_95(sc[0]), div))}
+        return out
 
     def accuracy(self) -> Any:
         """The accuracy statement, in units of each scalar's sensitivity (the per-answer bounds are in the section)."""

@@ -4,7 +4,7 @@
 >>> r.answers()                      # {"rows": Fraction(...), "avg": Fraction(...), ...}
 >>> r.answer("avg")                  # one exact answer (None: a mean over a non-positive noisy count)
 >>> r.bound("total")                 # R: |answer - truth| <= R with probability 1 (bounded_noise only)
->>> r.to_pandas()                    # name, kind, value, R, bound95, conditional bounds (floats for display)
+>>> r.to_pandas()                    # name, kind, value, R, bound95, ... (floats), then value_exact, R_exact, ...
 
 Every value is the exact rational the release wrote (the table stores "p/q" strings).
 """
@@ -79,17 +79,51 @@ class AnswersLookup(StatementLookup):
             raise KeyError(f"no query named {name!r}; queries: {sorted(self._rows)}") from None
 
     def to_pandas(self) -> "pd.DataFrame":
-        """One row per query: name, kind, value, R, bound95, conditional bounds (floats for display)."""
+        """One row per query: name, kind, value, R, bound95, conditional bounds, noisy parts and the condition as
+        floats for reading, then each of those values exact beside them (``<column>_exact``: "p/q" strings)."""
         import pandas as pd
 
-        def f(v: Any) -> float | None:
-            return None if v is None else float(v)  # report
+        from dpspark.lookup.frames import exact_columns
 
-        cols = {c: [] for c in _COLUMNS}
-        for r in self._rows.values():
-            for c in _COLUMNS:
-                cols[c].append(f(r[c]) if c in _EXACT else r[c])
-        return pd.DataFrame(cols)  # report
+        rows = list(self._rows.values())
+        cols: dict[str, Any] = {}
+        exact: dict[str, Any] = {}
+        for c in _COLUMNS:
+            if c in _EXACT:
+                both = exact_columns(c, [r[c] for r in rows])
+                cols[c], exact[f"{c}_exact"] = both[c], both[f"{c}_exact"]
+            else:
+                cols[c] = [r[c] for r in rows]
+        return pd.DataFrame({**cols, **exact})  # report
+
+    def accuracy_words(self, exact: bool = False) -> str:
+        """The accuracy in words: each answer's bounds in its own units (first 20), then the claims (in units
+        of each answer's sensitivity, as the manifest states them)."""
+        from dpspark.text import bound_text
+        from dpspark.text.statements import accuracy_words
+
+        claims = accuracy_words(self.manifest.accuracy, exact)
+        if exact:
+            return claims
+
+        def at_most(x: Fraction) -> str:
+            text = bound_text(x)
+            return "<= " + text[2:] if text.startswith("= ") else text
+
+        lines = ["In each answer's own units:"]
+        for name, r in list(self._rows.items())[:20]:
+            parts = []
+            if r["R"] is not None:
+                parts.append(f"{at_most(r['R'])} always")
+            if r["bound95"] is not None:
+                parts.append(f"{at_most(r['bound95'])} with probability >= 0.95 (all answers at once)")
+            cond = r["conditional_bound"] if r["conditional_bound"] is not None else r["conditional_bound95"]
+            if cond is not None:
+                parts.append(f"{at_most(cond)} on a condition ({r['condition']})")
+            lines.append(f"  {name}: |noisy - true| " + (", ".join(parts) if parts else "has no bound (undefined)"))
+        if len(self._rows) > 20:
+            lines.append(f"  ... {len(self._rows) - 20} more (to_pandas())")
+        return "\n".join(lines) + "\n" + claims
 
     def describe_lines(self) -> list[tuple[str, str]]:
         """k, the noise and the bound semantics for ``dpspark inspect``."""

@@ -138,3 +138,35 @@ class CompactReleaseLookup(ManifestStatements):
         """Noisy counts of 1-based index words (FixedSizeBinary(W), no nulls), e.g. from the Spark encoder."""
         return self._counts_of_points(points_of_index_words(self.field, index_words))
 
+
+    # ---- frames ------------------------------------------------------------------------------
+    def to_pandas(self, keys: Any = None) -> Any:
+        """The noisy counts of ``keys`` as a pandas DataFrame: key columns, ``noisy_count``, ``error_bar``,
+        ``error_bar_beta`` (every key of the universe has a count, so the keys are given; as for :meth:`counts`).
+
+        What a count counts (after contribution bounding) is the frame's ``attrs["counted"]``.
+        """
+        import pandas as pd
+
+        from dpspark.lookup.frames import label_frame
+
+        if keys is None:
+            raise ValueError("a compact release has a noisy count for every key of its universe and no list of "
+                             "bins: pass the keys you need, to_pandas(keys)")
+        counts = self.counts(keys)
+        names = list(self.manifest.key_columns)
+        if isinstance(keys, (pa.Table, pa.RecordBatch)):
+            frame = keys.select(names).to_pandas()
+        elif len(names) == 1:
+            frame = pd.DataFrame({names[0]: list(keys)})
+        else:
+            frame = pd.DataFrame([tuple(k) for k in keys], columns=names)
+        acc = self.manifest.accuracy
+        frame["noisy_count"] = counts
+        frame["error_bar"] = acc.a_per_query
+        frame["error_bar_beta"] = float(acc.beta_per_query)  # report
+        return label_frame(frame, self.manifest.raw.get("config") or {})
+
+    def html_values(self) -> tuple[Any, str]:
+        """A compact release lists no bins: the notebook view says how to get counts."""
+        return None, "every key of the universe has a noisy count: counts(keys) or to_pandas(keys)"

@@ -83,17 +83,16 @@ class GaussianModelLookup(StatementLookup):
     def sample(self, k: int, rng: Any = None) -> np.ndarray:
         """k synthetic rows from N(mean, covariance) (post-processing; a missing part is 0 / the identity).
 
-        Free of privacy cost, whatever k is: the model is already private. ``rng``: a
-        :class:`dpspark.rng.RandomSource` (default: the CSPRNG; tests pass a SeededRandom); 128 bits of it
-        seed the numpy generator that draws the floating-point Gaussian rows.
+        Free of privacy cost, whatever k is, and private whatever the generator: the model is already private.
+        ``rng``: None (the CSPRNG), an int seed, a :class:`random.Random`, a numpy
+        :class:`~numpy.random.Generator` (used as it is) or a :class:`dpspark.rng.RandomSource` (tests pass a
+        SeededRandom); 128 bits of the non-numpy ones seed the numpy generator that draws the rows.
         """
+        from dpspark.lookup.generators import numpy_generator
+
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValueError("k must be an int >= 0")
-        if rng is None:
-            from dpspark.rng import default_source
-
-            rng = default_source()
-        gen = np.random.default_rng(rng.bits(128))  # report: synthetic rows from a private model (post-processing)
+        gen = numpy_generator(rng)  # report: synthetic rows from a private model (post-processing)
         d = self.dimension
         mu = self.mean()
         cov = self.covariance()
@@ -101,11 +100,71 @@ class GaussianModelLookup(StatementLookup):
         cov = np.eye(d) if cov is None else cov
         return gen.multivariate_normal(mu, cov, size=k, method="eigh")
 
+    def to_pandas(self) -> Any:
+        """One row per modelled column: ``column``, ``mean`` and one ``cov_<column>`` per column (the covariance
+        row). The values are the release's own float64 numbers (the manifest states they are post-processing of
+        the exact noisy integers), so there is no exact string beside them; a missing estimate is absent."""
+        import pandas as pd
+
+        cols: dict[str, Any] = {"column": self.columns}
+        if self._mean is not None:
+            cols["mean"] = self._mean.tolist()
+        if self._cov is not None:
+            for j, name in enumerate(self.columns):
+                cols[f"cov_{name}"] = self._cov[:, j].tolist()
+        return pd.DataFrame(cols)
+
+    # --- words --------------------------------------------------------------------------------
+    def _last_pass_unit(self) -> tuple[str, int] | None:
+        """(what the last noise pass summed, log2 of its integer unit in the data's units), from its label."""
+        noise = self.section.get("noise") or []
+        if not noise:
+            return None
+        label = str(noise[-1].get("label", ""))
+        y_bits = int(self.section["data_bits"]) + int(self.section["matrix_bits"])
+        if label.endswith("sums"):  # sums of preconditioned, centred rows y = M x: unit 2^-(data + matrix bits)
+            return f"{label}: each coordinate of a sum of preconditioned rows, in the data's units", y_bits
+        if label.startswith(("PCE", "PPC")):  # sums of outer products of preconditioned pair differences
+            return f"{label}: each entry of a sum of outer products, in the data's units squared", 2 * y_bits
+        if label.endswith("count"):
+            return f"{label}: a count of units", 0
+        return None
+
+    def accuracy_words(self, exact: bool = False) -> str:
+        """The accuracy in words, the noise bound of the last pass in the data's units (not fixed-point units)."""
+        from fractions import Fraction
+
+        from dpspark.text import bound_text, confidence, readable_text
+        from dpspark.text.statements import accuracy_words, claim_words
+
+        acc = self.manifest.accuracy
+        unit = self._last_pass_unit()
+        if exact or unit is None:
+            return accuracy_words(acc, exact)
+        what, bits = unit
+        lines = []
+        for c in acc.claims:
+            if c.quantity == "abs_error" and c.scope == "simultaneous" and "integer units" in c.condition:
+                b = bound_text(Fraction(c.bound) / (1 << bits))
+                b = "<= " + b[2:] if b.startswith("= ") else b
+                lines.append(f"noise of the last pass ({what}) {b} for every coordinate at once, with probability "
+                             f">= {confidence(c.beta)} (the discrete Gaussian is sigma-subgaussian, CKS20); the "
+                             "model's error follows KLSU Thm 1.1 at large enough n")
+            else:
+                lines.append(claim_words(c))
+        if acc.notes:
+            lines.append(f"Notes: {readable_text(acc.notes)}")
+        return "\n".join(lines)
+
     def describe_lines(self) -> list[tuple[str, str]]:
         """``dpspark inspect`` lines: d and the estimates, rho, the public bounds, the fixed point, the passes."""
+        from dpspark.release.exactjson import str_to_frac
+        from dpspark.text.statements import rho_words
+
         s = self.section
+        rho = str_to_frac(str(s["rho"]), 1 << 16)
         lines = [("model", f"Gaussian, d = {s['dimension']}, holds {', '.join(s['estimates'])}"),
-                 ("rho (composed)", f"{s['rho']} (sum of {len(s['rho_by_noise'])} noise additions)"),
+                 ("rho (composed)", f"{rho_words(rho)} (sum of {len(s['rho_by_noise'])} noise additions)"),
                  ("public bounds", f"||mu|| <= R = {s['radius']}, I <= Sigma <= kappa I, kappa = {s['kappa']}"),
                  ("fixed point", f"data 2^-{s['data_bits']}, preconditioner 2^-{s['matrix_bits']}"),
                  ("passes", str(s["passes"])),

@@ -1,7 +1,7 @@
 """Reader of ``groups`` releases: aggregates per group, each with its exact error bar.
 
 >>> r = dpspark.lookup.open_release("releases/carriers")      # doctest: +SKIP
->>> r.to_pandas()            # key columns, then per aggregate <name> (float) and <name>_error (float)
+>>> r.to_pandas()            # key columns, per aggregate <name> and <name>_error (floats), then the exact strings
 >>> r.lookup("AA")           # {"flights": Entry(value=Fraction(...), error=..., confidence=...), ...}
 >>> r.lookup(("AA", 2013))   # several key columns: a tuple
 
@@ -118,18 +118,32 @@ class GroupsLookup(StatementLookup):
         return self._table
 
     def to_pandas(self) -> "pd.DataFrame":
-        """Key columns, then per aggregate ``<name>`` (float) and ``<name>_error`` (float; rank rows for a quantile)."""
+        """Key columns, then per aggregate ``<name>`` and ``<name>_error`` (floats for reading; a quantile's error
+        is in rows of rank), then the exact values beside them: ``<name>_exact``, ``<name>_error_exact`` ("p/q"
+        strings) and ``<name>_confidence`` (the error bar holds with at least this probability, a float)."""
         import pandas as pd
 
+        from dpspark.lookup.frames import exact_columns
+
         cols: dict[str, Any] = {c: self._table.column(c).to_pylist() for c in self.by}
+        exact: dict[str, Any] = {}
         for a in self.aggregates:
             n = a["name"]
             entries = [e[n] for e in self._entries.values()]
-            cols[n] = [None if e.value is None else float(e.value) for e in entries]  # report
-            cols[f"{n}_error"] = [None if e.error is None else float(e.error) for e in entries]  # report
-        return pd.DataFrame(cols)
+            for suffix, values in (("", [e.value for e in entries]), ("_error", [e.error for e in entries])):
+                both = exact_columns(f"{n}{suffix}", values)
+                cols[f"{n}{suffix}"] = both[f"{n}{suffix}"]
+                exact[f"{n}{suffix}_exact"] = both[f"{n}{suffix}_exact"]
+            exact[f"{n}_confidence"] = [float(e.confidence) for e in entries]  # report
+        return pd.DataFrame({**cols, **exact})
 
     # --- words --------------------------------------------------------------------------------
+    def _confidence(self) -> str:
+        """1 - beta as a decimal (rounded down), for words."""
+        from dpspark.text import confidence
+
+        return confidence(Fraction(str(self.section["beta"])))
+
     def aggregate_words(self) -> list[str]:
         """One line per aggregate: its kind, noise and what its error bar means."""
         out = []
@@ -137,7 +151,7 @@ class GroupsLookup(StatementLookup):
             unit = "rows of rank" if a["error_unit"] == "rank_rows" else "value units"
             cond = f"; holds when {a['condition']}" if a["condition"] else ""
             out.append(f"{a['name']}: {a['kind']}, noise {a['noise']}, error bar in {unit} w.p. >= "
-                       f"1 - {self.section['beta']}{cond}")
+                       f"{self._confidence()}{cond}")
         return out
 
     def describe_lines(self) -> list[tuple[str, str]]:
@@ -161,7 +175,7 @@ class GroupsLookup(StatementLookup):
             rank = a["error_unit"] == "rank_rows"
             panels.append({
                 "title": f"{n} ({a['kind']}, {a['noise']}): "
-                         + ("rank error in rows, not drawn" if rank else f"bars hold w.p. >= 1 - {self.section['beta']}"),
+                         + ("rank error in rows, not drawn" if rank else f"bars hold w.p. >= {self._confidence()}"),
                 "labels": labels, "xlabel": ", ".join(self.by), "ylabel": n,
                 "values": [0.0 if e.value is None else float(e.value) for e in entries],  # report
                 "errors": [0.0 if rank or e.error is None else float(e.error) for e in entries],  # report

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dpspark.lookup.frames import label_frame
 from dpspark.lookup.open import BELOW_THRESHOLD, NOTE_COLUMN, ManifestStatements
 from dpspark.lookup.keys import check_invalid_policy, encode_key, encode_keys, keys_to_arrow, valid_index_words
 from dpspark.mechanisms.histogram.files import offset_keys, open_release_files
@@ -136,21 +137,38 @@ class ReleaseLookup(ManifestStatements):
                 table = table.select(want)
         return table
 
-    def to_pandas(self) -> Any:
+    def html_values(self) -> tuple[Any, str]:
+        """The notebook view's values: the bins above the threshold (the others may be noise)."""
+        frame = self.to_pandas(above_threshold=True)
+        hidden = len(self) - len(frame)
+        note = (f"{hidden} bin(s) at or below the threshold (they may be noise) are hidden; to_pandas() lists them"
+                if hidden else "")
+        return frame, note
+
+    def to_pandas(self, above_threshold: bool = False) -> Any:
         """The bins as a pandas DataFrame: key columns, ``noisy_count``, then the error bar and ``note``.
 
-        ``error_bar`` is the per-query a: |noisy - true| <= a with probability >= 1 - ``error_bar_beta``,
-        for true counts above ``error_bar_holds_above`` (-1: every count); ``note`` marks bins at or below
+        ``error_bar`` is the per-query a: |noisy - exact count| <= a with probability >= 1 - ``error_bar_beta``,
+        for exact counts above ``error_bar_holds_above`` (-1: every count); ``note`` marks bins at or below
         the accuracy threshold. Index words and raw key bytes stay in :meth:`table`.
+
+        ``above_threshold=True`` keeps only the bins above the threshold, where the per-key bar holds: a
+        pure_sparse release lists many random keys at or below it by design (they hide which keys are in the
+        data), which are noise to a reader. What a count counts (after contribution bounding: distinct units
+        per key, not rows) is the frame's ``attrs["counted"]`` and the name of its column index.
         """
         acc = self.manifest.accuracy
         columns = self.manifest.raw["bins"]["columns"]
         keys = [c["name"] for c in columns if c["role"] == "key"]
         table = self.table(keys + ["noisy_count", NOTE_COLUMN])
+        if above_threshold:
+            table = table.filter(pc.is_null(table.column(NOTE_COLUMN)))
         n = table.num_rows
+        note = table.column(NOTE_COLUMN)
         table = table.select(keys + ["noisy_count"])
         table = table.append_column("error_bar", pa.array([acc.a_per_query] * n, pa.int64()))
         table = table.append_column("error_bar_beta", pa.array([float(acc.beta_per_query)] * n))  # report
         table = table.append_column("error_bar_holds_above", pa.array([acc.per_query_above] * n, pa.int64()))
-        table = table.append_column(NOTE_COLUMN, self.table([NOTE_COLUMN]).column(NOTE_COLUMN))
-        return table.to_pandas()
+        table = table.append_column(NOTE_COLUMN, note)
+        return label_frame(table.to_pandas(), self.manifest.raw.get("config") or {})
+

@@ -65,19 +65,28 @@ class DistributionLookup(StatementLookup):
         """q as float64 (for plots and reports; the exact values are :attr:`q`)."""
         return np.array([float(x) for x in self.q], dtype=np.float64)  # report
 
-    def sample(self, k: int, rng: "RandomSource | None" = None) -> np.ndarray:
+    def sample(self, k: int, rng: Any = None) -> np.ndarray:
         """k synthetic rows (uint8, k x d) drawn i.i.d. from the released product distribution.
 
-        Post-processing of the release: free of privacy cost, whatever k is. ``rng``: a
-        :class:`dpspark.rng.RandomSource` (default: the CSPRNG; tests pass a SeededRandom).
+        Post-processing of the release: free of privacy cost, whatever k is, and private whatever the
+        generator. ``rng``: None (the CSPRNG), an int seed, a :class:`random.Random`, a numpy
+        :class:`~numpy.random.Generator` or a :class:`dpspark.rng.RandomSource` (tests pass a SeededRandom).
         """
+        from dpspark.lookup.generators import bits_source
+
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValueError("k must be an int >= 0")
-        if rng is None:
-            from dpspark.rng import default_source
+        return bernoulli_matrix(self.q, k, bits_source(rng))
 
-            rng = default_source()
-        return bernoulli_matrix(self.q, k, rng)
+    def to_pandas(self) -> Any:
+        """One row per column: ``column``, ``q`` (Pr[column = 1], a float for reading), ``q_exact`` (the exact
+        rational as "p/q") and ``flipped`` (the algorithm oriented the column; public post-processing)."""
+        import pandas as pd
+
+        from dpspark.lookup.frames import exact_columns
+
+        return pd.DataFrame({"column": self.columns, **exact_columns("q", self.q),
+                             "flipped": [bool(f) for f in self.section.get("flipped", [False] * len(self.q))]})
 
     def describe_lines(self) -> list[tuple[str, str]]:
         """``dpspark inspect`` lines: the columns, q (first 10, as decimals) and the free-sampling note."""

@@ -62,6 +62,19 @@ class SampleLookup(StatementLookup):
         """m, the number of disjoint batches (= samples)."""
         return int(self.section["batches"])
 
+    def to_pandas(self) -> Any:
+        """One row per sample: ``batch`` (the disjoint batch of units it was drawn from), then one column per
+        input column (a k-ary sample's key columns, or a product sample's d binary columns). The values are the
+        drawn records themselves: exact, no float to read beside them."""
+        import pandas as pd
+
+        names = self.columns
+        rows = [list(x) if isinstance(x, (list, tuple)) and len(names) > 1 or isinstance(x, list) else [x]
+                for x in self.samples()]
+        frame = pd.DataFrame(rows, columns=names) if rows else pd.DataFrame({c: [] for c in names})
+        frame.insert(0, "batch", list(range(len(rows))))
+        return frame
+
     def describe_lines(self) -> list[tuple[str, str]]:
         """``dpspark inspect`` lines: the columns, the samples (first 10) and the independence caveat."""
         s = self.samples()

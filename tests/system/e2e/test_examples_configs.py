@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dpspark.api.config import load_config
-from dpspark.engine.runner import describe_plan
+from dpspark.engine.runner import describe_plan, plan_text
 from dpspark.mechanisms.registry import names
 
 CONF = Path(__file__).resolve().parents[3] / "conf"
@@ -33,6 +33,7 @@ def test_example_config_parses_and_plans(tmp_path: Path, path: Path) -> None:
     cfg = load_config(tmp_path / path.name)
     plan = describe_plan(cfg)
     assert plan["mechanism"] == cfg.mechanism and plan["privacy"] and plan["accuracy"]
+    assert not re.search(r"\d{21,}", plan_text(plan))  # issue 25: --dry-run prints no run of more than 20 digits
 
 
 def test_scripts_examples_generates_only_what_the_named_configs_read() -> None:

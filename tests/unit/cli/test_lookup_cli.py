@@ -60,12 +60,13 @@ def test_lookup_prints_a_table(rel: Path, capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["key", "noisy", "count", "error", "bar", "per-key", "bar", "holds", "if"]
     rows = [line.split() for line in out[1:5]]
-    assert rows[0] == ["30,Berlin", "17", "+-9", "true", "count", ">", "12"]
+    assert rows[0] == ["30,Berlin", "17", "+-9", "exact", "count", ">", "12"]
     assert rows[1][:3] == [r"31,a\,b", "23", "+-9"]
     assert rows[2][:3] == ["7,x\\\\y", "60", "+-9"]
     assert rows[3][:3] == ["99,Nowhere", "0", "+-9"]
     text = "\n".join(out)
-    assert "All keys at once: |noisy - true| <= 14" in text and "TEST-ONLY" in text
+    assert "All keys at once: |noisy - exact count| <= 14" in text and "TEST-ONLY" in text
+    assert "Counted: rows per key (each row is one unit)" in text  # issue 25, 1.2: what was counted
 
 
 def test_lookup_key_json(rel: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -94,7 +95,8 @@ def test_inspect_in_plain_words(rel: Path, capsys: pytest.CaptureFixture[str]) -
         "age: integers 0..120; city: UTF-8 strings of at most 8 bytes",
         "path = data/events.parquet",
         "TEST ONLY: NOT PRIVATE",
-        "only if the true count is > 12",
+        "only if the exact count is > 12",
+        "counted      rows per key (each row is one unit) (after contribution bounding, not rows of the data)",
         "bins.parquet:",
         ": OK",
         "Checksums: all files match the manifest",

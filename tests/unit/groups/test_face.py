@@ -72,7 +72,11 @@ def test_release_round_trip_is_exact(tmp_path: Path) -> None:
             assert (got[name].value, got[name].error, got[name].confidence, got[name].always) == (
                 v.value, v.error, v.confidence, v.always)
     df = rel.to_pandas()
-    assert list(df.columns) == ["carrier", "flights", "flights_error", "dist", "dist_error", "delay", "delay_error"]
+    floats = ["flights", "flights_error", "dist", "dist_error", "delay", "delay_error"]
+    exact = [f"{n}{s}" for n in ("flights", "dist", "delay") for s in ("_exact", "_error_exact", "_confidence")]
+    assert list(df.columns) == ["carrier", *floats, *exact]
+    assert [Fraction(v) if v is not None else None for v in df["flights_exact"]] == [
+        v["flights"].value for v in released.values]  # the exact strings beside the floats
     assert df["flights"].tolist() == [float(v["flights"].value) for v in released.values]
     # the planned error bar of a count is the same for every group, and exact
     assert {rel.lookup(k)["flights"].error for k in rel.keys()} == {mech.planned.errors["flights"][0]}

@@ -101,7 +101,7 @@ def test_estimate_states_the_condition(ages: Path, pairs: Path) -> None:
     assert est.value == rel.count(500)
     assert (est.a, est.beta, est.holds_above) == (9, Fraction(1, 20), 12)
     assert (est.a_simultaneous, est.beta_simultaneous) == (14, Fraction(1, 20))
-    assert "only if the true count is > 12" in est.condition
+    assert "only if the exact count is > 12" in est.condition
     assert est.interval == (est.value - 9, est.value + 9)
     assert "every key" in open_release(pairs).estimate(("DE", "Bonn")).condition
 

@@ -101,7 +101,7 @@ def test_round_trip(tmp_path: Path, kind: str) -> None:
     assert isinstance(rel, StatementLookup)
     assert rel.table("answers").column("v").to_pylist() == [1, 2, 3]
     assert rel.tables() == ["answers"]
-    assert "add_remove: rho = 1/8" in rel.privacy
+    assert "add_remove: rho = 0.125" in rel.privacy
     assert "always (probability 1)" in rel.accuracy_text
     with pytest.raises(KeyError, match="no table"):
         rel.table("other")
@@ -111,7 +111,7 @@ def test_inspect_prints_every_statement(tmp_path: Path, kind: str, capsys: pytes
     out = _write(tmp_path, kind)
     assert cli(["inspect", str(out)]) == 0
     text = capsys.readouterr().out
-    for piece in ("kind", "toy_statement", "add_remove: rho = 1/8", "replacement_approx_dp: eps =",
+    for piece in ("kind", "toy_statement", "add_remove: rho = 0.125", "replacement_approx_dp: eps ",
                   "parameter sigma", "Checksums: all files match the manifest"):
         assert piece in text
 
