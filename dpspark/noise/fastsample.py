@@ -29,7 +29,6 @@ from dpspark.noise import bigint
 from dpspark.noise.counting_base import CountingMechanism, require_n
 from dpspark.noise.counting_batch import BatchTables
 from dpspark.noise.exp_eps import resolve_exp_eps
-from dpspark.noise.fastsample_tables import batch_weights, cdf_offsets
 from dpspark.noise.geosample import GeoSample
 from dpspark.errors import ParameterError
 from dpspark.exact import RationalLike, parse_rational
@@ -89,6 +88,28 @@ def tight_t(p: int, q: int, g: int, n: int) -> int:
         else:
             hi = lo + (hi - lo) // 2
     return hi
+
+
+def cdf_offsets(p: int, q: int, t: int, mult: Any) -> list[Any]:
+    """[M F'(c + j) for j in -t .. t-1], exactly (M = ``mult``), in O(t) small steps.
+
+    With T_a = q^a p^(t+1-a): F'(c + j) = T_(-j) - q^(t+1) for j < 0 and d' - T_(j+1) + q^(t+1) for j >= 0,
+    and T_(a+1) = (T_a / p) q exactly; the direct formula raised p and q to powers for every entry.
+    """
+    if t == 0:
+        return []
+    P, Q = bigint.big(p), bigint.big(q)
+    dprime = (P + Q) * P**t
+    qt1 = Q ** (t + 1)
+    low: list[Any] = [None] * t  # j = -t .. -1 at index j + t
+    high: list[Any] = [None] * t  # j = 0 .. t-1 at index j
+    term = Q * P**t  # T_1
+    for a in range(1, t + 1):  # public bound t
+        low[t - a] = mult * (term - qt1)
+        high[a - 1] = mult * (dprime - term + qt1)
+        if a < t:
+            term = (term // P) * Q  # exact: p divides T_a for a <= t
+    return low + high
 
 
 class FastSample(CountingMechanism):
@@ -156,7 +177,7 @@ class FastSample(CountingMechanism):
         """M F'(c + j) for j in [-t, t), built on first use when it fits in TABLE_LIMIT_BYTES (else None).
 
         Built lazily: the batched path (:meth:`_batch_tables`) never needs it, and at large t it is hundreds
-        of megabytes. :func:`dpspark.noise.fastsample_tables.cdf_offsets` gives the same values as
+        of megabytes. :func:`cdf_offsets` gives the same values as
         ``[M * self._fprime_offset(j) ...]`` in O(t) small steps.
         """
         if self._table_cache is None and self._table_fits and self._offset_memo is None:
@@ -255,6 +276,8 @@ class FastSample(CountingMechanism):
             return None
         cached: BatchTables | None = getattr(self, "_batch", None)
         if cached is None:
+            from dpspark.noise.fastsample_tables import batch_weights  # lazily: lookups never need it
+
             t = self.t
             wtab = batch_weights(self.p, self.q, t, self.g, self.n)  # exact floors, O(t) small steps
             big_d = (self.n + 1) * self.g

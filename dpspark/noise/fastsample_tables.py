@@ -7,9 +7,10 @@ T_a = q^a p^(t+1-a) (a = 1..t+1), FastSample's offsets are
     F'(c + j) = T_(-j) - T_(t+1)             for -t <= j < 0,
     F'(c + j) = d' - T_(j+1) + T_(t+1)       for 0 <= j < t.
 
-* :func:`cdf_offsets`: the scalar path's table M F'(c + j), j in [-t, t), exactly. T_(a+1) = T_a q / p
-  is one exact division and one product by a small integer per entry, where the old code raised p
-  and q to powers for every entry.
+* :func:`dpspark.noise.fastsample.cdf_offsets` (kept there: compact lookups need it and load nothing
+  else): the scalar path's table M F'(c + j), j in [-t, t), exactly. T_(a+1) = T_a q / p is one exact
+  division and one product by a small integer per entry, where the old code raised p and q to powers
+  for every entry.
 * :func:`batch_weights`: the batched sampler's wtab, the exact floors of
   W(j) = 2^63 (j d' + M F'(j)) / d = 2^63 (j + M V_j) / D for j in [-t-1, t], where V_j = F'(j)/d' is
   R_(-j) - R_(t+1) or 1 - R_(j+1) + R_(t+1) with R_a = T_a / d' = (q/p)^(a-1) q/(p+q).
@@ -34,24 +35,6 @@ from dpspark.noise import bigint
 
 #: Guard bits of the fixed-point R_a beyond 64 + the error's bit length.
 GUARD_BITS = 128
-
-
-def cdf_offsets(p: int, q: int, t: int, mult: Any) -> list[Any]:
-    """[M F'(c + j) for j in -t .. t-1], exactly (M = ``mult``), with big integers of ``bigint``."""
-    if t == 0:
-        return []
-    P, Q = bigint.big(p), bigint.big(q)
-    dprime = (P + Q) * P**t
-    qt1 = Q ** (t + 1)
-    low: list[Any] = [None] * t  # j = -t .. -1 at index j + t
-    high: list[Any] = [None] * t  # j = 0 .. t-1 at index j
-    term = Q * P**t  # T_1
-    for a in range(1, t + 1):  # public bound t
-        low[t - a] = mult * (term - qt1)
-        high[a - 1] = mult * (dprime - term + qt1)
-        if a < t:
-            term = (term // P) * Q  # exact: p divides T_a for a <= t
-    return low + high
 
 
 def _direct_weight(j: int, p: int, q: int, t: int, g: int, n: int) -> int:

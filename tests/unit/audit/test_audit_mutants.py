@@ -104,7 +104,7 @@ def test_mutant_2_stability_with_zero_threshold_is_caught(
     good = audit(honest_run, {3: 1}, {}, events, claim, runs=runs)
     assert good.passed, good.report()
 
-    monkeypatch.setattr(stability_module, "stability_threshold", lambda mechanism, delta: 0)
+    monkeypatch.setattr(stability_module, "stability_threshold", lambda mechanism, delta, count=1: 0)
     mutant_run = stability_pipeline(UNIVERSE, N, mech, DELTA)  # type: ignore[arg-type]
     bad = audit(mutant_run, {3: 1}, {}, events, claim, runs=runs, rng=SeededRandom(b"mutant-2"))
     assert not bad.passed, bad.report()
@@ -126,7 +126,7 @@ def test_mutant_2_under_replacement_neighbours(
     run = stability_pipeline(UNIVERSE, N, mech, DELTA)  # type: ignore[arg-type]
     good = audit(run, {3: 1}, {5: 1}, events, replacement, runs=1500, relation="replacement")
     assert good.passed, good.report()
-    monkeypatch.setattr(stability_module, "stability_threshold", lambda mechanism, delta: 0)
+    monkeypatch.setattr(stability_module, "stability_threshold", lambda mechanism, delta, count=1: 0)
     bad = audit(run, {3: 1}, {5: 1}, events, replacement, runs=1500, rng=SeededRandom(b"m2r"), relation="replacement")
     assert not bad.passed, bad.report()
 

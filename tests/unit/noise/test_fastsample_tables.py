@@ -9,7 +9,8 @@ import pytest
 
 from dpspark.noise import FastSample, bigint
 from dpspark.noise import fastsample_tables
-from dpspark.noise.fastsample_tables import batch_weights, cdf_offsets
+from dpspark.noise.fastsample import cdf_offsets
+from dpspark.noise.fastsample_tables import batch_weights
 from dpspark.rng import SeededRandom
 
 MECHS = [
