@@ -142,7 +142,8 @@ def _inspect(args: argparse.Namespace) -> int:
         gamma = "" if not mech["gamma"] else short(Fraction(int(mech["gamma"]["num"]), int(mech["gamma"]["den"])), args.exact)
         lines[2:2] = [
             ("field", f"GF(2^{c.m}), modulus {modulus}" + (f" ({hex(c.modulus)})" if args.exact else "")),
-            ("polynomial", f"l = n + 1 = {c.ell} coefficients in {c.file} ({c.ell * c.byte_width} bytes of values)"),
+            ("polynomial", f"l = {c.ell} coefficients (a public bound on the non-zero keys, plus one) in {c.file} "
+                           f"({c.ell * c.byte_width} bytes of values)"),
             ("sampler G", f"{c.sampler['kind']} over [1, 2^{c.m}]; counts of empty bins are G(uniform), "
                           f"its bound {short(max(c.eps_a, c.eps_b), args.exact)} <= epsilon2 = {short(c.epsilon2, args.exact)}"),
             ("counts M", f"{mech['mechanism']}" + (f", gamma = {gamma}, t = {mech['t']}"
