@@ -172,6 +172,10 @@ class AnswersMechanism(Mechanism):
 
     def __init__(self, spec: "ReleaseSpec") -> None:
         super().__init__(spec)
+        if spec.on_excess_units == "refuse":  # would be stated but never acted on: no unit is ever removed
+            raise MechanismSpecError("on_excess_units = \"refuse\" does not apply to answers: no unit is removed "
+                                     "(each unit's total is clipped per query and the guarantee does not depend "
+                                     "on n); leave on_excess_units out")
         queries = spec.sections.get("queries")
         if not queries:
             raise MechanismSpecError("mechanism needs a [[queries]] section")
