@@ -74,11 +74,11 @@ def test_cli_choose_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_answers_refuse_on_excess_units_that_they_never_act_on() -> None:
     """``on_excess_units = "refuse"`` would be stated by inspect but never acted on: refused before any spend."""
-    from dpspark.mechanisms.base import MechanismSpecError
+    from dpspark.api.config import ConfigError
 
     priv = {"mechanism": "bounded_noise", "epsilon": EPS, "delta": DELTA, "max_units": 1000,
             "on_excess_units": "refuse"}
     spec = ReleaseSpec.from_dict({"privacy": priv, "queries": [{"name": "c", "kind": "count"}],
                                   "output": {"path": "/tmp/dpspark-unused"}}, input_given=True)
-    with pytest.raises(MechanismSpecError, match="does not apply to answers"):
+    with pytest.raises(ConfigError, match="does not apply to answers"):
         construct(spec)
