@@ -74,7 +74,7 @@ def test_cli_choose_prints_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_answers_refuse_on_excess_units_that_they_never_act_on() -> None:
     """``on_excess_units = "refuse"`` would be stated by inspect but never acted on: refused before any spend."""
-    from dpspark.api.config import ConfigError
+    from dpspark.engine.spec import ConfigError
 
     priv = {"mechanism": "bounded_noise", "epsilon": EPS, "delta": DELTA, "max_units": 1000,
             "on_excess_units": "refuse"}
