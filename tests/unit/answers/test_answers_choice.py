@@ -78,7 +78,6 @@ def test_answers_refuse_on_excess_units_that_they_never_act_on() -> None:
 
     priv = {"mechanism": "bounded_noise", "epsilon": EPS, "delta": DELTA, "max_units": 1000,
             "on_excess_units": "refuse"}
-    spec = ReleaseSpec.from_dict({"privacy": priv, "queries": [{"name": "c", "kind": "count"}],
-                                  "output": {"path": "/tmp/dpspark-unused"}}, input_given=True)
     with pytest.raises(ConfigError, match="does not apply to answers"):
-        construct(spec)
+        ReleaseSpec.from_dict({"privacy": priv, "queries": [{"name": "c", "kind": "count"}],
+                               "output": {"path": "/tmp/dpspark-unused"}}, input_given=True)
