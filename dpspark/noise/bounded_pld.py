@@ -42,11 +42,13 @@ WINDOW_SD = 40
 #: Upper edge of every window: losses above epsilon + this go to the +infinity atom.
 UPPER_MARGIN = Fraction(1, 2)
 #: Public length cap of every PLD polynomial: a longer one is coarsened (grid step doubled, losses rounded up).
-MAX_LEN = 1 << 15
+MAX_LEN = 1 << 16
 #: Coarsening rounds the index up (True, certified). Tests flip it to show the exact check catches a round-down.
 _COARSEN_UP = True
 #: At most this many coarsenings of one polynomial (a window is a few grid steps wide at any grid).
 MAX_COARSEN = 40
+#: A too-long PLD sends its top tail to +inf up to this much mass in all (k * per-query), then coarsens.
+TAIL_MASS = Fraction(1, 1 << 40)
 
 
 def coarsen(coeffs: list[Any], off: int) -> tuple[list[Any], int]:
@@ -125,9 +127,19 @@ def pld_delta(noise: BoundedNoise, k: int, epsilon: Fraction, sensitivity: int =
         lo = min(idx)
         if max(idx) - lo + 1 > MAX_LEN:
             # public floor -(eps + 1/2): a lower loss is moved UP to it (pessimistic); only when the base is long
-            floor_i = -(hi_i - 1)
+            # and +-WINDOW_SD sd around the mean: a lower loss moves UP to the floor, a higher one goes to +inf
+            m1 = sum(float(q) * i for i, q in idx.items())  # report (public placement only)
+            s1 = math.sqrt(max(sum(float(q) * i * i for i, q in idx.items()) - m1 * m1, 1e-300))  # report
+            floor_i = max(-(hi_i - 1), math.floor(m1 - WINDOW_SD * s1) - 2)
+            acc, ceil_i = Fraction(0), max(idx)
+            for i in sorted(idx, reverse=True):  # top tail of exact mass <= TAIL_MASS / k
+                if i <= floor_i + 1 or acc + idx[i] > TAIL_MASS / k:
+                    break
+                acc += idx[i]
+                ceil_i = i - 1
+            inf_mass += sum((q for i, q in idx.items() if i > ceil_i), Fraction(0))
             moved = sum((q for i, q in idx.items() if i < floor_i), Fraction(0))
-            idx = {i: q for i, q in idx.items() if i >= floor_i}
+            idx = {i: q for i, q in idx.items() if floor_i <= i <= ceil_i}
             if moved:
                 idx[floor_i] = idx.get(floor_i, Fraction(0)) + moved
             lo = min(idx)
@@ -146,10 +158,19 @@ def pld_delta(noise: BoundedNoise, k: int, epsilon: Fraction, sensitivity: int =
         def window(coeffs: list[Any], off: int, inf: Any, n: int, g: int) -> tuple[list[Any], int, Any, int]:
             """Window at grid eta*2^g: mass above the edge -> +inf, below -> up to the lower edge; then
             coarsen (rounding up) while longer than MAX_LEN. Returns (coeffs, offset, inf mass, g)."""
+            tight = False
             while True:
                 hi_g = hi_at(g)
                 sd = math.sqrt(max(var1, 1e-300) * n)  # report
                 lo_i = min(hi_g - 1, math.floor((mean1 * n - WINDOW_SD * sd) / (1 << g)) - 2)
+                if tight:  # a too-long PLD: its top tail of mass <= TAIL_MASS * n / k also goes to +inf
+                    budget = arb(fmpq(TAIL_MASS.numerator * n, TAIL_MASS.denominator * k))
+                    acc = arb(0)
+                    t = len(coeffs) - 1
+                    while t > 0 and off + t > lo_i + 1 and (acc + coeffs[t]).upper() <= budget:
+                        acc += coeffs[t]
+                        t -= 1
+                    hi_g = max(lo_i + 1, min(hi_g, off + t))
                 below = arb(0)
                 above = arb(0)
                 keep = []
@@ -171,6 +192,9 @@ def pld_delta(noise: BoundedNoise, k: int, epsilon: Fraction, sensitivity: int =
                 out[0] += below  # mass below the window moves up to its lower edge (pessimistic)
                 if len(out) <= MAX_LEN or g >= MAX_COARSEN:  # the window's own width bounds g
                     return out, start, inf, g
+                if not tight:  # first narrow the window to +-WINDOW_SD sd (mass above -> +inf), then coarsen
+                    coeffs, off, tight = out, start, True
+                    continue
                 coeffs, off = coarsen(out, start)
                 g += 1
 
