@@ -12,6 +12,13 @@ loss. We bound that expectation from above on a *pessimistic* PLD:
 * after each product of the binary powering the loss mass above a window goes
   to the +infinity atom and the mass below it is moved **up** to the window's
   lower edge;
+* level-dependent grids: a PLD longer than the public cap MAX_LEN first sends its
+  top tail (exact/arb mass at most TAIL_MASS * n / k for an n-fold block, so at
+  most TAIL_MASS in all) to the +infinity atom and moves a long base's losses
+  below a public floor (mean - WINDOW_SD sd, at least -(eps + 1/2)) **up** to it;
+  if still too long it is coarsened, index i -> ceil(i / 2) (grid step doubled,
+  every loss rounded **up**), and the factors res * cur are brought to the
+  coarser of their two grids before each product;
 * the polynomial products are arb_poly products (ball arithmetic), and delta is
   evaluated in arb, so the result is an upper bound on the true delta.
 
@@ -22,7 +29,8 @@ and the adaptive composition theorem for trade-off functions (Dong, Roth, Su
 2022, Theorem 3.2) gives the same bound; Delta > 1 additionally needs the table
 to be log-concave (monotone likelihood ratio), which is checked exactly
 (w_a^2 >= w_{a-1} w_{a+1}). No time target: the table and the PLD are
-enumerated, so this is for M up to about 10^5 (docs/bounded-noise.md).
+enumerated, so this is for M up to about 10^5 (docs/bounded-noise.md); the length cap keeps every product
+at most 2 * MAX_LEN long at any k.
 """
 
 from __future__ import annotations
