@@ -168,7 +168,7 @@ class GroupsMechanism(Mechanism):
 
         return plan_groups(self.aggs.aggregates, self._budget(), max_units=self.spec.max_units,
                            bounds=self.groups.bounds, private_keys=self.key_rows is None, noise=self.groups.noise,
-                           beta=self.beta)
+                           beta=self.beta, nulls=dict(self.aggs.nulls))
 
     def plan(self) -> dict[str, Any]:
         desc = self.planned.describe()
