@@ -41,14 +41,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 from dpspark.exact import parse_rational
 from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError, Kind, parse_aggregates
-from dpspark.mechanisms.groups.basis import (Basis, Part, check_columns, models, part_values, plan_parts,
-                                             raw_columns, solo_override)
+from dpspark.mechanisms.groups.basis import Basis, Part, check_columns, models, part_values, plan_parts, solo_override
+from dpspark.mechanisms.groups.columns import GroupColumns, gather
 from dpspark.mechanisms.groups.noise_choice import StatisticNoise, choose, pure_epsilon, shares_of
 from dpspark.mechanisms.groups.quantile import QuantileLaw
 from dpspark.mechanisms.groups.selection import SelectionLaw
@@ -68,12 +68,12 @@ class GroupStats:
     units: int | None = None
 
 
-@dataclass(frozen=True)
-class GroupValue:
+class GroupValue(NamedTuple):
     """One released value: exact ``value`` (None: undefined), ``error`` holding w.p. >= ``confidence``.
 
     ``always``: a probability-1 bound (bounded noise) or None. ``error_unit``: "value" or "rank_rows".
-    ``condition``: when the bound holds (empty: always).
+    ``condition``: when the bound holds (empty: always). (A named tuple: a release makes one per group and
+    aggregate.)
     """
 
     value: Fraction | None
@@ -299,19 +299,17 @@ class GroupsRelease:
     plan: GroupsPlan
 
 
-def _take(cols: Mapping[str, list[np.ndarray]], idx: np.ndarray) -> dict[str, list[np.ndarray]]:
-    return {name: [c[idx] for c in arrs] for name, arrs in cols.items()}
+Drawn = tuple[Fraction, list[int]]  # a part's grid G and the released grid units (value = G u), per group
 
 
-def _fractions(G: Fraction, units: np.ndarray) -> list[Fraction]:
-    """G times each grid unit, exactly."""
-    num, den = G.numerator, G.denominator
-    if den == 1:
-        return [Fraction(num * int(u)) for u in units.tolist()]
-    return [Fraction(num * int(u), den) for u in units.tolist()]
+def _scaled(drawn: Drawn, den: int) -> list[Fraction]:
+    """G u / den for every released u, exactly (one Fraction each)."""
+    G, units = drawn
+    num, d = G.numerator, G.denominator * den
+    return [Fraction(num * u, d) for u in units]
 
 
-def _additive(plan: GroupsPlan, agg: Aggregate, drawn: Mapping[int, list[Fraction]], n: int) -> list[GroupValue]:
+def _additive(plan: GroupsPlan, agg: Aggregate, drawn: Mapping[int, Drawn], n: int) -> list[GroupValue]:
     """The released values of one additive aggregate for n groups, from its parts' released statistics."""
     law: AggregateLaws = plan.laws[agg.name]
     b = law.basis
@@ -320,18 +318,21 @@ def _additive(plan: GroupsPlan, agg: Aggregate, drawn: Mapping[int, list[Fractio
     sure = [lw.always for lw in law.laws]
     S, D, C = agg.scale, agg.D, agg.L + agg.H
     if b.form == "count":
-        return [GroupValue(v, errs[0], conf, sure[0]) for v in drawn[b.parts[0]]]
+        return [GroupValue(v, errs[0], conf, sure[0]) for v in _scaled(drawn[b.parts[0]], 1)]
     if b.form == "plain":
         e, s = errs[0] / S, None if sure[0] is None else sure[0] / S
-        return [GroupValue(v / S, e, conf, s) for v in drawn[b.parts[0]]]
+        return [GroupValue(v, e, conf, s) for v in _scaled(drawn[b.parts[0]], S)]
     if b.form in ("centred", "zero"):
         e = errs[0] / S
         s = None if None in sure else (sure[1] + abs(b.centre) * sure[0]) / (2 * S)
-        ns, ys = drawn[b.parts[0]], drawn[b.parts[1]]
-        return [GroupValue((y + b.centre * m) / (2 * S), e, conf, s) for m, y in zip(ns, ys)]
+        (gn, ns), (gy, ys) = drawn[b.parts[0]], drawn[b.parts[1]]
+        # (G_Y u_Y + centre G_N u_N) / 2S over one common denominator: integers, then one Fraction each
+        a_y, a_n = gy.numerator * gn.denominator, b.centre * gn.numerator * gy.denominator
+        den = gy.denominator * gn.denominator * 2 * S
+        return [GroupValue(Fraction(a_y * y + a_n * m, den), e, conf, s) for m, y in zip(ns, ys)]
     cond = "the group has >= 1 row; the bound uses the released noisy count"
     out = []
-    cols = [drawn[i] for i in b.parts]
+    cols = [_scaled(drawn[i], 1) for i in b.parts]
     for j in range(n):
         ys = [c[j] for c in cols]
         n_ = ys[0]
@@ -390,59 +391,51 @@ def release_planned(plan: GroupsPlan, groups: Sequence[GroupStats], rng: RandomS
     if keys is not None:
         if plan.selection is not None:
             raise GroupsError("the plan selects keys privately; do not pass public keys")
-        by_key = {g.key: g for g in groups}
-        extra = set(by_key) - set(keys)
+        listed = set(keys)
+        seen = groups.keys if isinstance(groups, GroupColumns) else [g.key for g in groups]
+        extra = sum(1 for k in seen if k not in listed)
         if extra:  # never released: the engine filters to the key set (count only, no value shown)
-            raise GroupsError(f"{len(extra)} group(s) outside the public key list (an engine bug)")
-        chosen: list[Any] = [by_key.get(k) for k in keys]
-        out_keys = list(keys)
-    else:
-        if plan.selection is None:
-            raise GroupsError("public keys are required unless the plan selects keys privately")
-        chosen = list(groups)
-        out_keys = [g.key for g in chosen]
-    raw = raw_columns(chosen, plan.aggregates, rows)
-    count_rows = next((raw[a.name][0] for a in plan.aggregates if a.kind is Kind.COUNT), None)
-    check_columns(plan.aggregates, raw, rows, count_rows)
-    drawn: dict[int, list[Fraction]] = {}
+            raise GroupsError(f"{extra} group(s) outside the public key list (an engine bug)")
+    elif plan.selection is None:
+        raise GroupsError("public keys are required unless the plan selects keys privately")
+    table = gather(groups, plan.aggregates, rows, keys)
+    count_rows = next((table.raw[a.name][0] for a in plan.aggregates if a.kind is Kind.COUNT), None)
+    check_columns(plan.aggregates, table.raw, rows, count_rows)
+    drawn: dict[int, Drawn] = {}
     if keys is None:
         if isinstance(plan.selection, ThresholdSelection):
             tp = plan.threshold_part
             assert tp is not None
             law = plan.noises[tp].law
-            idx = law.draw_index_many(part_values(plan.parts[tp], aggs, raw, rows), rng)
+            idx = law.draw_index_many(part_values(plan.parts[tp], aggs, table.raw, rows), rng)
             keep = plan.selection.keep(idx)
-            kept_units = (idx[keep] + law.a_lo) if len(idx) else idx
+            kept_units = idx[keep] + law.a_lo
         else:
             assert isinstance(plan.selection, SelectionLaw)
-            units = [g.units for g in chosen]
-            if any(u is None for u in units):
+            units = table.units
+            if units is None or any(u is None for u in units):
                 raise GroupsError("private selection needs each observed group's unit count")
-            keep = np.asarray(plan.selection.select(units, rng), dtype=bool)
+            keep = np.asarray(plan.selection.select(units, rng), dtype=bool).reshape(-1)
             tp, kept_units = None, None
-        pos = np.flatnonzero(keep)
-        raw = _take(raw, pos)
-        chosen = [chosen[i] for i in pos.tolist()]
-        out_keys = [out_keys[i] for i in pos.tolist()]
+        table = table.take(np.flatnonzero(keep))
         if tp is not None:
-            drawn[tp] = _fractions(plan.noises[tp].law.G, kept_units)
-    n = len(chosen)
+            drawn[tp] = (plan.noises[tp].law.G, kept_units.tolist())
+    raw = table.raw
+    n = len(table)
     for i, (p, nz) in enumerate(zip(plan.parts, plan.noises)):
         if i in drawn:
             continue
-        drawn[i] = _fractions(nz.law.G, nz.law.release_many(part_values(p, aggs, raw, rows), rng))
+        drawn[i] = (nz.law.G, nz.law.release_many(part_values(p, aggs, raw, rows), rng).tolist())
     values: dict[str, list[GroupValue]] = {}
     for agg in plan.aggregates:
         if agg.kind is not Kind.QUANTILE:
             values[agg.name] = _additive(plan, agg, drawn, n)
     for agg in plan.aggregates:
         if agg.kind is Kind.QUANTILE:
-            width = agg.raw_arity()
-            cells = [(0,) * width if g is None or agg.name not in g.stats else tuple(g.stats[agg.name]) for g in chosen]
-            values[agg.name] = _quantile_values(plan, agg, cells, rng, rows)
+            values[agg.name] = _quantile_values(plan, agg, table.cells[agg.name], rng, rows)
     names = [a.name for a in plan.aggregates]
     out_vals = [dict(zip(names, vs)) for vs in zip(*(values[nm] for nm in names))] if n else []
-    return GroupsRelease(out_keys, out_vals, plan.statement, plan)
+    return GroupsRelease(table.keys, out_vals, plan.statement, plan)
 
 
 def release_groups(stats: Sequence[GroupStats], aggregates: Sequence[Any], budget: Any, rng: RandomSource, *,

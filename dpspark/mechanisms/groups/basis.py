@@ -40,6 +40,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError, Kind, Statistic
+from dpspark.mechanisms.groups.columns import INT64_SAFE, object_column
 
 
 @dataclass(frozen=True)
@@ -169,41 +170,8 @@ def solo_override(aggs: Sequence[Aggregate], basis: Mapping[str, Basis], bounds:
 
 
 # ------------------------------------------------------------------------------------------------ values
-INT64_SAFE = 1 << 62
-
-
 def _column(values: Sequence[int], int64: bool) -> np.ndarray:
-    if int64:
-        return np.array(values, dtype=np.int64)
-    out = np.empty(len(values), dtype=object)
-    out[:] = list(values)
-    return out
-
-
-def component_bounds(agg: Aggregate, max_rows: int) -> list[int]:
-    """Public bounds on |N|, |T|, |Q| of an additive aggregate's raw tuple."""
-    M = max(abs(agg.L), abs(agg.H))
-    return [max_rows, max_rows * M, max_rows * M * M][: agg.raw_arity()]
-
-
-def raw_columns(groups: Sequence[Any], aggs: Sequence[Aggregate], max_rows: int) -> dict[str, list[np.ndarray]]:
-    """Per additive aggregate, its raw tuple's components (one entry per group): int64 where the public bound
-    allows, else Python ints (object arrays). A group given as None (a public key without rows) gets zeros.
-
-    A columnar engine result (``groups.raw_columns(aggs, max_rows)``) is used as it is.
-    """
-    fast = getattr(groups, "raw_columns", None)
-    if fast is not None:
-        return fast(aggs, max_rows)
-    out: dict[str, list[np.ndarray]] = {}
-    for agg in aggs:
-        if agg.kind is Kind.QUANTILE:
-            continue
-        zero = (0,) * agg.raw_arity()
-        rows = [zero if g is None or agg.name not in g.stats else tuple(g.stats[agg.name]) for g in groups]
-        cols = list(zip(*rows)) if rows else [()] * agg.raw_arity()
-        out[agg.name] = [_column(c, b < INT64_SAFE) for c, b in zip(cols, component_bounds(agg, max_rows))]
-    return out
+    return np.array(values, dtype=np.int64) if int64 else object_column(values)
 
 
 def _obj(a: np.ndarray) -> np.ndarray:

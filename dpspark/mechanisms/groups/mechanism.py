@@ -263,10 +263,14 @@ class GroupsMechanism(Mechanism):
         """The noisy release from the engine's per-group statistics (keys as 0-based universe indexes)."""
         from dpspark.mechanisms.groups.algorithm import release_planned
 
+        from dpspark.mechanisms.groups.columns import GroupColumns
+
         wanted = self.public_indexes
         if wanted is not None:  # several key columns: the stage's universe is the product of the listed values
             listed = set(wanted)
-            groups = [s for s in groups if s.key in listed]
+            keys = groups.keys if isinstance(groups, GroupColumns) else [s.key for s in groups]
+            if not all(k in listed for k in keys):
+                groups = [s for s in groups if s.key in listed]
         return release_planned(self.planned, groups, rng, wanted)
 
     def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> Any:

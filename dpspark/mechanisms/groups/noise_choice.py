@@ -15,11 +15,11 @@ from several statistics is post-processing of them.
 Default noise (``noise="auto"``): for each statistic, the candidate laws its share admits (pure: always;
 Gaussian: a zCDP budget, or (eps, delta) through the certified CKS20 conversion; bounded: an (eps, delta)
 budget) are built, and the one with the smallest error bar at beta, relative to the sensitivity, is chosen
-(ties: pure, then Gaussian, then bounded: the stronger guarantee first). The Gaussian candidate is not
-built for k <= 4 changed coordinates under an (eps, delta) share with delta <= 1e-6 and beta >= 1/20: there
+(ties: pure, then Gaussian, then bounded: the stronger guarantee first). The Gaussian and bounded candidates
+are not built for k <= 4 changed coordinates under an (eps, delta) share with delta <= 1e-6 and beta >= 1/20: there
 the pure law's bar is smaller (about k ln(1/beta) against sqrt(k ln(1/delta)) ln(1/beta)^(1/2) per
-unit of eps; tests/unit/groups/test_plan.py checks the rule on a grid), and certifying the Gaussian's rho
-costs most of the plan time.
+unit of eps, and bounded noise pays a larger constant still; tests/unit/groups/test_plan.py checks the rule on
+a grid), and certifying the Gaussian's rho or calibrating bounded noise costs most of the plan time.
 """
 
 from __future__ import annotations
@@ -158,8 +158,9 @@ def admissible(share: Share) -> tuple[str, ...]:
 
 
 def gaussian_considered(share: Share, bounds: Bounds, beta: Fraction) -> bool:
-    """The auto rule's screen (module docstring): skip the Gaussian for k <= GAUSS_MAX_SKIP_K, an (eps, delta) share
-    with delta <= 1e-6 and beta >= 1/20, where pure noise's bar is the smaller one (tests check it on a grid)."""
+    """The auto rule's screen (module docstring): skip the Gaussian and bounded candidates for k <= GAUSS_MAX_SKIP_K,
+    an (eps, delta) share with delta <= 1e-6 and beta >= 1/20, where pure noise's bar is the smaller one (tests
+    check it on a grid)."""
     if share.rho is not None or not share.delta:
         return True
     return not (bounds.k <= GAUSS_MAX_SKIP_K and share.delta <= Fraction(1, 10**6) and beta >= Fraction(1, 20))
@@ -177,7 +178,7 @@ def choose(stat: Statistic, share: Share, bounds: Bounds, max_units: int, beta: 
         return out
     built, figures = [], {}
     for kind in admissible(share):
-        if kind == "gaussian" and not gaussian_considered(share, bounds, beta):
+        if kind != "pure" and not gaussian_considered(share, bounds, beta):
             figures[kind] = f"not built (k <= {GAUSS_MAX_SKIP_K}, delta <= 1e-6, beta >= 1/20: pure noise wins there)"
             continue
         try:

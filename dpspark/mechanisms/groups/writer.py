@@ -55,12 +55,22 @@ def groups_table(plan: "GroupsPlan", released: "GroupsRelease", by: Sequence[str
         cols[name] = pa.array([r[j] for r in key_rows], type=typ)
     for agg in plan.aggregates:
         vals = [v[agg.name] for v in released.values]
+        memo: dict[int, str | None] = {}  # bars and confidences are shared objects: one text each
+
+        def shared(x: Fraction | None) -> str | None:
+            got = memo.get(id(x), memo)
+            if got is memo:
+                got = memo[id(x)] = _text(x)
+                keep.append(x)  # the id stays this object's while the memo lives
+            return got  # type: ignore[return-value]
+
+        keep: list[Any] = []
         cols[agg.name] = pa.array([_text(v.value) for v in vals], type=pa.string())
         cols[f"{agg.name}_float"] = pa.array([None if v.value is None else float(v.value) for v in vals],  # report
                                              type=pa.float64())
-        cols[f"{agg.name}_error"] = pa.array([_text(v.error) for v in vals], type=pa.string())
-        cols[f"{agg.name}_confidence"] = pa.array([str(v.confidence) for v in vals], type=pa.string())
-        cols[f"{agg.name}_always"] = pa.array([_text(v.always) for v in vals], type=pa.string())
+        cols[f"{agg.name}_error"] = pa.array([shared(v.error) for v in vals], type=pa.string())
+        cols[f"{agg.name}_confidence"] = pa.array([shared(v.confidence) for v in vals], type=pa.string())
+        cols[f"{agg.name}_always"] = pa.array([shared(v.always) for v in vals], type=pa.string())
     return pa.table(cols)
 
 

@@ -62,8 +62,8 @@ def test_gaussian_screen_only_skips_candidates_that_lose(k: int, delta: str, bet
     assert not gaussian_considered(share, bounds, Fraction(beta))
     for stat in (Statistic("count", 1, 1), Statistic("zsum", -256, 256)):
         pure = build(stat, "pure", share, bounds, 10**6, 128)
-        gauss = build(stat, "gaussian", share, bounds, 10**6, 128)
-        assert pure.score(Fraction(beta)) < gauss.score(Fraction(beta))
+        for other in ("gaussian", "bounded"):
+            assert pure.score(Fraction(beta)) < build(stat, other, share, bounds, 10**6, 128).score(Fraction(beta))
 
 
 def test_gaussian_is_considered_when_it_can_win() -> None:
