@@ -376,8 +376,7 @@ def _quantile_values(plan: GroupsPlan, agg: Aggregate, cells: Sequence[Sequence[
         levels = law.levels_many(np.asarray(cells, dtype=np.int64)).tolist()
     else:
         levels = [law.levels(c) for c in cells]
-    cond = "rank error in rows (cells below and above the released point's)"
-    return [GroupValue(agg.point(law.draw_level_index(lv, rng)), err, conf, None, "rank_rows", cond)
+    return [GroupValue(agg.point(law.draw_level_index(lv, rng)), err, conf, None, "rank_rows", "")
             for lv in levels]
 
 

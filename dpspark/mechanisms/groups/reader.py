@@ -127,9 +127,9 @@ class GroupsLookup(StatementLookup):
             n = a["name"]
             entries = [e[n] for e in self._entries.values()]
             cols[n] = self._table.column(f"{n}_float").to_pylist()  # report: checked equal to the exact values
-            floats: dict[Any, float | None] = {}
-            cols[f"{n}_error"] = [floats[e.error] if e.error in floats else floats.setdefault(
-                e.error, None if e.error is None else float(e.error)) for e in entries]  # report
+            floats: dict[int, float | None] = {}  # the parsed bars are shared objects (the open-time memo)
+            cols[f"{n}_error"] = [floats[id(e.error)] if id(e.error) in floats else floats.setdefault(
+                id(e.error), None if e.error is None else float(e.error)) for e in entries]  # report
         return pd.DataFrame(cols)
 
     # --- words --------------------------------------------------------------------------------
