@@ -175,23 +175,21 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
                weights: Sequence[Any] | None, lam: int, parts: list[Part], basis: dict[str, Basis]) -> GroupsPlan | None:
     """One planning attempt; None when a threshold plan finds a part that is not pure (the caller falls back)."""
     quants = [a for a in aggs if a.kind is Kind.QUANTILE]
+    additive = [a for a in aggs if a.kind is not Kind.QUANTILE]
     separate = private_keys and threshold is None
     P = len(parts)
-    ms = models(aggs, parts, basis, bounds)
-    norms: list[float] = [x if x is not None else solo(m) for m, x in zip(ms, solo_override(aggs, basis, bounds))]
-    ms += [{P + i: 1.0} for i in range(len(quants))]  # heuristic: a quantile's rank error, alone: 1 / eps
-    norms += [1.0] * len(quants)
-    if separate:
-        ms.append({P + len(quants): 1.0})
-        norms.append(1.0)
-    w = _weights(weights, len(aggs), separate)
-    if w is not None:
-        order = [a for a in aggs if a.kind is not Kind.QUANTILE] + quants
-        by_name = dict(zip([a.name for a in aggs], w))
-        w = [by_name[a.name] for a in order] + ([w[-1]] if separate else [])
-        norms = [n / float(x) for n, x in zip(norms, w)]  # heuristic: chooses shares only
-    n_parts = P + len(quants) + (1 if separate else 0)
-    fractions = split(n_parts, ms, norms)
+    w = _weights(weights, len(aggs), separate) or [Fraction(1)] * (len(aggs) + (1 if separate else 0))
+    by_name = dict(zip([a.name for a in aggs], w))
+    total = sum(w, Fraction(0))
+    # quantiles (and a separate selection) read no statistic another aggregate reads: each gets its equal
+    # (weighted) share, as alone; the additive aggregates pool the rest over the statistics they share
+    fractions = [Fraction(0)] * P + [by_name[a.name] / total for a in quants] + ([w[-1] / total] if separate else [])
+    if P:
+        pool = sum((by_name[a.name] for a in additive), Fraction(0)) / total
+        ms = models(aggs, parts, basis, bounds)
+        norms = [(x if x is not None else solo(m)) / float(by_name[a.name])  # heuristic: chooses shares only
+                 for m, x, a in zip(ms, solo_override(aggs, basis, bounds), additive)]
+        fractions[:P] = [pool * f for f in split(P, ms, norms)]
     shares = shares_of(measure, fractions, P + (1 if private_keys else 0))
     relation = AddRemove(max_units)
     noises: list[StatisticNoise] = []
@@ -235,6 +233,7 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
     if not _fits(statement.measure, measure):
         raise GroupsError("internal error: the planned release exceeds its budget")
     names = [p.key.text() for p in parts] + [a.name for a in quants] + (["selection"] if separate else [])
+    assert sum(fractions) == 1
     plan = GroupsPlan(aggs, bounds, max_units, beta, lam, parts, noises, basis, laws, selection, statement,
                       statements, shares=dict(zip(names, fractions)), threshold_part=threshold)
     for agg in aggs:

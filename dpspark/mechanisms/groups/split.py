@@ -1,8 +1,8 @@
-"""The default budget split of a groups release (docs/groups.md §D): a public, data-free choice of shares.
+"""The split of the additive aggregates' pool over their statistics (docs/groups.md §D): public, data-free.
 
-The parts that take a share are the distinct noisy statistics (a count of rows, a centred sum, ...; one
-statistic may serve several aggregates), each quantile, and a separate key selection when there is one.
-Every aggregate a has an error model: its noise, as a standard deviation, is sqrt(sum_s (c_as / f_s)^2)
+Quantiles and a separate key selection take their equal shares first (algorithm.py); the additive
+aggregates' pool is split over the distinct noisy statistics they read (a count of rows, a centred sum,
+...; one statistic may serve several aggregates). Every additive aggregate a has an error model: its noise, as a standard deviation, is sqrt(sum_s (c_as / f_s)^2)
 for the parts s it reads, with f_s the part's fraction of epsilon and c_as the part's sensitivity times
 its weight in a's formula (a quantile: its rank error, c = 1). Alone with the whole budget, the same
 aggregate would reach solo_a = min over splits = (sum_s c_as^(2/3))^(3/2) (a plain sum alone: its own

@@ -37,10 +37,13 @@ def test_count_and_sum_share_the_count_and_selection_is_free() -> None:
     assert plan.statement.measure.epsilon.le(Fraction(1)) and plan.statement.measure.delta <= Fraction(1, 10**9)
 
 
-def test_sum_and_mean_share_their_statistics() -> None:
+def test_sum_and_mean_share_their_statistics_and_the_quantile_keeps_its_share() -> None:
     plan = plan_groups([SUM, MEAN, MEDIAN], {"epsilon": "1"}, max_units=10**6)
     assert plan.basis["s"].form == "centred" and plan.basis["s"].parts == plan.basis["m"].parts
     assert len(plan.parts) == 2 and sum(plan.shares.values()) == 1
+    assert plan.shares["q"] == Fraction(1, 3)  # as alone: the sharers keep their gains
+    weighted = plan_groups([SUM, MEAN, MEDIAN], {"epsilon": "1"}, max_units=10**6, weights=["1", "1", "2"])
+    assert weighted.shares["q"] == Fraction(1, 2)
     assert plan.statement.measure.epsilon.le(Fraction(1))
 
 
