@@ -14,7 +14,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from dpspark.mechanisms.groups.aggregates import Aggregate, Kind
+from dpspark.mechanisms.groups.aggregates import Aggregate, GroupsError, Kind
 
 #: int64 arithmetic is exact while every value and intermediate stays below this (public bounds decide)
 INT64_SAFE = 1 << 62
@@ -29,7 +29,13 @@ def object_column(values: Sequence[int]) -> np.ndarray:
 
 def _as(column: np.ndarray, int64: bool) -> np.ndarray:
     if int64:
-        return column if column.dtype == np.int64 else column.astype(np.int64)
+        if column.dtype == np.int64:
+            return column
+        try:
+            return column.astype(np.int64)
+        except OverflowError:  # beyond the public bound: the range check would refuse it; say so, value-free
+            raise GroupsError("the engine's statistics for a group are outside their public range "
+                              "(an engine bug; no value is shown)") from None
     return column if column.dtype == object else object_column(column.tolist())
 
 
