@@ -371,12 +371,13 @@ def _quantile_values(plan: GroupsPlan, agg: Aggregate, cells: Sequence[Sequence[
         if len(c) != width or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in c) or sum(c) > rows:
             raise GroupsError(f"aggregate {agg.name!r}: the engine's statistics for a group are outside their public "
                               "range (an engine bug; no value is shown)")
-    if len(cells) and law.b * rows < 1 << 62:
-        levels = law.levels_many(np.asarray(cells, dtype=np.int64)).tolist()
+    if not cells:
+        return []
+    if law.b * rows < 1 << 62:  # public bound: the scores fit int64
+        levels = law.levels_many(np.asarray(cells, dtype=np.int64))
     else:
-        levels = [law.levels(c) for c in cells]
-    return [GroupValue(agg.point(law.draw_level_index(lv, rng)), err, conf, None, "rank_rows", "")
-            for lv in levels]
+        levels = np.array([law.levels(c) for c in cells], dtype=np.int64)
+    return [GroupValue(agg.point(j), err, conf, None, "rank_rows", "") for j in law.draw_level_indexes(levels, rng)]
 
 
 def release_planned(plan: GroupsPlan, groups: Sequence[GroupStats], rng: RandomSource,

@@ -199,6 +199,30 @@ class QuantileLaw:
             step >>= 1
         return pos + 1
 
+    def draw_level_indexes(self, levels: np.ndarray, rng: RandomSource) -> list[int]:
+        """:meth:`draw_level_index` for every row of a (groups, B + 1) level matrix, in order: the same uniforms
+        (one ``rng.bits(w_bits)`` per group, in order) and the same outputs, the big-integer sums and the
+        fixed-round search done column-wise."""
+        G = len(levels)
+        if G == 0:
+            return []
+        weights = np.array(self.table, dtype=object)[levels]
+        cum = np.cumsum(weights, axis=1)
+        totals = cum[:, -1].tolist()
+        us = np.empty(G, dtype=object)
+        us[:] = [((rng.bits(self.w_bits) * w) >> self.w_bits) + 1 for w in totals]
+        pos = np.full(G, -1, dtype=np.int64)
+        rows = np.arange(G)
+        last = self.B
+        step = 1 << (self.rounds - 1)
+        while step:  # fixed rounds: ceil(log2(B + 2)), whatever the data
+            probe = pos + step
+            value = cum[rows, np.minimum(probe, last)]
+            go = (probe <= last) & (value < us).astype(bool)
+            pos = np.where(go, probe, pos)
+            step >>= 1
+        return (pos + 1).tolist()
+
     def draw_index(self, cells: Sequence[int], rng: RandomSource) -> int:
         """j for one group's cell counts (one uniform)."""
         return self.draw_level_index(self.levels(cells), rng)

@@ -155,3 +155,14 @@ def test_small_epsilon_plans_fast_and_huge_denominators_stay_small() -> None:
 def test_cells_are_centred_on_the_candidates(x: str, cell: int) -> None:
     law = _law(4, "1")  # candidates 0, 1/4, 1/2, 3/4, 1; boundaries 0, 1/8, 3/8, 5/8, 7/8, 1
     assert law.agg.cell_of(Fraction(x)) == cell
+
+
+def test_batched_draws_equal_one_draw_per_group() -> None:
+    from dpspark.rng import SeededRandom
+
+    law = _law(9, "1/3", q="2/3")
+    rng = np.random.default_rng(5)  # test data only
+    cells = rng.integers(0, 30, size=(60, 10))
+    levels = law.levels_many(cells)
+    one, many = SeededRandom(11), SeededRandom(11)
+    assert law.draw_level_indexes(levels, many) == [law.draw_level_index(list(map(int, lv)), one) for lv in levels]
