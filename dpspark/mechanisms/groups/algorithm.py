@@ -242,6 +242,15 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
             plan.errors[agg.name] = law.rank_error(beta)
             continue
         b = law.basis
+        if b.form == "pairsum":  # (|H| e_a + |L| e_b) / g0 + G/2; with L = 0 only a's noise matters
+            pl = law.laws[0]
+            L, H = b.centre, agg.H
+            e = plan.bar(b.parts[0], beta if L == 0 else beta / 2)
+            plan.errors[agg.name] = [Fraction((abs(H) + abs(L)) * e, pl.g0) + pl.G / 2]
+            continue
+        if b.form == "pairmean":
+            plan.errors[agg.name] = [Fraction(plan.bar(b.parts[0], beta / 2))]
+            continue
         m = len(b.parts)
         bars = [plan.bar(i, beta / m) for i in b.parts]
         if b.form in ("centred", "zero"):
@@ -254,10 +263,11 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
 def plan_groups(aggregates: Sequence[Any], budget: Any, *, max_units: int, bounds: Bounds = Bounds(),
                 private_keys: bool = False, noise: str = "auto", beta: Any = "1/20",
                 weights: Sequence[Any] | None = None, lam: int = DEFAULT_LAMBDA,
-                nulls: Mapping[str, Any] | None = None) -> GroupsPlan:
+                nulls: Mapping[str, Any] | None = None, pairs: bool | None = None) -> GroupsPlan:
     """Calibrate every law and state the release's privacy under AddRemove(max_units); no data.
 
     ``nulls``: the null rule of each value column (:class:`dpspark.engine.numeric.NullRule`; default drop).
+    ``pairs``: means read the distance pair (pair.py); default: whenever the noise may be pure.
     """
     aggs = parse_aggregates(list(aggregates))
     if isinstance(max_units, bool) or not isinstance(max_units, int) or max_units < 1:
@@ -272,7 +282,8 @@ def plan_groups(aggregates: Sequence[Any], budget: Any, *, max_units: int, bound
                               "public keys only")
         if measure.delta == 0:
             raise GroupsError("private key selection needs delta > 0 (it is approximate DP)")
-    parts, basis = plan_parts(aggs, dict(nulls or {}))
+    use_pairs = noise in ("auto", "pure") if pairs is None else pairs and noise in ("auto", "pure")
+    parts, basis = plan_parts(aggs, dict(nulls or {}), pairs=use_pairs)
     common = dict(max_units=max_units, bounds=bounds, private_keys=private_keys, noise=noise, beta=b,
                   weights=weights, lam=lam, parts=parts, basis=basis)
     if private_keys and noise in ("auto", "pure"):
@@ -321,6 +332,14 @@ def _additive(plan: GroupsPlan, agg: Aggregate, drawn: Mapping[int, Drawn], n: i
     if b.form == "plain":
         e, s = errs[0] / S, None if sure[0] is None else sure[0] / S
         return [GroupValue(v, e, conf, s) for v in _scaled(drawn[b.parts[0]], S)]
+    if b.form == "pairsum":  # T~ = (H a~ + L b~) / g0
+        pl = law.laws[0]
+        a_, b_ = drawn[b.parts[0]]
+        e = errs[0] / S
+        den = pl.g0 * S
+        return [GroupValue(Fraction(agg.H * x + b.centre * y, den), e, conf, None) for x, y in zip(a_, b_)]
+    if b.form == "pairmean":
+        return _pair_means(plan, agg, drawn[b.parts[0]], errs[0])
     if b.form in ("centred", "zero"):
         e = errs[0] / S
         s = None if None in sure else (sure[1] + abs(b.centre) * sure[0]) / (2 * S)
@@ -358,6 +377,26 @@ def _additive(plan: GroupsPlan, agg: Aggregate, drawn: Mapping[int, Drawn], n: i
 
         always = None if s_m is None or sure[2] is None else bound_v(sure[2], sure[0], s_m)
         out.append(GroupValue(var_y / (4 * S * S), bound_v(errs[2], errs[0], e_m), conf, always, "value", cond))
+    return out
+
+
+def _pair_means(plan: GroupsPlan, agg: Aggregate, drawn: Any, e: Fraction) -> list[GroupValue]:
+    """Means from the distance pair (pair.py): (L + D p~) / S, p~ = clamp(a~ / s~, 0, 1), and the honest bound."""
+    law = plan.laws[agg.name].laws[0]
+    S, D, L, g0 = agg.scale, agg.D, agg.L, law.g0
+    conf = 1 - plan.beta
+    cond = "the group has >= 1 row with a value; the bound uses the released noisy values"
+    half, mid = Fraction(D, 2 * S), Fraction(agg.L + agg.H, 2 * S)
+    top = Fraction(D, S)
+    out = []
+    for a_, b_ in zip(*drawn):
+        s_ = a_ + b_
+        if s_ <= 0:
+            out.append(GroupValue(mid, half, Fraction(1), half, "value", cond))
+            continue
+        p = min(max(Fraction(a_, s_), Fraction(0)), Fraction(1))
+        bound = D * (e / s_ + Fraction(1, 2 * max(g0, s_ - 2 * e))) / S
+        out.append(GroupValue((L + D * p) / S, min(top, bound), conf, None, "value", cond))
     return out
 
 
@@ -423,6 +462,11 @@ def release_planned(plan: GroupsPlan, groups: Sequence[GroupStats], rng: RandomS
     n = len(table)
     for i, (p, nz) in enumerate(zip(plan.parts, plan.noises)):
         if i in drawn:
+            continue
+        if p.key.label == "pair":
+            U, N = part_values(p, aggs, raw, rows)
+            a_, b_ = nz.law.release_many(U, N, rng)
+            drawn[i] = (a_.tolist(), b_.tolist())  # type: ignore[assignment]
             continue
         drawn[i] = (nz.law.G, nz.law.release_many(part_values(p, aggs, raw, rows), rng).tolist())
     values: dict[str, list[GroupValue]] = {}

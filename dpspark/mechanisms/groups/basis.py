@@ -9,6 +9,7 @@ label    per group                                           from the engine's r
 rows     N_all: kept rows                                    a count aggregate: (N,)
 n        N_x: kept rows with a value in column x             any additive aggregate on x
 sum      T = sum of v                                        a sum on (x, L, H, S)
+pair     (U, N): U = T - L N_x, the distances to lo             a mean on (x, L, H, S)
 csum     Y = 2T - C N_x  (rows add 2v - C in [-D, D])         any additive aggregate on (x, L, H, S)
 zsum     Y' = 2T - C' N_all (rows add 2v' - C' in [-D', D'])  a sum on (x, L, H, S) and a count
 csq      R = 2(4Q - 4CT + N_x C^2) - N_x D^2                  a variance on (x, L, H, S)
@@ -20,7 +21,9 @@ Aggregates (values before the fixed-point scale S):
 * sum: *centred* on the count it shares - (Y~ + C N~) / 2 with (n, csum) when a mean or variance of the same
   column and bounds draws them, else (Y'~ + C' N_all~) / 2 with (rows, zsum) when a count aggregate draws
   N_all (with an imputing null rule N_x = N_all and csum is used), else the plain T~;
-* mean: (n, csum); variance: (n, csum, csq) (docs/groups.md §G).
+* mean: the distance pair (pair.py: U = sum (v - L) and W = sum (H - v), rounded jointly, one budget);
+  variance: (n, csum, csq) (docs/groups.md §G); a sum of a column and bounds a mean also asks for reads
+  the mean's pair (T = U + L N).
 
 Why centre a sum on a shared count: the count's noise is already paid for, and the centred statistic's
 sensitivity is D/2 per unit of the sum instead of max(|L|, |H|) (half of it when L = 0); the sum's error
@@ -86,8 +89,11 @@ def _imputes(nulls: Mapping[str, Any], column: str) -> bool:
     return rule is not None and getattr(rule, "value", None) is not None
 
 
-def plan_parts(aggs: Sequence[Aggregate], nulls: Mapping[str, Any]) -> tuple[list[Part], dict[str, Basis]]:
-    """The parts and each additive aggregate's basis (module docstring). Deterministic, data-free."""
+def plan_parts(aggs: Sequence[Aggregate], nulls: Mapping[str, Any], pairs: bool = True) -> tuple[list[Part], dict[str, Basis]]:
+    """The parts and each additive aggregate's basis (module docstring). Deterministic, data-free.
+
+    ``pairs``: means (and the sums of their column and bounds) read the distance pair (pure noise only).
+    """
     parts: list[Part] = []
     index: dict[StatKey, int] = {}
     count_src = next((a.name for a in aggs if a.kind is Kind.COUNT), None)
@@ -108,10 +114,13 @@ def plan_parts(aggs: Sequence[Aggregate], nulls: Mapping[str, Any]) -> tuple[lis
         return StatKey(label, agg.column, agg.L, agg.H, agg.scale_bits)
 
     basis: dict[str, Basis] = {}
-    centred = {vkey(a, "csum") for a in aggs if a.kind in (Kind.MEAN, Kind.VARIANCE)}
+    centred = {vkey(a, "csum") for a in aggs if a.kind is Kind.VARIANCE or (a.kind is Kind.MEAN and not pairs)}
     for agg in aggs:  # counts, means and variances first: sums then see what they can share
         if agg.kind is Kind.COUNT:
             basis[agg.name] = Basis("count", (part(StatKey("rows"), Statistic("count", 1, 1), agg.name),))
+        elif agg.kind is Kind.MEAN and pairs:
+            pr = part(vkey(agg, "pair"), Statistic("pair", 0, agg.D), agg.name)
+            basis[agg.name] = Basis("pairmean", (pr,), agg.L)
         elif agg.kind in (Kind.MEAN, Kind.VARIANCE):
             n = n_part(agg)
             y = part(vkey(agg, "csum"), Statistic("csum", -agg.D, agg.D), agg.name)
@@ -124,7 +133,9 @@ def plan_parts(aggs: Sequence[Aggregate], nulls: Mapping[str, Any]) -> tuple[lis
         if agg.kind is not Kind.SUM:
             continue
         assert agg.column is not None
-        if vkey(agg, "csum") in centred or (count_src is not None and _imputes(nulls, agg.column)):
+        if vkey(agg, "pair") in index:  # a mean of the same column and bounds draws the pair: T = U + L N
+            basis[agg.name] = Basis("pairsum", (index[vkey(agg, "pair")],), agg.L)
+        elif vkey(agg, "csum") in centred or (count_src is not None and _imputes(nulls, agg.column)):
             n = n_part(agg)
             y = part(vkey(agg, "csum"), Statistic("csum", -agg.D, agg.D), agg.name)
             basis[agg.name] = Basis("centred", (n, y), agg.L + agg.H)
@@ -154,6 +165,10 @@ def models(aggs: Sequence[Aggregate], parts: Sequence[Part], basis: Mapping[str,
             out.append({b.parts[0]: abs(b.centre) * sens[0] / 2 or 1e-9, b.parts[1]: sens[1] / 2})  # heuristic
         elif b.form == "mean":
             out.append({b.parts[0]: D * sens[0] / 2, b.parts[1]: sens[1] / 2})  # heuristic
+        elif b.form == "pairmean":
+            out.append({b.parts[0]: float(sens[0])})  # heuristic: D (p~ at its worst, 0 or 1)
+        elif b.form == "pairsum":
+            out.append({b.parts[0]: bounds.c * float(agg.H * agg.H + agg.L * agg.L) ** 0.5})  # heuristic
         else:
             out.append({b.parts[0]: 2.5 * D * D * sens[0], b.parts[1]: 2.0 * D * sens[1], b.parts[2]: sens[2] / 2})
     return out
@@ -185,6 +200,11 @@ def part_values(p: Part, aggs: Mapping[str, Aggregate], raw: Mapping[str, list[n
     src = raw[p.source]
     if label in ("rows", "n"):
         return src[0]
+    if label == "pair":  # (U, N): U = T - L N, the sum of the distances to lo (rows with a value)
+        agg = aggs[p.source]
+        wide = max_rows * (max(abs(agg.L), abs(agg.H)) + abs(agg.L)) >= INT64_SAFE
+        N, T = (_obj(src[0]), _obj(src[1])) if wide else (src[0], src[1])
+        return T - agg.L * N, N  # type: ignore[return-value]
     agg = aggs[p.source]
     N, T = src[0], src[1]
     C, D, M = agg.L + agg.H, agg.D, max(abs(agg.L), abs(agg.H))

@@ -73,6 +73,35 @@ def exp_eps_below(target: Fraction, extra_bits: int = EXTRA_BITS) -> Fraction:
     return exp_eps_at_most(target, 1 << (clog2(max(inv, 1)) + extra_bits))
 
 
+def pure_accuracy(mech: Any, exp_eps: Fraction, beta: Fraction) -> int:
+    """The least a with gamma + (1 - gamma) 2p/(p+q) (q/p)^(a+1) <= beta: a certified bound on FastSample's accuracy.
+
+    FastSample's output is clamp(c + Z_t) w.p. 1 - gamma (Z_t: the two-sided geometric at p/q with the mass
+    beyond +-t moved to 0) or uniform w.p. gamma. Clamping towards [0, n] never moves it away from c, and
+    Pr[|Z_t| > a] <= Pr[|Z| > a] = 2p/(p+q) (q/p)^(a+1), so Pr[|M - c| > a] is at most the bound's left side
+    (GeoSample, used when t* >= n, has no uniform part). Closed form: no CDF evaluation, whatever eps is.
+    """
+    from dpspark.noise.fastsample import FastSample
+
+    p, q = exp_eps.numerator, exp_eps.denominator
+    gamma = mech.gamma if isinstance(mech, FastSample) and mech.fallback is None else Fraction(0)
+    if gamma >= beta:
+        raise GroupsError("beta is below the noise's uniform-mixture probability; raise beta")
+    target = (beta - gamma) / (1 - gamma) * (p + q) / (2 * p)  # need (q/p)^(a+1) <= target
+
+    def ok(a: int) -> bool:
+        return q ** (a + 1) * target.denominator <= target.numerator * p ** (a + 1)
+
+    hi = 1
+    while not ok(hi):  # doubling then bisection: public inputs only
+        hi *= 2
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
+    return min(lo, mech.n)
+
+
 class _GridLaw:
     """Shared grid arithmetic: G, the shifted range of a, the rounding."""
 
@@ -157,32 +186,8 @@ class PureLaw(_GridLaw):
         return self.G * self.accuracy_bound(beta) + self.rounding
 
     def accuracy_bound(self, beta: Fraction) -> int:
-        """The least a with gamma + (1 - gamma) 2p/(p+q) (q/p)^(a+1) <= beta: a certified bound on the law's accuracy.
-
-        FastSample's output is clamp(c + Z_t) w.p. 1 - gamma (Z_t: the two-sided geometric at p/q with the mass
-        beyond +-t moved to 0) or uniform w.p. gamma. Clamping towards [0, n] never moves it away from c, and
-        Pr[|Z_t| > a] <= Pr[|Z| > a] = 2p/(p+q) (q/p)^(a+1), so Pr[|M - c| > a] is at most the bound's left side
-        (GeoSample, used when t* >= n, has no uniform part). Closed form: no CDF evaluation, whatever eps is.
-        """
-        from dpspark.noise.fastsample import FastSample
-
-        p, q = self.exp_eps.numerator, self.exp_eps.denominator
-        gamma = self.mech.gamma if isinstance(self.mech, FastSample) and self.mech.fallback is None else Fraction(0)
-        if gamma >= beta:
-            raise GroupsError("beta is below the noise's uniform-mixture probability; raise beta")
-        target = (beta - gamma) / (1 - gamma) * (p + q) / (2 * p)  # need (q/p)^(a+1) <= target
-
-        def ok(a: int) -> bool:
-            return q ** (a + 1) * target.denominator <= target.numerator * p ** (a + 1)
-
-        hi = 1
-        while not ok(hi):  # doubling then bisection: public inputs only
-            hi *= 2
-        lo = 0
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
-        return min(lo, self.mech.n)
+        """:func:`pure_accuracy` of this law's FastSample."""
+        return pure_accuracy(self.mech, self.exp_eps, beta)
 
     always: Fraction | None = None
 

@@ -114,6 +114,16 @@ def build(stat: Statistic, kind: str, share: Share, bounds: Bounds, max_units: i
     """The law of ``stat`` under ``kind`` at ``share`` (data-free; GroupsError when the share cannot pay)."""
     k, rows = bounds.k, bounds.c * max_units
     d, lo, hi = stat.sensitivity(bounds), *stat.range(rows)
+    if stat.label == "pair":  # the distance pair: pure only (pair.py)
+        from dpspark.mechanisms.groups.pair import PairLaw
+
+        if kind != "pure":
+            raise GroupsError("the distance pair takes pure noise only")
+        pair = PairLaw(stat.row_hi, bounds.c, k, rows, pure_epsilon(share), lam)
+        measure_p: Measure = PureDP(pair.epsilon())
+        if share.rho is not None:
+            measure_p = compose([ZCDP(0), measure_p])
+        return StatisticNoise(stat, kind, pair, measure_p)
     if kind == "pure":
         law = PureLaw(d, lo, hi, k, pure_epsilon(share), lam)
         measure: Measure = PureDP(law.epsilon())
@@ -169,6 +179,10 @@ def gaussian_considered(share: Share, bounds: Bounds, beta: Fraction) -> bool:
 def choose(stat: Statistic, share: Share, bounds: Bounds, max_units: int, beta: Fraction, lam: int,
            noise: str = "auto") -> StatisticNoise:
     """The statistic's noise: ``noise`` if forced, else the smallest relative error bar at beta (module docstring)."""
+    if stat.label == "pair":
+        out = build(stat, "pure", share, bounds, max_units, lam)
+        out.reason = "pure: the distance pair (count and sum at one budget) is pure noise"
+        return out
     if noise != "auto":
         if noise not in admissible(share):
             raise GroupsError(f"statistic {stat.label!r}: noise {noise!r} does not fit this budget "

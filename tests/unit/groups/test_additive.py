@@ -117,7 +117,7 @@ def _mean_failure(beta: Fraction, drop_count_term: bool) -> tuple[Fraction, int]
     The bound is a deterministic consequence of |N~ - N| <= e_N and |Y~ - Y| <= e_Y (each w.p. >= 1 - beta/2),
     so no outcome inside that event may break it."""
     aggs = [{"name": "m", "kind": "mean", "column": "x", "lo": "0", "hi": "1", "scale_bits": 0}]
-    plan = plan_groups(aggs, {"epsilon": "2"}, max_units=3, beta=beta)
+    plan = plan_groups(aggs, {"epsilon": "2"}, max_units=3, beta=beta, pairs=False)  # the (n, csum) mean
     law = plan.laws["m"]
     agg = plan.aggregates[0]
     raw = (2, 2)  # values 1 and 1: mean 1 (|Y/N| = D: the count's noise matters most)

@@ -39,8 +39,11 @@ def test_count_and_sum_share_the_count_and_selection_is_free() -> None:
 
 def test_sum_and_mean_share_their_statistics_and_the_quantile_keeps_its_share() -> None:
     plan = plan_groups([SUM, MEAN, MEDIAN], {"epsilon": "1"}, max_units=10**6)
-    assert plan.basis["s"].form == "centred" and plan.basis["s"].parts == plan.basis["m"].parts
-    assert len(plan.parts) == 2 and sum(plan.shares.values()) == 1
+    assert plan.basis["s"].form == "pairsum" and plan.basis["s"].parts == plan.basis["m"].parts
+    assert len(plan.parts) == 1 and sum(plan.shares.values()) == 1
+    old = plan_groups([SUM, MEAN, MEDIAN], {"epsilon": "1"}, max_units=10**6, pairs=False)
+    assert old.basis["s"].form == "centred" and old.basis["s"].parts == old.basis["m"].parts
+    assert len(old.parts) == 2
     assert plan.shares["q"] == Fraction(1, 3)  # as alone: the sharers keep their gains
     weighted = plan_groups([SUM, MEAN, MEDIAN], {"epsilon": "1"}, max_units=10**6, weights=["1", "1", "2"])
     assert weighted.shares["q"] == Fraction(1, 2)
@@ -49,9 +52,10 @@ def test_sum_and_mean_share_their_statistics_and_the_quantile_keeps_its_share() 
 
 def test_a_sum_alone_stays_plain_and_an_imputing_rule_centres_on_the_count() -> None:
     assert plan_groups([SUM], {"epsilon": "1"}, max_units=100).basis["s"].form == "plain"
-    imputed = plan_groups([COUNT, SUM, MEAN], {"epsilon": "1"}, max_units=100, nulls={"x": NullRule(Fraction(0))})
+    imputed = plan_groups([COUNT, SUM, MEAN], {"epsilon": "1"}, max_units=100, nulls={"x": NullRule(Fraction(0))},
+                          pairs=False)
     assert imputed.basis["m"].parts[0] == imputed.basis["n"].parts[0]  # N_x = N_all: one count
-    dropped = plan_groups([COUNT, SUM, MEAN], {"epsilon": "1"}, max_units=100)
+    dropped = plan_groups([COUNT, SUM, MEAN], {"epsilon": "1"}, max_units=100, pairs=False)
     assert dropped.basis["m"].parts[0] != dropped.basis["n"].parts[0]
     assert len(dropped.parts) == 3 and len(imputed.parts) == 2
 
