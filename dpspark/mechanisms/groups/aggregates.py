@@ -2,7 +2,8 @@
 
 An aggregate is one of ``count``, ``sum``, ``mean``, ``variance``, ``quantile``, with exact public
 parameters: clip bounds ``lo``/``hi`` (Fractions), the fixed-point scale S = 2^scale_bits, the quantile's
-``q`` and its grid size ``bins``. Contribution bounds (:class:`Bounds`): each unit keeps at most
+``q`` and its grid size (the spec's ``bins`` = B: the B + 1 candidate points lo + (hi - lo) j / B, each the
+centre of one engine cell, :attr:`Aggregate.bins` = B + 1 cells). Contribution bounds (:class:`Bounds`): each unit keeps at most
 k = ``max_groups_per_unit`` groups and at most c = ``max_rows_per_group`` rows in each.
 
 Additive aggregates are released from integer *statistics* (:class:`Statistic`) that the engine sums
@@ -15,9 +16,14 @@ name      per row            row range                 used by
 ========  =================  ========================  ==========================
 count     1                  [1, 1]                    count, mean, variance
 sum       v                  [L, H]                    sum
-csum      2v - C             [-D, D]                   mean, variance
+csum      2v - C             [-D, D]                   mean, variance, sum
 csq       2(2v - C)^2 - D^2  [-D^2, D^2]               variance
+zsum      2v' - C'           [-D', D']                 sum (centred on the count of all rows)
 ========  =================  ========================  ==========================
+
+``zsum`` is a sum's centred statistic over *every* kept row, a row without a value (NULL dropped) counting
+as v' = 0: with L' = min(L, 0), H' = max(H, 0), C' = L' + H', D' = H' - L', every row adds 2v' - C' in
+[-D', D'], and T = (zsum + C' N_all) / 2 with N_all the count aggregate's rows (docs/groups.md §D).
 
 Sensitivity (add/remove one unit): the unit adds at most c rows to at most k groups, so at most k
 coordinates of each statistic's group vector move, each by at most c * max(|row lo|, |row hi|)
@@ -30,6 +36,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
+from functools import cached_property
 from fractions import Fraction
 from typing import Any
 
@@ -119,27 +126,38 @@ class Aggregate:
     hi: Fraction = Fraction(1)
     scale_bits: int = DEFAULT_SCALE_BITS
     q: Fraction | None = None
-    bins: int | None = None
+    #: the quantile's grid size B (the spec's ``bins``): candidate points v_j = lo + (hi - lo) j / B, j = 0..B
+    grid: int | None = None
 
     @property
     def scale(self) -> int:
         """S = 2^scale_bits."""
         return 1 << self.scale_bits
 
-    @property
+    @cached_property
     def L(self) -> int:
         """floor(lo S): the clip's lower end in fixed point (outward rounding)."""
         return (self.lo * self.scale).__floor__()
 
-    @property
+    @cached_property
     def H(self) -> int:
         """ceil(hi S): the clip's upper end in fixed point (outward rounding)."""
         return (self.hi * self.scale).__ceil__()
 
-    @property
+    @cached_property
     def D(self) -> int:
         """H - L."""
         return self.H - self.L
+
+    @property
+    def zero_range(self) -> tuple[int, int]:
+        """(L', H') = (min(L, 0), max(H, 0)): the range of v' (a row without a value counts as 0)."""
+        return min(self.L, 0), max(self.H, 0)
+
+    @property
+    def bins(self) -> int | None:
+        """Engine cells of a quantile: B + 1, one centred on each candidate point (None otherwise)."""
+        return None if self.grid is None else self.grid + 1
 
     def statistics(self) -> tuple[Statistic, ...]:
         """The noisy statistics this aggregate needs, in release order (none for a quantile)."""
@@ -148,28 +166,46 @@ class Aggregate:
         if self.kind is Kind.COUNT:
             return (count,)
         if self.kind is Kind.SUM:
-            return (Statistic("sum", L, H),)
+            return (Statistic("sum", L, H),)  # plain; the plan may centre it instead (zero_statistic, csum)
         if self.kind is Kind.MEAN:
             return (count, Statistic("csum", -D, D))
         if self.kind is Kind.VARIANCE:
             return (count, Statistic("csum", -D, D), Statistic("csq", -D * D, D * D))
         return ()
 
+    def zero_statistic(self) -> Statistic:
+        """zsum: 2v' - C' per kept row, v' = v or 0 for a row without a value (module docstring)."""
+        lo, hi = self.zero_range
+        return Statistic("zsum", lo - hi, hi - lo)
+
     def raw_arity(self) -> int:
         """Length of the raw per-group tuple the engine supplies (see :func:`derive`)."""
         return {Kind.COUNT: 1, Kind.SUM: 2, Kind.MEAN: 2, Kind.VARIANCE: 3}.get(self.kind, self.bins or 0)
 
+    def point(self, j: int) -> Fraction:
+        """Quantile candidate v_j = lo + (hi - lo) j / B, j in [0, B] (the released values)."""
+        assert self.grid is not None
+        return self.lo + (self.hi - self.lo) * j / self.grid
+
     def grid_point(self, j: int) -> Fraction:
-        """Quantile grid point v_j = lo + (hi - lo) j / bins, j in [0, bins]."""
-        assert self.bins is not None
-        return self.lo + (self.hi - self.lo) * j / self.bins
+        """Engine cell boundary b_j, j in [0, B + 1]: b_0 = lo, b_j = (v_(j-1) + v_j) / 2, b_(B+1) = hi.
+
+        Cell j = [b_j, b_(j+1)) (the last one closed) holds the values nearest to v_j, so a value on a
+        candidate point (integer data on an integer grid) falls in that point's own cell.
+        """
+        assert self.grid is not None
+        if j <= 0:
+            return self.lo
+        if j > self.grid:
+            return self.hi
+        return self.lo + (self.hi - self.lo) * (2 * j - 1) / (2 * self.grid)
 
     def cell_of(self, x: Fraction) -> int:
-        """Reference cell of a value for the quantile grid: clip to [lo, hi], cell [v_i, v_i+1), last closed."""
-        assert self.bins is not None
+        """Reference cell of a value: clip to [lo, hi], then the cell of :meth:`grid_point` holding it."""
+        assert self.grid is not None
         x = min(max(x, self.lo), self.hi)
-        i = ((x - self.lo) * self.bins / (self.hi - self.lo)).__floor__()
-        return min(i, self.bins - 1)
+        i = ((x - self.lo) * self.grid / (self.hi - self.lo) + Fraction(1, 2)).__floor__()
+        return min(i, self.grid)
 
     def fixed_point(self, x: Fraction) -> int:
         """Reference v = clip(round(x S), L, H), round half away from zero (the answers family's rule)."""
@@ -185,7 +221,7 @@ class Aggregate:
         if self.kind in (Kind.SUM, Kind.MEAN, Kind.VARIANCE):
             out["scale_bits"] = self.scale_bits
         if self.kind is Kind.QUANTILE:
-            out.update(q=str(self.q), bins=self.bins)
+            out.update(q=str(self.q), bins=self.grid)
         return out
 
 

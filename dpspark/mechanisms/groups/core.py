@@ -222,10 +222,17 @@ def _fixed(agg: Aggregate, x: np.ndarray) -> "np.ndarray | list[int]":
     """v = clip(round(x S), L, H) per non-NULL value: int64 below 2^52, else Python ints."""
     L, H = agg.L, agg.H
     if max(abs(L), abs(H)) < FAST_BOUND:
-        from dpspark.engine.arrow.sums import round_half_away
-
-        y = np.clip(x * float(agg.scale), float(L), float(H))  # exact: a power of two, bounds below 2^52
-        return round_half_away(y).astype(np.int64)
+        # exact: a power of two, bounds below 2^52; then round half away from zero as sign(y) floor(|y| + 1/2),
+        # exact because |y| + 1/2 is a double for |y| < 2^52 (the ulp there is at most 1/2); in place, 10^7 rows
+        y = np.multiply(x, float(agg.scale))
+        np.clip(y, float(L), float(H), out=y)
+        negative = np.signbit(y)
+        np.abs(y, out=y)
+        y += 0.5
+        np.floor(y, out=y)
+        v = y.astype(np.int64)
+        np.negative(v, out=v, where=negative)
+        return v
     out = []
     for d in x.tolist():
         out.append(H if d == float("inf") else L if d == float("-inf") else agg.fixed_point(Fraction(d)))
@@ -356,14 +363,15 @@ def emit(stats: list[tuple[np.ndarray, Any, int, np.ndarray]]) -> tuple[np.ndarr
 
 
 def decode(pos: np.ndarray, index: list[int], stat: np.ndarray, shift: np.ndarray, value: np.ndarray,
-           stage: "GroupsStage") -> list[Any]:
-    """Summed rows (group position, stat, shift, value) -> GroupStats ascending by index, groups with kept rows.
+           stage: "GroupsStage") -> "GroupColumns":
+    """Summed rows (group position, stat, shift, value) -> GroupStats ascending by index, groups with kept rows,
+    held column-wise (:class:`~dpspark.mechanisms.groups.columns.GroupColumns`, a sequence of GroupStats).
 
     ``index[p]`` is the 0-based universe index of group position p (ascending in p). Values at shift 0 of
     the scalar statistics are added in an int64 matrix (each is below 2^40 and a slot gets a few of them);
     the rare rest (high halves, limbs, quantile cells) are added as Python ints.
     """
-    from dpspark.mechanisms.groups.algorithm import GroupStats
+    from dpspark.mechanisms.groups.columns import GroupColumns, object_column
 
     G = len(index)
     slots = [ROWS, UNITS] + [j * STAT_STRIDE + m for j, a in enumerate(stage.aggregates)
@@ -399,24 +407,32 @@ def decode(pos: np.ndarray, index: list[int], stat: np.ndarray, shift: np.ndarra
     counted = np.flatnonzero(has_rows)
     kept = matrix[counted]
     plist = counted.tolist()
-    columns = []  # per aggregate: one raw tuple per counted group (column-wise: C-level zips, no per-cell work)
+    at_pos = {p: i for i, p in enumerate(plist)} if big else {}
+    scalar: dict[str, list[np.ndarray]] = {}  # per aggregate: its components as columns (no per-group objects)
+    cells: dict[str, list[tuple[int, ...]]] = {}
     for j, agg in enumerate(stage.aggregates):
         if agg.kind is Kind.QUANTILE:
             base, arity = j * STAT_STRIDE, agg.raw_arity()
-            columns.append([tuple(quantiles.get(p, {}).get(base + m, 0) for m in range(arity)) for p in plist])
-        else:
-            cs = [col_of[j * STAT_STRIDE + m] for m in range(agg.raw_arity())]
-            part = kept[:, cs].tolist()
-            for (p, c), v in big.items():  # the Python-int slots of counted groups
-                if c in cs and has_rows[p]:
-                    part[int(np.searchsorted(counted, p))][cs.index(c)] = v
-            columns.append(list(map(tuple, part)))
+            cells[agg.name] = [tuple(quantiles.get(p, {}).get(base + m, 0) for m in range(arity)) for p in plist]
+            continue
+        comps = []
+        for m in range(agg.raw_arity()):
+            c = col_of[j * STAT_STRIDE + m]
+            col: np.ndarray = kept[:, c].copy()
+            over = [(p, v) for (p, cc), v in big.items() if cc == c and has_rows[p]]
+            if over:  # the Python-int slots of counted groups
+                col = object_column(col.tolist())
+                for p, v in over:
+                    col[at_pos[p]] = v
+            comps.append(col)
+        scalar[agg.name] = comps
     names = [a.name for a in stage.aggregates]
-    units: list[Any] = [None] * len(plist)
+    units: list[Any] | None = None
     if stage.count_units:
         units = kept[:, units_col].tolist()
         for (p, c), v in big.items():
             if c == units_col and has_rows[p]:
-                units[int(np.searchsorted(counted, p))] = v
+                units[at_pos[p]] = v
     keys = [index[p] for p in plist]
-    return [GroupStats(k, dict(zip(names, vals)), u) for k, vals, u in zip(keys, zip(*columns), units)]
+    return GroupColumns(keys, names, scalar, cells, units)
+

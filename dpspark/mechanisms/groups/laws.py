@@ -30,6 +30,8 @@ from functools import lru_cache
 from math import isqrt
 from typing import Any
 
+import numpy as np
+
 from dpspark.exact import clog2
 from dpspark.mechanisms.groups.aggregates import GroupsError
 from dpspark.privacy import LogEpsilon
@@ -44,9 +46,23 @@ GAMMA_BITS = 64
 EXTRA_BITS = 12
 
 
-def round_grid(x: int, delta: int, g: int) -> int:
-    """round(x / G) with G = delta / g, ties up, exactly."""
+def round_grid(x: Any, delta: int, g: int) -> Any:
+    """round(x / G) with G = delta / g, ties up, exactly (an int, or an int64/object numpy array)."""
     return (2 * x * g + delta) // (2 * delta)
+
+
+#: int64 arithmetic is exact for a statistic while 2 |x| g + delta stays below this
+INT64_SAFE = 1 << 62
+
+
+def as_exact(xs: Any, int64: bool) -> np.ndarray:
+    """The integers ``xs`` as int64 (``int64``: a public bound says they and their arithmetic fit) or Python ints."""
+    arr = np.asarray(xs)
+    if int64:
+        return arr.astype(np.int64)
+    out = np.empty(arr.size, dtype=object)
+    out[:] = [int(v) for v in arr.tolist()]
+    return out
 
 
 def exp_eps_below(target: Fraction, extra_bits: int = EXTRA_BITS) -> Fraction:
@@ -55,6 +71,35 @@ def exp_eps_below(target: Fraction, extra_bits: int = EXTRA_BITS) -> Fraction:
 
     inv = -((-target.denominator) // target.numerator)
     return exp_eps_at_most(target, 1 << (clog2(max(inv, 1)) + extra_bits))
+
+
+def pure_accuracy(mech: Any, exp_eps: Fraction, beta: Fraction) -> int:
+    """The least a with gamma + (1 - gamma) 2p/(p+q) (q/p)^(a+1) <= beta: a certified bound on FastSample's accuracy.
+
+    FastSample's output is clamp(c + Z_t) w.p. 1 - gamma (Z_t: the two-sided geometric at p/q with the mass
+    beyond +-t moved to 0) or uniform w.p. gamma. Clamping towards [0, n] never moves it away from c, and
+    Pr[|Z_t| > a] <= Pr[|Z| > a] = 2p/(p+q) (q/p)^(a+1), so Pr[|M - c| > a] is at most the bound's left side
+    (GeoSample, used when t* >= n, has no uniform part). Closed form: no CDF evaluation, whatever eps is.
+    """
+    from dpspark.noise.fastsample import FastSample
+
+    p, q = exp_eps.numerator, exp_eps.denominator
+    gamma = mech.gamma if isinstance(mech, FastSample) and mech.fallback is None else Fraction(0)
+    if gamma >= beta:
+        raise GroupsError("beta is below the noise's uniform-mixture probability; raise beta")
+    target = (beta - gamma) / (1 - gamma) * (p + q) / (2 * p)  # need (q/p)^(a+1) <= target
+
+    def ok(a: int) -> bool:
+        return q ** (a + 1) * target.denominator <= target.numerator * p ** (a + 1)
+
+    hi = 1
+    while not ok(hi):  # doubling then bisection: public inputs only
+        hi *= 2
+    lo = 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
+    return min(lo, mech.n)
 
 
 class _GridLaw:
@@ -67,6 +112,7 @@ class _GridLaw:
             raise GroupsError("a statistic's sensitivity must be >= 1")
         g = min(g, delta)  # a grid finer than 1 fixed-point unit gains nothing
         self.delta, self.g = delta, g
+        self.lo, self.hi = lo, hi
         self.G = Fraction(delta, g)
         # |G round(x/G) - x| for integer x: 0 when G = 1/j, floor(G/2) for an integer G, else <= G/2
         G = self.G
@@ -76,6 +122,15 @@ class _GridLaw:
     def grid(self, x: int) -> int:
         """a = round(x / G)."""
         return round_grid(x, self.delta, self.g)
+
+    @property
+    def int64_safe(self) -> bool:
+        """True when every statistic of the public range [lo, hi] rounds in int64 exactly (a public check)."""
+        return 2 * max(abs(self.lo), abs(self.hi)) * self.g + self.delta + abs(self.a_lo) + abs(self.a_hi) < INT64_SAFE
+
+    def grid_many(self, xs: np.ndarray) -> np.ndarray:
+        """a = round(x / G) for every x: int64 when :attr:`int64_safe` (public), else Python ints (object)."""
+        return round_grid(as_exact(xs, self.int64_safe), self.delta, self.g)
 
     def describe(self) -> dict[str, Any]:
         return {"noise": self.kind, "sensitivity": self.delta, "grid": str(self.G), "g": self.g}
@@ -107,9 +162,32 @@ class PureLaw(_GridLaw):
         """G (a_lo + M(a - a_lo, U)): one draw, ceil(log2(n+1)) CDF evaluations whatever x is."""
         return self.G * (self.a_lo + self.mech.draw(self.grid(x) - self.a_lo, rng))
 
+    def draw_index_many(self, xs: np.ndarray, rng: RandomSource) -> np.ndarray:
+        """M(a_i - a_lo, U_i) for every statistic x_i (the mechanism's output index in [0, n]), in order.
+
+        The same law as one :meth:`release` per x (and, under a seeded source, the same draws): the
+        batched FastSample sampler when the range fits int64, else one exact draw each.
+        """
+        from dpspark.noise.counting_base import BATCH_MAX_N
+
+        if len(xs) == 0:
+            return np.zeros(0, dtype=np.int64)
+        a = self.grid_many(xs) - self.a_lo
+        if self.mech.n <= BATCH_MAX_N and a.dtype != object:
+            return self.mech.draw_many(a.astype(np.int64), rng)
+        return np.array([self.mech.draw(int(c), rng) for c in a.tolist()], dtype=object)
+
+    def release_many(self, xs: np.ndarray, rng: RandomSource) -> np.ndarray:
+        """Grid units of every released value: a_lo + M (value = G times it), int64 or object."""
+        return self.draw_index_many(xs, rng) + self.a_lo
+
     def error(self, beta: Fraction) -> Fraction:
-        """|y - x| <= G a_M(beta) + G/2 with probability >= 1 - beta, a_M the exact accuracy of the law."""
-        return self.G * self.mech.accuracy(beta) + self.rounding
+        """|y - x| <= G a + G/2 with probability >= 1 - beta: a = :meth:`accuracy_bound` (beta)."""
+        return self.G * self.accuracy_bound(beta) + self.rounding
+
+    def accuracy_bound(self, beta: Fraction) -> int:
+        """:func:`pure_accuracy` of this law's FastSample."""
+        return pure_accuracy(self.mech, self.exp_eps, beta)
 
     always: Fraction | None = None
 
@@ -151,6 +229,16 @@ class GaussianLaw(_GridLaw):
     def release(self, x: int, rng: RandomSource) -> Fraction:
         """G ((a + Z) mod m around the centre): one draw of bits(128), bitlen(m-1) CDF evaluations."""
         return self.G * int(self.dg.wrap(self.grid(x) + self.dg.draw(rng), self.centre))
+
+    def release_many(self, xs: np.ndarray, rng: RandomSource) -> np.ndarray:
+        """Grid units of every released value (value = G times it): the same draws as one release per x."""
+        if len(xs) == 0:
+            return np.zeros(0, dtype=np.int64)
+        a = self.grid_many(xs)
+        if a.dtype == object:
+            return np.array([int(self.dg.wrap(int(v) + self.dg.draw(rng), self.centre)) for v in a.tolist()],
+                            dtype=object)
+        return self.dg.add_many(a.astype(np.int64), rng, self.centre)
 
     def error(self, beta: Fraction) -> Fraction:
         """G t + G/2 with t the least t <= T such that Pr[|Z| > t] <= beta on the exact law."""
@@ -197,6 +285,16 @@ class BoundedLaw(_GridLaw):
     def release(self, x: int, rng: RandomSource) -> Fraction:
         """G (a + Z): one exact draw (d a power of two), bit_length(M) table look-ups."""
         return self.G * (self.grid(x) + self.noise.draw(rng))
+
+    def release_many(self, xs: np.ndarray, rng: RandomSource) -> np.ndarray:
+        """Grid units of every released value (value = G times it): the same draws as one release per x."""
+        if len(xs) == 0:
+            return np.zeros(0, dtype=np.int64)
+        a = self.grid_many(xs)
+        z = self.noise.draw_many(len(a), rng)
+        if a.dtype == object:
+            return np.array([int(v) + int(e) for v, e in zip(a.tolist(), z)], dtype=object)
+        return a.astype(np.int64) + np.asarray(z, dtype=np.int64)
 
     def error(self, beta: Fraction) -> Fraction:
         """G b + G/2, b the certified least bound with Pr[|Z| > b] <= beta (never above the sure bound)."""

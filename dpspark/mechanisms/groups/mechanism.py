@@ -5,8 +5,10 @@ Built from the spec, data-free: the key set (public keys listed in ``[groups]`` 
 :func:`~dpspark.mechanisms.groups.algorithm.plan_groups` (every law calibrated and certified against the
 configured budget). **Parallel composition over disjoint groups**: a unit changes at most
 k = ``max_groups_per_unit`` groups and every law is calibrated on one statistic's vector over all groups
-with k coordinates changed, so the budget is charged once per aggregate, whatever the number of groups;
-the aggregates compose sequentially (they read the same rows), private selection takes its own share.
+with k coordinates changed, so the budget is charged once per noisy statistic (aggregates that share a statistic
+share its charge: a sum centred on the released count), whatever the number of groups; the statistics compose
+sequentially (they read the same rows); private selection thresholds the released count (no epsilon of its own)
+or, without a pure count, takes its own share.
 
 ``run`` computes one :class:`~dpspark.mechanisms.groups.stage.GroupsStage` (one pass, on either engine) and
 calls :func:`~dpspark.mechanisms.groups.algorithm.release_planned`; the release is written by the statements
@@ -168,7 +170,7 @@ class GroupsMechanism(Mechanism):
 
         return plan_groups(self.aggs.aggregates, self._budget(), max_units=self.spec.max_units,
                            bounds=self.groups.bounds, private_keys=self.key_rows is None, noise=self.groups.noise,
-                           beta=self.beta)
+                           beta=self.beta, nulls=dict(self.aggs.nulls))
 
     def plan(self) -> dict[str, Any]:
         desc = self.planned.describe()
@@ -192,21 +194,29 @@ class GroupsMechanism(Mechanism):
         return standard_statements(self.planned.statement, delta=self.spec.delta)
 
     def privacy_summary(self) -> dict[str, Any]:
-        parts = len(self.aggs.aggregates)
-        return {"statement": self.planned.statement.text(), "epsilon_requested": str(self.spec.epsilon),
+        from dpspark.mechanisms.groups.threshold import ThresholdSelection
+
+        plan = self.planned
+        parts = len(plan.parts) + sum(1 for a in self.aggs.aggregates if a.kind is Kind.QUANTILE)
+        selection = ""
+        if self.key_rows is None:
+            selection = ("; private key selection thresholds the released noisy count (delta only, no epsilon)"
+                         if isinstance(plan.selection, ThresholdSelection) else
+                         "; private key selection takes its own share")
+        return {"statement": plan.statement.text(), "epsilon_requested": str(self.spec.epsilon),
                 "delta_requested": None if self.spec.delta is None else str(self.spec.delta),
-                "composition": (f"charged once per aggregate ({parts}), not per group: a unit changes at most "
-                                f"k = {self.groups.bounds.k} group(s) and each law is calibrated on all groups "
-                                "at once (parallel composition over disjoint groups); the aggregates compose "
-                                "sequentially" + ("; private key selection takes its own share"
-                                                  if self.key_rows is None else ""))}
+                "composition": (f"charged once per aggregate's noisy statistic ({parts} for "
+                                f"{len(self.aggs.aggregates)} aggregate(s): shared statistics are charged once), "
+                                f"not per group: a unit changes at most k = {self.groups.bounds.k} group(s) and "
+                                "each law is calibrated on all groups at once (parallel composition over disjoint "
+                                "groups); the statistics compose sequentially" + selection)}
 
     def accuracy_summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"beta": str(self.beta)}
         for agg in self.aggs.aggregates:
             err = self.planned.errors[agg.name]
             if agg.kind is Kind.QUANTILE:
-                out[agg.name] = f"rank error <= {err} rows beyond the best grid point's"
+                out[agg.name] = f"rank error <= {err} rows (rows below / above the released point's cell)"
             elif agg.kind in (Kind.COUNT, Kind.SUM):
                 out[agg.name] = f"+-{err[0] / (1 if agg.kind is Kind.COUNT else agg.scale)} per group"
             else:
@@ -263,10 +273,14 @@ class GroupsMechanism(Mechanism):
         """The noisy release from the engine's per-group statistics (keys as 0-based universe indexes)."""
         from dpspark.mechanisms.groups.algorithm import release_planned
 
+        from dpspark.mechanisms.groups.columns import GroupColumns
+
         wanted = self.public_indexes
         if wanted is not None:  # several key columns: the stage's universe is the product of the listed values
             listed = set(wanted)
-            groups = [s for s in groups if s.key in listed]
+            keys = groups.keys if isinstance(groups, GroupColumns) else [s.key for s in groups]
+            if not all(k in listed for k in keys):
+                groups = [s for s in groups if s.key in listed]
         return release_planned(self.planned, groups, rng, wanted)
 
     def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> Any:

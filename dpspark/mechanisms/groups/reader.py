@@ -73,8 +73,9 @@ class GroupsLookup(StatementLookup):
         for a in self.aggregates:
             n = a["name"]
             cols = [table.column(f"{n}{s}").to_pylist() for s, _ in _AGG_COLUMNS]
+            memo: dict[Any, Any] = {}  # bars and confidences repeat across groups: check each triple once
             for key, (v, f, e, c, al) in zip(keys, zip(*cols)):
-                self._entries[key][n] = _entry(v, f, e, c, al, a, f"{where}: aggregate {n!r}")
+                self._entries[key][n] = _entry(v, f, e, c, al, a, f"{where}: aggregate {n!r}", memo)
 
     # --- keys ---------------------------------------------------------------------------------
     @cached_property
@@ -225,15 +226,33 @@ def _shown(e: Entry) -> str:
     return f"{readable(e.value)}{bar}"
 
 
-def _entry(v: Any, f: Any, e: Any, c: Any, al: Any, agg: dict[str, Any], where: str) -> Entry:
-    """One exact entry, checked: exact texts, the display float agrees, bars >= 0, confidence in (0, 1]."""
+def _bars(e: Any, c: Any, al: Any, where: str) -> tuple[Fraction | None, Fraction, Fraction | None]:
+    """(error, confidence, always), exact and checked: bars >= 0, confidence in (0, 1]."""
     try:
-        value, error, always = (None if x is None else str_to_frac(x, _MAX_BITS) for x in (v, e, al))
+        error, always = (None if x is None else str_to_frac(x, _MAX_BITS) for x in (e, al))
         conf = str_to_frac(c, _MAX_BITS)
     except (ValueError, TypeError):
         raise ReleaseFormatError(f"{where}: a value is not an exact rational") from None
-    if (value is None) != (f is None) or (value is not None and float(value) != f):  # report
-        raise ReleaseFormatError(f"{where}: the display float differs from the exact value")
     if (error is not None and error < 0) or (always is not None and always < 0) or not 0 < conf <= 1:
         raise ReleaseFormatError(f"{where}: an error bar is negative or a confidence is outside (0, 1]")
-    return Entry(value, error, conf, always, agg["error_unit"], agg["condition"])
+    return error, conf, always
+
+
+def _entry(v: Any, f: Any, e: Any, c: Any, al: Any, agg: dict[str, Any], where: str,
+           memo: dict[Any, Any] | None = None) -> Entry:
+    """One exact entry, checked: exact texts, the display float agrees, bars >= 0, confidence in (0, 1].
+
+    ``memo`` keeps the checked (error, confidence, always) of texts that repeat across groups; a value is
+    parsed and checked each time.
+    """
+    memo = {} if memo is None else memo
+    triple = memo.get((e, c, al))
+    if triple is None:
+        triple = memo[(e, c, al)] = _bars(e, c, al, where)
+    try:
+        value = None if v is None else str_to_frac(v, _MAX_BITS)
+    except (ValueError, TypeError):
+        raise ReleaseFormatError(f"{where}: a value is not an exact rational") from None
+    if (value is None) != (f is None) or (value is not None and value.numerator / value.denominator != f):  # report
+        raise ReleaseFormatError(f"{where}: the display float differs from the exact value")
+    return Entry(value, triple[0], triple[1], triple[2], agg["error_unit"], agg["condition"])

@@ -33,7 +33,8 @@ NULLS_TEXT = ("per value column (parameters.aggregates[].nulls): \"drop\" - a NU
               "aggregate's bounds; identical on the Arrow and Spark engines")
 BOUNDS_TEXT = ("each group's <name>_error holds with probability >= <name>_confidence (each statistic at "
                "beta / m, union bound); <name>_always, when present, holds with probability 1 (bounded noise); "
-               "a quantile's error is in rows of rank beyond the best grid point's")
+               "a quantile's error is in rows of rank: at most q n + error rows lie in cells below the released point's "
+               "and at most (1 - q) n + error above it")
 
 
 def table_columns(by: Sequence[str], names: Sequence[str]) -> list[str]:
@@ -55,12 +56,27 @@ def groups_table(plan: "GroupsPlan", released: "GroupsRelease", by: Sequence[str
         cols[name] = pa.array([r[j] for r in key_rows], type=typ)
     for agg in plan.aggregates:
         vals = [v[agg.name] for v in released.values]
+        memo: dict[int, str | None] = {}  # bars and confidences are shared objects: one text each
+
+        def shared(x: Fraction | None) -> str | None:
+            got = memo.get(id(x), memo)
+            if got is memo:
+                got = memo[id(x)] = _text(x)
+                keep.append(x)  # the id stays this object's while the memo lives
+            return got  # type: ignore[return-value]
+
+        keep: list[Any] = []
         cols[agg.name] = pa.array([_text(v.value) for v in vals], type=pa.string())
         cols[f"{agg.name}_float"] = pa.array([None if v.value is None else float(v.value) for v in vals],  # report
                                              type=pa.float64())
-        cols[f"{agg.name}_error"] = pa.array([_text(v.error) for v in vals], type=pa.string())
-        cols[f"{agg.name}_confidence"] = pa.array([str(v.confidence) for v in vals], type=pa.string())
-        cols[f"{agg.name}_always"] = pa.array([_text(v.always) for v in vals], type=pa.string())
+        for suffix in ("_error", "_confidence", "_always"):
+            field = [getattr(v, suffix[1:]) for v in vals]
+            first = field[0] if field else None
+            if all(x is first for x in field):  # one shared bar (counts, sums, quantiles): one text
+                texts = [_text(first)] * len(field)
+            else:
+                texts = [shared(x) for x in field]
+            cols[f"{agg.name}{suffix}"] = pa.array(texts, type=pa.string())
     return pa.table(cols)
 
 
@@ -83,8 +99,10 @@ def section(mech: Any, rows: int) -> dict[str, Any]:
             "keys": "public" if mech.key_rows is not None else "private",
             "groups": rows, "universe": mech.universe.to_dict(), "aggregates": _aggregate_rows(mech.planned),
             "beta": str(mech.planned.beta), "bounds": BOUNDS_TEXT, "nulls": NULLS_TEXT,
-            "composition": ("charged once per aggregate: a unit changes at most max_groups_per_unit groups and each "
-                            "law covers all groups at once (parallel composition over disjoint groups)")}
+            "composition": ("charged once per aggregate's noisy statistic (a statistic shared by several aggregates, "
+                            "as a count that a sum is centred on, once): a unit changes at most max_groups_per_unit "
+                            "groups and each law covers all groups at once (parallel composition over disjoint "
+                            "groups)")}
 
 
 def accuracy_statement(plan: "GroupsPlan") -> Any:
@@ -95,7 +113,7 @@ def accuracy_statement(plan: "GroupsPlan") -> Any:
     for agg in plan.aggregates:
         err = plan.errors[agg.name]
         if agg.kind is Kind.QUANTILE:
-            claims.append(AccuracyClaim(f"{agg.name}: rank error (rows) beyond the best grid point's", err,
+            claims.append(AccuracyClaim(f"{agg.name}: rank error (rows) of the released point", err,
                                         plan.beta, "per_query"))
         elif agg.kind is Kind.COUNT:
             claims.append(AccuracyClaim(f"{agg.name}: abs error", err[0], plan.beta, "per_query"))

@@ -75,9 +75,9 @@ def test_pure_charge_is_once_per_aggregate_over_k_groups(kind: str, k: int) -> N
     """
     agg = Aggregate("a", Kind.COUNT) if kind == "count" else _agg("sum")
     bounds = Bounds(k, 1)
-    noise = build(agg, "pure", Share(epsilon=Fraction(1)), bounds, max_units=3, lam=128)
-    law = noise.laws[0]
     stat = agg.statistics()[0]
+    noise = build(stat, "pure", Share(epsilon=Fraction(1)), bounds, max_units=3, lam=128)
+    law = noise.law
     lo, hi = stat.range(3)
     per_coord = _ratio_max(law, lo, hi, stat.sensitivity(bounds))
     exact = per_coord ** k  # independent coordinates: the worst outputs multiply
@@ -102,8 +102,8 @@ def test_plan_does_not_depend_on_the_number_of_groups() -> None:
 
 def test_bounded_noise_is_within_its_sure_bound() -> None:
     agg = _agg("sum", "0", "3", 0)
-    noise = build(agg, "bounded", Share(epsilon=Fraction(2), delta=Fraction(1, 10**6)), Bounds(), 5, 128)
-    law = noise.laws[0]
+    noise = build(agg.statistics()[0], "bounded", Share(epsilon=Fraction(2), delta=Fraction(1, 10**6)), Bounds(), 5, 128)
+    law = noise.law
     support = list(law.noise.iter_support())
     for x in range(0, 16):
         worst = max(abs(law.G * (law.grid(x) + z) - x) for z in support)
@@ -117,7 +117,7 @@ def _mean_failure(beta: Fraction, drop_count_term: bool) -> tuple[Fraction, int]
     The bound is a deterministic consequence of |N~ - N| <= e_N and |Y~ - Y| <= e_Y (each w.p. >= 1 - beta/2),
     so no outcome inside that event may break it."""
     aggs = [{"name": "m", "kind": "mean", "column": "x", "lo": "0", "hi": "1", "scale_bits": 0}]
-    plan = plan_groups(aggs, {"epsilon": "2"}, max_units=3, beta=beta)
+    plan = plan_groups(aggs, {"epsilon": "2"}, max_units=3, beta=beta, pairs=False)  # the (n, csum) mean
     law = plan.laws["m"]
     agg = plan.aggregates[0]
     raw = (2, 2)  # values 1 and 1: mean 1 (|Y/N| = D: the count's noise matters most)
@@ -147,3 +147,78 @@ def test_mean_bound_is_honest_and_the_count_term_is_needed() -> None:
     fail, inside = _mean_failure(beta, drop_count_term=False)
     assert fail <= beta and inside == 0
     assert _mean_failure(beta, drop_count_term=True)[1] > 0
+
+
+def test_zero_centred_sum_sensitivity_with_rows_without_values() -> None:
+    """zsum = 2T - C' N_all moves by <= D' when a unit adds c = 2 rows, some without a value (dropped: v' = 0),
+    and T = (zsum + C' N_all) / 2. Mutant: centring on C = L + H (not C') breaks the sensitivity when 0 is
+    outside [lo, hi]."""
+    from dpspark.mechanisms.groups.basis import plan_parts
+
+    for lo, hi in (("-1/2", "1"), ("1/2", "2")):
+        agg = parse_aggregate({"name": "s", "kind": "sum", "column": "x", "lo": lo, "hi": hi, "scale_bits": 1})
+        cnt = Aggregate("n", Kind.COUNT)
+        parts, basis = plan_parts([cnt, agg], {})
+        assert basis["s"].form == "zero" and parts[basis["s"].parts[0]].key.label == "rows"
+        stat = agg.zero_statistic()
+        d = stat.sensitivity(Bounds(1, 2))
+        lo_, hi_ = agg.zero_range
+        values = [None, Fraction(-1), Fraction(0), Fraction(1, 2), Fraction(3)]
+
+        def stats(rows: list, centre: int) -> tuple[int, int, int]:
+            vs = [agg.fixed_point(x) for x in rows if x is not None]
+            N_all, T = len(rows), sum(vs)
+            return 2 * T - centre * N_all, T, N_all
+
+        worst = worst_mutant = 0
+        for base in product(values, repeat=2):
+            for unit in product(values, repeat=2):
+                a, b = stats(list(base), lo_ + hi_), stats(list(base) + list(unit), lo_ + hi_)
+                assert a[1] == Fraction(a[0] + (lo_ + hi_) * a[2], 2)
+                worst = max(worst, abs(a[0] - b[0]))
+                ma, mb = stats(list(base), agg.L + agg.H), stats(list(base) + list(unit), agg.L + agg.H)
+                worst_mutant = max(worst_mutant, abs(ma[0] - mb[0]))
+        assert worst <= d
+        if Fraction(lo) > 0:
+            assert worst_mutant > d
+
+
+def _sum_failure(beta: Fraction, drop_count_term: bool) -> tuple[Fraction, int]:
+    """Like _mean_failure, for a sum centred on the released count: (exact failure probability, outcomes inside
+    the event |N~ - N| <= e_N, |Y~ - Y| <= e_Y (each at beta / 2) that break the stated bar)."""
+    aggs = [{"name": "n", "kind": "count"}, {"name": "s", "kind": "sum", "column": "x", "lo": "0", "hi": "2",
+                                              "scale_bits": 0}]
+    plan = plan_groups(aggs, {"epsilon": "3"}, max_units=2, beta=beta)
+    b = plan.basis["s"]
+    assert b.form == "zero"
+    ln, ly = (plan.noises[i].law for i in b.parts)
+    e_n, e_y = plan.bar(b.parts[0], beta / 2), plan.bar(b.parts[1], beta / 2)
+    stated = plan.errors["s"][0] if not drop_count_term else e_y / 2
+    N, T = 2, 4  # two rows of value 2: |C'| N matters most
+    y = 2 * T - b.centre * N
+    pn, py = ln.mech.pmf(ln.grid(N) - ln.a_lo), ly.mech.pmf(ly.grid(y) - ly.a_lo)
+    fail, inside = Fraction(0), 0
+    for i, p1 in enumerate(pn):
+        for j, p2 in enumerate(py):
+            n_ = ln.G * (ln.a_lo + i)
+            y_ = ly.G * (ly.a_lo + j)
+            if abs((y_ + b.centre * n_) / 2 - T) > stated:
+                fail += p1 * p2
+                inside += abs(n_ - N) <= e_n and abs(y_ - y) <= e_y
+    return fail, inside
+
+
+def test_centred_sum_bound_is_honest_and_the_count_term_is_needed() -> None:
+    beta = Fraction(1, 4)
+    fail, inside = _sum_failure(beta, drop_count_term=False)
+    assert fail <= beta and inside == 0
+    assert _sum_failure(beta, drop_count_term=True)[1] > 0
+
+
+@pytest.mark.parametrize("eps,beta", [("1", "1/20"), ("1/4", "1/10"), ("3", "1/1000")])
+def test_pure_error_bar_bounds_the_exact_accuracy(eps: str, beta: str) -> None:
+    """The closed-form bar is never below the law's exact accuracy, and at most one grid step above it."""
+    for stat in (Aggregate("a", Kind.COUNT).statistics()[0], _agg("sum").statistics()[0]):
+        law = build(stat, "pure", Share(epsilon=Fraction(eps)), Bounds(1, 1), 200, 128).law
+        exact = law.mech.accuracy(Fraction(beta))
+        assert exact <= law.accuracy_bound(Fraction(beta)) <= exact + 1

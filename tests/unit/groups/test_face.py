@@ -111,7 +111,7 @@ def test_statement_does_not_grow_with_the_number_of_groups(tmp_path: Path) -> No
     many = build(tmp_path, raw_config(tmp_path, groups={"by": "c", "keys": [f"k{i}" for i in range(500)]}))
     assert few.planned.statement.measure == many.planned.statement.measure
     assert few.planned.statement.measure.epsilon.le(Fraction(1))
-    assert "once per aggregate" in few.privacy_summary()["composition"]
+    assert "once per aggregate's noisy statistic" in few.privacy_summary()["composition"]
 
 
 # --- config errors name the field, before any data -----------------------------------------------------------
