@@ -54,6 +54,7 @@ about 1/e of the units; :mod:`dpspark.mechanisms.gaussian_model.source`), so M i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -61,19 +62,16 @@ import numpy as np
 
 from dpspark.engine.numeric import numeric_type_problem, parse_null_rule
 from dpspark.exact import parse_rational
-from dpspark.mechanisms.gaussian_model.covariance import PublicBounds, Run, kappa_schedule, noisy_pair_count, pce, ppc
-from dpspark.mechanisms.gaussian_model.fixed import ceil_frac, chi2_threshold, choose_scales, default_data_bits, ln_upper, quantise_matrix
-from dpspark.mechanisms.gaussian_model.mean import pme, whitening
+from dpspark.mechanisms.gaussian_model.covariance import (ROUND_SHARE, PublicBounds, Run, covariance_rounds, max_threshold,
+                                                          noisy_count, predicted_rounds, psd_project, round_rhos)
+from dpspark.mechanisms.gaussian_model.fixed import ceil_frac, choose_scales, default_data_bits, ln_upper
+from dpspark.mechanisms.gaussian_model.mean import coarse_mean, fine_mean, whitening
 from dpspark.mechanisms.gaussian_model.sample_size import release_events, release_sample_size, tested_beta
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, StageInfo
 from dpspark.mechanisms.zcdp_budget import converted_epsilon, rho_option, rho_within
 from dpspark.noise.grid import sqrt_upper
 
 KIND = "gaussian_model"
-#: the learner's split: covariance share (the rest goes to the mean)
-LEARNER_COVARIANCE_SHARE = Fraction(3, 4)
-#: k' assumed for Sigma^^-1/2 Sigma Sigma^^-1/2 when PCE's estimate preconditions the mean
-LEARNER_MEAN_KAPPA = Fraction(4)
 #: the default target error of the stated sample size (the benchmark target of issue 13, docs/gaussian.md)
 DEFAULT_ALPHA = Fraction(1, 10)
 
@@ -155,8 +153,8 @@ class _GaussianBase(Mechanism):
         self._sizes: tuple[int | None, int | None] | None = None
         try:
             self.data_bits = g["scale_bits"] or default_data_bits(g["radius"], g["kappa"])
-            top = 2 * g["kappa"] * chi2_threshold(self.bounds.d, self.bounds.max_units, threshold_beta)
-            self.scales = choose_scales(self.data_bits, top, spec.max_units)
+            top = max_threshold(self.bounds.d, g["radius"])
+            self.scales = choose_scales(self.data_bits, top, 2 * spec.max_units)
         except ValueError as exc:
             raise MechanismSpecError(str(exc)) from None
         self.buckets = g["buckets"] or spec.max_units
@@ -304,7 +302,7 @@ class _GaussianBase(Mechanism):
                    "rho_by_noise": [n.rho for n in run.noises], "passes": run.source.passes,
                    "pass_log": run.passes, "noise": [n.describe() for n in run.noises], "radius": self.bounds.radius,
                    "kappa": self.bounds.kappa, "data_bits": self.scales.data_bits, "matrix_bits": self.scales.matrix_bits,
-                   "values": "float64 (post-processing of the exact noisy integers)", "units_paired": "about 1/e of the units"}
+                   "values": "float64 (post-processing of the exact noisy integers)", "units_used": "every single (a unit with exactly one row)"}
         return StatementRelease(
             algorithm=self.algorithm, parameters=self.plan(),
             privacy=standard_statements(primary, delta=self.spec.delta),
@@ -314,73 +312,122 @@ class _GaussianBase(Mechanism):
     algorithm: ClassVar[str] = ""
 
 
+@dataclass(frozen=True)
+class BudgetSplit:
+    """A release's public split of rho: the single count, the coarse mean, the covariance passes (rounds
+    and final; :func:`~dpspark.mechanisms.gaussian_model.covariance.round_rhos`); the rest to the mean."""
+
+    count: Fraction
+    coarse: Fraction
+    covariance: Fraction
+
+    def parts(self, rho: Fraction) -> tuple[Fraction, Fraction, Fraction, Fraction]:
+        """(count, coarse mean, covariance, mean) rho; they add up to rho exactly."""
+        count, coarse, cov = rho * self.count, rho * self.coarse, rho * self.covariance
+        return count, coarse, cov, rho - count - coarse - cov
+
+
+SPLITS = {
+    "gaussian_covariance": BudgetSplit(Fraction(1, 50), Fraction(1, 16), 1 - Fraction(1, 50) - Fraction(1, 16)),
+    "gaussian_mean": BudgetSplit(Fraction(1, 50), Fraction(1, 16), Fraction(3, 8)),
+    "gaussian_mean_known": BudgetSplit(Fraction(1, 50), Fraction(1, 8), Fraction(0)),
+    "gaussian_learner": BudgetSplit(Fraction(1, 50), Fraction(1, 16), Fraction(5, 8)),
+}
+
+
+def split_words(kind: str) -> str:
+    """A split in words (the plan)."""
+    s = SPLITS[kind]
+    mean = 1 - s.count - s.coarse - s.covariance
+    words = [f"{s.count} single count", f"{s.coarse} coarse mean"]
+    if s.covariance:
+        words.append(f"{s.covariance} covariance ({ROUND_SHARE} of it per preconditioning round, the rest the final pass)")
+    if mean:
+        words.append(f"{mean} the mean")
+    return ", ".join(words)
+
+
+def estimate_covariance(run: Run, kind: str, rho: Fraction) -> tuple[np.ndarray, Any, int]:
+    """count, coarse mean, covariance rounds: (Sigma^, the coarse centre, the noisy count)."""
+    b = run.bounds
+    count_rho, coarse_rho, cov_rho, _ = SPLITS[kind].parts(rho)
+    count = noisy_count(run, count_rho)
+    centre = coarse_mean(run, coarse_rho, count)
+    rounds = predicted_rounds(b.d, b.kappa, b.max_units, cov_rho)
+    cov, _ = covariance_rounds(run, round_rhos(cov_rho, rounds), centre.value, centre.sd, count)
+    return cov, centre, count
+
+
 class GaussianCovariance(_GaussianBase):
-    """PCE (KLSU Alg 4): private covariance under rho-zCDP (module docstring)."""
+    """Private covariance: singles centred on a private mean, preconditioning rounds, a final pass."""
 
     name: ClassVar[str] = "gaussian_covariance"
-    algorithm: ClassVar[str] = "PCE (KLSU 2019 Alg 4, Thm 3.12) with PPC (Algs 2-3)"
+    algorithm: ClassVar[str] = ("KLSU 2019 PCE (recursive private preconditioning) with CoinPress's whitening step "
+                                "(Biswas-Dong-Kamath-Ullman 2020) on all singles, centred on a private mean")
+
+    def rounds(self) -> int:
+        """The public number of preconditioning rounds."""
+        b = self.bounds
+        return predicted_rounds(b.d, b.kappa, b.max_units, SPLITS[self.size_kind()].parts(self.rho)[2])
+
+    def covariance_passes(self) -> list[str]:
+        return [f"covariance round {r + 1}" for r in range(self.rounds())] + ["covariance final"]
 
     def pass_names(self) -> list[str]:
-        rounds = len(kappa_schedule(self.bounds.kappa))
-        return ["pair count"] + [f"PPC round {r + 1}" for r in range(rounds)] + ["PCE final"]
+        return ["single count", "coarse mean"] + self.covariance_passes()
 
     def split_text(self) -> str:
-        return "1/50 pair count, 49/100 PPC rounds (equal shares), the rest the final pass"
+        return split_words(self.size_kind())
 
     def learn(self, run: Run) -> dict[str, np.ndarray]:
-        cov, _ = pce(run, self.rho)
+        cov, _, _ = estimate_covariance(run, self.name, self.rho)
         return {"covariance": cov}
 
 
-class GaussianMean(_GaussianBase):
-    """PME (KLSU Alg 6): private mean with a known covariance or PPC's preconditioner."""
+class GaussianMean(GaussianCovariance):
+    """Private mean: with a known covariance, or preconditioned by the private covariance estimate."""
 
     name: ClassVar[str] = "gaussian_mean"
-    algorithm: ClassVar[str] = "PME (KLSU 2019 Alg 6, Thm 4.3) with KVMean per coordinate (NaivePME, Alg 5)"
+    algorithm: ClassVar[str] = ("KLSU 2019 PME with CoinPress's l2-ball mean steps (Biswas-Dong-Kamath-Ullman 2020), "
+                                "whitened by the known or privately estimated covariance")
 
     def pass_names(self) -> list[str]:
-        mean = ["single count", "KVMean histogram", "KVMean sums"]
         if self.g["covariance"] is not None:
-            return mean
-        return ["pair count"] + [f"PPC round {r + 1}" for r in range(len(kappa_schedule(self.bounds.kappa)))] + mean
+            return ["single count", "coarse mean", "mean"]
+        return super().pass_names() + ["mean"]
 
     def size_kind(self) -> str:
         return "gaussian_mean_known" if self.g["covariance"] is not None else "gaussian_mean"
-
-    def split_text(self) -> str:
-        if self.g["covariance"] is not None:
-            return "known covariance: all to the mean (1/50 single count, then 1/2 histogram, 1/2 sums)"
-        return "1/2 PPC (1/50 of it the pair count), 1/2 the mean"
 
     def learn(self, run: Run) -> dict[str, np.ndarray]:
         a = self.scales.matrix_bits
         if self.g["covariance"] is not None:
             sigma = np.array([[float(v) for v in row] for row in self.g["covariance"]])  # report: public input
-            return {"mean": pme(run, whitening(sigma, a), Fraction(1), self.rho)}
-        half = self.rho / 2
-        pairs = noisy_pair_count(run, half / 50)
-        matrix, kf = ppc(run, half - half / 50, pairs) if kappa_schedule(self.bounds.kappa) else \
-            (quantise_matrix(np.eye(self.bounds.d), a), self.bounds.kappa)
-        run.source.unpaired_singles()  # M comes from the pairs: the mean reads units no pair holds
-        return {"mean": pme(run, matrix, kf, self.rho - half)}
+            m = whitening(sigma, a)
+            count_rho, coarse_rho, _, mean_rho = SPLITS["gaussian_mean_known"].parts(self.rho)
+            count = noisy_count(run, count_rho)
+            centre = coarse_mean(run, coarse_rho, count, matrix=m)
+            return {"mean": fine_mean(run, m, centre, mean_rho, count)}
+        cov, centre, count = estimate_covariance(run, self.name, self.rho)
+        mean_rho = SPLITS[self.name].parts(self.rho)[3]
+        return {"mean": fine_mean(run, whitening(cov, a), centre, mean_rho, count)}
 
 
-class GaussianLearner(_GaussianBase):
-    """PCE then PME with M = Sigma^^-1/2 (KLSU Thm 1.1): mean and covariance."""
+class GaussianLearner(GaussianCovariance):
+    """Mean and covariance (KLSU Thm 1.1 structure): the covariance, then the mean whitened by it."""
 
     name: ClassVar[str] = "gaussian_learner"
-    algorithm: ClassVar[str] = "KLSU 2019 Thm 1.1: PCE (Alg 4) then PME (Alg 6) preconditioned by the PCE estimate"
+    algorithm: ClassVar[str] = ("KLSU 2019 Thm 1.1 structure with CoinPress steps (Biswas-Dong-Kamath-Ullman 2020): "
+                                "covariance of all singles centred on a private mean, then the l2-ball mean whitened by it")
 
     def pass_names(self) -> list[str]:
-        return GaussianCovariance.pass_names(self) + ["single count", "KVMean histogram", "KVMean sums"]  # type: ignore[arg-type]
-
-    def split_text(self) -> str:
-        return "3/4 PCE (as gaussian_covariance), 1/4 PME with Sigma^^-1/2 (k' = 4)"
+        return super().pass_names() + ["mean"]
 
     def learn(self, run: Run) -> dict[str, np.ndarray]:
-        cov_rho = self.rho * LEARNER_COVARIANCE_SHARE
-        cov, _ = pce(run, cov_rho)
-        run.source.unpaired_singles()  # M comes from the pairs: the mean reads units no pair holds
-        mean = pme(run, whitening(cov, self.scales.matrix_bits), LEARNER_MEAN_KAPPA, self.rho - cov_rho)
-        return {"covariance": cov, "mean": mean}
-
+        cov, centre, count = estimate_covariance(run, self.name, self.rho)
+        mean_rho = SPLITS[self.name].parts(self.rho)[3]
+        mean = fine_mean(run, whitening(cov, self.scales.matrix_bits), centre, mean_rho, count)
+        # the final pass centred on mu~ estimates Sigma + (xbar - mu~)(xbar - mu~)^T: remove the second term with
+        # the private mean (post-processing; it leaves an error of order ||xbar - mu^|| ||mu~ - mu||)
+        shift = mean - centre.value  # report
+        return {"covariance": psd_project(cov - np.outer(shift, shift)), "mean": mean}  # report
