@@ -194,12 +194,13 @@ def round_rhos(rho: Fraction, rounds: int) -> list[Fraction]:
     return pre + [rho - sum(pre, Fraction(0))]
 
 
-def predicted_rounds(d: int, kappa: Fraction, units: int, rho: Fraction, max_rounds: int = MAX_ROUNDS) -> int:
+def predicted_rounds(d: int, kappa: Fraction, units: int, rho: Fraction, max_rounds: int | None = None) -> int:
     """The public number of preconditioning rounds (data-free): the smallest t whose predicted condition
     number after t rounds, c_{r+1} = 1 + 2 e c_r from c_0 = kappa with e the spectral allowance at n = units
-    and the round's budget, is at most CONDITION_TARGET (at most ``max_rounds``; 0 when kappa is small)."""
+    and the round's budget, is at most CONDITION_TARGET (at most ``max_rounds``, default MAX_ROUNDS; 0 when kappa is small)."""
     c = float(kappa)  # report: accuracy-only schedule
     t = 0
+    max_rounds = MAX_ROUNDS if max_rounds is None else max_rounds
     tau = float(tail_sq(d, ROW_BETA_COVARIANCE))  # report
     while c > CONDITION_TARGET and t < max_rounds:  # public loop, at most max_rounds steps
         sd = math.sqrt(float(pass_l2_sq(d, 1))) * tau / math.sqrt(2.0 * float(rho * ROUND_SHARE))  # report

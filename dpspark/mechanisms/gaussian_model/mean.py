@@ -52,7 +52,7 @@ def l2_mean_step(run: Run, matrix: IntMatrix, centre: np.ndarray, radius: Fracti
     c_int = centre_int(matrix, centre, sc)
     sums = run.source.clipped_sums(matrix, c_int, t_int)
     noisy = run.noisy(sums, t_int, rho, run.bounds.max_units * (isqrt(t_int) + 1), label)
-    run.passes.append({"pass": label, "radius_sq": t_int, "rho": str(run.noises[-1].rho)})
+    run.passes.append({"pass": label, "radius_sq": t_int, "centre": c_int, "rho": str(run.noises[-1].rho)})
     mean_y = (np.array(c_int, dtype=np.float64) + np.array(noisy, dtype=np.float64) / float(count)) / one  # report
     est = np.linalg.solve(as_real(matrix, sc.matrix_bits), mean_y)  # report: post-processing
     return Centre(est, matrix, noise_sd(run.noises[-1]) / (float(count) * one))  # report

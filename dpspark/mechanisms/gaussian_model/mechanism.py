@@ -9,7 +9,7 @@ keyed on the unit id), ``max_units``, ``epsilon``, ``delta`` (required) and opti
     kappa = "1000"             # public kappa with I <= Sigma <= kappa I
     scale_bits = 20            # optional: b, values become round(v 2^b) (default: the largest b <= 24
                                #   with 2^b (R + 12 sqrt(kappa)) <= 2^31, so int32 holds a Gaussian row)
-    buckets = 1000000          # optional: pair buckets B (default max_units; ~1/e of units are paired)
+    buckets = 1000000          # optional: shuffle buckets of the preparation (default max_units)
     covariance = [["1", "0"], ["0", "1"]]   # gaussian_mean only: a KNOWN covariance (else estimated by PPC)
     alpha = "1/10"             # optional: the target error (default 1/10) of the stated sample size
     beta = "1/1000000"         # optional: its failure probability (default privacy.beta)
@@ -18,20 +18,28 @@ keyed on the unit id), ``max_units``, ``epsilon``, ``delta`` (required) and opti
 Missing values (one rule, :mod:`dpspark.engine.numeric`): a column is read by an infallible cast (text in a
 CSV/JSON input: a plain decimal number, anything else is unparseable); NULL, NaN and unparseable text are
 missing. ``nulls = "drop"``: a row with a missing value in any of the d columns is removed before the units
-are bucketed (it is neither paired, nor a single, nor counted); a public value instead replaces each missing
-coordinate. Either is a per-row map that depends on that row alone, applied before the keyed buckets, so
-adding or removing a unit still changes only that unit's rows - its own bucket, at most one pair term and at
-most one single (:mod:`dpspark.mechanisms.gaussian_model.source`) - and every sensitivity below is unchanged. Nothing here
-divides by the public n: the counts of pairs and singles are measured with noise. +-inf (and any huge value)
-is clipped to the public fixed-point bound +-(2^31 - 1) / 2^b, as before.
+are grouped (it is not a single, nor counted); a public value instead replaces each missing coordinate.
+Either is a per-row map that depends on that row alone, so adding or removing a unit still adds or removes
+at most one single (a unit with exactly one row; :mod:`dpspark.mechanisms.gaussian_model.source`) and every
+sensitivity below is unchanged. +-inf (and any huge value) is clipped to the public fixed-point bound
++-(2^31 - 1) / 2^b. ``buckets`` only spreads the units over the preparation's shuffle (default max_units).
 
-Accuracy target (data-free, :mod:`dpspark.mechanisms.gaussian_model.sample_size`): the plan states N, the number of units
-at which ||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F <= alpha (covariance) and ||Sigma^-1/2 (mu^ - mu)||_2 <=
-alpha (mean) hold w.p. >= 1 - beta for this configuration (this max_units and buckets), derived from the
-stated tail bounds. A run whose max_units is below N is not refused: the plan and the release then say
-that alpha is not reached at max_units and give the N of the configuration max_units = buckets = N.
-The norm tests and the mean's clamp use the threshold beta beta / (4 e) (e = 1, or 2 for the two-part
-releases; :func:`~dpspark.mechanisms.gaussian_model.sample_size.tested_beta`), so their failure is inside beta.
+Units and n (issue 25 §1.1): every estimate divides by a NOISY count of the singles, never by max_units, so
+data holding fewer units than ``max_units`` are not biased (max_units only bounds the noise windows and the
+decimal capacity, and sets the public round schedule); tests/unit/gaussian_model/test_gaussian_accuracy.py
+checks a run at max_units = 4 n.
+
+The algorithm (:mod:`.covariance`, :mod:`.mean`): a noisy count of the singles; a coarse l2-clipped mean in
+A_0 = I / sqrt(kappa); covariance passes over every single centred on it, ball-clipped at a per-row
+Laurent-Massart tail (a whitened Gaussian row is clipped w.p. <= 1/20: a bias, never a privacy condition),
+with preconditioning rounds A <- (Z + e I)^-1/2 A whose number is public (kappa, d, max_units, rho: none at
+small kappa); then the mean, l2-clipped around the coarse centre in the coordinates Sigma^^-1/2, and the
+centring term (mu^ - mu~)(mu^ - mu~)^T removed from Sigma^ (post-processing).
+
+Accuracy target: :mod:`dpspark.mechanisms.gaussian_model.sample_size` states what is derived: no tail-bound
+N for this algorithm yet, so the plan and the release say so and state no model-error claim with a minimum
+n; the release keeps the certified per-coordinate noise bound of its last pass, and
+scripts/bench/gaussian_vs_coinpress.py measures the errors against CoinPress.
 
 Scale: b as above; rounding moves each coordinate by <= 2^-(b+1), i.e. changes the second moment by
 about d 2^-(2b+2) in trace - negligible against Sigma >= I for b >= 8 (smaller b is refused).
@@ -39,17 +47,14 @@ about d 2^-(2b+2) in trace - negligible against Sigma >= I for b >= 8 (smaller b
 Privacy claim: rho-zCDP under adding or removing one unit (Bun-Steinke), rho the exact sum of the
 certified rho of every noise addition (the discrete Gaussian of Canonne-Kamath-Steinke 2020, Thm 14,
 certified on the implemented law; composition Bun-Steinke Lemma 2.3); the sensitivities are exact
-integers (see :mod:`dpspark.mechanisms.gaussian_model.covariance`, :mod:`dpspark.mechanisms.gaussian_model.mean`). rho is chosen by
-``rho_within`` so that its CKS20 conversion is certified within (epsilon, delta); replacement follows by
-group privacy (4 rho). The accuracy theorem is KLSU Thm 1.1 (TV <= alpha at n = O~(d^2/alpha^2 +
-d^2/(alpha sqrt rho) + d^1.5 sqrt(log kappa)/sqrt rho + sqrt(d log R)/sqrt rho)); the release states the
-certified per-coordinate noise bound of its final covariance pass instead of a TV constant.
+integers, the clip of each pass (see :mod:`dpspark.mechanisms.gaussian_model.covariance`,
+:mod:`dpspark.mechanisms.gaussian_model.mean`). rho is chosen by ``rho_within`` so that its CKS20 conversion
+is certified within (epsilon, delta); replacement follows by group privacy (4 rho).
 
-Budget split (public): ``gaussian_covariance`` = PCE (1/50 pair count, 49/100 PPC rounds, the rest the
-final pass); ``gaussian_mean`` = PME (estimated covariance: 1/2 PPC incl. count, 1/2 mean; known: all
-mean); ``gaussian_learner`` = 3/4 PCE, 1/4 PME with M = Sigma^^-1/2 from PCE (post-processing, k' = 4).
-With an estimated preconditioner the mean reads only the unpaired singles (rows alone in their bucket,
-about 1/e of the units; :mod:`dpspark.mechanisms.gaussian_model.source`), so M is independent of the rows it whitens.
+Budget split (public, :data:`SPLITS`): every kind spends 1/50 on the single count and 1/16 on the coarse mean
+(1/8 with a known covariance); ``gaussian_covariance`` the rest on the covariance passes;
+``gaussian_mean`` 3/8 on them and the rest on the mean; ``gaussian_learner`` 1/2 on them and the rest on the
+mean. Each preconditioning round takes 3/20 of the covariance share, the final pass the rest.
 """
 
 from __future__ import annotations
@@ -66,7 +71,7 @@ from dpspark.mechanisms.gaussian_model.covariance import (ROUND_SHARE, PublicBou
                                                           noisy_count, predicted_rounds, psd_project, round_rhos)
 from dpspark.mechanisms.gaussian_model.fixed import ceil_frac, choose_scales, default_data_bits, ln_upper
 from dpspark.mechanisms.gaussian_model.mean import coarse_mean, fine_mean, whitening
-from dpspark.mechanisms.gaussian_model.sample_size import release_events, release_sample_size, tested_beta
+from dpspark.mechanisms.gaussian_model.sample_size import NOT_DERIVED, release_events, release_sample_size, tested_beta
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, StageInfo
 from dpspark.mechanisms.zcdp_budget import converted_epsilon, rho_option, rho_within
 from dpspark.noise.grid import sqrt_upper
@@ -190,11 +195,10 @@ class _GaussianBase(Mechanism):
         if at is not None:
             text = f"{metric} <= {self.alpha} with probability >= 1 - {self.accuracy_beta} once n >= {at} units"
         else:
-            text = (f"{metric} <= {self.alpha} w.p. >= 1 - {self.accuracy_beta} is not reached at max_units = "
-                    f"{self.bounds.max_units}" + (f"; it is with max_units = buckets = {alone}" if alone else ""))
+            text = f"{metric}: {NOT_DERIVED}"
         return {"alpha": self.alpha, "beta": self.accuracy_beta, "metric": metric, "sample_size": at,
                 "sample_size_if_max_units_is_n": alone, "threshold_beta": self.bounds.beta, "text": text,
-                "derivation": "dpspark.gaussian.sample_size (docs/gaussian.md, Sample size)"}
+                "derivation": "dpspark.mechanisms.gaussian_model.sample_size"}
 
     def plan(self) -> dict[str, Any]:
         return {"mechanism": self.name, "rho": self.rho, "dimension": self.bounds.d, "radius": self.bounds.radius,
@@ -214,7 +218,7 @@ class _GaussianBase(Mechanism):
                 "delta": str(self.spec.delta)}
 
     def accuracy_summary(self) -> dict[str, Any]:
-        return {"theorem": "KLSU Thm 1.1 (TV), Thms 3.12 / 4.3", **self.accuracy_target()}
+        return {"theorem": "KLSU 2019 (structure); CoinPress 2020 steps; measured, not derived", **self.accuracy_target()}
 
     def model_claims(self) -> list[Any]:
         """The release's model-error claims: error <= alpha w.p. >= 1 - beta given >= N units (none if N is None)."""
@@ -229,9 +233,6 @@ class _GaussianBase(Mechanism):
                 "derived from the stated tail bounds (dpspark.gaussian.sample_size)")
         if len(quantities) == 2:
             cond += "; both bounds hold together"
-        if self.size_kind() in ("gaussian_mean", "gaussian_learner"):
-            cond += ("; the mean reads only units alone in their bucket (about 1/e of them), which no pair holds, "
-                     "so the estimated preconditioner is independent of them (KLSU's fresh half)")
         return [AccuracyClaim(q, self.alpha, self.accuracy_beta, "output", min_units=at, condition=cond) for q in quantities]
 
     def stages(self) -> list[StageInfo]:

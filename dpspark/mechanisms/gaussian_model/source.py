@@ -20,6 +20,12 @@ Units, pairs and singles (the same definition on every backend)
 
 Aggregates (:class:`GaussianSource`)
 -----------------------------------
+The learners (:mod:`.covariance`, :mod:`.mean`) read the singles only, through three aggregates:
+* ``single_count()`` (sensitivity 1);
+* ``clipped_moments(M, c, T)``: with y = M x - c (M a public integer matrix, c a public integer centre),
+  the exact upper triangle of sum y' y'^T, y' the ball clip of y at ||y'||^2 <= T (:func:`ball_clip`);
+* ``clipped_sums(M, c, T)``: the exact sum of the same y' (l2 sensitivity sqrt(T)).
+The pair and bucket aggregates below are the preparation's older outputs (kept, unused by the learners):
 * ``pair_count()``: the number of pairs (sensitivity 1);
 * ``second_moments(M, T)``: with y = M D (M a public integer matrix), the number kept and the exact
   upper triangle of sum 1{||y||^2 <= T} y y^T (one term moves, Frobenius norm of its upper triangle
