@@ -434,22 +434,35 @@ class GaussianLearner(GaussianCovariance):
         return {"covariance": psd_project(cov - np.outer(shift, shift)), "mean": mean}  # report
 
 
-def learn_in_memory(kind: str, values: np.ndarray, radius: Fraction, kappa: Fraction, rho: Fraction, *,
-                    max_units: int | None = None, seed: int = 0, covariance: Any = None) -> tuple[dict[str, np.ndarray], Run]:
-    """Run a registered Gaussian release's algorithm on an in-memory array (benchmarks, tests): the exact
-    aggregates of :class:`~dpspark.mechanisms.gaussian_model.source.ArraySource` (one unit per row), the real
-    discrete Gaussian noise, the scales the mechanism would choose. Returns (estimates, the run)."""
-    from dpspark.mechanisms.gaussian_model.source import ArraySource
+def learn_on(kind: str, source: Any, bounds: PublicBounds, scales: Any, rho: Fraction, *, seed: Any = 0,
+             covariance: Any = None) -> tuple[dict[str, np.ndarray], Run]:
+    """Run a registered Gaussian release's algorithm (``learn``) on a prepared source (benchmarks, tests):
+    the real discrete Gaussian noise, no config and no release. Returns (estimates, the run)."""
     from dpspark.rng import SeededRandom
+
+    cls = {"gaussian_covariance": GaussianCovariance, "gaussian_mean": GaussianMean,
+           "gaussian_learner": GaussianLearner}[kind]
+    mech = cls.__new__(cls)  # the algorithm only
+    mech.rho, mech.scales, mech.bounds = Fraction(rho), scales, bounds
+    mech.g = {"covariance": covariance}
+    run = Run(source, scales, bounds, SeededRandom(seed))
+    return mech.learn(run), run
+
+
+def scales_for(d: int, radius: Fraction, kappa: Fraction, units: int) -> Any:
+    """The scales a release with these public inputs chooses (default data bits, largest matrix bits)."""
+    return choose_scales(default_data_bits(radius, kappa), max_threshold(d, radius), 2 * units)
+
+
+def learn_in_memory(kind: str, values: np.ndarray, radius: Fraction, kappa: Fraction, rho: Fraction, *,
+                    max_units: int | None = None, seed: Any = 0, covariance: Any = None) -> tuple[dict[str, np.ndarray], Run]:
+    """:func:`learn_on` an in-memory array, one unit per row (exact aggregates of
+    :class:`~dpspark.mechanisms.gaussian_model.source.ArraySource`), with the scales the mechanism would choose."""
+    from dpspark.mechanisms.gaussian_model.source import ArraySource
 
     d = values.shape[1]
     units = max_units or values.shape[0]
-    scales = choose_scales(default_data_bits(radius, kappa), max_threshold(d, radius), 2 * units)
-    run = Run(ArraySource(values, scales.data_bits, bytes(range(16))), scales,
-              PublicBounds(d, Fraction(radius), Fraction(kappa), Fraction(1, 10**6), units), SeededRandom(seed))
-    cls = {"gaussian_covariance": GaussianCovariance, "gaussian_mean": GaussianMean,
-           "gaussian_learner": GaussianLearner}[kind]
-    mech = cls.__new__(cls)  # the algorithm only: no config, no release
-    mech.rho, mech.scales, mech.bounds = Fraction(rho), scales, run.bounds
-    mech.g = {"covariance": covariance}
-    return mech.learn(run), run
+    scales = scales_for(d, Fraction(radius), Fraction(kappa), units)
+    bounds = PublicBounds(d, Fraction(radius), Fraction(kappa), Fraction(1, 10**6), units)
+    return learn_on(kind, ArraySource(values, scales.data_bits, bytes(range(16))), bounds, scales, rho, seed=seed,
+                    covariance=covariance)
