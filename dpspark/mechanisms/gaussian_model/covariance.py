@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from dpspark.mechanisms.gaussian_model.fixed import (IntMatrix, Scales, as_real, ceil_frac, ln_upper,
-                                                     quantise_matrix)
+from dpspark.mechanisms.gaussian_model.fixed import (GaussianSpecError, IntMatrix, Scales, as_real, ceil_frac,
+                                                     ln_upper, quantise_matrix)
 from dpspark.mechanisms.gaussian_model.model_noise import VectorNoise, plan_noise
 from dpspark.mechanisms.gaussian_model.source import GaussianSource, upper_pairs
 from dpspark.noise.grid import sqrt_upper
@@ -120,6 +120,8 @@ def initial_matrix(bounds: PublicBounds, bits: int) -> IntMatrix:
     """A_0 = I / sqrt(kappa), quantised down (so A_0 Sigma A_0 <= I): the public first preconditioner."""
     entry = Fraction(1 << bits) / sqrt_upper(bounds.kappa, 32)
     v = entry.numerator // entry.denominator
+    if v < 1 << 8:  # data-free: A_0 must keep 8 bits (else the quantised preconditioner is too coarse or singular)
+        raise GaussianSpecError("kappa is too large for the matrix scale: 2^a / sqrt(kappa) < 256")
     return tuple(tuple(v if i == j else 0 for j in range(bounds.d)) for i in range(bounds.d))
 
 

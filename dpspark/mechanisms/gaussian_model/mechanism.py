@@ -51,7 +51,7 @@ integers, the clip of each pass (see :mod:`dpspark.mechanisms.gaussian_model.cov
 :mod:`dpspark.mechanisms.gaussian_model.mean`). rho is chosen by ``rho_within`` so that its CKS20 conversion
 is certified within (epsilon, delta); replacement follows by group privacy (4 rho).
 
-Budget split (public, :data:`SPLITS`): every kind spends 1/50 on the single count and 1/16 on the coarse mean
+Budget split (public, :data:`~dpspark.mechanisms.gaussian_model.budget.SPLITS`): every kind spends 1/50 on the single count and 1/16 on the coarse mean
 (1/8 with a known covariance); ``gaussian_covariance`` the rest on the covariance passes;
 ``gaussian_mean`` 3/8 on them and the rest on the mean; ``gaussian_learner`` 1/2 on them and the rest on the
 mean. Each preconditioning round takes 3/20 of the covariance share, the final pass the rest.
@@ -59,7 +59,6 @@ mean. Each preconditioning round takes 3/20 of the covariance share, the final p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -67,11 +66,13 @@ import numpy as np
 
 from dpspark.engine.numeric import numeric_type_problem, parse_null_rule
 from dpspark.exact import parse_rational
-from dpspark.mechanisms.gaussian_model.covariance import (ROUND_SHARE, PublicBounds, Run, covariance_rounds, max_threshold,
-                                                          noisy_count, predicted_rounds, psd_project, round_rhos)
+from dpspark.mechanisms.gaussian_model.covariance import (ROUND_SHARE, PublicBounds, Run, covariance_rounds, initial_matrix,
+                                                          max_threshold, noisy_count, predicted_rounds, psd_project,
+                                                          round_rhos)
+from dpspark.mechanisms.gaussian_model.budget import SPLITS
 from dpspark.mechanisms.gaussian_model.fixed import ceil_frac, choose_scales, default_data_bits, ln_upper
 from dpspark.mechanisms.gaussian_model.mean import coarse_mean, fine_mean, whitening
-from dpspark.mechanisms.gaussian_model.sample_size import NOT_DERIVED, release_events, release_sample_size, tested_beta
+from dpspark.mechanisms.gaussian_model.sample_size import DERIVED, NOT_DERIVED, release_events, release_sample_size, tested_beta
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, StageInfo
 from dpspark.mechanisms.zcdp_budget import converted_epsilon, rho_option, rho_within
 from dpspark.noise.grid import sqrt_upper
@@ -160,6 +161,7 @@ class _GaussianBase(Mechanism):
             self.data_bits = g["scale_bits"] or default_data_bits(g["radius"], g["kappa"])
             top = max_threshold(self.bounds.d, g["radius"])
             self.scales = choose_scales(self.data_bits, top, 2 * spec.max_units)
+            initial_matrix(self.bounds, self.scales.matrix_bits)  # refuses a kappa the matrix scale cannot hold
         except ValueError as exc:
             raise MechanismSpecError(str(exc)) from None
         self.buckets = g["buckets"] or spec.max_units
@@ -194,6 +196,9 @@ class _GaussianBase(Mechanism):
                       self.name, "||Sigma^-1/2 (mu^ - mu)||_2")
         if at is not None:
             text = f"{metric} <= {self.alpha} with probability >= 1 - {self.accuracy_beta} once n >= {at} units"
+        elif self.size_kind() in DERIVED:
+            text = (f"{metric} <= {self.alpha} w.p. >= 1 - {self.accuracy_beta} is not reached at max_units = "
+                    f"{self.bounds.max_units}" + (f"; it is with max_units = {alone}" if alone else ""))
         else:
             text = f"{metric}: {NOT_DERIVED}"
         return {"alpha": self.alpha, "beta": self.accuracy_beta, "metric": metric, "sample_size": at,
@@ -311,29 +316,6 @@ class _GaussianBase(Mechanism):
             section=section, tables=tables)
 
     algorithm: ClassVar[str] = ""
-
-
-@dataclass(frozen=True)
-class BudgetSplit:
-    """A release's public split of rho: the single count, the coarse mean, the covariance passes (rounds
-    and final; :func:`~dpspark.mechanisms.gaussian_model.covariance.round_rhos`); the rest to the mean."""
-
-    count: Fraction
-    coarse: Fraction
-    covariance: Fraction
-
-    def parts(self, rho: Fraction) -> tuple[Fraction, Fraction, Fraction, Fraction]:
-        """(count, coarse mean, covariance, mean) rho; they add up to rho exactly."""
-        count, coarse, cov = rho * self.count, rho * self.coarse, rho * self.covariance
-        return count, coarse, cov, rho - count - coarse - cov
-
-
-SPLITS = {
-    "gaussian_covariance": BudgetSplit(Fraction(1, 50), Fraction(1, 16), 1 - Fraction(1, 50) - Fraction(1, 16)),
-    "gaussian_mean": BudgetSplit(Fraction(1, 50), Fraction(1, 16), Fraction(3, 8)),
-    "gaussian_mean_known": BudgetSplit(Fraction(1, 50), Fraction(1, 8), Fraction(0)),
-    "gaussian_learner": BudgetSplit(Fraction(1, 50), Fraction(1, 16), Fraction(1, 2)),
-}
 
 
 def split_words(kind: str) -> str:

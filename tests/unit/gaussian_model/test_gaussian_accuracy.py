@@ -122,7 +122,8 @@ def test_preconditioning_rounds_pay_off_at_kappa_1e4() -> None:
 
 
 def test_plan_states_that_no_sample_size_is_derived(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """The plan (dry-run) says so, and the release states no model-error claim with a minimum n."""
+    """The plan (dry-run) says so, and the release states no model-error claim with a minimum n; with a known
+    covariance the plan states N and the claim."""
     from dpspark.api.config import ReleaseSpec
     from dpspark.mechanisms.registry import construct
 
@@ -135,5 +136,49 @@ def test_plan_states_that_no_sample_size_is_derived(tmp_path) -> None:  # type: 
     target = mech.plan()["accuracy_target"]
     assert target["sample_size"] is None and "no tail-bound sample size" in target["text"]
     assert mech.model_claims() == []
+    known = {**base, "gaussian": {**base["gaussian"], "covariance": [["1", "0", "0"], ["0", "1", "0"], ["0", "0", "1"]]},
+             "privacy": {**base["privacy"], "mechanism": "gaussian_mean"}}
+    mk = construct(ReleaseSpec.from_dict(known))
+    n = mk.plan()["accuracy_target"]["sample_size"]
+    assert n is not None and f"n >= {n}" in mk.plan()["accuracy_target"]["text"]
+    assert [c.min_units for c in mk.model_claims()] == [n]
     with pytest.raises(TypeError, match="float"):
         construct(ReleaseSpec.from_dict({**base, "gaussian": {**base["gaussian"], "alpha": 0.5}}))
+
+
+BETA_N = Fraction(1, 10**6)
+
+
+@pytest.mark.parametrize("d", [5, 20])
+def test_known_covariance_mean_at_the_stated_sample_size(d: int) -> None:
+    """gaussian_mean with a known covariance at exactly n = N(d, alpha = 1/10, beta = 1e-6, rho = 1/2):
+    ||Sigma^-1/2 (mu^ - mu)|| <= alpha. False-alarm rate <= beta = 1e-6 (the events of
+    dpspark.mechanisms.gaussian_model.sample_size). Teeth: a centre one unit off in every whitened coordinate fails."""
+    from dpspark.mechanisms.gaussian_model.sample_size import release_sample_size
+
+    alpha, rho, kappa = Fraction(1, 10), Fraction(1, 2), 100
+    n = release_sample_size("gaussian_mean_known", d, alpha, BETA_N, rho, Fraction(kappa), Fraction(40))
+    assert n is not None
+    x, mu, sigma = _problem(d, float(kappa), n, seed=200 + d)
+    got, _ = learn_in_memory("gaussian_mean", x, Fraction(40), Fraction(kappa), rho, covariance=sigma, seed=d)
+    w = _whiten(sigma)  # report
+    assert float(np.linalg.norm(w @ (got["mean"] - mu))) <= alpha  # report
+    off = np.linalg.solve(w, np.ones(d))  # report: one unit per whitened coordinate
+    assert float(np.linalg.norm(w @ (got["mean"] + off - mu))) > alpha  # report
+
+
+def test_stated_bound_holds_for_every_n_above_n() -> None:
+    """At a fixed max_units the known-covariance bound is <= alpha at N and non-increasing on [N, max_units]
+    (so "once n >= N" holds), and above alpha just below N; the other kinds state no N."""
+    from dpspark.mechanisms.gaussian_model.sample_size import mechanism_scales, release_error_bound, release_sample_size
+
+    d, alpha, rho, kappa, radius, units = 5, Fraction(1, 10), Fraction(1, 2), Fraction(100), Fraction(40), 10**6
+    big_n = release_sample_size("gaussian_mean_known", d, alpha, BETA_N, rho, kappa, radius, max_units=units)
+    assert big_n is not None
+    scales = mechanism_scales(d, radius, kappa, units)
+    grid = [big_n + (units - big_n) * i // 8 for i in range(9)]
+    vals = [release_error_bound("gaussian_mean_known", n, d, BETA_N, rho, kappa, radius, scales, units) for n in grid]
+    assert vals[0] <= alpha and all(b <= a for a, b in zip(vals, vals[1:]))
+    assert release_error_bound("gaussian_mean_known", big_n * 99 // 100, d, BETA_N, rho, kappa, radius, scales, units) > alpha
+    for kind in ("gaussian_covariance", "gaussian_mean", "gaussian_learner"):
+        assert release_sample_size(kind, d, alpha, BETA_N, rho, kappa, radius, max_units=units) is None
