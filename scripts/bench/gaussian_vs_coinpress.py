@@ -20,7 +20,7 @@ so I <= Sigma <= kappa I. Per trial both tools see the same array.
 * CoinPress, at rho_repl = 2 (dpspark's own replacement statement, 4 rho) and at rho_repl = 1/2 (never more
   budget than dpspark): 3/4 of it to ``cov_est`` on the n/2 pair differences (X_2i - X_2i+1)/sqrt 2 with
   u = kappa and t = 2, 3, 4 steps at kappa = 1, 100, 10^4 (budget 1/4 over the first t - 1 steps, 3/4 the
-  last, as its experiments); 1/4 to ``multivariate_mean_iterative`` on all n rows whitened by its covariance
+  last, as its experiments; ``--oracle`` also keeps the best t in 2..5 per trial); 1/4 to ``multivariate_mean_iterative`` on all n rows whitened by its covariance
   estimate (eigenvalues floored at 1, as Sigma >= I is public), c = 0, r = R, t = 3, budget [1/8, 1/8, 3/4].
 Metrics (medians over trials): mean ||Sigma^-1/2 (mu^ - mu)||, covariance ||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F;
 and the privacy cost alone, against the sample mean xbar and covariance S of the same array ("-x", "-S"):
@@ -139,14 +139,19 @@ def inv_sqrt_floored(s: np.ndarray) -> np.ndarray:
     return (vecs / np.sqrt(np.maximum(vals, 1.0))) @ vecs.T  # report
 
 
-def coinpress_learner(algos, x: np.ndarray, kappa: float, rho_repl: float):  # type: ignore[no-untyped-def]
-    """CoinPress's covariance (on pair differences) then its mean (whitened), at rho_repl in total."""
+def default_steps(kappa: float) -> int:
+    """CoinPress's covariance steps t by kappa (its experiments use t = 1..5)."""
+    return 2 if kappa <= 1 else (3 if kappa <= 100 else 4)
+
+
+def coinpress_learner(algos, x: np.ndarray, kappa: float, rho_repl: float, t: int | None = None):  # type: ignore[no-untyped-def]
+    """CoinPress's covariance (on pair differences, t steps) then its mean (whitened), at rho_repl in total."""
     import torch
 
     n, d = x.shape
     pairs = (x[0:n // 2 * 2:2] - x[1:n // 2 * 2:2]) / math.sqrt(2.0)  # report
     args = types.SimpleNamespace(n=pairs.shape[0], d=d, u=kappa)
-    t = 2 if kappa <= 1 else (3 if kappa <= 100 else 4)
+    t = t or default_steps(kappa)
     cov_rho = 0.75 * rho_repl  # report
     args.t, args.rho = t, [cov_rho / (4 * (t - 1))] * (t - 1) + [0.75 * cov_rho]  # report
     cov = np.asarray(algos.cov_est(torch.from_numpy(pairs.copy()), args), dtype=np.float64)  # report
@@ -165,6 +170,8 @@ def main() -> int:
     ap.add_argument("--ns", default="100000,1000000")
     ap.add_argument("--cells", default=None, help="explicit d:kappa:n cells, comma-separated (overrides the grid)")
     ap.add_argument("--out", default="bench-results/gaussian_vs_coinpress")
+    ap.add_argument("--oracle", action="store_true", help="also run CoinPress at rho_repl = 2 with t = 2..5 and keep "
+                    "the t of the smallest covariance error per trial (an oracle choice, generous to CoinPress)")
     args = ap.parse_args()
     algos, standin = load_coinpress(args.coinpress)
     if args.cells:
@@ -195,6 +202,9 @@ def main() -> int:
             t0 = time.perf_counter()
             got["cp_2"].append(errors(*coinpress_learner(algos, x, kappa, 2.0), mu, sigma, sample))
             secs["cp"] += time.perf_counter() - t0
+            if args.oracle:  # CoinPress at its best t for this very array (an oracle: generous to CoinPress)
+                tries = [errors(*coinpress_learner(algos, x, kappa, 2.0, t), mu, sigma, sample) for t in (2, 3, 4, 5)]
+                got.setdefault("cp_2_best_t", []).append(min(tries, key=lambda e: e[1]))
             got["cp_0.5"].append(errors(*coinpress_learner(algos, x, kappa, 0.5), mu, sigma, sample))
             got["nonprivate"].append(errors(sample[0], sample[1], mu, sigma, sample))
         med = {k: [float(np.median([v[i] for v in vals])) for i in range(4)] for k, vals in got.items()}  # report
@@ -207,9 +217,17 @@ def main() -> int:
               f"{med['cp_2'][3]:>7.4f} | {secs['dpspark'] / args.trials:>6.1f} {secs['cp'] / args.trials:>6.1f}", flush=True)
         with open(os.path.join(args.out, "results.json"), "w") as f:
             json.dump({"rows": rows, "torch_standin": standin}, f, indent=1)
-    wins = sum(1 for r in rows if r["median"]["dpspark"][0] <= r["median"]["cp_2"][0] and r["median"]["dpspark"][1] <= r["median"]["cp_2"][1])
-    print(f"cells where dpspark's mean and covariance errors are both <= CoinPress's at rho_repl = 2: {wins} of {len(rows)}; "
-          f"load average at end: {os.getloadavg()}")
+    for key in ("cp_2", "cp_2_best_t"):
+        if not all(key in r["median"] for r in rows):
+            continue
+        for i, what in ((0, "mean"), (1, "covariance"), (2, "mean privacy cost"), (3, "covariance privacy cost")):
+            wins = sum(1 for r in rows if r["median"]["dpspark"][i] <= r["median"][key][i])
+            print(f"{what}: dpspark <= CoinPress ({key}) in {wins} of {len(rows)} cells")
+    if any("cp_2_best_t" in r["median"] for r in rows):
+        print("best-t CoinPress (oracle), medians (mean, cov): " + "; ".join(
+            f"d={r['d']} k={r['kappa']:g} n={r['n']}: {r['median']['cp_2_best_t'][0]:.5f}, {r['median']['cp_2_best_t'][1]:.4f}"
+            for r in rows))
+    print(f"load average at end: {os.getloadavg()}")
     return 0
 
 
