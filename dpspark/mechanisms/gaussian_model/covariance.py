@@ -160,9 +160,10 @@ def covariance_pass(run: Run, matrix: IntMatrix, centre: np.ndarray, threshold: 
 
 
 def psd_project(s: np.ndarray, floor: float = 0.0) -> np.ndarray:
-    """Clip eigenvalues below ``floor`` (post-processing)."""
+    """Clip eigenvalues below ``floor`` (post-processing); the result is exactly symmetric (the reader checks)."""
     vals, vecs = np.linalg.eigh((s + s.T) / 2)  # report
-    return (vecs * np.maximum(vals, floor)) @ vecs.T  # report
+    out = (vecs * np.maximum(vals, floor)) @ vecs.T  # report
+    return (out + out.T) / 2  # report
 
 
 def noise_sd(noise: VectorNoise) -> float:

@@ -162,6 +162,7 @@ def test_composed_rho_is_the_sum_of_every_noise_addition_and_each_sensitivity_is
     rounds = predicted_rounds(3, Fraction(400), 3000, Fraction(1, 4))
     assert names == ["coarse mean"] + [f"covariance round {r + 1}" for r in range(rounds)] + ["covariance final", "mean"]
     assert set(est) == {"mean", "covariance"}
+    assert np.array_equal(est["covariance"], est["covariance"].T)  # exactly symmetric: the reader refuses otherwise
 
 
 def test_round_schedule_is_public_and_spends_nothing_at_small_kappa() -> None:
