@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""KLSU covariance estimation: error vs n for NaivePCE, PCE and the non-private estimate (driver backend).
+"""Gaussian covariance estimation: error vs n with and without preconditioning rounds, and the non-private
+estimate (driver backend; gaussian_covariance's algorithm, :func:`learn_in_memory`).
 
 Usage: .venv/bin/python scripts/bench/gaussian.py [--quick] [--trials 5] [--dims 100] [--out bench-results/gaussian]
 
@@ -28,10 +29,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 
 import numpy as np  # noqa: E402
 
-from dpspark.mechanisms.gaussian_model.covariance import PublicBounds, Run, naive_pce_release, pce  # noqa: E402
-from dpspark.mechanisms.gaussian_model.fixed import Scales  # noqa: E402
-from dpspark.mechanisms.gaussian_model.source import ArraySource  # noqa: E402
-from dpspark.rng import SeededRandom  # noqa: E402
+from dpspark.mechanisms.gaussian_model import covariance as cv  # noqa: E402
+from dpspark.mechanisms.gaussian_model.mechanism import learn_in_memory  # noqa: E402
+
+
+def one_pass(x: np.ndarray, kappa: int, rho: Fraction, seed: str) -> np.ndarray:
+    """gaussian_covariance without preconditioning rounds (the naive estimate at kappa)."""
+    saved, cv.MAX_ROUNDS = cv.MAX_ROUNDS, 0
+    try:
+        return learn_in_memory("gaussian_covariance", x, Fraction(20), Fraction(kappa), rho, seed=seed)[0]["covariance"]
+    finally:
+        cv.MAX_ROUNDS = saved
 
 KEY = bytes(range(16))
 
@@ -88,12 +96,11 @@ def main() -> int:
                 for t in range(trials):
                     x, sigma = problem(d, kappa, n, seed=1000 * d + 10 * t + int(math.log10(kappa)))
                     cell.setdefault("non-private", []).append(errors(np.cov(x.T), sigma))
-                    src = ArraySource(x, 12, KEY)
-                    bounds = PublicBounds(d, Fraction(20), Fraction(int(kappa)), Fraction(1, 100), n)
                     for rho in rhos:
-                        for name, fn in (("NaivePCE", lambda r, p: naive_pce_release(r, p)), ("PCE", lambda r, p: pce(r, p)[0])):
-                            run = Run(src, Scales(12, 16), bounds, SeededRandom(f"{d}-{kappa}-{n}-{t}-{rho}-{name}"))
-                            cell.setdefault(f"{name} rho={rho}", []).append(errors(fn(run, rho), sigma))
+                        tag = f"{d}-{kappa}-{n}-{t}-{rho}"
+                        full = learn_in_memory("gaussian_covariance", x, Fraction(20), Fraction(int(kappa)), rho, seed=tag)[0]
+                        cell.setdefault(f"one pass rho={rho}", []).append(errors(one_pass(x, int(kappa), rho, tag), sigma))
+                        cell.setdefault(f"rounds rho={rho}", []).append(errors(full["covariance"], sigma))
                 for method, errs in cell.items():
                     m = np.array(errs)  # report
                     results.append({"d": d, "kappa": kappa, "n": n, "method": method, "trials": trials,

@@ -38,10 +38,8 @@ def main() -> int:
         os.makedirs(os.path.dirname(data), exist_ok=True)
         subprocess.run([sys.executable, os.path.join(root, "scripts", "gen_gaussian.py"), data, "--rows", str(args.rows),
                         "--dim", str(args.dim), "--kappa", str(args.kappa)], check=True)
-    from dpspark.mechanisms.gaussian_model.covariance import PublicBounds, Run, pce
-    from dpspark.mechanisms.gaussian_model.fixed import chi2_threshold, choose_scales, default_data_bits
-    from dpspark.mechanisms.gaussian_model.mean import pme, whitening
-    from dpspark.rng import SeededRandom
+    from dpspark.mechanisms.gaussian_model.covariance import PublicBounds
+    from dpspark.mechanisms.gaussian_model.mechanism import learn_on, scales_for
     from dpspark.mechanisms.gaussian_model.spark_pairs import SparkGaussianSource
     from dpspark.engine.spark.local import jvm_peak_rss_mib, local_session
 
@@ -49,12 +47,12 @@ def main() -> int:
     d = args.dim
     df = spark.read.parquet(data)
     bounds = PublicBounds(d, Fraction(20), Fraction(args.kappa), Fraction(1, 100), args.rows)
-    b = default_data_bits(bounds.radius, bounds.kappa)
-    scales = choose_scales(b, 2 * bounds.kappa * chi2_threshold(d, args.rows, bounds.beta), args.rows)
+    scales = scales_for(d, bounds.radius, bounds.kappa, args.rows)
+    b = scales.data_bits
     times: list[tuple[str, float]] = []
     t0 = time.time()
     src = SparkGaussianSource(df, [f"x{j}" for j in range(d)], "uid", b, args.rows, bytes(16), max_terms=args.rows)
-    for name in ("pair_count", "single_count", "second_moments", "bin_counts", "centred_sums"):
+    for name in ("single_count", "clipped_moments", "clipped_sums"):
         fn = getattr(src, name)
 
         def timed(*a, _fn=fn, _name=name):  # type: ignore[no-untyped-def]
@@ -65,10 +63,7 @@ def main() -> int:
             return out
 
         setattr(src, name, timed)
-    run = Run(src, scales, bounds, SeededRandom("bench"))
-    cov, _ = pce(run, Fraction(3, 8))
-    src.unpaired_singles()  # as gaussian_learner: the mean reads the rows alone in their bucket
-    pme(run, whitening(cov, scales.matrix_bits), Fraction(4), Fraction(1, 8))
+    learn_on("gaussian_learner", src, bounds, scales, Fraction(1, 2), seed="bench")
     total = time.time() - t0
     jvm = jvm_peak_rss_mib(spark)
     src.close()
@@ -76,7 +71,7 @@ def main() -> int:
     me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # report
     kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # report
     print(f"rows={args.rows} d={d} kappa={args.kappa}: {len(times)} passes, total {total:.1f} s "
-          f"(first pass includes reading and caching pairs/singles); peak RSS driver {me:.0f} MiB, "
+          f"(first pass includes reading and caching the singles); peak RSS driver {me:.0f} MiB, "
           f"children {kids:.0f} MiB, JVM {jvm or float('nan'):.0f} MiB; loadavg {os.getloadavg()[0]:.1f}")  # report
     res = {"rows": args.rows, "dim": d, "kappa": args.kappa, "master": args.master, "driver_memory": args.driver_memory,
            "passes": [[name, round(sec, 1)] for name, sec in times], "total_seconds": round(total, 1),

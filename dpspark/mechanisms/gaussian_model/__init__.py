@@ -1,4 +1,4 @@
-"""Private Gaussian learners (family ``gaussian_model``): KLSU covariance (PCE/PPC) and mean (PME) under zCDP.
+"""Private Gaussian learners (family ``gaussian_model``): KLSU-structured covariance and mean with CoinPress steps, under zCDP.
 
 * :mod:`.covariance`, :mod:`.mean` - the algorithms, driver side, over a :class:`GaussianSource` port
   (:mod:`.source`: ``ArraySource`` in memory; the Spark source in :mod:`.spark_pairs`);
@@ -15,8 +15,10 @@ _NAMES = {
     "GaussianLearner": "mechanism",
     "GaussianMean": "mechanism",
     "GaussianSource": "source",
-    "pce": "covariance",
-    "pme": "mean",
+    "covariance_rounds": "covariance",
+    "fine_mean": "mean",
+    "learn_in_memory": "mechanism",
+    "learn_on": "mechanism",
 }
 __getattr__ = lazy_exports(__name__, _NAMES)
 

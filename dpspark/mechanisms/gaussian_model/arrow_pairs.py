@@ -86,6 +86,19 @@ class ArrowGaussianSource(ArraySource):
         self.backend.pass_done()
         return out
 
+    def clipped_moments(self, matrix: IntMatrix, centre: Sequence[int], bound_sq: int) -> Moments:
+        self.backend.progress(f"pass {self.passes + 1}: clipped second moments on Arrow")
+        check_pass_capacity(2 * max(self.max_terms, len(matrix)), bound_sq)
+        out = super().clipped_moments(matrix, centre, bound_sq)
+        self.backend.pass_done()
+        return out
+
+    def clipped_sums(self, matrix: IntMatrix, centre: Sequence[int], bound_sq: int) -> list[int]:
+        self.backend.progress(f"pass {self.passes + 1}: clipped sums on Arrow")
+        out = super().clipped_sums(matrix, centre, bound_sq)
+        self.backend.pass_done()
+        return out
+
     def close(self) -> None:
         """Drop the prepared rows."""
         self._pairs = self._pairs[:0]

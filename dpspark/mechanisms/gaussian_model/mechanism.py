@@ -9,7 +9,7 @@ keyed on the unit id), ``max_units``, ``epsilon``, ``delta`` (required) and opti
     kappa = "1000"             # public kappa with I <= Sigma <= kappa I
     scale_bits = 20            # optional: b, values become round(v 2^b) (default: the largest b <= 24
                                #   with 2^b (R + 12 sqrt(kappa)) <= 2^31, so int32 holds a Gaussian row)
-    buckets = 1000000          # optional: pair buckets B (default max_units; ~1/e of units are paired)
+    buckets = 1000000          # optional: shuffle buckets of the preparation (default max_units)
     covariance = [["1", "0"], ["0", "1"]]   # gaussian_mean only: a KNOWN covariance (else estimated by PPC)
     alpha = "1/10"             # optional: the target error (default 1/10) of the stated sample size
     beta = "1/1000000"         # optional: its failure probability (default privacy.beta)
@@ -18,20 +18,28 @@ keyed on the unit id), ``max_units``, ``epsilon``, ``delta`` (required) and opti
 Missing values (one rule, :mod:`dpspark.engine.numeric`): a column is read by an infallible cast (text in a
 CSV/JSON input: a plain decimal number, anything else is unparseable); NULL, NaN and unparseable text are
 missing. ``nulls = "drop"``: a row with a missing value in any of the d columns is removed before the units
-are bucketed (it is neither paired, nor a single, nor counted); a public value instead replaces each missing
-coordinate. Either is a per-row map that depends on that row alone, applied before the keyed buckets, so
-adding or removing a unit still changes only that unit's rows - its own bucket, at most one pair term and at
-most one single (:mod:`dpspark.mechanisms.gaussian_model.source`) - and every sensitivity below is unchanged. Nothing here
-divides by the public n: the counts of pairs and singles are measured with noise. +-inf (and any huge value)
-is clipped to the public fixed-point bound +-(2^31 - 1) / 2^b, as before.
+are grouped (it is not a single, nor counted); a public value instead replaces each missing coordinate.
+Either is a per-row map that depends on that row alone, so adding or removing a unit still adds or removes
+at most one single (a unit with exactly one row; :mod:`dpspark.mechanisms.gaussian_model.source`) and every
+sensitivity below is unchanged. +-inf (and any huge value) is clipped to the public fixed-point bound
++-(2^31 - 1) / 2^b. ``buckets`` only spreads the units over the preparation's shuffle (default max_units).
 
-Accuracy target (data-free, :mod:`dpspark.mechanisms.gaussian_model.sample_size`): the plan states N, the number of units
-at which ||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F <= alpha (covariance) and ||Sigma^-1/2 (mu^ - mu)||_2 <=
-alpha (mean) hold w.p. >= 1 - beta for this configuration (this max_units and buckets), derived from the
-stated tail bounds. A run whose max_units is below N is not refused: the plan and the release then say
-that alpha is not reached at max_units and give the N of the configuration max_units = buckets = N.
-The norm tests and the mean's clamp use the threshold beta beta / (4 e) (e = 1, or 2 for the two-part
-releases; :func:`~dpspark.mechanisms.gaussian_model.sample_size.tested_beta`), so their failure is inside beta.
+Units and n (issue 25 §1.1): every estimate divides by a NOISY count of the singles, never by max_units, so
+data holding fewer units than ``max_units`` are not biased (max_units only bounds the noise windows and the
+decimal capacity, and sets the public round schedule); tests/unit/gaussian_model/test_gaussian_accuracy.py
+checks a run at max_units = 4 n.
+
+The algorithm (:mod:`.covariance`, :mod:`.mean`): a noisy count of the singles; a coarse l2-clipped mean in
+A_0 = I / sqrt(kappa); covariance passes over every single centred on it, ball-clipped at a per-row
+Laurent-Massart tail (a whitened Gaussian row is clipped w.p. <= 1/20: a bias, never a privacy condition),
+with preconditioning rounds A <- (Z + e I)^-1/2 A whose number is public (kappa, d, max_units, rho: none at
+small kappa); then the mean, l2-clipped around the coarse centre in the coordinates Sigma^^-1/2, and the
+centring term (mu^ - mu~)(mu^ - mu~)^T removed from Sigma^ (post-processing).
+
+Accuracy target: :mod:`dpspark.mechanisms.gaussian_model.sample_size` states what is derived: no tail-bound
+N for this algorithm yet, so the plan and the release say so and state no model-error claim with a minimum
+n; the release keeps the certified per-coordinate noise bound of its last pass, and
+scripts/bench/gaussian_vs_coinpress.py measures the errors against CoinPress.
 
 Scale: b as above; rounding moves each coordinate by <= 2^-(b+1), i.e. changes the second moment by
 about d 2^-(2b+2) in trace - negligible against Sigma >= I for b >= 8 (smaller b is refused).
@@ -39,17 +47,14 @@ about d 2^-(2b+2) in trace - negligible against Sigma >= I for b >= 8 (smaller b
 Privacy claim: rho-zCDP under adding or removing one unit (Bun-Steinke), rho the exact sum of the
 certified rho of every noise addition (the discrete Gaussian of Canonne-Kamath-Steinke 2020, Thm 14,
 certified on the implemented law; composition Bun-Steinke Lemma 2.3); the sensitivities are exact
-integers (see :mod:`dpspark.mechanisms.gaussian_model.covariance`, :mod:`dpspark.mechanisms.gaussian_model.mean`). rho is chosen by
-``rho_within`` so that its CKS20 conversion is certified within (epsilon, delta); replacement follows by
-group privacy (4 rho). The accuracy theorem is KLSU Thm 1.1 (TV <= alpha at n = O~(d^2/alpha^2 +
-d^2/(alpha sqrt rho) + d^1.5 sqrt(log kappa)/sqrt rho + sqrt(d log R)/sqrt rho)); the release states the
-certified per-coordinate noise bound of its final covariance pass instead of a TV constant.
+integers, the clip of each pass (see :mod:`dpspark.mechanisms.gaussian_model.covariance`,
+:mod:`dpspark.mechanisms.gaussian_model.mean`). rho is chosen by ``rho_within`` so that its CKS20 conversion
+is certified within (epsilon, delta); replacement follows by group privacy (4 rho).
 
-Budget split (public): ``gaussian_covariance`` = PCE (1/50 pair count, 49/100 PPC rounds, the rest the
-final pass); ``gaussian_mean`` = PME (estimated covariance: 1/2 PPC incl. count, 1/2 mean; known: all
-mean); ``gaussian_learner`` = 3/4 PCE, 1/4 PME with M = Sigma^^-1/2 from PCE (post-processing, k' = 4).
-With an estimated preconditioner the mean reads only the unpaired singles (rows alone in their bucket,
-about 1/e of the units; :mod:`dpspark.mechanisms.gaussian_model.source`), so M is independent of the rows it whitens.
+Budget split (public, :data:`~dpspark.mechanisms.gaussian_model.budget.SPLITS`): every kind spends 1/50 on the single count and 1/16 on the coarse mean
+(1/8 with a known covariance); ``gaussian_covariance`` the rest on the covariance passes;
+``gaussian_mean`` 3/8 on them and the rest on the mean; ``gaussian_learner`` 1/2 on them and the rest on the
+mean. Each preconditioning round takes 3/20 of the covariance share, the final pass the rest.
 """
 
 from __future__ import annotations
@@ -61,19 +66,18 @@ import numpy as np
 
 from dpspark.engine.numeric import numeric_type_problem, parse_null_rule
 from dpspark.exact import parse_rational
-from dpspark.mechanisms.gaussian_model.covariance import PublicBounds, Run, kappa_schedule, noisy_pair_count, pce, ppc
-from dpspark.mechanisms.gaussian_model.fixed import ceil_frac, chi2_threshold, choose_scales, default_data_bits, ln_upper, quantise_matrix
-from dpspark.mechanisms.gaussian_model.mean import pme, whitening
-from dpspark.mechanisms.gaussian_model.sample_size import release_events, release_sample_size, tested_beta
+from dpspark.mechanisms.gaussian_model.covariance import (ROUND_SHARE, PublicBounds, Run, covariance_rounds, initial_matrix,
+                                                          max_threshold, noisy_count, predicted_rounds, psd_project,
+                                                          round_rhos)
+from dpspark.mechanisms.gaussian_model.budget import SPLITS
+from dpspark.mechanisms.gaussian_model.fixed import ceil_frac, choose_scales, default_data_bits, ln_upper
+from dpspark.mechanisms.gaussian_model.mean import coarse_mean, fine_mean, whitening
+from dpspark.mechanisms.gaussian_model.sample_size import DERIVED, NOT_DERIVED, release_events, release_sample_size, tested_beta
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, StageInfo
 from dpspark.mechanisms.zcdp_budget import converted_epsilon, rho_option, rho_within
 from dpspark.noise.grid import sqrt_upper
 
 KIND = "gaussian_model"
-#: the learner's split: covariance share (the rest goes to the mean)
-LEARNER_COVARIANCE_SHARE = Fraction(3, 4)
-#: k' assumed for Sigma^^-1/2 Sigma Sigma^^-1/2 when PCE's estimate preconditions the mean
-LEARNER_MEAN_KAPPA = Fraction(4)
 #: the default target error of the stated sample size (the benchmark target of issue 13, docs/gaussian.md)
 DEFAULT_ALPHA = Fraction(1, 10)
 
@@ -155,8 +159,9 @@ class _GaussianBase(Mechanism):
         self._sizes: tuple[int | None, int | None] | None = None
         try:
             self.data_bits = g["scale_bits"] or default_data_bits(g["radius"], g["kappa"])
-            top = 2 * g["kappa"] * chi2_threshold(self.bounds.d, self.bounds.max_units, threshold_beta)
-            self.scales = choose_scales(self.data_bits, top, spec.max_units)
+            top = max_threshold(self.bounds.d, g["radius"])
+            self.scales = choose_scales(self.data_bits, top, 2 * spec.max_units)
+            initial_matrix(self.bounds, self.scales.matrix_bits)  # refuses a kappa the matrix scale cannot hold
         except ValueError as exc:
             raise MechanismSpecError(str(exc)) from None
         self.buckets = g["buckets"] or spec.max_units
@@ -191,12 +196,14 @@ class _GaussianBase(Mechanism):
                       self.name, "||Sigma^-1/2 (mu^ - mu)||_2")
         if at is not None:
             text = f"{metric} <= {self.alpha} with probability >= 1 - {self.accuracy_beta} once n >= {at} units"
-        else:
+        elif self.size_kind() in DERIVED:
             text = (f"{metric} <= {self.alpha} w.p. >= 1 - {self.accuracy_beta} is not reached at max_units = "
-                    f"{self.bounds.max_units}" + (f"; it is with max_units = buckets = {alone}" if alone else ""))
+                    f"{self.bounds.max_units}" + (f"; it is with max_units = {alone}" if alone else ""))
+        else:
+            text = f"{metric}: {NOT_DERIVED}"
         return {"alpha": self.alpha, "beta": self.accuracy_beta, "metric": metric, "sample_size": at,
                 "sample_size_if_max_units_is_n": alone, "threshold_beta": self.bounds.beta, "text": text,
-                "derivation": "dpspark.gaussian.sample_size (docs/gaussian.md, Sample size)"}
+                "derivation": "dpspark.mechanisms.gaussian_model.sample_size"}
 
     def plan(self) -> dict[str, Any]:
         return {"mechanism": self.name, "rho": self.rho, "dimension": self.bounds.d, "radius": self.bounds.radius,
@@ -216,7 +223,7 @@ class _GaussianBase(Mechanism):
                 "delta": str(self.spec.delta)}
 
     def accuracy_summary(self) -> dict[str, Any]:
-        return {"theorem": "KLSU Thm 1.1 (TV), Thms 3.12 / 4.3", **self.accuracy_target()}
+        return {"theorem": "KLSU 2019 (structure); CoinPress 2020 steps; measured, not derived", **self.accuracy_target()}
 
     def model_claims(self) -> list[Any]:
         """The release's model-error claims: error <= alpha w.p. >= 1 - beta given >= N units (none if N is None)."""
@@ -231,9 +238,6 @@ class _GaussianBase(Mechanism):
                 "derived from the stated tail bounds (dpspark.gaussian.sample_size)")
         if len(quantities) == 2:
             cond += "; both bounds hold together"
-        if self.size_kind() in ("gaussian_mean", "gaussian_learner"):
-            cond += ("; the mean reads only units alone in their bucket (about 1/e of them), which no pair holds, "
-                     "so the estimated preconditioner is independent of them (KLSU's fresh half)")
         return [AccuracyClaim(q, self.alpha, self.accuracy_beta, "output", min_units=at, condition=cond) for q in quantities]
 
     def stages(self) -> list[StageInfo]:
@@ -304,7 +308,7 @@ class _GaussianBase(Mechanism):
                    "rho_by_noise": [n.rho for n in run.noises], "passes": run.source.passes,
                    "pass_log": run.passes, "noise": [n.describe() for n in run.noises], "radius": self.bounds.radius,
                    "kappa": self.bounds.kappa, "data_bits": self.scales.data_bits, "matrix_bits": self.scales.matrix_bits,
-                   "values": "float64 (post-processing of the exact noisy integers)", "units_paired": "about 1/e of the units"}
+                   "values": "float64 (post-processing of the exact noisy integers)", "units_used": "every single (a unit with exactly one row)"}
         return StatementRelease(
             algorithm=self.algorithm, parameters=self.plan(),
             privacy=standard_statements(primary, delta=self.spec.delta),
@@ -314,73 +318,133 @@ class _GaussianBase(Mechanism):
     algorithm: ClassVar[str] = ""
 
 
+def split_words(kind: str) -> str:
+    """A split in words (the plan)."""
+    s = SPLITS[kind]
+    mean = 1 - s.count - s.coarse - s.covariance
+    words = [f"{s.count} single count", f"{s.coarse} coarse mean"]
+    if s.covariance:
+        words.append(f"{s.covariance} covariance ({ROUND_SHARE} of it per preconditioning round, the rest the final pass)")
+    if mean:
+        words.append(f"{mean} the mean")
+    return ", ".join(words)
+
+
+def estimate_covariance(run: Run, kind: str, rho: Fraction) -> tuple[np.ndarray, Any, int]:
+    """count, coarse mean, covariance rounds: (Sigma^, the coarse centre, the noisy count)."""
+    b = run.bounds
+    count_rho, coarse_rho, cov_rho, _ = SPLITS[kind].parts(rho)
+    count = noisy_count(run, count_rho)
+    centre = coarse_mean(run, coarse_rho, count)
+    rounds = predicted_rounds(b.d, b.kappa, b.max_units, cov_rho)
+    cov, _ = covariance_rounds(run, round_rhos(cov_rho, rounds), centre.value, centre.sd, count)
+    return cov, centre, count
+
+
 class GaussianCovariance(_GaussianBase):
-    """PCE (KLSU Alg 4): private covariance under rho-zCDP (module docstring)."""
+    """Private covariance: singles centred on a private mean, preconditioning rounds, a final pass."""
 
     name: ClassVar[str] = "gaussian_covariance"
-    algorithm: ClassVar[str] = "PCE (KLSU 2019 Alg 4, Thm 3.12) with PPC (Algs 2-3)"
+    algorithm: ClassVar[str] = ("KLSU 2019 PCE (recursive private preconditioning) with CoinPress's whitening step "
+                                "(Biswas-Dong-Kamath-Ullman 2020) on all singles, centred on a private mean")
+
+    def rounds(self) -> int:
+        """The public number of preconditioning rounds."""
+        b = self.bounds
+        return predicted_rounds(b.d, b.kappa, b.max_units, SPLITS[self.size_kind()].parts(self.rho)[2])
+
+    def covariance_passes(self) -> list[str]:
+        return [f"covariance round {r + 1}" for r in range(self.rounds())] + ["covariance final"]
 
     def pass_names(self) -> list[str]:
-        rounds = len(kappa_schedule(self.bounds.kappa))
-        return ["pair count"] + [f"PPC round {r + 1}" for r in range(rounds)] + ["PCE final"]
+        return ["single count", "coarse mean"] + self.covariance_passes()
 
     def split_text(self) -> str:
-        return "1/50 pair count, 49/100 PPC rounds (equal shares), the rest the final pass"
+        return split_words(self.size_kind())
 
     def learn(self, run: Run) -> dict[str, np.ndarray]:
-        cov, _ = pce(run, self.rho)
+        cov, _, _ = estimate_covariance(run, self.name, self.rho)
         return {"covariance": cov}
 
 
-class GaussianMean(_GaussianBase):
-    """PME (KLSU Alg 6): private mean with a known covariance or PPC's preconditioner."""
+class GaussianMean(GaussianCovariance):
+    """Private mean: with a known covariance, or preconditioned by the private covariance estimate."""
 
     name: ClassVar[str] = "gaussian_mean"
-    algorithm: ClassVar[str] = "PME (KLSU 2019 Alg 6, Thm 4.3) with KVMean per coordinate (NaivePME, Alg 5)"
+    algorithm: ClassVar[str] = ("KLSU 2019 PME with CoinPress's l2-ball mean steps (Biswas-Dong-Kamath-Ullman 2020), "
+                                "whitened by the known or privately estimated covariance")
 
     def pass_names(self) -> list[str]:
-        mean = ["single count", "KVMean histogram", "KVMean sums"]
         if self.g["covariance"] is not None:
-            return mean
-        return ["pair count"] + [f"PPC round {r + 1}" for r in range(len(kappa_schedule(self.bounds.kappa)))] + mean
+            return ["single count", "coarse mean", "mean"]
+        return super().pass_names() + ["mean"]
 
     def size_kind(self) -> str:
         return "gaussian_mean_known" if self.g["covariance"] is not None else "gaussian_mean"
-
-    def split_text(self) -> str:
-        if self.g["covariance"] is not None:
-            return "known covariance: all to the mean (1/50 single count, then 1/2 histogram, 1/2 sums)"
-        return "1/2 PPC (1/50 of it the pair count), 1/2 the mean"
 
     def learn(self, run: Run) -> dict[str, np.ndarray]:
         a = self.scales.matrix_bits
         if self.g["covariance"] is not None:
             sigma = np.array([[float(v) for v in row] for row in self.g["covariance"]])  # report: public input
-            return {"mean": pme(run, whitening(sigma, a), Fraction(1), self.rho)}
-        half = self.rho / 2
-        pairs = noisy_pair_count(run, half / 50)
-        matrix, kf = ppc(run, half - half / 50, pairs) if kappa_schedule(self.bounds.kappa) else \
-            (quantise_matrix(np.eye(self.bounds.d), a), self.bounds.kappa)
-        run.source.unpaired_singles()  # M comes from the pairs: the mean reads units no pair holds
-        return {"mean": pme(run, matrix, kf, self.rho - half)}
+            m = whitening(sigma, a)
+            count_rho, coarse_rho, _, mean_rho = SPLITS["gaussian_mean_known"].parts(self.rho)
+            count = noisy_count(run, count_rho)
+            centre = coarse_mean(run, coarse_rho, count, matrix=m)
+            return {"mean": fine_mean(run, m, centre, mean_rho, count)}
+        cov, centre, count = estimate_covariance(run, self.name, self.rho)
+        mean_rho = SPLITS[self.name].parts(self.rho)[3]
+        return {"mean": fine_mean(run, whitening(cov, a), centre, mean_rho, count)}
 
 
-class GaussianLearner(_GaussianBase):
-    """PCE then PME with M = Sigma^^-1/2 (KLSU Thm 1.1): mean and covariance."""
+class GaussianLearner(GaussianCovariance):
+    """Mean and covariance (KLSU Thm 1.1 structure): the covariance, then the mean whitened by it."""
 
     name: ClassVar[str] = "gaussian_learner"
-    algorithm: ClassVar[str] = "KLSU 2019 Thm 1.1: PCE (Alg 4) then PME (Alg 6) preconditioned by the PCE estimate"
+    algorithm: ClassVar[str] = ("KLSU 2019 Thm 1.1 structure with CoinPress steps (Biswas-Dong-Kamath-Ullman 2020): "
+                                "covariance of all singles centred on a private mean, then the l2-ball mean whitened by it")
 
     def pass_names(self) -> list[str]:
-        return GaussianCovariance.pass_names(self) + ["single count", "KVMean histogram", "KVMean sums"]  # type: ignore[arg-type]
-
-    def split_text(self) -> str:
-        return "3/4 PCE (as gaussian_covariance), 1/4 PME with Sigma^^-1/2 (k' = 4)"
+        return super().pass_names() + ["mean"]
 
     def learn(self, run: Run) -> dict[str, np.ndarray]:
-        cov_rho = self.rho * LEARNER_COVARIANCE_SHARE
-        cov, _ = pce(run, cov_rho)
-        run.source.unpaired_singles()  # M comes from the pairs: the mean reads units no pair holds
-        mean = pme(run, whitening(cov, self.scales.matrix_bits), LEARNER_MEAN_KAPPA, self.rho - cov_rho)
-        return {"covariance": cov, "mean": mean}
+        cov, centre, count = estimate_covariance(run, self.name, self.rho)
+        mean_rho = SPLITS[self.name].parts(self.rho)[3]
+        mean = fine_mean(run, whitening(cov, self.scales.matrix_bits), centre, mean_rho, count)
+        # the final pass centred on mu~ estimates Sigma + (xbar - mu~)(xbar - mu~)^T: remove the second term with
+        # the private mean (post-processing; it leaves an error of order ||xbar - mu^|| ||mu~ - mu||)
+        shift = mean - centre.value  # report
+        return {"covariance": psd_project(cov - np.outer(shift, shift)), "mean": mean}  # report
 
+
+def learn_on(kind: str, source: Any, bounds: PublicBounds, scales: Any, rho: Fraction, *, seed: Any = 0,
+             covariance: Any = None) -> tuple[dict[str, np.ndarray], Run]:
+    """Run a registered Gaussian release's algorithm (``learn``) on a prepared source (benchmarks, tests):
+    the real discrete Gaussian noise, no config and no release. Returns (estimates, the run)."""
+    from dpspark.rng import SeededRandom
+
+    cls = {"gaussian_covariance": GaussianCovariance, "gaussian_mean": GaussianMean,
+           "gaussian_learner": GaussianLearner}[kind]
+    mech = cls.__new__(cls)  # the algorithm only
+    mech.rho, mech.scales, mech.bounds = Fraction(rho), scales, bounds
+    mech.g = {"covariance": covariance}
+    run = Run(source, scales, bounds, SeededRandom(seed))
+    return mech.learn(run), run
+
+
+def scales_for(d: int, radius: Fraction, kappa: Fraction, units: int) -> Any:
+    """The scales a release with these public inputs chooses (default data bits, largest matrix bits)."""
+    return choose_scales(default_data_bits(radius, kappa), max_threshold(d, radius), 2 * units)
+
+
+def learn_in_memory(kind: str, values: np.ndarray, radius: Fraction, kappa: Fraction, rho: Fraction, *,
+                    max_units: int | None = None, seed: Any = 0, covariance: Any = None) -> tuple[dict[str, np.ndarray], Run]:
+    """:func:`learn_on` an in-memory array, one unit per row (exact aggregates of
+    :class:`~dpspark.mechanisms.gaussian_model.source.ArraySource`), with the scales the mechanism would choose."""
+    from dpspark.mechanisms.gaussian_model.source import ArraySource
+
+    d = values.shape[1]
+    units = max_units or values.shape[0]
+    scales = scales_for(d, Fraction(radius), Fraction(kappa), units)
+    bounds = PublicBounds(d, Fraction(radius), Fraction(kappa), Fraction(1, 10**6), units)
+    return learn_on(kind, ArraySource(values, scales.data_bits, bytes(range(16))), bounds, scales, rho, seed=seed,
+                    covariance=covariance)

@@ -17,7 +17,7 @@ MAX_DIMENSION = 1 << 14
 #: relative tolerance of the PSD check (float rounding only)
 PSD_TOLERANCE = 1e-9  # report
 _SECTION_INTS = ("dimension", "data_bits", "matrix_bits", "passes")
-_SECTION_TEXTS = ("values", "units_paired")
+_SECTION_TEXTS = ("values", "units_used")
 
 
 def _int(value: Any) -> bool:

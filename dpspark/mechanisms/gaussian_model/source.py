@@ -20,6 +20,12 @@ Units, pairs and singles (the same definition on every backend)
 
 Aggregates (:class:`GaussianSource`)
 -----------------------------------
+The learners (:mod:`.covariance`, :mod:`.mean`) read the singles only, through three aggregates:
+* ``single_count()`` (sensitivity 1);
+* ``clipped_moments(M, c, T)``: with y = M x - c (M a public integer matrix, c a public integer centre),
+  the exact upper triangle of sum y' y'^T, y' the ball clip of y at ||y'||^2 <= T (:func:`ball_clip`);
+* ``clipped_sums(M, c, T)``: the exact sum of the same y' (l2 sensitivity sqrt(T)).
+The pair and bucket aggregates below are the preparation's older outputs (kept, unused by the learners):
 * ``pair_count()``: the number of pairs (sensitivity 1);
 * ``second_moments(M, T)``: with y = M D (M a public integer matrix), the number kept and the exact
   upper triangle of sum 1{||y||^2 <= T} y y^T (one term moves, Frobenius norm of its upper triangle
@@ -36,7 +42,9 @@ from typing import Any, Protocol, Sequence
 
 import numpy as np
 
-from dpspark.mechanisms.gaussian_model.exactops import exact_apply, exact_gram, exact_norm_le
+from math import isqrt
+
+from dpspark.mechanisms.gaussian_model.exactops import exact_apply, exact_gram, exact_norm_le, exact_sq_norms
 from dpspark.mechanisms.gaussian_model.fixed import INPUT_BOUND, IntMatrix
 
 
@@ -190,6 +198,91 @@ def centred_of(matrix: IntMatrix, x: np.ndarray, centres: Sequence[int], radius:
     return out
 
 
+def ceil_isqrt(v: int) -> int:
+    """The smallest integer q >= 0 with q^2 >= v (v >= 0)."""
+    return 0 if v <= 0 else isqrt(v - 1) + 1
+
+
+def ball_clip(y: np.ndarray, bound_sq: int) -> tuple[np.ndarray, int]:
+    """Every row of the integer matrix y projected into the ball ||y||^2 <= bound_sq, exactly.
+
+    A row inside is kept as it is (decided by the exact integer norm). A row outside becomes
+    y'_j = sign(y_j) floor(|y_j| s / q) with s = isqrt(bound_sq) <= sqrt(bound_sq) and
+    q = ceil(sqrt(||y||^2)) >= ||y||, so ||y'|| <= s ||y|| / q <= sqrt(bound_sq): the clipped row lies in
+    the ball however it was rounded (integers only; a function of the row alone). Returns (rows, number
+    clipped); int64 in, int64 out (|y'_j| <= |y_j|).
+    """
+    if y.shape[0] == 0:
+        return y, 0
+    bound_sq = int(bound_sq)
+    if bound_sq < 0:
+        return np.zeros_like(y), y.shape[0]
+    if y.dtype == object:
+        inside = np.array([sum(int(v) * int(v) for v in row) <= bound_sq for row in y], dtype=bool)
+    else:
+        inside = exact_norm_le(y, bound_sq)
+    out = np.flatnonzero(~inside)
+    if len(out) == 0:
+        return y, 0
+    rows = y[out]
+    norms = exact_sq_norms(rows) if rows.dtype != object else [sum(int(v) * int(v) for v in r) for r in rows]
+    s = isqrt(bound_sq)
+    q = np.array([ceil_isqrt(v) for v in norms], dtype=object)[:, None]
+    obj = rows.astype(object)
+    mag = (np.abs(obj) * s) // q  # exact Python ints: floor(|y_j| s / q)
+    clipped = np.where(obj < 0, -mag, mag)
+    result = y.copy()
+    result[out] = clipped if y.dtype == object else clipped.astype(np.int64)
+    return result, len(out)
+
+
+def exact_column_sums(y: np.ndarray) -> list[int]:
+    """Exact column sums of an integer matrix (int64 split into 32-bit halves, Python ints otherwise)."""
+    d = y.shape[1]
+    if y.shape[0] == 0:
+        return [0] * d
+    if y.dtype == object:
+        return [int(v) for v in y.sum(axis=0)]
+    total = [0] * d
+    for a in range(0, y.shape[0], 1 << 29):  # |hi| <= 2^31, < 2^29 rows: both partial sums below 2^62
+        part = y[a:a + (1 << 29)]
+        lo = (part & np.int64(0xFFFFFFFF)).sum(axis=0)
+        hi = (part >> np.int64(32)).sum(axis=0)
+        total = [t + (int(h) << 32) + int(v) for t, h, v in zip(total, hi, lo)]
+    return total
+
+
+def centred_rows(matrix: IntMatrix, x: np.ndarray, centre: Sequence[int]) -> np.ndarray:
+    """y = M x - c for every row, exactly (int64 when it provably fits, Python ints otherwise)."""
+    y = _apply(matrix, x)
+    cs = [int(v) for v in centre]
+    if _int64_room(y, cs):
+        return y - np.array(cs, dtype=np.int64)
+    return y.astype(object) - np.array(cs, dtype=object)
+
+
+def clipped_moments_of(matrix: IntMatrix, x: np.ndarray, centre: Sequence[int], bound_sq: int) -> Moments:
+    """Exact (rows not clipped, upper triangle of sum y' y'^T) for y' = the ball clip (:func:`ball_clip`) of
+    y = M x - c at ||y'||^2 <= bound_sq, over the integer rows x."""
+    d = len(matrix)
+    if x.shape[0] == 0:
+        return Moments(0, tuple(0 for _ in upper_pairs(d)))
+    y, clipped = ball_clip(centred_rows(matrix, x, centre), bound_sq)
+    if y.dtype == object:
+        gram = [[sum(int(a) * int(b) for a, b in zip(y[:, i], y[:, j])) for j in range(d)] for i in range(d)]
+    else:
+        gram = exact_gram(y)
+    return Moments(int(x.shape[0] - clipped), tuple(gram[i][j] for i, j in upper_pairs(d)))
+
+
+def clipped_sums_of(matrix: IntMatrix, x: np.ndarray, centre: Sequence[int], bound_sq: int) -> list[int]:
+    """Exact column sums of the ball-clipped y = M x - c (:func:`ball_clip`, ||y'||^2 <= bound_sq)."""
+    if x.shape[0] == 0:
+        return [0] * len(matrix)
+    y, _ = ball_clip(centred_rows(matrix, x, centre), bound_sq)
+    return exact_column_sums(y)
+
+
 class ArraySource:
     """Exact aggregates of an in-memory float array on the driver (tests, benchmarks, small inputs).
 
@@ -243,6 +336,14 @@ class ArraySource:
     def bin_counts(self, matrix: IntMatrix, lo: Sequence[int], width: int, bins: int) -> np.ndarray:
         self.passes += 1
         return bins_of(matrix, self._singles, lo, width, bins)
+
+    def clipped_moments(self, matrix: IntMatrix, centre: Sequence[int], bound_sq: int) -> Moments:
+        self.passes += 1
+        return clipped_moments_of(matrix, self._singles, centre, bound_sq)
+
+    def clipped_sums(self, matrix: IntMatrix, centre: Sequence[int], bound_sq: int) -> list[int]:
+        self.passes += 1
+        return clipped_sums_of(matrix, self._singles, centre, bound_sq)
 
     def centred_sums(self, matrix: IntMatrix, centres: Sequence[int], radius: int) -> list[int]:
         self.passes += 1

@@ -68,6 +68,30 @@ def _centred_rows(args: tuple):  # type: ignore[no-untyped-def]
     return rows
 
 
+def _clipped_moment_rows(args: tuple):  # type: ignore[no-untyped-def]
+    """The ball-clipped second moments of a batch as (idx, value) rows: idx -1 the unclipped count."""
+
+    def rows(x: np.ndarray) -> tuple[list[int], list[int]]:
+        from dpspark.mechanisms.gaussian_model.source import clipped_moments_of
+
+        mom = clipped_moments_of(args[0], x, args[1], args[2])
+        return list(range(-1, len(mom.upper))), [mom.kept, *mom.upper]
+
+    return rows
+
+
+def _clipped_sum_rows(args: tuple):  # type: ignore[no-untyped-def]
+    """The ball-clipped sums of a batch as (idx, value) rows, one per coordinate."""
+
+    def rows(x: np.ndarray) -> tuple[list[int], list[int]]:
+        from dpspark.mechanisms.gaussian_model.source import clipped_sums_of
+
+        values = clipped_sums_of(args[0], x, args[1], args[2])
+        return list(range(len(values))), values
+
+    return rows
+
+
 def _partials(rows_of, d_in: int):  # type: ignore[no-untyped-def]
     """mapInArrow function: per batch, the rows (idx, value) of exact partials that ``rows_of`` computes."""
     import decimal
@@ -283,6 +307,22 @@ class SparkGaussianSource:
         for r in counts:
             out[int(r["coord"]), int(r["bin"])] = int(r["count"])
         return out
+
+    def clipped_moments(self, matrix: IntMatrix, centre: Sequence[int], bound_sq: int) -> Moments:
+        """Exact ball-clipped second moments of the singles (numpy kernels in mapInArrow, exact decimal sums)."""
+        self.progress(f"pass {self.passes + 1}: clipped second moments on Spark")
+        d = len(matrix)
+        check_pass_capacity(2 * max(self.max_terms, d), bound_sq)
+        totals = self._arrow_totals(_clipped_moment_rows((matrix, [int(c) for c in centre], int(bound_sq))))
+        self._pass()
+        return Moments(totals.get(-1, 0), tuple(totals.get(k, 0) for k in range(len(upper_pairs(d)))))
+
+    def clipped_sums(self, matrix: IntMatrix, centre: Sequence[int], bound_sq: int) -> list[int]:
+        """Exact ball-clipped sums of the singles (numpy kernels in mapInArrow, exact decimal sums)."""
+        self.progress(f"pass {self.passes + 1}: clipped sums on Spark")
+        totals = self._arrow_totals(_clipped_sum_rows((matrix, [int(c) for c in centre], int(bound_sq))))
+        self._pass()
+        return [totals.get(j, 0) for j in range(len(matrix))]
 
     def centred_sums(self, matrix: IntMatrix, centres: Sequence[int], radius: int) -> list[int]:
         from pyspark.sql import functions as F

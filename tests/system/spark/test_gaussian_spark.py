@@ -46,6 +46,9 @@ def test_spark_aggregates_equal_the_driver_backend(spark, built: str) -> None:  
                 assert src.second_moments(mat, t) == ref.second_moments(mat, t)
             assert np.array_equal(src.bin_counts(m, [-3000, -4000], 700, 13), ref.bin_counts(m, [-3000, -4000], 700, 13))
             assert src.centred_sums(m, [100, -50], 900) == ref.centred_sums(m, [100, -50], 900)
+        for c, t in (([0, 0], 30 * 4**18), ([700, -300], 1 << 30), ([1, 2], 1 << 22)):  # the learners' clipped aggregates (every single)
+            assert src.clipped_moments(m, c, t) == ref.clipped_moments(m, c, t)
+            assert src.clipped_sums(m, c, t) == ref.clipped_sums(m, c, t)
         src.unpaired_singles()  # the mean of an estimated preconditioner reads the rows alone in a bucket
         ref.unpaired_singles()
         assert 0 < src.single_count() == ref.single_count() < 2995

@@ -74,6 +74,21 @@ def ref_centred(rows, m, c, r):  # type: ignore[no-untyped-def]
     return [sum(max(-r, min(r, apply(m, x)[j] - c[j])) for x in rows) for j in range(len(m))]
 
 
+def ref_clip(y: list[int], t: int) -> list[int]:
+    n2 = sum(v * v for v in y)
+    if n2 <= t:
+        return y
+    s, q = math.isqrt(t), math.isqrt(n2 - 1) + 1
+    return [(1 if v >= 0 else -1) * (abs(v) * s // q) for v in y]
+
+
+def ref_clipped(rows, m, c, t):  # type: ignore[no-untyped-def]
+    ys = [ref_clip([v - cj for v, cj in zip(apply(m, x), c)], t) for x in rows]
+    d = len(m)
+    upper = tuple(sum(y[i] * y[j] for y in ys) for i in range(d) for j in range(i, d))
+    return upper, [sum(y[j] for y in ys) for j in range(d)]
+
+
 def table_of(rows: int, seed: int) -> pa.Table:
     g = np.random.default_rng(seed)  # test input only
     uid = [None if g.random() < 0.05 else int(v) for v in g.integers(0, rows * 2 // 3, rows)]
@@ -98,6 +113,10 @@ def test_pairs_match_python_reference(nulls: NullRule, bits: int, seed: int) -> 
     for mat, t in ((eye, 10**3 << (2 * bits)), (m, 10**4 << (2 * bits)), (eye, 1 << 70)):
         got = src.second_moments(mat, t)
         assert (got.kept, got.upper) == ref_moments(pairs, mat, t)
+    for c, t in (([0, 0], 10**3 << (2 * bits)), ([5, -7], 4 << (2 * bits)), ([1, 1], 1 << 70)):
+        upper, sums = ref_clipped(singles, m, c, t)
+        assert src.clipped_moments(m, c, t).upper == upper
+        assert src.clipped_sums(m, c, t) == sums
     for rows in (singles, alone):
         assert src.single_count() == len(rows) > 0
         lo, width = [-(5 << bits), -(9 << bits)], max(1, 2 << bits)
@@ -105,5 +124,5 @@ def test_pairs_match_python_reference(nulls: NullRule, bits: int, seed: int) -> 
         assert src.centred_sums(m, [1, -2], 3 << bits) == ref_centred(rows, m, [1, -2], 3 << bits)
         src.unpaired_singles()
     # passes as the Spark source counts them: the counts too
-    assert src.passes == backend.passes_run == 1 + 3 + 2 * 3
+    assert src.passes == backend.passes_run == 1 + 3 + 2 * 3 + 3 * 2
     src.close()

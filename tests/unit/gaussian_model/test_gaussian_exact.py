@@ -1,4 +1,5 @@
-"""Exact checks of the Gaussian learner: sensitivities at the norm-test boundary, kernels, noise plans, rho.
+"""Exact checks of the Gaussian learner: the ball clip, sensitivities at the clip boundary (with a mutant for
+each clipping rule), kernels, noise plans, composed rho, the public round schedule.
 
 Everything here is exact integer arithmetic on the driver backend (no Spark, no statistics).
 """
@@ -13,176 +14,203 @@ import numpy as np
 import pytest
 
 from dpspark.engine.xxhash64 import hash_long
-from dpspark.mechanisms.gaussian_model.covariance import PublicBounds, Run, kappa_schedule, pce
+from dpspark.mechanisms.gaussian_model.covariance import (ROW_BETA_COVARIANCE, max_threshold, pass_l2_sq,
+                                                          predicted_rounds, tail_sq)
 from dpspark.mechanisms.gaussian_model.exactops import exact_gram, exact_sq_norms, limb_bits
-from dpspark.mechanisms.gaussian_model.fixed import Scales, chi2_threshold, identity, quantise_matrix
-from dpspark.mechanisms.gaussian_model.mean import pme
+from dpspark.mechanisms.gaussian_model.fixed import identity
 from dpspark.mechanisms.gaussian_model.model_noise import plan_noise
-from dpspark.mechanisms.gaussian_model.source import ArraySource, Moments, _apply, keyed_buckets, upper_pairs
+from dpspark.mechanisms.gaussian_model.source import (ArraySource, ball_clip, clipped_moments_of, clipped_sums_of,
+                                                      upper_pairs)
+from dpspark.mechanisms.registry import construct
 from dpspark.noise.dgauss import l2_rho
 from dpspark.noise.grid import grid_sensitivity
-from dpspark.rng import SeededRandom
-from dpspark.mechanisms.registry import construct
 
 KEY = bytes(range(16))
 
 
-def _sq(v: list[int]) -> int:
+def _sq(v) -> int:  # type: ignore[no-untyped-def]
     return sum(int(x) * int(x) for x in v)
 
 
-def _diff(a: Moments, b: Moments) -> list[int]:
-    return [x - y for x, y in zip(a.upper, b.upper)]
+def _vector(upper: tuple[int, ...], d: int) -> list[int]:
+    """The released vector of a covariance pass: diagonal sums, doubled off-diagonal sums."""
+    return [v if i == j else 2 * v for (i, j), v in zip(upper_pairs(d), upper)]
 
 
-def _neighbours(rows: np.ndarray, extra: np.ndarray, buckets: int, bits: int = 0, source=ArraySource):  # type: ignore[no-untyped-def]
-    """Sources over rows (ids 0..n-1) and rows + one unit (id n): add/remove neighbours."""
+def _neighbours(rows: np.ndarray, extra: np.ndarray, bits: int = 0):  # type: ignore[no-untyped-def]
+    """Sources over rows (units 0..n-1, one row each) and rows + one unit (id n): add/remove neighbours."""
     n = rows.shape[0]
-    a = source(rows, bits, KEY, buckets, np.arange(n))
-    b = source(np.vstack([rows, extra[None, :]]), bits, KEY, buckets, np.arange(n + 1))
-    return a, b
+    return (ArraySource(rows, bits, KEY, None, np.arange(n)),
+            ArraySource(np.vstack([rows, extra[None, :]]), bits, KEY, None, np.arange(n + 1)))
 
 
-def _partner(rows: np.ndarray, buckets: int) -> int | None:
-    """The unit sharing new unit n's bucket when that bucket holds exactly one unit."""
-    n = rows.shape[0]
-    bk = keyed_buckets(np.arange(n + 1), KEY, buckets)
-    same = np.flatnonzero(bk[:n] == bk[n])
-    return int(same[0]) if len(same) == 1 else None
+def _ref_clip(row: list[int], bound_sq: int) -> list[int]:
+    """Plain-Python ball clip: inside kept; outside sign(y) floor(|y| isqrt(T) / ceil(sqrt(||y||^2)))."""
+    n2 = _sq(row)
+    if n2 <= bound_sq:
+        return list(row)
+    s, q = isqrt(bound_sq), isqrt(n2 - 1) + 1
+    return [(1 if v >= 0 else -1) * (abs(v) * s // q) for v in row]
 
 
-def test_one_unit_moves_one_term_by_at_most_T_at_the_boundary() -> None:
-    g = np.random.default_rng(1)
-    d, buckets = 3, 40
-    rows = g.integers(-50, 50, size=(40, d)).astype(np.float64)
-    partner = _partner(rows, buckets)
-    assert partner is not None  # this seed puts the new unit next to exactly one unit
-    v = np.array([3, 4, 12])  # ||v||^2 = 169: the pair term sits exactly on the boundary
-    extra = rows[partner] + v
-    a, b = _neighbours(rows, extra, buckets)
-    m = identity(d, 0)
-    for t in (169, 168):  # kept exactly at T = ||y||^2, dropped one below
-        delta = _diff(b.second_moments(m, t), a.second_moments(m, t))
-        if t == 169:
-            assert _sq(delta) == sum((v[i] * v[j]) ** 2 for i, j in upper_pairs(d))  # the whole term
-            assert _sq(delta) <= t * t
-        else:
-            assert all(x == 0 for x in delta)
-    assert abs(b.pair_count() - a.pair_count()) == 1
+def test_ball_clip_is_exact_at_the_boundary_and_at_the_int64_edges() -> None:
+    """Rows at ||y||^2 = T, T + 1 and far out, int64 extremes and the Python-int path: every clipped row lies
+    in the ball exactly and equals the plain-Python reference; rows inside are untouched."""
+    g = np.random.default_rng(4)
+    y = np.array([[3, 4, 12], [3, 4, 13], [-3, -4, -12], [0, 0, 0], [1 << 40, -(1 << 40), 5]], dtype=np.int64)
+    for t in (169, 168, 170, 0, 1, 1 << 81):
+        got, clipped = ball_clip(y, t)
+        assert got.tolist() == [_ref_clip([int(v) for v in r], t) for r in y]
+        assert all(_sq(r) <= t for r in got)
+        assert clipped == sum(_sq(r) > t for r in y)
+    big = g.integers(-(2**62), 2**62, size=(300, 7))
+    big[0] = 2**63 - 1
+    big[1] = -(2**63)
+    for t in (1 << 120, (1 << 124) + 12345, 10**6):
+        got, _ = ball_clip(big, t)
+        assert got.dtype == np.int64 and got.tolist() == [_ref_clip([int(v) for v in r], t) for r in big]
+    obj = np.array([[1 << 70, -(1 << 69), 3]], dtype=object)
+    got, _ = ball_clip(obj, 1 << 100)
+    assert _sq(got[0]) <= 1 << 100 and got[0].tolist() == _ref_clip([1 << 70, -(1 << 69), 3], 1 << 100)
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_random_neighbours_every_aggregate_within_its_sensitivity(seed: int) -> None:
+class FloatClipMutant:
+    """MUTANT of the clipping rule: y * sqrt(T) / ||y|| rounded to the NEAREST integer (float scaling)."""
+
+    @staticmethod
+    def clip(y: np.ndarray, bound_sq: int) -> np.ndarray:
+        norms = np.sqrt((y.astype(np.float64) ** 2).sum(axis=1))  # report: the mutant's float scaling
+        scale = np.minimum(1.0, math.sqrt(bound_sq) / np.maximum(norms, 1e-300))  # report
+        return np.rint(y * scale[:, None]).astype(np.int64)  # report
+
+
+def test_clip_rule_keeps_every_row_in_the_ball_and_the_float_mutant_does_not() -> None:
+    """Rows whose float-scaled, nearest-rounded projection leaves the ball: the exact rule never does."""
+    g = np.random.default_rng(9)
+    y = g.integers(-1000, 1000, size=(5000, 3))
+    t = 2500
+    exact, _ = ball_clip(y, t)
+    assert max(_sq(r) for r in exact) <= t
+    assert max(_sq(r) for r in FloatClipMutant.clip(y, t)) > t  # the mutant's sensitivity claim would fail
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_unit_moves_every_clipped_aggregate_within_its_sensitivity(seed: int) -> None:
+    """Add/remove neighbours (one unit, one row): the covariance pass's vector moves by <= pass_l2_sq(d, T),
+    the clipped sums by <= T (squared l2), the single count by <= 1 - at thresholds on both sides of the
+    new row's own norm, with a public preconditioner and centre."""
     g = np.random.default_rng(seed)
-    d, n, buckets = 4, 60, 50
+    d, n = 4, 50
     rows = g.normal(0, 30, size=(n, d))
-    extra = g.normal(0, 30, size=d)
-    a, b = _neighbours(rows, extra, buckets, bits=3)
+    extra = g.normal(0, 300, size=d)
+    a, b = _neighbours(rows, extra, bits=3)
     mat = tuple(tuple(int(x) for x in row) for row in g.integers(-5, 6, size=(d, d)))
-    ys = [_sq(list(np.array(mat) @ r)) for r in a._pairs] + [_sq(list(np.array(mat) @ r)) for r in b._pairs]
-    # thresholds at the boundary of every norm test: each pair term's own ||y||^2, and one below
-    for t in sorted(set(ys))[:: max(1, len(ys) // 6)] + [max(ys), max(ys) - 1]:
-        delta = _diff(b.second_moments(mat, t), a.second_moments(mat, t))
-        assert _sq(delta) <= t * t  # Frobenius norm of the upper triangle of one term <= ||y||^2 <= T
-    assert abs(b.pair_count() - a.pair_count()) <= 1
-    assert abs(b.single_count() - a.single_count()) <= 1
-    hb = b.bin_counts(mat, [-4000] * d, 100, 81) - a.bin_counts(mat, [-4000] * d, 100, 81)
-    assert int((hb.astype(object) ** 2).sum()) <= d
-    r = 300
-    sb = b.centred_sums(mat, [7] * d, r)
-    sa = a.centred_sums(mat, [7] * d, r)
-    assert _sq([x - y for x, y in zip(sb, sa)]) <= d * r * r
+    centre = [int(v) for v in g.integers(-100, 100, size=d)]
+    y_new = _sq(np.array(mat, dtype=object) @ np.array([int(v) for v in b._singles[-1]], dtype=object) - np.array(centre, dtype=object))
+    for t in (y_new, y_new - 1, y_new + 1, max(1, y_new // 7), 10**12):
+        va = _vector(clipped_moments_of(mat, a._singles, centre, t).upper, d)
+        vb = _vector(clipped_moments_of(mat, b._singles, centre, t).upper, d)
+        assert _sq([x - y for x, y in zip(va, vb)]) <= pass_l2_sq(d, t)
+        sa, sb = clipped_sums_of(mat, a._singles, centre, t), clipped_sums_of(mat, b._singles, centre, t)
+        assert _sq([x - y for x, y in zip(sa, sb)]) <= t
+    assert abs(b.single_count() - a.single_count()) == 1
 
 
-def _unpaired_variant(rows: np.ndarray, ids: np.ndarray, buckets: int) -> list[tuple]:
-    """MUTANT: "singles whose bucket is not a pair" (one row, bucket size != 2) instead of "alone in the bucket"."""
-    bk = keyed_buckets(ids, KEY, buckets)
-    per_bucket = np.bincount(bk, minlength=buckets)
-    uniq, inv, per_id = np.unique(ids, return_inverse=True, return_counts=True)
-    keep = (per_id[inv] == 1) & (per_bucket[bk] != 2)
-    return sorted(map(tuple, rows[keep].astype(np.int64)))
+def test_covariance_sensitivity_is_attained_and_the_upper_triangle_bound_is_a_mutant() -> None:
+    """A row with equal coordinates at ||y||^2 = T moves the vector by exactly (2 - 1/d) T^2 = pass_l2_sq:
+    the bound is tight, and the old claim T^2 (the upper triangle without doubling) would be exceeded."""
+    d, s = 4, 50
+    t = d * s * s
+    rows = np.zeros((0, d))
+    a, b = _neighbours(rows, np.full(d, float(s)))
+    va = _vector(clipped_moments_of(identity(d, 0), a._singles, [0] * d, t).upper, d)
+    vb = _vector(clipped_moments_of(identity(d, 0), b._singles, [0] * d, t).upper, d)
+    moved = _sq([x - y for x, y in zip(va, vb)])
+    assert moved == pass_l2_sq(d, t) == (2 * d - 1) * t * t // d
+    assert moved > t * t  # MUTANT claim "Frobenius of the upper triangle <= T" does not cover the doubled vector
 
 
-def test_unpaired_singles_move_by_one_unit_and_share_no_unit_with_a_pair() -> None:
-    """Every add/remove neighbour (units with one or two rows) changes the unpaired singles by <= 1 row;
-    they hold no unit of any pair. The variant "singles outside pair buckets" changes by 3 (caught)."""
-    from collections import Counter
-
-    g = np.random.default_rng(11)
-    d, n, buckets = 2, 30, 24
-    ids = np.r_[np.arange(n), [3, 7]].astype(np.int64)  # units 3 and 7 have two rows
-    rows = (np.arange(len(ids) * d).reshape(-1, d) + 1000).astype(np.float64)  # distinct rows: a multiset diff
-    base = ArraySource(rows, 0, KEY, buckets, ids)
-    base.unpaired_singles()
-    bk = keyed_buckets(ids, KEY, buckets)
-    sizes = np.bincount(bk, minlength=buckets)
-    alone_ids = {int(u) for u, b in zip(ids, bk) if sizes[b] == 1}
-    paired_ids = {int(u) for u, b in zip(ids, bk) if sizes[b] == 2}
-    assert alone_ids and paired_ids and not alone_ids & paired_ids
-    assert base.single_count() == len(alone_ids)
-
-    def diff(a: list[tuple], b: list[tuple]) -> int:
-        ca, cb = Counter(a), Counter(b)
-        return sum(((ca - cb) + (cb - ca)).values())
-
-    worst = worst_variant = 0
-    neighbours = [(np.vstack([rows, [[-1.0 - u, -2.0]] * r]), np.r_[ids, [n + u] * r]) for u in range(40) for r in (1, 2)]
-    neighbours += [(rows[ids != u], ids[ids != u]) for u in range(n)]
-    for nrows, nids in neighbours:
-        other = ArraySource(nrows, 0, KEY, buckets, nids)
-        other.unpaired_singles()
-        worst = max(worst, diff(sorted(map(tuple, base._singles)), sorted(map(tuple, other._singles))))
-        worst_variant = max(worst_variant, diff(_unpaired_variant(rows, ids, buckets), _unpaired_variant(nrows, nids, buckets)))
-    assert worst == 1  # some neighbour moves exactly one unpaired single, none moves more
-    assert worst_variant >= 3  # the mutant's sensitivity is 3: a unit joining a pair frees both its rows
+def test_mean_clip_is_a_ball_and_the_per_coordinate_clamp_is_a_mutant() -> None:
+    """The clipped sum moves by <= sqrt(T) in l2; a per-coordinate clamp at sqrt(T) (KVMean's rule) with the
+    same claimed sensitivity moves by sqrt(d T) on a diagonal row (caught)."""
+    d, r = 9, 30
+    t = r * r
+    a, b = _neighbours(np.zeros((3, d)), np.full(d, 1000.0))
+    sa = clipped_sums_of(identity(d, 0), a._singles, [0] * d, t)
+    sb = clipped_sums_of(identity(d, 0), b._singles, [0] * d, t)
+    assert _sq([x - y for x, y in zip(sa, sb)]) <= t
+    clamp = [int(v) for v in np.clip(b._singles[-1], -r, r)]  # the mutant's new term
+    assert _sq(clamp) == d * t > t
 
 
-def test_alone_count_lower_bound_holds_on_the_keyed_hash() -> None:
-    """The McDiarmid lower bound (p = 1e-7) is below the realised unpaired count, for B = n and n < B."""
-    from dpspark.mechanisms.gaussian_model.sample_size import alone_count_lower
+def test_composed_rho_is_the_sum_of_every_noise_addition_and_each_sensitivity_is_the_clip() -> None:
+    """A learner run in memory: rho = the exact sum of the certified rho of every noise addition, within the
+    budget; the count's sensitivity is 1, every covariance pass's is pass_l2_sq(d, T_int), every mean step's T_int."""
+    from dpspark.mechanisms.gaussian_model.mechanism import learn_in_memory
 
-    for n, b in ((50_000, 50_000), (50_000, 200_000)):
-        src = ArraySource(np.zeros((n, 1)), 12, KEY, buckets=b)
-        src.unpaired_singles()
-        expected = n * (1 - 1 / b) ** (n - 1)  # report
-        assert alone_count_lower(n, b, 1e-7) <= src.single_count() <= expected + 6 * math.sqrt(n)  # report
-
-
-class FloatMembershipMutant(ArraySource):
-    """MUTANT: a float preconditioner decides membership; the quantised one is applied afterwards."""
-
-    float_matrix: np.ndarray
-    bits: int
-
-    def second_moments(self, matrix, norm_bound_sq):  # type: ignore[no-untyped-def]
-        real = self._pairs.astype(np.float64) @ self.float_matrix.T  # report: the mutant's float test
-        t_real = norm_bound_sq / float(1 << (2 * self.bits))  # report
-        keep = (real * real).sum(axis=1) <= t_real  # report
-        y = _apply(matrix, self._pairs)[keep]
-        gram = exact_gram(y) if len(y) else [[0] * len(matrix) for _ in matrix]
-        return Moments(int(keep.sum()), tuple(gram[i][j] for i, j in upper_pairs(len(matrix))))
+    g = np.random.default_rng(5)
+    x = g.multivariate_normal([3, 0, -2], np.diag([1.0, 30.0, 400.0]), size=3000)
+    est, run = learn_in_memory("gaussian_learner", x, Fraction(10), Fraction(400), Fraction(1, 2))
+    assert run.rho == sum((n.rho for n in run.noises), Fraction(0)) <= Fraction(1, 2)
+    assert run.noises[0].l2_sq == 1 and run.noises[0].label == "single count"
+    for p, noise in zip(run.passes, run.noises[1:]):
+        if "norm_bound_sq" in p:
+            assert noise.l2_sq == pass_l2_sq(3, p["norm_bound_sq"]) and noise.dims == 6
+        else:
+            assert noise.l2_sq == p["radius_sq"] and noise.dims == 3
+    names = [p["pass"] for p in run.passes]
+    rounds = predicted_rounds(3, Fraction(400), 3000, Fraction(1, 4))
+    assert names == ["coarse mean"] + [f"covariance round {r + 1}" for r in range(rounds)] + ["covariance final", "mean"]
+    assert set(est) == {"mean", "covariance"}
+    assert np.array_equal(est["covariance"], est["covariance"].T)  # exactly symmetric: the reader refuses otherwise
 
 
-def _max_excess(source_cls, float_matrix: np.ndarray, bits: int) -> int:  # type: ignore[no-untyped-def]
-    """Largest ||Delta||^2 - T^2 over neighbours at T = floor(70 4^bits) (> 0: the sensitivity claim fails)."""
-    rows = np.array([[0.0], [10.0], [25.0], [-3.0]])
-    worst = -1
-    for extra in (np.array([10.0]), np.array([-10.0]), np.array([0.0]), np.array([13.0])):
-        buckets = 2
-        a, b = _neighbours(rows, extra, buckets, source=source_cls)
-        for s in (a, b):
-            s.float_matrix, s.bits = float_matrix, bits
-        t = 70 * (1 << (2 * bits))
-        mat = quantise_matrix(float_matrix, bits)
-        delta = _diff(b.second_moments(mat, t), a.second_moments(mat, t))
-        worst = max(worst, _sq(delta) - t * t)
-    return worst
+def test_round_schedule_is_public_and_spends_nothing_at_small_kappa() -> None:
+    """No preconditioning round at kappa = 1; more rounds as kappa grows (same d, n, rho); fewer with more data."""
+    by_kappa = [predicted_rounds(50, Fraction(k), 10**5, Fraction(1, 4)) for k in (1, 2, 100, 10**4)]
+    assert by_kappa[0] == by_kappa[1] == 0 and by_kappa == sorted(by_kappa) and by_kappa[-1] >= 2
+    assert predicted_rounds(50, Fraction(10**4), 10**7, Fraction(1, 4)) <= by_kappa[-1]
 
 
-def test_quantising_after_the_norm_test_is_flagged() -> None:
-    a_float = np.array([[0.8]])  # quantised at 1 bit: round(1.6) / 2 = 1.0 > 0.8
-    assert _max_excess(ArraySource, a_float, 1) <= 0  # the implementation: exact integer test
-    assert _max_excess(FloatMembershipMutant, a_float, 1) > 0  # the mutant breaks the stated sensitivity
+def test_largest_possible_sum_fits_decimal38_at_the_configured_scale() -> None:
+    from dpspark.mechanisms.gaussian_model.fixed import DECIMAL38_MAX, GaussianSpecError, choose_scales, default_data_bits
+    from dpspark.mechanisms.gaussian_model.spark_pairs import check_pass_capacity
+
+    for d, radius, kappa, units in ((5, 20, 100, 200_000), (100, 100, 10**4, 10**7)):
+        b = default_data_bits(Fraction(radius), Fraction(kappa))
+        top = max_threshold(d, Fraction(radius))
+        assert top >= 4 * tail_sq(d, ROW_BETA_COVARIANCE)
+        scales = choose_scales(b, top, 2 * units)
+        t_int = scales.threshold_int(top)
+        assert 2 * units * t_int <= DECIMAL38_MAX  # every |2 sum y_i y_j| <= 2 units T_int
+        check_pass_capacity(2 * units, t_int)
+    with pytest.raises(ValueError, match="decimal"):
+        check_pass_capacity(10**20, 10**19)
+    with pytest.raises(GaussianSpecError, match="decimal"):
+        choose_scales(20, Fraction(10**6), 10**12, matrix_bits=24)
+
+
+def test_config_refusals_before_any_data(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from dpspark.api.config import ConfigError, ReleaseSpec
+
+    base = {"input": {"path": str(tmp_path), "format": "parquet"},
+            "gaussian": {"columns": ["a", "b"], "radius": "10", "kappa": "100"},
+            "privacy": {"mechanism": "gaussian_learner", "epsilon": "1", "delta": "1/1000000000", "max_units": 1000,
+                        "unit_column": "uid"},
+            "output": {"path": str(tmp_path / "o")}}
+    mech = construct(ReleaseSpec.from_dict(base))
+    plan = mech.plan()
+    assert plan["pass_names"][:2] == ["single count", "coarse mean"] and plan["pass_names"][-2:] == ["covariance final", "mean"]
+    assert plan["passes"] == 4 + mech.rounds()
+    bad = [({"privacy": {k: v for k, v in base["privacy"].items() if k != "unit_column"}}, "unit_column"),
+           ({"gaussian": {**base["gaussian"], "kappa": 0.5}}, "float"),
+           ({"gaussian": {**base["gaussian"], "scale_bits": 4}}, "scale_bits"),
+           ({"gaussian": {**base["gaussian"], "extra": 1}}, "unknown keys"),
+           ({"privacy": {**base["privacy"], "rho": "1"}}, "above privacy.epsilon")]
+    for change, match in bad:
+        with pytest.raises((ConfigError, TypeError, ValueError), match=match):
+            s = ReleaseSpec.from_dict({**base, **change})
+            construct(s)
 
 
 def test_exact_kernels_at_their_edges() -> None:
@@ -213,76 +241,6 @@ def test_noise_plans_certify_rho_with_the_grid_term() -> None:
     assert big.rho == l2_rho(big.sampler, big.sensitivity_grid) <= Fraction(1, 10)
     # the grid adds at most 1 per coordinate: sqrt(D) on top of Delta / G (not a full shift per coordinate)
     assert big.sensitivity_grid < Fraction(t, big.grid) + 4
-
-
-def test_composed_rho_is_the_sum_of_every_noise_addition() -> None:
-    g = np.random.default_rng(5)
-    d = 3
-    x = g.multivariate_normal([3, 0, -2], np.diag([1.0, 30.0, 400.0]), size=3000)
-    bounds = PublicBounds(d, Fraction(10), Fraction(400), Fraction(1, 100), 3000)
-    scales = Scales(12, 12)
-    run = Run(ArraySource(x, 12, KEY), scales, bounds, SeededRandom(2))
-    pce(run, Fraction(1))
-    assert len(run.noises) == 1 + len(kappa_schedule(bounds.kappa)) + 1
-    assert run.rho == sum(n.rho for n in run.noises) <= 1
-    pme(run, identity(d, 12), Fraction(400), Fraction(1, 2))
-    assert run.rho == sum(n.rho for n in run.noises) <= Fraction(3, 2)
-    # every covariance pass's stated sensitivity is its exact integer norm bound
-    for p, noise in zip(run.passes, run.noises[1:]):
-        if "norm_bound_sq" in p:
-            assert noise.l2_sq == p["norm_bound_sq"] ** 2
-
-
-def test_chi2_threshold_is_an_upper_bound() -> None:
-    import math
-
-    for d, m, beta in ((5, 1000, Fraction(1, 100)), (100, 10**7, Fraction(1, 10**6))):
-        x = math.log(m / float(beta))  # report: comparison only
-        assert float(chi2_threshold(d, m, beta)) >= d + 2 * math.sqrt(d * x) + 2 * x  # report
-    assert isqrt(4) == 2
-
-
-def test_largest_possible_sum_fits_decimal38_at_the_configured_scale() -> None:
-    from dpspark.mechanisms.gaussian_model.fixed import DECIMAL38_MAX, GaussianSpecError, choose_scales, default_data_bits
-    from dpspark.mechanisms.gaussian_model.spark_pairs import check_pass_capacity
-
-    # the example configs' scale (d = 5, R = 20, kappa = 100, max_units = 200000) and the benchmark target
-    for d, radius, kappa, units in ((5, 20, 100, 200_000), (100, 20, 1000, 10**7)):
-        b = default_data_bits(Fraction(radius), Fraction(kappa))
-        top = 2 * Fraction(kappa) * chi2_threshold(d, units, Fraction(1, 100))
-        scales = choose_scales(b, top, units)
-        t_int = scales.threshold_int(top)
-        assert units * t_int <= DECIMAL38_MAX  # every |sum y_i y_j| <= units T_int
-        check_pass_capacity(units, t_int)
-        # one more matrix bit would not fit: the scale is the largest that does (or the cap of 24)
-        if scales.matrix_bits < 24:
-            assert units * Scales(b, scales.matrix_bits + 1).threshold_int(top) > DECIMAL38_MAX
-    with pytest.raises(ValueError, match="decimal"):
-        check_pass_capacity(10**20, 10**19)
-    with pytest.raises(GaussianSpecError, match="decimal"):
-        choose_scales(20, Fraction(10**6), 10**12, matrix_bits=24)
-
-
-def test_config_refusals_before_any_data(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from dpspark.api.config import ConfigError, ReleaseSpec
-
-    base = {"input": {"path": str(tmp_path), "format": "parquet"},
-            "gaussian": {"columns": ["a", "b"], "radius": "10", "kappa": "100"},
-            "privacy": {"mechanism": "gaussian_learner", "epsilon": "1", "delta": "1/1000000000", "max_units": 1000,
-                        "unit_column": "uid"},
-            "output": {"path": str(tmp_path / "o")}}
-    spec = ReleaseSpec.from_dict(base)
-    plan = construct(spec).plan()
-    assert plan["passes"] == 1 + len(kappa_schedule(Fraction(100))) + 1 + 3  # count, PPC, final, mean x 3
-    bad = [({"privacy": {k: v for k, v in base["privacy"].items() if k != "unit_column"}}, "unit_column"),
-           ({"gaussian": {**base["gaussian"], "kappa": 0.5}}, "float"),
-           ({"gaussian": {**base["gaussian"], "scale_bits": 4}}, "scale_bits"),
-           ({"gaussian": {**base["gaussian"], "extra": 1}}, "unknown keys"),
-           ({"privacy": {**base["privacy"], "rho": "1"}}, "above privacy.epsilon")]
-    for change, match in bad:
-        with pytest.raises((ConfigError, TypeError, ValueError), match=match):
-            s = ReleaseSpec.from_dict({**base, **change})
-            construct(s)
 
 
 def test_limb_apply_and_vectorised_norm_test_at_their_edges() -> None:
