@@ -17,7 +17,9 @@ MAX_DIMENSION = 1 << 14
 #: relative tolerance of the PSD check (float rounding only)
 PSD_TOLERANCE = 1e-9  # report
 _SECTION_INTS = ("dimension", "data_bits", "matrix_bits", "passes")
-_SECTION_TEXTS = ("values", "units_used")
+_SECTION_TEXTS = ("values",)
+#: which units the model used: ``units_used`` (every single, issue 23) or, in releases before it, ``units_paired``
+_UNITS_KEYS = ("units_used", "units_paired")
 
 
 def _int(value: Any) -> bool:
@@ -32,6 +34,10 @@ def check_gaussian_section(section: dict[str, Any], manifest: Any, name: str) ->
         raise ReleaseFormatError(f"{name}: section.{'/'.join(_SECTION_INTS)} must be ints >= 0")
     if not all(isinstance(section.get(k), str) for k in _SECTION_TEXTS + ("radius", "kappa", "rho")):
         raise ReleaseFormatError(f"{name}: section.{'/'.join(_SECTION_TEXTS)}, radius, kappa and rho must be strings")
+    if sum(isinstance(section.get(k), str) for k in _UNITS_KEYS) != 1 or any(
+            k in section and not isinstance(section[k], str) for k in _UNITS_KEYS):
+        raise ReleaseFormatError(f"{name}: section must state the units used as one string "
+                                 f"({' or '.join(_UNITS_KEYS)})")
     if not isinstance(section.get("rho_by_noise"), list) or "add_remove" not in manifest.privacy:
         raise ReleaseFormatError(f"{name}: section.rho_by_noise must be a list, and privacy state add_remove")
     d, columns, estimates = section["dimension"], section.get("columns"), section.get("estimates")
