@@ -48,7 +48,7 @@ import numpy as np
 from dpspark.exact import parse_rational
 from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError, Kind, parse_aggregates
 from dpspark.mechanisms.groups.basis import Basis, Part, check_columns, models, part_values, plan_parts, solo_override
-from dpspark.mechanisms.groups.columns import GroupColumns, gather
+from dpspark.mechanisms.groups.columns import GroupColumns, GroupStats, gather
 from dpspark.mechanisms.groups.noise_choice import StatisticNoise, choose, pure_epsilon, shares_of
 from dpspark.mechanisms.groups.quantile import QuantileLaw
 from dpspark.mechanisms.groups.selection import SelectionLaw
@@ -57,15 +57,6 @@ from dpspark.mechanisms.groups.threshold import ThresholdSelection
 from dpspark.privacy import AddRemove, PrivacyStatement, PureDP, ZCDP, compose_statements, measure_from_budget
 from dpspark.privacy.measures import ApproxDP, Measure
 from dpspark.rng import DEFAULT_LAMBDA, RandomSource
-
-
-@dataclass(frozen=True)
-class GroupStats:
-    """One group's exact statistics from the engine: key, units (private selection) and raw tuples by aggregate."""
-
-    key: Any
-    stats: Mapping[str, Sequence[int]]
-    units: int | None = None
 
 
 class GroupValue(NamedTuple):

@@ -1,7 +1,7 @@
 """Per-group statistics held column-wise: what the engine returns and what the release reads.
 
 :class:`GroupColumns` is the kernels' result (:func:`dpspark.mechanisms.groups.core.decode`): a read-only
-sequence of :class:`~dpspark.mechanisms.groups.algorithm.GroupStats` (equal, element by element, to the list
+sequence of :class:`GroupStats` (equal, element by element, to the list
 the kernels used to return) that keeps the statistics in numpy columns, so that 10^5 groups cost no Python
 object each. :func:`gather` turns either form, a key list for public keys, into the :class:`Gathered`
 columns the release computes on.
@@ -45,6 +45,15 @@ def component_bounds(agg: Aggregate, max_rows: int) -> list[int]:
     return [max_rows, max_rows * M, max_rows * M * M][: agg.raw_arity()]
 
 
+@dataclass(frozen=True)
+class GroupStats:
+    """One group's exact statistics from the engine: key, units (private selection) and raw tuples by aggregate."""
+
+    key: Any
+    stats: Mapping[str, Sequence[int]]
+    units: int | None = None
+
+
 class GroupColumns(Sequence[Any]):
     """Groups ascending by key: ``keys``, per aggregate its raw components (``scalar``: numpy int64 or object
     columns; ``cells``: a quantile's cell-count tuples) and ``units`` (or None). Reads as a list of GroupStats."""
@@ -58,8 +67,6 @@ class GroupColumns(Sequence[Any]):
         return len(self.keys)
 
     def _row(self, i: int) -> Any:
-        from dpspark.mechanisms.groups.algorithm import GroupStats
-
         stats = {n: (tuple(int(c[i]) for c in self.scalar[n]) if n in self.scalar else self.cells[n][i])
                  for n in self.names}
         return GroupStats(self.keys[i], stats, None if self.units is None else self.units[i])
