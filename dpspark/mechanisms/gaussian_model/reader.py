@@ -122,9 +122,9 @@ class GaussianModelLookup(StatementLookup):
             return None
         label = str(noise[-1].get("label", ""))
         y_bits = int(self.section["data_bits"]) + int(self.section["matrix_bits"])
-        if label.endswith("sums"):  # sums of preconditioned, centred rows y = M x: unit 2^-(data + matrix bits)
+        if label.endswith(("sums", "mean")):  # sums of preconditioned, centred rows y = M x: unit 2^-(data + matrix bits)
             return f"{label}: each coordinate of a sum of preconditioned rows, in the data's units", y_bits
-        if label.startswith(("PCE", "PPC")):  # sums of outer products of preconditioned pair differences
+        if label.startswith(("PCE", "PPC", "covariance")):  # sums of outer products of preconditioned rows
             return f"{label}: each entry of a sum of outer products, in the data's units squared", 2 * y_bits
         if label.endswith("count"):
             return f"{label}: a count of units", 0

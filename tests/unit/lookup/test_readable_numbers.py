@@ -87,7 +87,7 @@ def test_gaussian_learner_states_its_accuracy_in_the_datas_units(root: Path,
     scale = 1 << (m["section"]["data_bits"] + m["section"]["matrix_bits"])  # the last pass sums y = M x
     out = inspect(rel, capsys)
     assert "integer units" not in out
-    line = next(x for x in out.splitlines() if "noise of the last pass (KVMean sums" in x)
+    line = next(x for x in out.splitlines() if "noise of the last pass (mean: each coordinate" in x)
     shown = Fraction(re.search(r"<= ([0-9.e-]+) for every coordinate", line).group(1))
     assert bound / scale <= shown <= bound / scale * Fraction(101, 100)  # rounded up, 3 significant digits
 
