@@ -112,6 +112,16 @@ def arrow_counts(dataset: "ds.Dataset", stage: CountsStage, rng: "RandomSource",
     return _to_python(per_index.column(INDEX), per_index.column(ROWS + "_sum"))
 
 
+def order_by_two(primary: np.ndarray, secondary: np.ndarray) -> np.ndarray:
+    """Row numbers sorted by (primary, secondary), both int64: ``np.lexsort((secondary, primary))``'s order for
+    distinct pairs, by Arrow's multi-key sort (about twice as fast at 10^7 rows; the callers check for equal pairs
+    and break their ties by other keys, so only the order of distinct pairs matters)."""
+    if len(primary) == 0:
+        return np.zeros(0, dtype=np.int64)
+    table = pa.table({"p": pa.array(primary, pa.int64()), "s": pa.array(secondary, pa.int64())})
+    return pc.sort_indices(table, sort_keys=[("p", "ascending"), ("s", "ascending")]).to_numpy().astype(np.int64)
+
+
 def _first_k_per_unit(unit_ids: np.ndarray, pick: np.ndarray, words: np.ndarray, k: int) -> np.ndarray:
     """Row numbers of each unit's k first pairs in (keyed hash signed, index word) order (Spark's row_number).
 
@@ -123,7 +133,7 @@ def _first_k_per_unit(unit_ids: np.ndarray, pick: np.ndarray, words: np.ndarray,
     if len(crowded) == 0:
         return np.arange(len(unit_ids))
     u, h = unit_ids[crowded], pick[crowded]
-    order = np.lexsort((h, u))
+    order = order_by_two(u, h)
     su, sh = u[order], h[order]
     if np.any((su[1:] == su[:-1]) & (sh[1:] == sh[:-1])):  # a hash tie inside a unit: order by index word too
         limbs = words[crowded].view(">u8").astype(np.uint64)  # big-endian limbs: lexicographic = unsigned bytes

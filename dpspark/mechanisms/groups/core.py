@@ -108,7 +108,7 @@ def bits_of(part: Part, stage: "GroupsStage") -> list[np.ndarray]:
 
 def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, np.ndarray]:
     """(kept row mask, kept units per group) under the k-groups and c-rows rules (nothing to bound per row-unit)."""
-    from dpspark.engine.arrow.counts import _first_k_per_unit
+    from dpspark.engine.arrow.counts import _first_k_per_unit, order_by_two
 
     G = len(part.words)
     keep = np.ones(part.rows, dtype=bool)
@@ -129,7 +129,7 @@ def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, 
         words = part.words[part.gid[crowded]]
         h = row_hash(part.hashes(part.uid[crowded]), words, bits, row_key(secret))
         pc_ = pid[crowded]
-        order = np.lexsort((h, pc_))  # the index word is the pair's own: (pair, hash) then bits on a tie
+        order = order_by_two(pc_, h)  # the index word is the pair's own: (pair, hash) then bits on a tie
         sp, sh = pc_[order], h[order]
         if np.any((sp[1:] == sp[:-1]) & (sh[1:] == sh[:-1])):
             order = np.lexsort((*reversed(bits), h, pc_))
