@@ -49,7 +49,7 @@ Given D1's outcome on them, D2's records are fresh and i.i.d.:
   <= sbar^2): p t0 / (M - t0) (the ratio) + E[(-X)_+] / (M - t0) + E[(X - M~)_+] / (M - t0), X = c' + Z;
   E[(-X)_+] <= sbar / 2 (X >= Z), or <= sqrt((M ubar + sbar^2)(2e^{-L} + floor mass)) when
   M lower_r / 2 clears both the Bernstein deviation and sigma sqrt(2L) (Cauchy-Schwarz: RSSS's rare
-  clipping); E[(X - M~)_+] likewise with M (1 - ubar) - t0.
+  clipping); E[(X - M~)_+] likewise with M (1 - ubar) - t0, else <= t0 + sbar/2 (c' <= M <= M~ + t0).
 
 So TV(output law, P) <= Pr[a D1 or split event fails] + 2e^{-L} + floor mass + eta M/(M - t0)
 + d max_r (per-coordinate bound of bucket r): :meth:`SamplerPlan.tv_bound` computes it exactly at the worst
@@ -202,7 +202,8 @@ class SamplerPlan:
         low_gap = M * lower / 2
         low = rare if low_gap >= dev and low_gap >= noise and lower > 0 else sb / 2
         high_gap = (M * (1 - ub) - t0) / 2
-        high = rare if high_gap >= dev and high_gap >= noise else sb / 2
+        # above M~ >= M - t0: rare when the gap clears both tails, else E[(c' + Z - M~)_+] <= t0 + E[Z_+] (c' <= M)
+        high = rare if high_gap >= dev and high_gap >= noise else t0 + sb / 2
         return (ub * t0 + low + high) / (M - t0)
 
     def tv_bound(self, N: int) -> Fraction:
