@@ -241,7 +241,7 @@ class SamplerPlan:
                        "buckets": [{"bucket": r, "budget_weight": str(self.final.omega[r - 1]),
                                     "guaranteed_sigma": str(self.final.star[r - 1])} for r in range(1, self.K + 2)]})
         return {
-            "d": self.d, "max_units": self.n, "rho": str(self.rho), "alpha": str(self.alpha), "R": self.R,
+            "d": self.d, "units_bound_per_sample": self.n, "rho": str(self.rho), "alpha": str(self.alpha), "R": self.R,
             "L": str(self.L), "hash_batches": self.batches, "ladder_share": str(Fraction(self.split, self.batches)),
             "ladder_rounds": self.K, "n_needed": self.n_needed, "accuracy_bound": str(self.accuracy_bound()),
             "units": ("estimates divide by noisy counts of the units each part reads (max_units is only an upper "
