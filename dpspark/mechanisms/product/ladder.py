@@ -162,9 +162,13 @@ class FinalPlan:
     @classmethod
     def build(cls, rho: Fraction, need: Sequence[Fraction], worst_ceilings: Sequence[int], d: int, radius: int,
               reserve: Fraction) -> "FinalPlan":
-        """omega_r proportional to ``need[r]`` (a proven-need weight), sigma*_r = SLACK x the certified worst sigma."""
+        """omega_r proportional to ``need[r]`` (a proven-need weight), each at least 1/(8 (K + 1)) of the budget
+        (so no bucket's guaranteed noise runs past the sampler's sigma range), sigma*_r = SLACK x the certified
+        worst sigma."""
         total = sum(need, Fraction(0))
-        omega = tuple(x / total for x in need)
+        floor = Fraction(1, 8 * len(need))
+        raw = [max(x / total, floor) for x in need]
+        omega = tuple(x / sum(raw, Fraction(0)) for x in raw)
         worst = tuple(rd.group_sigma(d, c, rho * w, radius, reserve) for c, w in zip(worst_ceilings, omega))
         return cls(rho, omega, tuple(SLACK * s for s in worst), worst, radius, reserve)
 
