@@ -9,8 +9,9 @@
   Rows with a NULL unit id are dropped, as on Spark.
 * Unit u sits in batch H_key(u) mod B (:func:`dpspark.engine.arrow.units.unit_batches`: Spark's xxhash64 of
   the id, the release's batch key, the keyed splitmix).
-* A round keeps its batch slice, applies the public truncation (x[S] xor flip, zeroed when its popcount
-  exceeds C) and sums in int64 (each term is 0 or 1, at most 2^63 units), as Python ints.
+* A round keeps its batch slice, applies the public truncation (x[S] xor flip, each group zeroed when its
+  popcount exceeds the group's C) and sums in int64 (each term is 0 or 1, at most 2^63 units), as Python
+  ints; with the query's ``count`` it appends the number of units read.
 
 The input is read once, into one packed record per unit (d/8 bytes a unit); each round reads those records.
 """
@@ -67,14 +68,20 @@ def unit_records(codes: np.ndarray, words: np.ndarray, units: int) -> np.ndarray
 
 
 def truncated_sums(records: np.ndarray, query: RoundQuery) -> list[int]:
-    """The exact sums of y = x[S] xor flip over ``records`` (packed words), y zeroed when |y| > C."""
+    """The exact sums of y = x[S] xor flip over ``records`` (packed words), each group of y zeroed when its
+    popcount exceeds the group's ceiling; then the number of records when the query asks for the count."""
     active = list(query.active)
+    tail = [records.shape[0]] if query.count else []
     if records.shape[0] == 0:
-        return [0] * len(active)
+        return [0] * len(active) + tail
     x = np.column_stack([(records[:, j // 64] >> np.uint64(j % 64)) & np.uint64(1) for j in active]).astype(np.int64)
     y = x ^ np.asarray(query.flip, dtype=np.int64)
-    y *= (y.sum(axis=1) <= query.ceiling)[:, None]
-    return [int(v) for v in y.sum(axis=0)]
+    start = 0
+    for size, cap in query.parts:
+        part = y[:, start:start + size]
+        part *= (part.sum(axis=1) <= cap)[:, None]
+        start += size
+    return [int(v) for v in y.sum(axis=0)] + tail
 
 
 class ArrowRounds:

@@ -1,36 +1,50 @@
-"""KLSU PPDE (Algorithm 7, Thm 5.2): learn a product distribution on {0,1}^d privately, q in [0,1]^d exactly.
-
-Privacy claim
--------------
-rho-zCDP under Substitute(n) and AddRemove(n), exactly as the product sampler (:mod:`dpspark.mechanisms.product.rounds`):
-each round is a certified discrete Gaussian on a truncated sum with Delta^2 = min(|S|, 2C) (min(|S|, C) under
-add/remove) and sigma with Delta^2 rho(1) <= rho; rounds read disjoint hash batches of the unit ids, so the
-run is max_r rho_r <= rho (KLSU Thm 5.1 / parallel composition). q is post-processing.
+"""Private product distribution learner (KLSU PPDE, Alg 7, Thm 5.2, with sequential rounds): q in [0,1]^d exactly.
 
 Algorithm (u_r = 2^-r, R = max(2, bitlen(d - 1) - 1), so u_R in [2/d, 4/d) for d >= 8)
 -------------------------------------------------------------------------------------
-* Partitioning round 1 on all coordinates (no truncation): orient (flip j iff p~_j > 1/2, public); lock j
-  with q_j = clamp(p~_j, [1/8, 9/16]) if min(p~, 1 - p~) >= 3/16, else pass it on.
-* Partitioning round r = 2..R-1 on S_r with ceiling C_r: lock j, q_j = clamp(p~_j, [u_r/4, u_r]), if
-  p~_j >= 3u_r/8; else pass.
-* Final round R on S_R: q_j = clamp(p~_j, [0, u_R]). Flipped coordinates release 1 - q_j.
+All rounds read ALL the units (no partition of the data); the budget is split instead: the ladder
+(:mod:`dpspark.mechanisms.product.ladder`: KLSU's partitioning rounds 1..R-1, with the noisy unit count N~ in
+round 1) spends rho/4, the final round 3 rho/4. The final round estimates every coordinate once more, its
+buckets cut into groups, each truncated at its own ceiling (:func:`ladder.choose_groups`) - so the light
+coordinates, the ones KLSU's truncation is for, share one small ceiling and most of the budget:
 
-Constants [derived from the tail bounds; KLSU states them up to O(.)]
-------------------------------------------------------------------
-L = ln(8 (d + n) R / beta) rounded up. Required accuracy |p~ - p| <= e_r (deviation and noise each
-<= e_r/2 by :func:`~dpspark.mechanisms.product.rounds.size_needed`, each failing w.p. <= 2e^{-L}):
+* bucket 1 (oriented p~ >= 3/16 in round 1): q_j = clamp(p~_j, [1/8, 9/16]);
+* bucket r = 2..R-1: q_j = clamp(p~_j, [u_r/4, u_r]);   * the rest (bucket R): q_j = clamp(p~_j, [0, u_R]);
 
-* r < R: e_r = min(u_r/8, alpha sqrt(7 u_r / (128 d))). Then the invariants hold (locked: p in [u_r/4, u_r)
-  or, in round 1, oriented p in [1/8, 9/16]; passed: p < u_{r+1}) and each locked coordinate has
-  chi^2 term (p - q)^2 / (q (1 - q)) <= e_r^2 / ((u_r/4)(7/16)) <= alpha^2 / (2d);
-* r = R: e_R = alpha / (4d). On A = {p_j >= 1/d}: q >= p - e >= 3/(4d), 1 - q >= 1/2, so the term is
-  <= (8d/3) e^2 <= alpha^2/(6d); on B = {p_j < 1/d}: sum |p_j - q_j| <= d e_R = alpha/4.
+with p~_j = c~_j / max(N~, 1) from the final round; flipped coordinates release 1 - q_j. Dividing by the
+noisy count of the same units (not by max_units) keeps q unbiased when the data hold fewer units than
+max_units (issue 25).
 
-KL(P||Q) over the coordinates of A is at most their chi^2 sum <= alpha^2/2 (KL <= chi^2), so
-TV(P, Q) <= TV_A + TV_B <= sqrt(KL_A / 2) + sum_B |p - q| <= alpha/2 + alpha/4 < alpha, except w.p.
-4 d R e^{-L} + R n e^{-L} (+ floor mass) <= beta/2 + (tiny) <= beta (truncations: Bernstein ceilings).
-n = sum of the round sizes = O(d L / alpha^2 + d L / (alpha sqrt(rho))) (KLSU Thm 5.2).
-Test of the claim (KL over A, TV bound, at a stated confidence): tests/unit/product/test_product_learner.py.
+Privacy claim
+-------------
+rho-zCDP under Substitute(n) and AddRemove(n). Every round is a set of certified discrete Gaussians on
+truncated group sums (and round 1's count) whose certified rho is <= the round's fixed budget under both
+relations (:mod:`dpspark.mechanisms.product.rounds`); the noise of a round is chosen from public earlier
+outputs only, so the rounds compose adaptively (Bun-Steinke 2016, Lemma 2.3) to sum_r rho_r = rho/4 + 3rho/4
+= rho. q is post-processing. Exact checks: tests/unit/product/test_product_privacy.py.
+
+Accuracy [derived; KLSU state it up to O(.)]
+--------------------------------------------
+L = ln(8(d + n)R / beta) rounded up; n = max_units, N the units the data hold (N <= n). Events (each
+failing w.p. <= 2e^{-L}, + the implemented law's floor mass for a draw): the count |N~ - N| <= t0 =
+sigma_0 sqrt(2L); for every coordinate |c_j - p_j N| <= sqrt(2 v_j N L) + 2L/3 (Bernstein, v_j = p_j(1-p_j),
+one event per coordinate: all rounds read the same counts); every noise draw |Z| <= sigma sqrt(2L); and no
+record exceeds a ceiling (one Bernstein event per record and level, the fixed sets of the ladder module:
+(R - 1) n events of e^{-L}). On them an estimate of a coordinate with bias <= ubar, variance <= v and noise
+<= sigma errs by at most (sqrt(2vNL) + 2L/3 + sigma sqrt(2L) + ubar t0) / (N - t0), decreasing in N:
+
+* ladder round r: <= 1/16 (r = 1) or u_r/8 at its worst-case sigma, so the invariants hold (bucket 1:
+  oriented p in [1/8, 9/16]; bucket r: [u_r/4, u_r); rest: p < u_R);
+* final round, bucket r, at its guaranteed sigma*_r: <= e_r = min(u_r/8, alpha sqrt(7 u_r / (128 d))) (r < R)
+  or alpha/(4d) (rest). Clamping to an interval that holds p never moves q away from p, and KLSU's argument
+  goes through: each bucket-r coordinate has chi^2 term (p - q)^2 / (q(1 - q)) <= e_r^2 / ((u_r/4)(7/16))
+  <= alpha^2/(2d); on A = {p_j >= 1/d} the rest's terms are <= (8d/3) e_R^2 <= alpha^2/(6d); on B =
+  {p_j < 1/d} sum |p_j - q_j| <= d e_R = alpha/4. KL(P_A || Q_A) <= chi^2 <= alpha^2/2, so
+  TV(P, Q) <= sqrt(KL_A / 2) + sum_B |p - q| <= alpha/2 + alpha/4 < alpha.
+
+:attr:`LearnerPlan.n_needed` is the smallest N meeting every requirement; the claim holds for
+n_needed <= N <= n with probability >= 1 - :meth:`LearnerPlan.failure_bound` (<= beta). Statistical test of
+the claim: tests/unit/product/test_product_learner.py.
 """
 
 from __future__ import annotations
@@ -40,12 +54,16 @@ from fractions import Fraction
 from typing import Any
 
 from dpspark.exact import RationalLike, parse_rational
+from dpspark.mechanisms.product import ladder as ld
 from dpspark.mechanisms.product import rounds as rd
 from dpspark.rng import RandomSource
 
-
 #: orient coordinates in round 1 (KLSU/RSSS's flip of biases above 1/2); tests switch it off as a mutant
 _ORIENT = True
+#: the ladder's share of rho (the final round gets the rest)
+LADDER_SHARE = Fraction(1, 4)
+
+u = ld.u
 
 
 def round_count(d: int) -> int:
@@ -53,18 +71,39 @@ def round_count(d: int) -> int:
     return max(2, (d - 1).bit_length() - 1)
 
 
-def u(r: int) -> Fraction:
-    """u_r = 2^-r."""
-    return Fraction(1, 1 << r)
-
-
 def clamp(x: Fraction, lo: Fraction, hi: Fraction) -> Fraction:
     """min(max(x, lo), hi), exactly."""
     return min(max(x, lo), hi)
 
 
+def final_error(r: int, R: int, d: int, alpha: Fraction) -> Fraction:
+    """e_r of the final round (module docstring)."""
+    if r == R:
+        return alpha / (4 * d)
+    return min(u(r) / 8, alpha * rd.sqrt_down(Fraction(7) * u(r) / (128 * d)))
+
+
+def interval(r: int, R: int) -> tuple[Fraction, Fraction]:
+    """The clamp of bucket r: [1/8, 9/16], [u_r/4, u_r], or [0, u_R] for the rest."""
+    if r == R:
+        return Fraction(0), u(R)
+    return (Fraction(1, 8), Fraction(9, 16)) if r == 1 else (u(r) / 4, u(r))
+
+
+def final_worst_ceiling(r: int, d: int, L: Fraction) -> int:
+    """A final group holding bucket r at its worst: no truncation with bucket 1, else mass u_r d over d."""
+    return d if r == 1 else rd.ceiling(u(r), d, L)
+
+
+def estimate_error(v: Fraction, sigma: Fraction, ubar: Fraction, t0: Fraction, N: int, L: Fraction) -> Fraction | None:
+    """(sqrt(2vNL) + 2L/3 + sigma sqrt(2L) + ubar t0) / (N - t0) (module docstring), None when N <= t0 + 1."""
+    if N <= t0 + 1:
+        return None
+    return (rd.deviation(v, N, L) + sigma * rd.sqrt_up(2 * L) + ubar * t0) / (N - t0)
+
+
 @dataclass(frozen=True)
-class LearnerPlan(rd.RoundSizes):
+class LearnerPlan:
     """Every public constant of one product-learner release (data-free)."""
 
     d: int
@@ -75,15 +114,15 @@ class LearnerPlan(rd.RoundSizes):
     batches: int
     R: int
     L: Fraction
+    ladder: ld.LadderPlan
+    final: ld.FinalPlan
     errors: tuple[Fraction, ...]
-    needs: tuple[Fraction, ...]
-    slices: tuple[tuple[int, int], ...]
-    worst_sigmas: tuple[Fraction, ...]
+    n_needed: int
 
     @classmethod
     def build(cls, d: int, n: int, rho: RationalLike, alpha: RationalLike, beta: RationalLike, *,
               batches: int = rd.DEFAULT_BATCHES, enforce: bool = True) -> "LearnerPlan":
-        """The plan; with ``enforce`` it refuses (NeedMoreUnits) when n is below the rounds' total need."""
+        """The plan; with ``enforce`` it refuses (NeedMoreUnits) when max_units is below :attr:`n_needed`."""
         rho_f, alpha_f, beta_f = (parse_rational(v, k) for v, k in ((rho, "rho"), (alpha, "alpha"), (beta, "beta")))
         if d < 1 or n < 1:
             raise rd.NeedMoreUnits("d and n must be >= 1")
@@ -91,87 +130,114 @@ class LearnerPlan(rd.RoundSizes):
             raise ValueError("rho must be > 0, alpha in (0, 1] and beta in (0, 1)")
         R = round_count(d)
         L = rd.ln_upper(8 * (d + n) * R / beta_f)
-        errors, needs, sigmas = [], [], []
-        for r in range(1, R + 1):
-            c = d if r == 1 else rd.ceiling(u(r), d, L)
-            s = rd.noise_sigma(d, c, rho_f, n)
-            e = min(u(r) / 8, alpha_f * rd.sqrt_down(Fraction(7) * u(r) / (128 * d))) if r < R else alpha_f / (4 * d)
-            errors.append(e)
-            sigmas.append(s)
-            needs.append(rd.size_needed(min(u(r), Fraction(1, 4)), e, s, L))
-        if enforce:
-            slices = rd.allocate(needs, n, batches)
-        else:
-            slices = rd.allocate_proportional(needs, batches)
-        return cls(d, n, rho_f, alpha_f, beta_f, batches, R, L, tuple(errors), tuple(needs), tuple(slices),
-                   tuple(sigmas))
+        ladder = ld.LadderPlan.build(d, R - 1, L, rho_f * LADDER_SHARE, n)
+        errors = tuple(final_error(r, R, d, alpha_f) for r in range(1, R + 1))
+        ceilings = [final_worst_ceiling(r, d, L) for r in range(1, R + 1)]
+        need = [Fraction(rd.sensitivity_sq(d, c)) / e**2 for c, e in zip(ceilings, errors)]
+        final = ld.FinalPlan.build(rho_f * (1 - LADDER_SHARE), need, ceilings, d, n, Fraction(0))
+        plan = cls(d, n, rho_f, alpha_f, beta_f, batches, R, L, ladder, final, errors, 0)
+        object.__setattr__(plan, "n_needed", plan.units_needed())
+        if enforce and n < plan.n_needed:
+            raise rd.NeedMoreUnits(rd.need_more_units_text(plan.n_needed, n, "accuracy (alpha, beta)"))
+        return plan
 
+    @property
+    def t0(self) -> Fraction:
+        """The bound on the count's noise: sigma_0 sqrt(2L)."""
+        return self.ladder.sigma0 * rd.sqrt_up(2 * self.L)
+
+    def requirements(self) -> list[tuple[str, Fraction, Fraction, Fraction, Fraction]]:
+        """(name, variance bound v, sigma, bias bound ubar, target error) of every estimate the claim needs."""
+        out = []
+        for r in range(1, self.R):  # ladder rounds at their worst sigma
+            ub = Fraction(1) if r == 1 else u(r)
+            out.append((f"bucketing {r}", min(ub, Fraction(1, 4)), self.ladder.worst_sigmas[r - 1], ub,
+                        Fraction(1, 16) if r == 1 else u(r) / 8))
+        for r in range(1, self.R + 1):  # the final round, bucket r at its guaranteed sigma*
+            ub = ld.upper_bias(r)
+            out.append((f"final, bucket {r}", min(ub, Fraction(1, 4)), self.final.star[r - 1], ub, self.errors[r - 1]))
+        return out
+
+    def units_needed(self) -> int:
+        """The smallest N at which every requirement holds (each error bound decreases in N)."""
+        best = 2
+        for _, v, sigma, ub, e in self.requirements():
+            def ok(N: int, v: Fraction = v, sigma: Fraction = sigma, ub: Fraction = ub, e: Fraction = e) -> bool:
+                err = estimate_error(v, sigma, ub, self.t0, N, self.L)
+                return err is not None and err <= e
+            best = max(best, rd.smallest_units(ok))
+        return best
 
     def failure_bound(self) -> Fraction:
-        """Pr[some round misses its accuracy or truncates a record] <= this (exact rational; <= beta)."""
-        eL = self.beta / (8 * (self.d + self.n) * self.R)
-        fm = max(rd.floor_mass(rd.gaussian(s, self.n)) for s in self.worst_sigmas)
-        return 4 * self.d * self.R * eL + self.R * self.n * eL + 2 * self.d * self.R * fm
+        """Pr[some event of the module docstring fails] <= this (exact rational; <= beta)."""
+        d, R, n = self.d, self.R, self.n
+        eL = self.beta / (8 * (d + n) * R)  # >= e^{-L}
+        sigmas = list(self.ladder.worst_sigmas) + list(self.final.worst_sigmas) + [self.ladder.sigma0]
+        fm = max(rd.floor_mass(rd.gaussian(s, n)) for s in sigmas)
+        draws = 1 + R * d
+        return eL * (2 * draws + 2 * d + (R - 1) * n) + draws * fm
 
     def describe(self) -> dict[str, Any]:
         """Exact, JSON-ready plan."""
-        names = [f"partitioning {r}" for r in range(1, self.R)] + ["final"]
         return {
-            "d": self.d, "n": self.n, "rho": str(self.rho), "alpha": str(self.alpha), "beta": str(self.beta),
+            "d": self.d, "max_units": self.n, "rho": str(self.rho), "alpha": str(self.alpha), "beta": str(self.beta),
             "R": self.R, "L": str(self.L), "hash_batches": self.batches, "n_needed": self.n_needed,
+            "units": ("every round reads all units; estimates divide by a noisy count of them (max_units is only "
+                      "an upper bound: the accuracy claim holds for n_needed <= N <= max_units units)"),
             "failure_bound": str(self.failure_bound()),
-            "rounds": [{"name": nm, "batches": list(sl), "nominal_size": str(self.size(i)),
-                        "required_error": str(self.errors[i]), "worst_case_sigma": str(self.worst_sigmas[i])}
-                       for i, (nm, sl) in enumerate(zip(names, self.slices))],
+            "rounds": self.ladder.describe() + [
+                {"name": "final", "rho": str(self.final.rho),
+                 "buckets": [{"bucket": r, "budget_weight": str(self.final.omega[r - 1]),
+                              "guaranteed_sigma": str(self.final.star[r - 1]),
+                              "required_error": str(self.errors[r - 1])} for r in range(1, self.R + 1)]}],
         }
 
 
 @dataclass
 class LearnerRun:
-    """The public outcome: q (exact rationals, original orientation) and the locking structure."""
+    """The public outcome: q (exact rationals, original orientation) and the bucket structure."""
 
     q: list[Fraction]
     flips: list[bool]
-    locked_in: list[int]          # per coordinate: the round that set q_j (R = final round)
+    locked_in: list[int]          # per coordinate: its bucket (R = the rest)
     rounds: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _ceiling_of(plan: LearnerPlan, bucket: list[int]):  # type: ignore[no-untyped-def]
+    """A final group's ceiling: none with bucket 1; else the mass bound of the fixed set T_a (ladder module):
+    u_a |B_{a-1}| + sum_{r >= a} u_r |B_r|, a = the group's first bucket."""
+    sizes: dict[int, int] = {}
+    for b in bucket:
+        sizes[b] = sizes.get(b, 0) + 1
+
+    def ceiling_of(g: tuple[int, ...], size: int) -> int:
+        if 1 in g:
+            return size
+        a = min(g)
+        v = u(a) * sizes.get(a - 1, 0) + sum((ld.upper_bias(r) * s for r, s in sizes.items() if r >= a), Fraction(0))
+        return rd.ceiling_mass(v, size, plan.L)
+    return ceiling_of, sizes
+
+
 def run_learner(plan: LearnerPlan, aggregate: rd.Aggregate, rng: RandomSource) -> LearnerRun:
-    """KLSU Alg 7 over the aggregate oracle (module docstring)."""
-    d, R = plan.d, plan.R
-    flips = [False] * d
+    """The ladder, then the grouped final round, over the aggregate oracle (module docstring)."""
+    d, R, B = plan.d, plan.R, plan.batches
+    lad = ld.run_ladder(plan.ladder, aggregate, rng, 0, B, B, orient=_ORIENT)
+    flips = lad.flips
+    ceiling_of, sizes = _ceiling_of(plan, lad.bucket)
+
+    def objective(g: tuple[int, ...], sigma: Fraction) -> Fraction:  # chi^2 proxy: sigma^2 sum |B_r| / u_r
+        return sigma * sigma * sum((Fraction(sizes[r]) / ld.upper_bias(r) for r in g), Fraction(0))
+
+    groups = ld.choose_groups(plan.final, lad.bucket, ceiling_of, objective)
+    query = ld.final_query(groups, flips, R - 1, "final", 0, B, B, count=False)
+    noise = rd.RoundNoise(query.parts, tuple(g.sigma for g in groups), None, plan.n)
+    noisy, _ = rd.release_round(aggregate(query), noise, rng)
     q: list[Fraction] = [Fraction(0)] * d
-    locked_in = [R] * d
-    records: list[dict[str, Any]] = []
-    active = list(range(d))
-    for r in range(1, R + 1):
-        if not active:
-            break
-        c = len(active) if r == 1 else rd.ceiling(u(r), len(active), plan.L)
-        lo, hi = plan.slices[r - 1]
-        sigma = rd.noise_sigma(len(active), c, plan.rho, plan.n)
-        mech = rd.gaussian(sigma, plan.n)
-        name = "final" if r == R else f"partitioning {r}"
-        query = rd.RoundQuery(r - 1, name, tuple(active), tuple(flips[j] for j in active), c, lo, hi, plan.batches)
-        noisy = rd.release_round(aggregate(query), mech, rng)
-        m = plan.size(r - 1)
-        records.append({"name": name, "coordinates": len(active), "ceiling": c, "sigma": str(sigma),
-                        "batches": [lo, hi],
-                        "rho_substitute": str(rd.round_rho(mech, len(active), c, "substitute")),
-                        "rho_add_remove": str(rd.round_rho(mech, len(active), c, "add_remove"))})
-        rest = []
-        for j, cj in zip(active, noisy):
-            p = Fraction(cj) / m
-            if r == 1:
-                flips[j] = _ORIENT and p > Fraction(1, 2)
-                p = 1 - p if flips[j] else p
-            if r == R:
-                q[j] = clamp(p, Fraction(0), u(R))
-            elif p >= 3 * u(r) / 8:
-                q[j] = clamp(p, u(r) / 4, Fraction(9, 16) if r == 1 else u(r))
-                locked_in[j] = r
-            else:
-                rest.append(j)
-        active = rest
-    q = [1 - x if f else x for x, f in zip(q, flips)]
-    return LearnerRun(q, flips, locked_in, records)
+    for j, cj in zip(query.active, noisy):
+        lo, hi = interval(lad.bucket[j], R)
+        p = clamp(Fraction(cj, lad.count), lo, hi)
+        q[j] = 1 - p if flips[j] else p
+    rounds = lad.rounds + [{"name": "final", "coordinates": d, "batches": [0, B],
+                            "buckets": [list(g.buckets) for g in groups], **noise.record()}]
+    return LearnerRun(q, flips, list(lad.bucket), rounds)

@@ -2,13 +2,15 @@
 
 Input: d binary columns named in ``[columns] names = [...]`` (0/1 integers or booleans; a value counts as 1
 iff it is non-zero, +-inf included; a NULL, NaN or unparseable value counts as the public ``[columns] nulls``
-= 0 (default) or 1 - "drop" is refused: each round's estimate divides by its public nominal size
-n |slice| / B, so a dropped record would silently count as 0), or one array column, ``[columns] array = "col"`` with ``width = d``, whose
+= 0 (default) or 1 - "drop" is refused: a unit is one record, the OR of its rows, and a dropped row would
+silently change it), or one array column, ``[columns] array = "col"`` with ``width = d``, whose
 element j is bit j (:mod:`dpspark.mechanisms.samplers.binary_input`: missing elements count 0, elements beyond d are
 ignored; outputs are named ``col[j]``; a per-row deterministic map, so privacy is unchanged), one record per
 unit: ``privacy.unit_column`` is required, because the rounds read disjoint batches chosen by a keyed hash of
 the unit id (never of the record's content); a unit with several rows contributes the OR of its rows.
-``privacy.max_units`` is the public n of Substitute(n).
+``privacy.max_units`` is the public n of Substitute(n) and an upper bound on the units: nothing divides by it
+(every estimate is a ratio of two noisy sums over the same units, the count among them), so fewer units than
+max_units cost accuracy, never bias (issue 25); the accuracy claims hold for n_needed <= N <= max_units units.
 
 Budget: zCDP. ``privacy.epsilon`` and ``privacy.delta`` (required) give rho =
 :func:`dpspark.mechanisms.zcdp_budget.rho_within` (or the ``privacy.rho`` option, checked against them).
@@ -17,7 +19,9 @@ where Delta^2 is at most as large); rounds compose in parallel over disjoint bat
 rho-zCDP under both relations (:mod:`dpspark.mechanisms.product.rounds` for the proof), stated with the CKS20
 (eps, delta) conversions. Options: ``alpha`` (target TV distance, default 1/10), ``samples`` (sampler:
 one sample per disjoint group of batches, same budget), ``beta`` of ``[privacy]`` is the learner's failure
-probability. The plan refuses (before any data is read) when max_units is below the n the accuracy needs.
+probability. The plan refuses (before any data is read) when max_units is below the n the accuracy needs,
+without advising a max_units above the data's size. Units beyond max_units are not removed (every unit is
+read); the privacy claim holds whatever their number, the accuracy claims assume at most max_units.
 """
 
 from __future__ import annotations
@@ -88,10 +92,10 @@ class _Product(Mechanism):
         from dpspark.privacy import AddRemove, PrivacyStatement, Substitute, ZCDP
         from dpspark.release.statements import standard_statements
 
-        thm = (f"{self.theorem}: every round is a certified discrete Gaussian (Canonne-Kamath-Steinke 2020, "
-               "implemented-law certificate) on truncated sums of binary records with Delta^2 = min(|S|, 2C) "
-               "(min(|S|, C) under add/remove) calibrated to rho; rounds read disjoint keyed-hash batches of the "
-               "unit ids and compose in parallel")
+        thm = (f"{self.theorem}: every round is certified discrete Gaussians (Canonne-Kamath-Steinke 2020, "
+               "implemented-law certificate) on truncated group sums of binary records, Delta^2 = sum over groups "
+               "of min(|G|, 2C_G) (min(|G|, C_G) under add/remove, plus the unit count), calibrated to the round's "
+               f"budget; {self.composition}")
         primary = PrivacyStatement(ZCDP(self.rho), Substitute(self.n), thm)
         ar = PrivacyStatement(ZCDP(self.rho), AddRemove(self.n), thm)
         return standard_statements(primary, delta=self.spec.delta, add_remove=ar)
@@ -99,11 +103,16 @@ class _Product(Mechanism):
     def privacy_summary(self) -> dict[str, Any]:
         return {"rho": str(self.rho), "relations": "Substitute(n) and AddRemove(n)", "delta": str(self.spec.delta)}
 
+    def excess_units_text(self) -> str:
+        """Every unit is read; estimates divide by noisy counts of the units read, never by max_units."""
+        return ("none removed (every unit is read; estimates divide by a noisy count of the units, not by "
+                "max_units; the accuracy claim assumes at most max_units)")
+
     def stages(self) -> list[StageInfo]:
         from dpspark.mechanisms.product.stage import ProductRoundsStage
 
         # the first round prepares the units from the input; the later ones read the prepared units
-        return [StageInfo(name, f"truncated sums of the binary columns on disjoint batches ({name})", i > 0,
+        return [StageInfo(name, f"truncated group sums of the binary columns and a unit count ({name})", i > 0,
                           stage=ProductRoundsStage, reads_input=i == 0)
                 for i, name in enumerate(self.round_names())]
 
@@ -118,6 +127,7 @@ class _Product(Mechanism):
         raise NotImplementedError
 
     theorem: ClassVar[str] = ""
+    composition: ClassVar[str] = ""
 
 
 class ProductSampler(_Product):
@@ -131,6 +141,9 @@ class ProductSampler(_Product):
     name: ClassVar[str] = "product_sampler"
     release_kind: ClassVar[str] = "sample"
     theorem: ClassVar[str] = "RSSS Thm 5.1 (Alg 4)"
+    composition: ClassVar[str] = ("the ladder's rounds read one part of the keyed-hash batches and compose "
+                                  "sequentially (sum of budgets = rho), the sampling round reads the disjoint "
+                                  "rest (rho): parallel composition, as are several samples")
     options: ClassVar[dict[str, Any]] = {**_Product.options, "samples": 1}
     option_parsers: ClassVar[dict[str, Any]] = {**_Product.option_parsers, "samples": parse_samples}
 
@@ -146,11 +159,10 @@ class ProductSampler(_Product):
             self.plan_obj = SamplerPlan.build(self.d, per, self.rho, self.alpha,
                                               batches=rd.DEFAULT_BATCHES // self.m)
         except rd.NeedMoreUnits as exc:
-            raise MechanismSpecError(f"{exc} (per sample: max_units / samples)") from None
+            raise MechanismSpecError(f"{exc} (per sample: max_units / samples)" if self.m > 1 else str(exc)) from None
 
     def round_names(self) -> list[str]:
-        R = self.plan_obj.R
-        names = [f"bucketing {r}" for r in range(1, R)] + [f"sampling {r}" for r in range(1, R + 1)]
+        names = [f"bucketing {r}" for r in range(1, self.plan_obj.K + 1)] + ["sampling"]
         return [f"{nm} (sample {s + 1})" if self.m > 1 else nm for s in range(self.m) for nm in names]
 
     def plan(self) -> dict[str, Any]:
@@ -160,18 +172,22 @@ class ProductSampler(_Product):
     def accuracy_statement(self) -> Any:
         from dpspark.privacy import AccuracyClaim, AccuracyStatement
 
-        bound = self.plan_obj.accuracy_bound()
+        plan = self.plan_obj
+        per = " per sample" if self.m > 1 else ""
         claim = AccuracyClaim.tv_distance(
-            bound, self.plan_obj.n,
-            condition=(f"the {self.plan_obj.n} units (per sample) are i.i.d. draws from a product distribution on "
-                       f"{{0,1}}^{self.d} and the batch hash behaves as a random function; target alpha = "
-                       f"{self.alpha} (RSSS Thm 5.1 with the constants derived in dpspark.product.sampler)"))
+            plan.accuracy_bound(), plan.n_needed,
+            condition=(f"the data hold N units{per} with {plan.n_needed} <= N <= {plan.n} (max_units is an upper "
+                       f"bound, not the count), i.i.d. draws from a product distribution on {{0,1}}^{self.d}, and the "
+                       f"batch hash behaves as a random function; target alpha = {self.alpha} (RSSS Thm 5.1 with the "
+                       "constants derived in dpspark.mechanisms.product.sampler)"))
         return AccuracyStatement([claim], notes="TV of the output law averaged over the data and the coins (RSSS); "
-                                 "the sample is exactly unbiased given the buckets unless a count is clipped")
+                                 "each bit divides by a noisy count of the units read, so fewer units than "
+                                 "max_units cost accuracy, not bias")
 
     def accuracy_summary(self) -> dict[str, Any]:
         return {"tv_bound": str(self.plan_obj.accuracy_bound()), "alpha": str(self.alpha),
-                "n_needed_per_sample": self.plan_obj.n_needed}
+                "n_needed_per_sample": self.plan_obj.n_needed,
+                "units": "an upper bound: the claim holds for n_needed <= N <= max_units units, never biased below"}
 
     def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> Any:
         from dpspark.mechanisms.product.sampler import run_sampler
@@ -206,6 +222,8 @@ class ProductLearner(_Product):
     name: ClassVar[str] = "product_learner"
     release_kind: ClassVar[str] = "distribution"
     theorem: ClassVar[str] = "KLSU Thm 5.2 (PPDE, Alg 7)"
+    composition: ClassVar[str] = ("every round reads all the units and the rounds compose sequentially "
+                                  "(adaptively): rho/4 for the ladder, 3 rho/4 for the final round")
 
     def __init__(self, spec: Any) -> None:
         from dpspark.mechanisms.product.learner import LearnerPlan
@@ -217,7 +235,7 @@ class ProductLearner(_Product):
             raise MechanismSpecError(str(exc)) from None
 
     def round_names(self) -> list[str]:
-        return [f"partitioning {r}" for r in range(1, self.plan_obj.R)] + ["final"]
+        return [f"bucketing {r}" for r in range(1, self.plan_obj.R)] + ["final"]
 
     def plan(self) -> dict[str, Any]:
         return {"mechanism": self.name, "rho": str(self.rho), "nulls": self.input.nulls,
@@ -226,18 +244,22 @@ class ProductLearner(_Product):
     def accuracy_statement(self) -> Any:
         from dpspark.privacy import AccuracyClaim, AccuracyStatement
 
+        plan = self.plan_obj
         claim = AccuracyClaim.tv_distance(
-            self.alpha, self.n, beta=self.plan_obj.failure_bound(),
-            condition=(f"the {self.n} units are i.i.d. draws from a product distribution P on {{0,1}}^{self.d} and "
-                       "the batch hash behaves as a random function; TV(P, Q) between P and the released product "
-                       "distribution Q, with KL(P_A || Q_A) <= alpha^2/2 on A = {p_j >= 1/d} (KLSU Thm 5.2 with "
-                       "the constants derived in dpspark.product.learner)"))
-        return AccuracyStatement([claim], notes="q is exact (rationals); synthetic rows drawn from q are "
-                                 "post-processing and cost no privacy")
+            self.alpha, plan.n_needed, beta=plan.failure_bound(),
+            condition=(f"the data hold N units with {plan.n_needed} <= N <= {self.n} (max_units is an upper bound, "
+                       f"not the count), i.i.d. draws from a product distribution P on {{0,1}}^{self.d}; TV(P, Q) "
+                       "between P and the released product distribution Q, with KL(P_A || Q_A) <= alpha^2/2 on "
+                       "A = {p_j >= 1/d} (KLSU Thm 5.2 with the constants derived in "
+                       "dpspark.mechanisms.product.learner)"))
+        return AccuracyStatement([claim], notes="q is exact (rationals) and divides by a noisy count of the units, "
+                                 "so fewer units than max_units cost accuracy, not bias; synthetic rows drawn from "
+                                 "q are post-processing and cost no privacy")
 
     def accuracy_summary(self) -> dict[str, Any]:
         return {"alpha": str(self.alpha), "beta": str(self.plan_obj.failure_bound()),
-                "n_needed": self.plan_obj.n_needed}
+                "n_needed": self.plan_obj.n_needed,
+                "units": "an upper bound: the claim holds for n_needed <= N <= max_units units, never biased below"}
 
     def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> Any:
         from dpspark.mechanisms.product.learner import run_learner

@@ -1,23 +1,29 @@
-"""Exact pieces shared by the product sampler (RSSS Alg 4) and the product learner (KLSU Alg 7).
+"""Exact pieces shared by the product sampler and the product learner: one *round* and its noise.
 
-A *round* reads one disjoint slice of the hash batches (unit u is in batch H_key(u) mod B, a keyed hash of
-its id alone), keeps the active coordinates S of each record (flipped by a public mask), truncates the
-record - y = x[S] if popcount(x[S]) <= C, else the zero vector - and sums. Everything that decides a
-record's contribution (S, the flips, C, the batch slice) is public: a function of the plan and of earlier
-rounds' noisy output only, never of other records.
+A round reads a slice of the hash batches (unit u is in batch H_key(u) mod B, a keyed hash of its id alone),
+keeps the active coordinates S of each record (flipped by a public mask), splits them into consecutive
+*groups* G_1, G_2, ... with public ceilings C_1, C_2, ..., truncates each group on its own - y_G = x[G] if
+popcount(x[G]) <= C_G, else the zero vector - and sums. It also counts the records of the slice. Everything
+that decides a record's contribution (S, the flips, the groups, the ceilings, the slice) is public: a
+function of the plan and of earlier rounds' noisy output only, never of other records.
 
-Sensitivity of one round (exact; tested by enumeration in tests/unit/product/test_product_privacy.py). For binary
-y, y' in {0,1}^S with popcounts <= C, ||y - y'||_2^2 = |y xor y'| <= min(|S|, |y| + |y'|), so
+Sensitivity of one round (exact; tested by enumeration in tests/unit/product/test_product_privacy.py). For
+binary y, y' in {0,1}^G with popcounts <= C, ||y - y'||_2^2 = |y xor y'| <= min(|G|, |y| + |y'|), so per group
 
-* Substitute(n) (change one record, n public): Delta^2 = min(|S|, 2C);
-* AddRemove(n) (add or remove one record): Delta^2 = min(|S|, C).
+* Substitute(n) (change one record, n public): Delta_G^2 = min(|G|, 2C_G), and the count does not move;
+* AddRemove(n) (add or remove one record): Delta_G^2 = min(|G|, C_G), and the count moves by one.
 
-Each shift is in {-1, 0, 1}, so the certified rho of the round is Delta^2 * rho(1) of the implemented
-discrete Gaussian (:func:`dpspark.noise.dgauss.vector_rho`: independent coordinates add their rho,
-Canonne-Kamath-Steinke 2020 with the certificate of the implemented law). Rounds read disjoint batches,
-so a record moves one round's sums only and the rounds compose in parallel, adaptively (Bun-Steinke 2016,
-adaptive composition, applied round by round: the rounds before the changed record's round have the same law; given
-their outputs that round is rho_r-zCDP; the later rounds' inputs are unchanged): the run is max_r rho_r-zCDP.
+Every shift is in {-1, 0, 1}. Group G's coordinates get the certified discrete Gaussian at sigma_G and the
+count its own at sigma_0, so the round's certified rho is sum_G Delta_G^2 rho_G(1) (+ rho_0(1) under
+add/remove; :func:`dpspark.noise.dgauss.vector_rho`: independent coordinates add their rho, Canonne-Kamath-
+Steinke 2020 with the certificate of the implemented law). :func:`group_sigma` makes a group's share rho_G
+cover Delta_sub^2 rho_G(1) and Delta_ar^2 rho_G(1) / (1 - KAPPA); :func:`count_sigma` gives the count
+KAPPA of the round's budget. So a round with budget rho_round is rho_round-zCDP under both relations.
+
+The noisy count makes every estimate a ratio c~ / N~ of two noisy sums over the *same* records: nothing
+divides by the public max_units, so data with fewer units than max_units are not biased towards 0 (issue 25).
+How rounds compose (sequentially on the same units, or in parallel on disjoint batches) is stated where
+they are run: :mod:`dpspark.mechanisms.product.learner`, :mod:`dpspark.mechanisms.product.sampler`.
 """
 
 from __future__ import annotations
@@ -32,17 +38,27 @@ from typing import Callable, Sequence
 import numpy as np
 
 from dpspark.errors import DPSparkError
-from dpspark.noise.dgauss import DiscreteGaussian, sigma_grid_next, vector_rho
+from dpspark.noise.dgauss import MAX_SIGMA, DiscreteGaussian, sigma_grid_next, vector_rho
 from dpspark.rng import RandomSource
 
 #: a rational upper bound on ln 2 = 0.693147...
 LN2_UP = Fraction(6932, 10000)
-#: hash batches the units are split into (rounds get disjoint slices of them)
+#: hash batches the units are split into (rounds get slices of them)
 DEFAULT_BATCHES = 1 << 16
+#: the count coordinate's share of a round's add/remove budget (it costs nothing under substitution)
+KAPPA = Fraction(1, 64)
 
 
 class NeedMoreUnits(DPSparkError, ValueError):
-    """max_units is below the number of units the plan needs for its stated accuracy."""
+    """The stated accuracy needs more units than privacy.max_units allows the data to hold."""
+
+
+def need_more_units_text(need: int, n: int, what: str) -> str:
+    """The refusal when max_units < the n the accuracy needs (no advice that would bias a result)."""
+    return (f"the stated {what} needs at least {need} units, and privacy.max_units = {n} says the data holds at "
+            f"most {n}: raise alpha (or rho); only if the data really holds at least {need} units, raise "
+            "max_units to an upper bound on them (the estimates divide by a noisy count of the units, so a "
+            "max_units above the data's size costs accuracy nowhere and biases nothing)")
 
 
 def ln_upper(x: Fraction) -> Fraction:
@@ -68,20 +84,71 @@ def sqrt_down(x: Fraction, bits: int = 40) -> Fraction:
     return Fraction(isqrt(scaled.numerator // scaled.denominator), 1 << bits)
 
 
-def ceiling(u: Fraction, size: int, L: Fraction) -> int:
-    """C = min(|S|, ceil(u|S| + sqrt(2u|S|L) + 2L/3)): Bernstein's bound on a record's popcount over S.
+def ceil_int(x: Fraction) -> int:
+    """ceil(x) for a rational x."""
+    return -((-x.numerator) // x.denominator)
 
-    If every coordinate of S has bias <= u, the popcount X has mean and variance <= u|S|, and
-    Pr[X >= u|S| + t] <= exp(-t^2 / (2(u|S| + t/3))) <= e^{-L} at t = sqrt(2u|S|L) + 2L/3
-    (Bernstein; t^2 >= 2L(u|S| + t/3) since t >= L/3 + sqrt(L^2/9 + 2u|S|L)).
+
+def ceiling_mass(v: Fraction, size: int, L: Fraction) -> int:
+    """C = min(|S|, ceil(v + sqrt(2vL) + 2L/3)): Bernstein's bound on a record's popcount over S of mean <= v.
+
+    The popcount X of independent bits over S has mean and variance <= v, so
+    Pr[X >= v + t] <= exp(-t^2 / (2(v + t/3))) <= e^{-L} at t = sqrt(2vL) + 2L/3
+    (Bernstein; t^2 >= 2L(v + t/3) since t >= L/3 + sqrt(L^2/9 + 2vL)). C is increasing in v.
     """
-    v = u * size
     c = v + sqrt_up(2 * v * L) + Fraction(2, 3) * L
-    return min(size, -((-c.numerator) // c.denominator))
+    return min(size, ceil_int(c))
+
+
+def ceiling(u: Fraction, size: int, L: Fraction) -> int:
+    """:func:`ceiling_mass` when every coordinate of S has bias <= u (mass v = u|S|)."""
+    return ceiling_mass(u * size, size, L)
+
+
+def tail_mass_bound(v: Fraction, c: int, size: int) -> Fraction:
+    """A certified upper bound on E[X 1{X > C}] for a popcount X over ``size`` independent bits of mean <= v.
+
+    E[X 1{X > C}] = (C + 1) Pr[X >= C + 1] + sum_{k >= C + 2} Pr[X >= k] (summation by parts), and for
+    k > v Chernoff's Pr[X >= k] <= b(k) = e^{k - v} (v / k)^k (the bound grows with the mean, so v may
+    exceed it). b(k + 1) / b(k) <= e v / (k + 1), so the sum is <= b(C + 2) / (1 - e v / (C + 3)) once
+    C + 3 > e v. The value 0 at C >= size (no record exceeds it); 1-valued terms where C is too small.
+    """
+    from dpspark.privacy.certified import upper
+
+    if c >= size or v == 0:
+        return Fraction(0)
+    if 4 * (c + 3) <= 11 * v or c + 1 < v:  # C + 3 <= 2.75 v < e v (no geometric tail) or k < v: vacuous
+        return Fraction(size)
+
+    def expr(q):  # type: ignore[no-untyped-def]
+        def b(k: int):  # type: ignore[no-untyped-def]
+            return (q(Fraction(k) - v)).exp() * (q(v) / q(Fraction(k))) ** k
+        ratio = q(Fraction(1)).exp() * q(v) / q(Fraction(c + 3))
+        return (c + 1) * b(c + 1) + b(c + 2) / (1 - ratio)
+
+    return upper(expr, 64)
+
+
+def tail_ceiling(v: Fraction, size: int, eta: Fraction) -> int:
+    """The smallest C with :func:`tail_mass_bound` (v, C) <= eta (|S| when none is): a bisection over [0, |S|].
+
+    Truncating each record's popcount at C then moves the expected sum of the group by at most eta (an
+    expectation over the data: what a sampler's output law needs, RSSS; not a bound on every record).
+    """
+    lo, hi = 0, size  # invariant: the bound at hi is <= eta (0 at |S|)
+    for _ in range(size.bit_length() + 1):  # public bound on the bisection steps
+        if lo >= hi:
+            break
+        mid = (lo + hi) // 2
+        if tail_mass_bound(v, mid, size) <= eta:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
 
 
 def sensitivity_sq(size: int, ceil_c: int, relation: str = "substitute") -> int:
-    """Delta^2 of one round's sum vector (module docstring): min(|S|, 2C) or min(|S|, C) under add/remove."""
+    """Delta^2 of one group's sum vector (module docstring): min(|G|, 2C) or min(|G|, C) under add/remove."""
     if relation == "substitute":
         return min(size, 2 * ceil_c)
     if relation == "add_remove":
@@ -89,27 +156,58 @@ def sensitivity_sq(size: int, ceil_c: int, relation: str = "substitute") -> int:
     raise ValueError(f"relation must be 'substitute' or 'add_remove', got {relation!r}")
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=1024)
 def gaussian(sigma: Fraction, radius: int) -> DiscreteGaussian:
     """The (cached) certified discrete Gaussian at ``sigma`` whose window holds sums in [0, radius]."""
     return DiscreteGaussian(sigma=sigma, data_radius=radius)
 
 
 def round_rho(mech: DiscreteGaussian, size: int, ceil_c: int, relation: str = "substitute") -> Fraction:
-    """Certified rho of one round: Delta^2 coordinates shifted by one (vector_rho of the implemented law)."""
+    """Certified rho of one group: Delta^2 coordinates shifted by one (vector_rho of the implemented law)."""
     return vector_rho(mech, [1] * sensitivity_sq(size, ceil_c, relation))
 
 
-def noise_sigma(size: int, ceil_c: int, rho: Fraction, radius: int) -> Fraction:
-    """The smallest grid sigma (3 digits) whose certified round rho under Substitute(n) is <= rho."""
-    s2 = sensitivity_sq(size, ceil_c)
-    need = Fraction(s2) / (2 * rho)
-    sigma = sigma_grid_next(sqrt_up(need, 20))
+def _grid_sigma(need_sq: Fraction) -> Fraction:
+    """The smallest 3-digit grid sigma with sigma^2 >= need_sq; refused above the sampler's 10^4."""
+    sigma = sigma_grid_next(sqrt_up(need_sq, 20))
+    if sigma > MAX_SIGMA:
+        raise NeedMoreUnits(f"a round needs noise sigma above {MAX_SIGMA}: rho is too small for this many columns")
+    return sigma
+
+
+def group_sigma(size: int, ceil_c: int, rho: Fraction, radius: int, reserve: Fraction = KAPPA) -> Fraction:
+    """The smallest grid sigma whose certified rho covers ``rho``: Delta_sub^2 rho(1) <= rho and
+    Delta_ar^2 rho(1) <= (1 - reserve) rho (``reserve`` = KAPPA when the round's count pays from it, else 0)."""
+    sub, ar = sensitivity_sq(size, ceil_c, "substitute"), sensitivity_sq(size, ceil_c, "add_remove")
+    charge = max(Fraction(sub), Fraction(ar) / (1 - reserve))
+    sigma = _grid_sigma(charge / (2 * rho))
     for _ in range(100):  # public bound; a step only if the certificate had eta > 0 at this sigma
-        if round_rho(gaussian(sigma, radius), size, ceil_c) <= rho:
+        mech = gaussian(sigma, radius)
+        if vector_rho(mech, [1] * sub) <= rho and vector_rho(mech, [1] * ar) <= (1 - reserve) * rho:
             return sigma
-        sigma = sigma_grid_next(sigma * Fraction(1001, 1000))
-    raise DPSparkError("no grid sigma certifies the round's rho")  # pragma: no cover
+        sigma = _grid_sigma(sigma * sigma * Fraction(1001, 1000) ** 2)
+    raise DPSparkError("no grid sigma certifies the group's rho")  # pragma: no cover
+
+
+def nominal_sigma(size: int, ceil_c: int, rho: Fraction, reserve: Fraction = KAPPA) -> Fraction:
+    """The grid sigma :func:`group_sigma` starts from (no certificate: for comparing groupings only)."""
+    sub, ar = sensitivity_sq(size, ceil_c, "substitute"), sensitivity_sq(size, ceil_c, "add_remove")
+    return _grid_sigma(max(Fraction(sub), Fraction(ar) / (1 - reserve)) / (2 * rho))
+
+
+def count_sigma(rho: Fraction, radius: int) -> Fraction:
+    """The smallest grid sigma_0 whose certified rho(1) is <= KAPPA rho (the count coordinate of a round)."""
+    sigma = _grid_sigma(1 / (2 * KAPPA * rho))
+    for _ in range(100):  # public bound (as group_sigma)
+        if gaussian(sigma, radius).zcdp_rho(1) <= KAPPA * rho:
+            return sigma
+        sigma = _grid_sigma(sigma * sigma * Fraction(1001, 1000) ** 2)
+    raise DPSparkError("no grid sigma certifies the count's rho")  # pragma: no cover
+
+
+def noise_sigma(size: int, ceil_c: int, rho: Fraction, radius: int) -> Fraction:
+    """One group taking a whole round's budget, no count (the benchmarks' naive mean)."""
+    return group_sigma(size, ceil_c, rho, radius, Fraction(0))
 
 
 def second_moment_upper(mech: DiscreteGaussian) -> Fraction:
@@ -127,6 +225,12 @@ def floor_mass(mech: DiscreteGaussian) -> Fraction:
     return Fraction((mech.floor + mech.extra + 2 + mech.centre_add) * mech.m, mech.d)
 
 
+def deviation(v: Fraction, units: int | Fraction, L: Fraction) -> Fraction:
+    """sqrt(2 v N L) + 2L/3: a count of N independent bits of variance <= v misses its mean by more than
+    this w.p. <= 2e^{-L} (Bernstein, both tails)."""
+    return sqrt_up(2 * v * units * L) + Fraction(2, 3) * L
+
+
 def size_needed(v: Fraction, e: Fraction, sigma: Fraction, L: Fraction) -> Fraction:
     """The m with sqrt(2vmL) + 2L/3 <= e m / 2 (Bernstein deviation) and sigma sqrt(2L) <= e m / 2 (noise).
 
@@ -139,12 +243,28 @@ def size_needed(v: Fraction, e: Fraction, sigma: Fraction, L: Fraction) -> Fract
     return max(s * s, 2 * sigma * sqrt_up(2 * L) / e)
 
 
+def smallest_units(ok: Callable[[int], bool], start: int = 2, cap: int = 1 << 62) -> int:
+    """The smallest N >= start with ``ok(N)`` for a monotone public predicate (doubling, then bisection)."""
+    hi = max(start, 2)
+    while not ok(hi):  # public: at most ~62 doublings
+        if hi >= cap:
+            return cap
+        hi *= 2
+    lo = max(start, hi // 2)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
+    return lo
+
+
 @dataclass(frozen=True)
 class RoundQuery:
     """One round's public parameters: what every record contributes, and which batches are read.
 
-    A record x in a batch of [batch_lo, batch_hi) contributes y = (x[active] xor flip) if its popcount is
-    at most ``ceiling``, else the zero vector; the answer is sum y over those records (exact ints).
+    ``groups`` splits ``active`` into consecutive parts (size, ceiling); empty means one group of all active
+    coordinates at ``ceiling``. A record x in a batch of [batch_lo, batch_hi) contributes, group by group,
+    (x[G] xor flip) if its popcount is at most the group's ceiling, else zeros; the answer is the sum of the
+    contributions (exact ints), followed by the number of records read when ``count`` is set.
     """
 
     index: int
@@ -155,52 +275,24 @@ class RoundQuery:
     batch_lo: int
     batch_hi: int
     batches: int
+    groups: tuple[tuple[int, int], ...] = ()
+    count: bool = False
 
     def __post_init__(self) -> None:
         if len(self.flip) != len(self.active):
             raise ValueError("one flip per active coordinate")
         if not 0 <= self.batch_lo < self.batch_hi <= self.batches:
             raise ValueError("the batch slice must be a non-empty part of [0, batches)")
+        if self.groups and sum(s for s, _ in self.groups) != len(self.active):
+            raise ValueError("the groups must cover the active coordinates")
+
+    @property
+    def parts(self) -> tuple[tuple[int, int], ...]:
+        """(size, ceiling) of each consecutive group of the active coordinates."""
+        return self.groups or ((len(self.active), self.ceiling),)
 
 
 Aggregate = Callable[[RoundQuery], Sequence[int]]
-
-
-def allocate(needs: Sequence[Fraction], n: int, batches: int = DEFAULT_BATCHES) -> list[tuple[int, int]]:
-    """Disjoint slices [lo, hi) of the B hash batches, one per round, with n k_r / B >= needs[r].
-
-    k_r = ceil(need_r B / n); the batches left over go to the rounds in proportion to their needs (more data,
-    same privacy). Raises :class:`NeedMoreUnits` (naming the n needed) when sum k_r > B.
-    """
-    ks = [max(1, -(-(need * batches) // n)) for need in needs]  # ceil(need B / n)
-    total_need = sum(needs, Fraction(0))
-    if sum(ks) > batches:
-        need_n = -(-(total_need + len(needs)) // 1)
-        raise NeedMoreUnits(
-            f"the plan needs about {need_n} units (sum of the round sizes) for its accuracy; "
-            f"privacy.max_units = {n} is too small: raise max_units or alpha (or rho)")
-    left = batches - sum(ks)
-    extra = [int(left * need / total_need) for need in needs]
-    extra[-1] += left - sum(extra)
-    out, lo = [], 0
-    for k, e in zip(ks, extra):
-        out.append((lo, lo + k + e))
-        lo += k + e
-    return out
-
-
-def allocate_proportional(needs: Sequence[Fraction], batches: int = DEFAULT_BATCHES) -> list[tuple[int, int]]:
-    """Disjoint slices covering all B batches in proportion to the needs (benchmarks: any n, no refusal)."""
-    total = sum(needs, Fraction(0))
-    ks = [max(1, int(batches * x / total)) for x in needs]
-    ks[-1] += batches - sum(ks)
-    if ks[-1] < 1:
-        raise ValueError("too few batches for the rounds")
-    out, lo = [], 0
-    for k in ks:
-        out.append((lo, lo + k))
-        lo += k
-    return out
 
 
 def nominal_size(n: int, lo: int, hi: int, batches: int) -> Fraction:
@@ -212,8 +304,12 @@ def truncate(rows: np.ndarray, query: RoundQuery) -> np.ndarray:
     """The per-record contributions y (int64, one row per record) of ``query`` (reference implementation)."""
     idx = list(query.active)
     y = rows[:, idx].astype(np.int64) ^ np.asarray(query.flip, dtype=np.int64)
-    keep = y.sum(axis=1) <= query.ceiling
-    return y * keep[:, None]
+    start = 0
+    for size, c in query.parts:
+        part = y[:, start:start + size]
+        part *= (part.sum(axis=1) <= c)[:, None]
+        start += size
+    return y
 
 
 def batch_of(ids: Sequence[int], key: bytes, batches: int) -> np.ndarray:
@@ -237,31 +333,48 @@ class RowsOracle:
             raise ValueError("the oracle and the query disagree on B")
         self.queries.append(query)
         sel = (self.batch >= query.batch_lo) & (self.batch < query.batch_hi)
-        return [int(v) for v in truncate(self.rows[sel], query).sum(axis=0)]
+        out = [int(v) for v in truncate(self.rows[sel], query).sum(axis=0)]
+        return out + [int(sel.sum())] if query.count else out
 
 
-def release_round(sums: Sequence[int], mech: DiscreteGaussian, rng: RandomSource) -> list[int]:
-    """c~ = c + Z per coordinate (independent certified discrete Gaussian draws), as exact ints."""
-    if not len(sums):
-        return []
-    return [int(v) for v in mech.add_many(np.asarray(list(sums), dtype=np.int64), rng)]
+@dataclass(frozen=True)
+class RoundNoise:
+    """The public noise of one round: sigma_G per group (``parts`` as in the query) and the count's sigma_0."""
+
+    parts: tuple[tuple[int, int], ...]
+    sigmas: tuple[Fraction, ...]
+    sigma0: Fraction | None
+    radius: int
+
+    def rho(self, relation: str) -> Fraction:
+        """Certified rho of the round (module docstring): sum over groups, plus the count under add/remove."""
+        total = sum((round_rho(gaussian(s, self.radius), size, c, relation)
+                     for (size, c), s in zip(self.parts, self.sigmas)), Fraction(0))
+        if self.sigma0 is not None and relation == "add_remove":
+            total += gaussian(self.sigma0, self.radius).zcdp_rho(1)
+        return total
+
+    def record(self) -> dict[str, object]:
+        """The round's public noise, exact strings, for the release's ``rounds_run``."""
+        return {"groups": [{"size": size, "ceiling": c, "sigma": str(s)} for (size, c), s in zip(self.parts, self.sigmas)],
+                "count_sigma": None if self.sigma0 is None else str(self.sigma0),
+                "rho_substitute": str(self.rho("substitute")), "rho_add_remove": str(self.rho("add_remove"))}
 
 
-class RoundSizes:
-    """``n_needed`` and ``size(i)`` of a round plan with fields ``n``, ``batches``, ``needs`` and ``slices``."""
+def release_round(sums: Sequence[int], noise: RoundNoise, rng: RandomSource) -> tuple[list[int], int | None]:
+    """(c~ per active coordinate, N~ or None): independent certified discrete Gaussian draws, exact ints."""
+    out: list[int] = []
+    start = 0
+    for (size, _), sigma in zip(noise.parts, noise.sigmas):
+        part = np.asarray(list(sums[start:start + size]), dtype=np.int64)
+        if size:
+            out += [int(v) for v in gaussian(sigma, noise.radius).add_many(part, rng)]
+        start += size
+    if noise.sigma0 is None:
+        return out, None
+    return out, int(gaussian(noise.sigma0, noise.radius).add(int(sums[start]), rng))
 
-    n: int
-    batches: int
-    needs: tuple[Fraction, ...]
-    slices: tuple[tuple[int, int], ...]
 
-    @property
-    def n_needed(self) -> int:
-        """The units the stated accuracy needs: the sum of the round sizes, rounded up."""
-        total = sum(self.needs, Fraction(0))
-        return -(-total.numerator // total.denominator)
-
-    def size(self, i: int) -> Fraction:
-        """Nominal size m of round i (0-based)."""
-        lo, hi = self.slices[i]
-        return nominal_size(self.n, lo, hi, self.batches)
+def positive(count: int | None) -> int:
+    """The noisy count as a divisor: max(N~, 1) (post-processing; the estimates divide by it)."""
+    return max(int(count or 0), 1)

@@ -12,9 +12,10 @@
   the JVM (shipping d narrow columns through Arrow to Python cost more than the rest of the release at
   d = 1000); other types go through ``_bits`` in ``mapInArrow``. Both give the same words. The array form
   (``[columns] array``) packs its elements into the same words (:mod:`dpspark.mechanisms.samplers.spark_arrays`).
-* A round filters its batch slice, applies the public truncation (x[S] xor flip, zeroed when its popcount
-  exceeds C) and sums - in numpy int64 inside ``mapInArrow`` (exact integers; one partial sum per Arrow
-  batch), added up on the driver as Python ints. Nothing but these sums leaves Spark.
+* A round filters its batch slice, applies the public truncation (x[S] xor flip, each group zeroed when its
+  popcount exceeds the group's C), counts the units read and sums - in numpy int64 inside ``mapInArrow``
+  (exact integers; one partial sum per Arrow batch), added up on the driver as Python ints. Nothing but
+  these sums leaves Spark.
 """
 
 from __future__ import annotations
@@ -119,14 +120,15 @@ def prepare(df: "DataFrame", columns: Sequence[str], unit: str, batches: int, se
 
 
 def _round_sums(query: RoundQuery):  # type: ignore[no-untyped-def]
-    """The mapInArrow function of one round: per Arrow batch, the exact truncated sums of the slice."""
+    """The mapInArrow function of one round: per Arrow batch, the exact truncated sums of the slice (each group
+    zeroed when its popcount exceeds its ceiling), then the number of units read."""
     active = list(query.active)
     flip = np.asarray(query.flip, dtype=np.int64)
-    lo, hi, cap = query.batch_lo, query.batch_hi, query.ceiling
+    lo, hi, parts = query.batch_lo, query.batch_hi, query.parts
     words = sorted({j // 64 for j in active})
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        total = np.zeros(len(active), dtype=np.int64)
+        total = np.zeros(len(active) + 1, dtype=np.int64)
         for b in batches:
             bt = b.column(b.schema.get_field_index(BATCH)).to_numpy(zero_copy_only=False)
             sel = (bt >= lo) & (bt < hi)
@@ -136,25 +138,31 @@ def _round_sums(query: RoundQuery):  # type: ignore[no-untyped-def]
                  for i in words}
             x = np.column_stack([(w[j // 64] >> np.uint64(j % 64)) & np.uint64(1) for j in active]).astype(np.int64)
             y = x ^ flip
-            y *= (y.sum(axis=1) <= cap)[:, None]
-            total += y.sum(axis=0)
+            start = 0
+            for size, cap in parts:
+                part = y[:, start:start + size]
+                part *= (part.sum(axis=1) <= cap)[:, None]
+                start += size
+            total[:-1] += y.sum(axis=0)
+            total[-1] += int(sel.sum())
         yield pa.RecordBatch.from_arrays([pa.array([total.tolist()], pa.list_(pa.int64()))], [_PART])
 
     return run
 
 
 def round_sums(prepared: "DataFrame", query: RoundQuery) -> list[int]:
-    """The exact truncated sums of ``query`` over the prepared units (Python ints, summed on the driver)."""
+    """The exact truncated sums of ``query`` over the prepared units (Python ints, summed on the driver), and
+    the number of units read when the query asks for the count."""
     from pyspark.sql.types import ArrayType, LongType, StructField, StructType
 
     cols = [BATCH] + [f"w{i}" for i in sorted({j // 64 for j in query.active})]
     schema = StructType([StructField(_PART, ArrayType(LongType()), False)])
     parts = prepared.select(*cols).mapInArrow(_round_sums(query), schema).toArrow()
-    out = [0] * len(query.active)
+    out = [0] * (len(query.active) + 1)
     for row in parts.column(_PART).to_pylist():
         for i, v in enumerate(row):
             out[i] += int(v)
-    return out
+    return out if query.count else out[:-1]
 
 
 class SparkRounds:

@@ -22,8 +22,32 @@ Accuracy (RSSS Thm 6.1 / 6.4). Assume exactly N = n units drawn i.i.d. with colu
 If |p^_j - p_j| <= 1/12 then p^_j = c_j/n is in [1/4, 3/4] and the clip does nothing; always |p~ - p^| <= 1/4.
 So |E[p~_j] - p_j| <= 1/4 Pr[|p^_j - p_j| > 1/12] <= 1/4 * 2 e^{-2n/144} = e^{-n/72}/2 (Hoeffding), and
 d_TV(product law, P) <= sum_j |E p~_j - p_j| <= d e^{-n/72} / 2 <= d 2^{-1 - floor(144 n / 7200)}
-(e^{-x} <= 2^{-1.44 x} since log2 e > 1.44). With N < n units (possible under AddRemove) the estimate is
-c/n with E = p N/n: the privacy statement still holds, but the TV claim needs exactly n units.
+(e^{-x} <= 2^{-1.44 x} since log2 e > 1.44). With N < n units the estimate c/n has E = p N/n: biased.
+
+What the mechanism runs: a floored unit count (issue 25)
+---------------------------------------------------------
+``bernoulli_sampler`` does not divide by max_units. With N the units of the batch (exact; at most max_units,
+the engine truncates the rest) and a public floor n0 (a multiple of 4, the smallest that meets the privacy
+target), it divides by D = max(N, n0): p~ = clip(c / D, [1/4, 3/4]) = max(D, min(3D, 4c)) / (4D), unbiased
+(c / N) whenever N >= n0. The bit is 1 iff X 4D < 4D p~ 2^L for X = rng.bits(L), L = bitlen(4 max_units) + lam
+public (strict time): Pr = ceil(4D p~ 2^L / (4D)) / 2^L, within [p~, p~ + 2^-L].
+
+Privacy (pure, exact). A neighbour moves (c, N) to (c', N') with |c' - c| <= 1 and, when N' != N, N' = N +- 1
+and c' - c in {0, +-1} of the same sign (the added or removed unit). Same D: |P - P'| <= 1/D. D' = D + 1:
+|c/D - c'/(D + 1)| = |c - (c' - c) D| / (D(D + 1)) <= 1/(D + 1), as 0 <= c <= D. The clip is 1-Lipschitz and
+P, 1 - P >= 1/4, so every output's probability ratio is <= 1 + 4/D <= 1 + 4/n0 = r(n0) (n0 divisible by 4:
+attained at D = n0, c = n0/4). The rounding adds at most 2^-L to a probability >= 1/4, so an implemented ratio
+is <= r (1 + 2^(2-L)) <= r (1 + a)/(1 - a), a = 2^-lam (L >= lam + 3): ``bias_epsilon(1)`` per column.
+Product over d independent columns: d ln(1 + 4/n0) + bias_epsilon(d).
+
+zCDP (certified). Every pair of ideal probabilities lies in the hexagon H = {x, y in [1/4, 3/4], |x - y| <= h},
+h = 1/n0 (above), and the implemented pairs in H + [0, 2^-L]^2. exp((alpha - 1) D_alpha(Ber(x) || Ber(y))) is
+jointly convex for alpha > 1, so its maximum over that polytope is at a vertex: a vertex of H plus a corner of
+the box (:func:`floor_column_rho`), and sup_alpha D_alpha / alpha is certified with arb balls as in
+:func:`column_rho`.
+
+Accuracy: with N >= n0 units the bound above holds with N in place of n (the estimate is c/N); with N < n0
+the estimate c/n0 is biased by p (n0 - N)/n0: the floor privacy needs, declared and stated in the plan.
 """
 
 from __future__ import annotations
@@ -241,3 +265,128 @@ def column_rho(n: int, lam: int) -> Fraction:
 def product_rho(n: int, d: int, lam: int) -> Fraction:
     """rho of the d-column product: d * column_rho (zCDP composes additively over independent columns)."""
     return d * column_rho(n, lam)
+
+
+# ----------------------------------------------------------------------------- the floored count (the mechanism)
+def denominator(units: int, n0: int) -> int:
+    """D = max(N, n0): the batch's unit count, floored at the public n0."""
+    return max(int(units), n0)
+
+
+def public_bits(n_max: int, lam: int) -> int:
+    """L = bitlen(4 max_units) + lam: the public number of random bits of every draw (strict time)."""
+    return (4 * n_max).bit_length() + lam
+
+
+def implemented_one_at(threshold: int, D: int, L: int) -> Fraction:
+    """Pr[bit = 1] of :func:`draw_bit_at`: #{X in [0, 2^L) : X 4D < threshold 2^L} / 2^L = ceil(t 2^L / 4D) / 2^L."""
+    return Fraction(-((-threshold << L) // (4 * D)), 1 << L)
+
+
+def draw_bit_at(c: int, D: int, L: int, rng: RandomSource) -> int:
+    """Ber(clip(c/D, [1/4, 3/4])) from L public bits: 1 iff X 4D < max(D, min(3D, 4c)) 2^L (exact comparison)."""
+    return int(rng.bits(L) * 4 * D < clipped_numerator(c, D) << L)
+
+
+def floor_sample(counts: Sequence[int], units: int, n0: int, L: int, rng: RandomSource) -> list[int]:
+    """One row of d bits from one batch's column counts and unit count (D = max(units, n0))."""
+    D = denominator(units, n0)
+    for c in counts:
+        if not 0 <= c <= D:
+            raise ValueError("every column count must lie in [0, D]")
+    return [draw_bit_at(int(c), D, L, rng) for c in counts]
+
+
+def floor_units(exp_eps_lower: Fraction, d: int) -> int:
+    """The smallest multiple of 4, n0 >= 4, with (1 + 4/n0)^d <= ``exp_eps_lower`` (a lower bound on e^eps)."""
+    if exp_eps_lower <= 1:
+        raise ValueError("epsilon must be > 0")
+    hi = 4
+    while (1 + Fraction(4, hi)) ** d > exp_eps_lower:  # public doubling: ~log2(n0) steps
+        hi *= 2
+    lo = max(1, hi // 8)  # in units of 4: the answer is 4k with k in (lo, hi / 4]
+    k_lo, k_hi = lo, hi // 4
+    while k_lo < k_hi:
+        mid = (k_lo + k_hi) // 2
+        if (1 + Fraction(1, mid)) ** d <= exp_eps_lower:
+            k_hi = mid
+        else:
+            k_lo = mid + 1
+    return 4 * k_hi
+
+
+def _floor_candidates(n0: int, L: int) -> list[tuple[Fraction, Fraction]]:
+    """The vertices of H + [0, 2^-L]^2 (module docstring): every (ideal pair vertex) + (box corner)."""
+    h, s = Fraction(1, n0), Fraction(1, 1 << L)
+    lo, hi = Fraction(1, 4), Fraction(3, 4)
+    hexagon = [(lo, lo), (lo, lo + h), (hi - h, hi), (hi, hi), (hi, hi - h), (lo + h, lo)]
+    out = {(x + ex, y + ey) for x, y in hexagon for ex in (0, s) for ey in (0, s)}
+    return sorted((x, y) for x, y in out if x != y)
+
+
+@lru_cache(maxsize=256)
+def floor_column_rho(n0: int, L: int) -> Fraction:
+    """A certified upper bound on one column's zCDP rho under the floored count (module docstring): the max over
+    the polytope's vertices of sup_alpha D_alpha / alpha (arb balls, rounded up)."""
+    if n0 < 4 or n0 % 4:
+        raise ValueError("the floor n0 must be a positive multiple of 4")
+    best = None
+    for x, y in _floor_candidates(n0, L):
+        v = _sup_renyi_over_alpha(x, y)
+        best = v if best is None else best.max(v)
+    assert best is not None
+    man, exp = best.upper().mid().man_exp()
+    return Fraction(int(man)) * Fraction(2) ** int(exp)
+
+
+def floor_exp_epsilon(n0: int, d: int) -> Fraction:
+    """e^eps of the floored product without the rng bias: (1 + 4/n0)^d (n0 a multiple of 4)."""
+    return (1 + Fraction(4, n0)) ** d
+
+
+def floor_units_zcdp(rho_target: Fraction, d: int, L: int) -> int:
+    """A multiple of 4, n0, with d floor_column_rho(n0, L) <= ``rho_target``, at or near the smallest.
+
+    rho0(n) is close to A / n^2 for large n (the pair (1/4, 1/4 + 1/n) dominates), so each certified evaluation
+    predicts the next n (a few steps); then the floor is raised until it certifies and lowered by 4 while it
+    still does (public bounds on every loop). Any n0 that certifies is private; near the smallest only helps
+    accuracy.
+    """
+    if rho_target <= 0:
+        raise ValueError("rho must be > 0")
+
+    def g(n: int) -> Fraction:
+        return d * floor_column_rho(n, L)
+
+    n = 400
+    for _ in range(8):  # the A / n^2 model: a fixed point in a few steps
+        nxt = max(4, 4 * _ceil(n * ratio_sqrt_up(g(n) / rho_target) / 4))
+        if nxt == n:
+            break
+        n = nxt
+    for _ in range(64):  # raise until it certifies (0.5% a step)
+        if g(n) <= rho_target:
+            break
+        n = 4 * _ceil(n * Fraction(201, 200) / 4)
+    else:  # pragma: no cover
+        raise ValueError("no floor n0 certifies this rho")
+    for _ in range(8):  # and lower while the next one down still certifies
+        if n <= 4 or g(n - 4) > rho_target:
+            break
+        n -= 4
+    return n
+
+
+def ratio_sqrt_up(x: Fraction) -> Fraction:
+    """A rational >= sqrt(x) (x >= 0)."""
+    from math import isqrt
+
+    scaled = x * (1 << 40)
+    s = isqrt(-((-scaled.numerator) // scaled.denominator))
+    if s * s * scaled.denominator < scaled.numerator:
+        s += 1
+    return Fraction(s, 1 << 20)
+
+
+def _ceil(x: Fraction) -> int:
+    return -((-x.numerator) // x.denominator)

@@ -27,4 +27,4 @@ MECHANISMS = {
 
 #: what ``on_excess_units = "truncate"`` means for these mechanisms, when it is not "keep n units by keyed hash"
 #: (the dry run's ``excess_units_text`` and ``dpspark inspect`` print the same words)
-EXCESS_UNITS = {"bernoulli_sampler": "none removed (each column's count is clamped to n)"}
+EXCESS_UNITS = {"bernoulli_sampler": "none removed (each estimate divides by the batch's own unit count, at least n0)"}

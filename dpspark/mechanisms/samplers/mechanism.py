@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, Progress, StageInfo
-from dpspark.rng import DEFAULT_LAMBDA
+from dpspark.rng import DEFAULT_LAMBDA, bias_epsilon
 from dpspark.mechanisms.samplers.binary_input import MAX_COLUMNS, BinaryInput, parse_binary_input, schema_problem  # noqa: F401
 
 # MAX_COLUMNS (re-exported): the most binary columns a [columns] section takes, named or as an array's width
@@ -172,7 +172,10 @@ class KarySampler(_Sampler):
         claim = AccuracyClaim.tv_distance(
             self.tv_bound(), self.units_per_batch,
             condition=(f"each unit's symbol drawn i.i.d. from P; with N units {per} the bound is k E|Z| / N "
-                       f"= {self.k} * {mean_abs_noise(self.counting.exp_eps)} / N (RSSS Thm 1.4)").replace("  ", " "))
+                       f"= {self.k} * {mean_abs_noise(self.counting.exp_eps)} / N (RSSS Thm 1.4), stated at "
+                       "N = max_units (per batch); max_units is only an upper bound: with fewer units the bound "
+                       "grows as 1/N and the draw stays unbiased (it normalises by the noisy total, never by "
+                       "max_units)").replace("  ", " "))
         return AccuracyStatement([claim], notes="TV of the output law averaged over the data and the coins (RSSS); "
                                  "clip-then-normalise is an exact l1 projection onto the simplex")
 
@@ -217,30 +220,31 @@ def _json_value(v: Any) -> Any:
 
 
 class BernoulliSampler(_Sampler):
-    """RSSS Thm 6.1 per binary column, and its product over d columns (Thms 6.4, 1.8): Ber(clip(c_j/n, [1/4, 3/4])).
+    """RSSS Thm 6.1 per binary column, and its product over d columns (Thms 6.4, 1.8): Ber(clip(c_j/D, [1/4, 3/4])).
 
-    No noise knob: with n = max_units (per batch: floor(max_units / samples)) the mechanism is exactly
-    d ln r(n) (+ the rng bias) pure DP with r(n) <= 1 + 4/n, under AddRemove(max_units) and under
-    Substitute(max_units) alike (it never reads the actual unit count); the plan refuses when that exceeds
-    privacy.epsilon. With privacy.delta it is also stated as rho-zCDP, rho = d rho0 with rho0 a certified upper
-    bound on the exact Renyi divergence rate of one column's implemented law (about 2.5x below the
-    (ln r + bias)^2/2 of BS16 Prop. 1.4; composed, RSSS Thm 1.8), with its CKS20 (eps, delta) conversion checked
-    against privacy.epsilon: n then grows like sqrt(d ln(1/delta))/eps. Accuracy needs exactly n units with
-    biases in [1/3, 2/3] (see the kind's statement).
+    D = max(N, n0): N the units of the batch (exact), n0 a public floor (a multiple of 4), the smallest that
+    meets privacy.epsilon - so the estimate c/N is unbiased whenever the data hold at least n0 units per batch,
+    whatever max_units says (issue 25; derivation in :mod:`dpspark.mechanisms.samplers.bernoulli`). No noise
+    knob: the mechanism is exactly d ln(1 + 4/n0) (+ the rng bias) pure DP, under AddRemove(max_units) and
+    Substitute(max_units) alike. With privacy.delta it is also stated as rho-zCDP, rho = d rho0 with rho0 a
+    certified upper bound on the exact Renyi divergence rate of one column's implemented law at every
+    reachable pair of probabilities (composed, RSSS Thm 1.8), its CKS20 (eps, delta) conversion checked
+    against privacy.epsilon: n0 then grows like sqrt(d ln(1/delta))/eps. The plan refuses when max_units (per
+    batch) is below n0: the data could not hold the units the floor needs, and dividing by n0 > N would bias.
+    Accuracy needs N >= n0 units per batch with biases in [1/3, 2/3] (see the kind's statement).
     """
 
     name: ClassVar[str] = "bernoulli_sampler"
     needs_keys: ClassVar[bool] = False
     #: with privacy.delta the product is also stated as rho-zCDP (each column's exact Renyi bound, certified;
     #: composed over d columns) and converted to (eps, delta) (CKS20 Cor. 13):
-    #: n then grows like sqrt(d log(1/delta))/eps instead of 4d/eps (RSSS Thm 1.8)
+    #: n0 then grows like sqrt(d log(1/delta))/eps instead of 4d/eps (RSSS Thm 1.8)
     delta: ClassVar[str] = "optional"
     sections: ClassVar[dict[str, Any]] = {"columns": parse_columns}
 
     def __init__(self, spec: Any, lam: int = DEFAULT_LAMBDA) -> None:
         super().__init__(spec, lam)
         from dpspark.exact import exp_lower_bound
-        from dpspark.exact import within_epsilon
         from dpspark.mechanisms.zcdp_budget import converted_epsilon
         from dpspark.mechanisms.samplers import bernoulli as B
 
@@ -248,34 +252,38 @@ class BernoulliSampler(_Sampler):
         self.columns: tuple[str, ...] = self.input.names  # output names (col[j] for the array form)
         self.d = len(self.columns)
         self.n = spec.max_units
-        self.nb = self.n // self.m  # the public unit count each batch's estimate divides by
+        self.nb = self.n // self.m  # the most units a batch may hold on average: an upper bound only
         if self.nb < 1:
             raise MechanismSpecError("privacy.max_units must be at least privacy.samples")
-        self.exp = B.exp_epsilon(self.nb, self.d)
-        self.extra = B.bias_extra(self.nb, self.d, lam)
+        self.L = B.public_bits(self.n, lam)  # the public number of random bits of every draw
+        self.extra = bias_epsilon(self.d, lam)  # the rounding of each column's draw (module docstring)
         self.rho: Fraction | None = None
         if spec.delta is not None:
-            self.rho = self.zcdp_rho(self.nb)
-            if converted_epsilon(self.rho, spec.delta) > spec.epsilon:
-                need = self._smallest_n(lambda nb: converted_epsilon(self.zcdp_rho(nb), spec.delta) <= spec.epsilon)
-                raise MechanismSpecError(
-                    f"mechanism 'bernoulli_sampler' adds no noise: with max_units = {self.n}"
-                    f"{f' over {self.m} batches' if self.m > 1 else ''} and d = {self.d} columns it is "
-                    f"{self.rho}-zCDP, whose (eps, delta = {spec.delta}) conversion exceeds privacy.epsilon = "
-                    f"{spec.epsilon}; it needs about {need * self.m} units (max_units), or a larger epsilon")
-        elif not within_epsilon(self.exp, self.extra, spec.epsilon):
+            from dpspark.mechanisms.zcdp_budget import rho_within
+
+            self.n0 = B.floor_units_zcdp(rho_within(spec.epsilon, spec.delta), self.d, self.L)
+            self.rho = self.zcdp_rho(self.n0)
+            if converted_epsilon(self.rho, spec.delta) > spec.epsilon:  # pragma: no cover - rho_within certified it
+                raise MechanismSpecError("internal error: the zCDP floor's conversion exceeds privacy.epsilon")
+        else:
             target = exp_lower_bound(spec.epsilon) * (1 - self.extra)
-            need = B.min_n_for_epsilon(target, self.d) if target > 1 else None
-            more = f"about {need * self.m} units" if need else "more units"
+            if target <= 1:
+                raise MechanismSpecError("mechanism 'bernoulli_sampler': privacy.epsilon is too small for the "
+                                         "rng's rounding term")
+            self.n0 = B.floor_units(target, self.d)
+        self.exp = B.floor_exp_epsilon(self.n0, self.d)
+        if self.n0 > self.nb:
+            per = f" per batch (max_units / samples = {self.nb})" if self.m > 1 else f" (max_units = {self.n})"
             raise MechanismSpecError(
-                f"mechanism 'bernoulli_sampler' adds no noise: with max_units = {self.n}"
-                f"{f' over {self.m} batches' if self.m > 1 else ''} and d = {self.d} columns its exact epsilon is "
-                f"{self.d} ln({B.column_ratio(self.nb)}) > privacy.epsilon = {spec.epsilon}; "
-                f"it needs {more} (max_units) for this epsilon, or a larger epsilon (or set privacy.delta "
-                "for the zCDP statement, which needs about sqrt(d) times fewer)")
+                f"mechanism 'bernoulli_sampler' adds no noise: for privacy.epsilon = {spec.epsilon} with d = "
+                f"{self.d} columns it divides each count by at least n0 = {self.n0} units, and the data may hold at "
+                f"most fewer{per}, so the sample would be biased: raise epsilon"
+                f"{' (or set privacy.delta for the zCDP statement, which needs about sqrt(d) times fewer)' if spec.delta is None else ''}"
+                f"{' or lower samples' if self.m > 1 else ''}; only if the data really hold at least "
+                f"{self.n0 * self.m} units, raise max_units to an upper bound on them")
 
     def excess_units_text(self) -> str:
-        """Column counts above n are clamped to n: the estimate divides by the public n, never by a count
+        """Every unit is read; the estimate divides by the batch's unit count (floored at n0), never by max_units
         ("refuse" refuses; the words live in the family's declaration, which ``dpspark inspect`` reads too)."""
         from dpspark.mechanisms.samplers.family import EXCESS_UNITS
 
@@ -290,54 +298,53 @@ class BernoulliSampler(_Sampler):
         booleans or integers: checked on the schema alone, before any spend."""
         return schema_problem(schema, self.input, text_input)
 
-    def zcdp_rho(self, nb: int) -> Fraction:
-        """d rho0, rho0 a certified upper bound on sup_alpha D_alpha/alpha of one column's IMPLEMENTED law over
-        neighbouring counts (either direction; :func:`~dpspark.mechanisms.samplers.bernoulli.column_rho`: exact
-        rationals, arb balls, rounded up), composed over the d independent columns."""
+    def zcdp_rho(self, n0: int) -> Fraction:
+        """d rho0, rho0 a certified upper bound on sup_alpha D_alpha/alpha of one column's IMPLEMENTED law at every
+        reachable pair (:func:`~dpspark.mechanisms.samplers.bernoulli.floor_column_rho`: exact rationals, arb
+        balls, rounded up), composed over the d independent columns."""
         from dpspark.mechanisms.samplers import bernoulli as B
 
-        return B.product_rho(nb, self.d, self.lam)
-
-    @staticmethod
-    def _smallest_n(ok: Any) -> int:
-        return smallest_n(ok)
+        return self.d * B.floor_column_rho(n0, self.L)
 
     def tv_bound(self) -> Fraction:
+        """d 2^(-1 - floor(1.44 N / 72)) at N = max_units per batch (the most the data may hold)."""
         from dpspark.mechanisms.samplers.bernoulli import tv_bound
 
         return tv_bound(self.nb, self.d)
 
     def plan(self) -> dict[str, Any]:
-        from dpspark.mechanisms.samplers.bernoulli import column_ratio
+        from dpspark.mechanisms.samplers.bernoulli import tv_bound
 
         return {"mechanism": self.name, "d": self.d, "samples": self.m, "max_units": self.n,
                 "nulls": self.input.nulls, "nulls_rule": self.input.nulls_text(),
-                "units_per_batch": self.nb, "column_ratio": str(column_ratio(self.nb)),
-                "epsilon": f"{self.d} ln({column_ratio(self.nb)}) + {self.extra}",
+                "n0": self.n0, "denominator": "max(N, n0), N the batch's unit count",
+                "column_ratio": str(1 + Fraction(4, self.n0)),
+                "epsilon": f"{self.d} ln({1 + Fraction(4, self.n0)}) + {self.extra}",
                 "rho": None if self.rho is None else str(self.rho),
-                "tv_bound_at_n": str(self.tv_bound())}
+                "tv_bound_at_max_units": str(self.tv_bound()), "tv_bound_at_n0": str(tv_bound(self.n0, self.d))}
 
     def _statement(self, relation: Any, how: str, zcdp: bool = False) -> "PrivacyStatement":
         from dpspark.privacy import PrivacyStatement, ZCDP
-        from dpspark.mechanisms.samplers.bernoulli import column_ratio
 
-        theorem = (f"RSSS Thm 6.1 per column, exact ratio r(n) = {column_ratio(self.nb)} <= 1 + 4/n at n = "
-                   f"{self.nb}; product of {self.d} independent columns (Thm 6.4), each count moved by at most "
-                   f"one {how}" + self._batch_note())
-        notes = ("no added noise; the rng's multiply-shift bias (one uniform on [1, 4n] per column, 0 when 4n is "
-                 "a power of two) is in the epsilon")
+        theorem = (f"RSSS Thm 6.1 per column with the denominator D = max(N, n0), n0 = {self.n0}: every neighbour "
+                   f"moves a column's probability by at most 1/D, so its ratio is <= 1 + 4/n0 = "
+                   f"{1 + Fraction(4, self.n0)}; product of {self.d} independent columns (Thm 6.4), each count "
+                   f"moved by at most one {how}" + self._batch_note())
+        notes = ("no added noise; each column's draw reads public bits, and its rounding (at most 2^-L on a "
+                 "probability >= 1/4) is in the epsilon")
         if zcdp:
             assert self.rho is not None
             return PrivacyStatement(ZCDP(self.rho), relation, theorem + "; each column's rho is the certified "
-                                    "sup over alpha of D_alpha/alpha of its implemented law (exact Renyi bound), "
-                                    "composed over the columns (RSSS Thm 1.8)", notes)
+                                    "sup over alpha of D_alpha/alpha of its implemented law at every reachable "
+                                    "pair of probabilities, composed over the columns (RSSS Thm 1.8)", notes)
         return PrivacyStatement.from_exp_eps(self.exp, self.extra, 0, theorem, relation, notes=notes)
 
     def statement(self) -> "PrivacyStatement":
         """The primary statement, under AddRemove(max_units) (rho-zCDP when privacy.delta is set)."""
         from dpspark.privacy import AddRemove
 
-        return self._statement(AddRemove(self.n), "when a unit is added or removed", self.rho is not None)
+        return self._statement(AddRemove(self.n), "and the unit count by at most one when a unit is added or removed",
+                               self.rho is not None)
 
     def replacement_statement(self) -> "PrivacyStatement":
         """The same guarantee under Substitute(max_units): a changed unit also moves each count by at most one."""
@@ -365,21 +372,22 @@ class BernoulliSampler(_Sampler):
     def accuracy_statement(self) -> "AccuracyStatement":
         from dpspark.privacy import AccuracyClaim, AccuracyStatement
 
-        per = f" (per batch: exactly {self.nb})" if self.m > 1 else ""
+        per = " per batch" if self.m > 1 else ""
         claim = AccuracyClaim.tv_distance(
-            self.tv_bound(), self.n,
-            condition=(f"assuming exactly n = {self.n} units{per}, rows i.i.d. from a product distribution whose "
-                       "column biases lie in [1/3, 2/3]: d_TV <= d e^(-n/72) / 2 (RSSS Thm 6.4, Hoeffding); with "
-                       "N < n units the estimate c/n is biased by p (n - N)/n and the claim does not apply"))
+            self.tv_bound(), self.n0,
+            condition=(f"rows i.i.d. from a product distribution whose column biases lie in [1/3, 2/3]; with N units"
+                       f"{per}, n0 = {self.n0} <= N, the estimate is c/N (unbiased) and d_TV <= d e^(-N/72) / 2 "
+                       f"(RSSS Thm 6.4, Hoeffding), stated at N = max_units{per} = {self.nb}; below n0 units the "
+                       "estimate c/n0 would be biased by p (n0 - N)/n0 (the floor privacy needs)"))
         return AccuracyStatement([claim], notes="no added noise: accuracy only needs n = O(log(d/alpha)); "
-                                 "privacy needs n >= about 4d/epsilon (pure, basic composition)")
+                                 "privacy needs a floor n0 of about 4d/epsilon units (pure, basic composition)")
 
     def accuracy_summary(self) -> dict[str, Any]:
-        return {"tv_bound_at_n": str(self.tv_bound()), "units_per_batch": self.nb}
+        return {"tv_bound_at_max_units": str(self.tv_bound()), "n0": self.n0, "units_per_batch_at_most": self.nb}
 
     def stages(self) -> list[StageInfo]:
         what = (f"sum of each of {self.d} binary columns (a value is 1 iff non-zero, a missing one counts "
-                f"{self.input.nulls}; per unit clipped to [0, 1])")
+                f"{self.input.nulls}; per unit clipped to [0, 1]) and the unit count")
         from dpspark.mechanisms.samplers.stages import BinarySumsStage
 
         return [StageInfo("sums", what + (f", per each of {self.m} disjoint batches" if self.m > 1 else ""),
@@ -389,7 +397,7 @@ class BernoulliSampler(_Sampler):
         from dpspark.engine.backend import CuratorError
         from dpspark.engine.stages import SumsStage
         from dpspark.release.statements import StatementRelease
-        from dpspark.mechanisms.samplers.bernoulli import bernoulli_sample
+        from dpspark.mechanisms.samplers.bernoulli import denominator, floor_sample
         from dpspark.mechanisms.samplers.stages import column_sums
 
         d = self.d
@@ -404,12 +412,15 @@ class BernoulliSampler(_Sampler):
                 f"the input holds more units than privacy.max_units = {self.n} and on_excess_units = 'refuse' "
                 "(curator-side check, before any sample was drawn)")
         progress(f"drawing {self.m} sample(s) of {d} bits")
-        # a count above the public n is clamped to n: a 1-Lipschitz map, so each count still moves by <= 1
-        samples = [bernoulli_sample([min(int(r[f"sum_{c}"]), self.nb) for c in names], self.nb, rng)
-                   for r in rows]
+        samples = []
+        for r in rows:
+            D = denominator(int(r["units"]), self.n0)
+            # a count above D cannot happen (each unit adds at most one); clamped anyway: 1-Lipschitz
+            samples.append(floor_sample([min(int(r[f"sum_{c}"]), D) for c in names], int(r["units"]), self.n0,
+                                        self.L, rng))
         return StatementRelease(
             algorithm="BernoulliSampler (RSSS Thm 6.1; product over columns, Thms 6.4, 1.8)",
-            parameters={"d": d, "samples": self.m, "max_units": self.n, "units_per_batch": self.nb,
+            parameters={"d": d, "samples": self.m, "max_units": self.n, "n0": self.n0, "random_bits": self.L,
                         "column_ratio": self.plan()["column_ratio"], "nulls": self.input.nulls,
                         "nulls_rule": self.input.nulls_text()},
             privacy=self.statements(),

@@ -52,13 +52,20 @@ def reference(table: pa.Table, cols: list[str], secret: bytes, batches: int, nul
         old = rec.setdefault(row["uid"], [0] * len(cols))
         rec[row["uid"]] = [a | b for a, b in zip(old, bits)]
     out = [0] * len(query.active)
+    units = 0
     for u, bits in rec.items():
         if not query.batch_lo <= ref_batch(u, secret, batches) < query.batch_hi:
             continue
+        units += 1
         y = [bits[j] ^ int(f) for j, f in zip(query.active, query.flip)]
-        if sum(y) <= query.ceiling:
-            out = [a + b for a, b in zip(out, y)]
-    return out
+        start = 0
+        for size, cap in query.parts:  # each group truncated at its own ceiling
+            part = y[start:start + size]
+            if sum(part) > cap:
+                y[start:start + size] = [0] * size
+            start += size
+        out = [a + b for a, b in zip(out, y)]
+    return out + [units] if query.count else out
 
 
 def small_table(rows: int, d: int, seed: int) -> pa.Table:
@@ -88,12 +95,17 @@ def test_rounds_match_python_reference(d: int, nulls: int, seed: int) -> None:
     for i, (lo, hi) in enumerate([(0, 3), (3, 4), (4, 8), (0, 8)]):
         size = int(g.integers(1, d + 1))
         active = tuple(sorted(g.choice(d, size, replace=False).tolist()))
-        q = RoundQuery(i, f"r{i}", active, tuple(bool(v) for v in g.random(size) < 0.4),
-                       int(g.integers(0, size + 1)), lo, hi, 8)
+        flip = tuple(bool(v) for v in g.random(size) < 0.4)
+        q = RoundQuery(i, f"r{i}", active, flip, int(g.integers(0, size + 1)), lo, hi, 8)
         got = oracle(q)
         assert got == reference(table, cols, secret, 8, nulls, q)
         seen += sum(got)
-    assert seen > 0 and backend.passes_run == 4
+        # the same slice in groups, each at its own ceiling, with the unit count
+        cut = int(g.integers(0, size + 1))
+        parts = tuple((s, int(g.integers(0, s + 1))) for s in (cut, size - cut) if s)
+        grouped = RoundQuery(i, f"g{i}", active, flip, 0, lo, hi, 8, groups=parts, count=True)
+        assert oracle(grouped) == reference(table, cols, secret, 8, nulls, grouped)
+    assert seen > 0 and backend.passes_run == 8
     oracle.close()
 
 

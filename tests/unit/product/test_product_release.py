@@ -120,8 +120,10 @@ def test_product_releases_end_to_end(spark, tmp_path: Path, capsys: pytest.Captu
     assert all(len(s) == len(P) and set(s) <= {0, 1} for s in sec["samples"])
     assert sec["independence"] == "independent only across batches"
     assert rel.statements["replacement"].rho == construct(cfg).rho
-    spans = sorted(tuple(r["batches"]) for run in rel.parameters["rounds_run"] for r in run)
-    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # every round of both samples: disjoint batches
+    parts = [sorted({tuple(r["batches"]) for r in run}) for run in rel.parameters["rounds_run"]]
+    spans = sorted(s for part in parts for s in part)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # the samples' parts: disjoint batches
+    assert all(len(part) <= 2 for part in parts)  # per sample: one ladder part, one sampling part
 
 
 @pytest.mark.spark
@@ -169,6 +171,8 @@ def test_spark_rounds_match_the_reference_truncation(spark) -> None:
         for c in (2, 5, len(active)):
             q = RoundQuery(0, "t", active, flip, c, 0, 8, 8)
             assert oracle(q) == [int(v) for v in truncate(per_unit, q).sum(axis=0)]
+        grouped = RoundQuery(0, "t", active, flip, 0, 0, 8, 8, groups=((10, 1), (len(active) - 10, 3)), count=True)
+        assert oracle(grouped) == [int(v) for v in truncate(per_unit, grouped).sum(axis=0)] + [units]
         halves = [oracle(RoundQuery(0, "t", active, flip, 5, lo, hi, 8)) for lo, hi in ((0, 3), (3, 8))]
         assert [a + b for a, b in zip(*halves)] == oracle(RoundQuery(0, "t", active, flip, 5, 0, 8, 8))
     finally:
@@ -212,3 +216,48 @@ def test_sql_packing_equals_arrow_packing(spark) -> None:
             for i in range(3)]
     got = [w % (1 << 64) for r in sql for w in r[1:]]
     assert got == want and any(w < 0 for r in sql for w in r[1:])
+
+
+# --- issue 25 end to end on Arrow: fewer units than max_units, no bias ----------------------------------
+P25 = [0.5, 0.3, 0.1, 0.02, 0.7]
+
+
+def test_learner_release_is_unbiased_below_max_units(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """20,000 units under max_units = 24,000 (the data hold 5/6 of the bound), on the Arrow engine: every q_j is
+    within (sigma_j sqrt(2 L6) + p^_j t0) / (N - t0) of the data's own frequency p^_j, t0 = sigma_0 sqrt(2 L6)
+    (the final round's and the count's noise; no record is truncated at d = 5; every clamp interval a
+    coordinate can land in holds its p^_j), L6 putting the union of the d + 1 draws' failures (subgaussian,
+    + floor mass) <= 1e-6. MUTANT: divide by max_units (the estimator issue 25 found) - caught: q = (5/6) p^."""
+    from dpspark.mechanisms.product import rounds as rd
+
+    N, n = 20000, 24000
+    gen = np.random.default_rng(25)
+    x = gen.random((N, len(P25))) < np.array(P25)
+    pq.write_table(pa.table({"id": pa.array(range(N), pa.int64()),
+                             **{f"x{j}": pa.array(x[:, j]) for j in range(len(P25))}}), tmp_path / "in.parquet")
+    p_hat = [Fraction(int(x[:, j].sum()), N) for j in range(len(P25))]
+    path = tmp_path / "learner.toml"
+    path.write_text(TOML.format(names=", ".join(f'"x{j}"' for j in range(len(P25))), mech="product_learner", n=n,
+                                alpha="1"))
+    L6 = rd.ln_upper(4 * (len(P25) + 1) * 10**6)
+
+    def release(tag: str) -> tuple[list[Fraction], list[Fraction]]:
+        text = path.read_text().replace('path = "release"', f'path = "release_{tag}"')
+        (tmp_path / f"{tag}.toml").write_text(text)
+        rel = open_release(run_release(load_config(tmp_path / f"{tag}.toml"), rng=SeededRandom(8),
+                                       progress=lambda _m: None))
+        rounds = rel.parameters["rounds_run"]
+        buckets = rel.parameters["locked_in_round"]
+        final = rounds[-1]
+        sigma = {j: Fraction(g["sigma"]) for g, bs in zip(final["groups"], final["buckets"])
+                 for j in range(len(P25)) if buckets[j] in bs}
+        t0 = Fraction(rounds[0]["count_sigma"]) * rd.sqrt_up(2 * L6)
+        tol = [(sigma[j] * rd.sqrt_up(2 * L6) + max(p_hat[j], 1 - p_hat[j]) * t0) / (N - t0) for j in range(len(P25))]
+        return list(rel.q), tol
+
+    q, tol = release("good")
+    assert all(abs(q[j] - p_hat[j]) <= tol[j] for j in range(len(P25))), (q, p_hat, tol)
+    monkeypatch.setattr(rd, "positive", lambda count: n)
+    bad, _ = release("mutant")
+    assert any(abs(bad[j] - p_hat[j]) > tol[j] for j in range(len(P25)))
+    assert abs(bad[1] / p_hat[1] - Fraction(N, n)) < Fraction(1, 50)

@@ -51,11 +51,56 @@ def test_size_needed_meets_both_tail_bounds(v: Fraction, e: Fraction, sigma: Fra
     assert p <= 2 * math.exp(-float(L)) * 1.001  # report
 
 
-def test_allocate_gives_each_round_its_size() -> None:
-    needs = [Fraction(1000), Fraction(5000), Fraction(300)]
-    sl = rd.allocate(needs, 100000, 1 << 12)
-    assert sl[0][0] == 0 and sl[-1][1] == 1 << 12
-    assert all(a[1] == b[0] for a, b in zip(sl, sl[1:]))
-    assert all(rd.nominal_size(100000, lo, hi, 1 << 12) >= need for (lo, hi), need in zip(sl, needs))
-    with pytest.raises(rd.NeedMoreUnits, match="units"):
-        rd.allocate(needs, 6000, 1 << 12)
+def _exact_tail_mass(ps: list[Fraction], c: int) -> Fraction:
+    """E[X 1{X > c}] for X = a sum of independent Bernoulli(p_i), exactly (Poisson-binomial pmf)."""
+    pmf = [Fraction(1)]
+    for p in ps:
+        pmf = [a * (1 - p) + b * p for a, b in zip(pmf + [Fraction(0)], [Fraction(0)] + pmf)]
+    return sum((k * w for k, w in enumerate(pmf) if k > c), Fraction(0))
+
+
+@pytest.mark.parametrize("ps", [[Fraction(1, 20)] * 40, [Fraction(1, 8)] * 16 + [Fraction(1, 100)] * 30,
+                                [Fraction(1, 3)] * 9, [Fraction(1, 2)] * 6])
+def test_tail_mass_bound_is_above_the_exact_tail_mass(ps: list[Fraction]) -> None:
+    """Chernoff's E[X 1{X > C}] bound against the exact Poisson-binomial value, at every C (mean <= v)."""
+    v, size = sum(ps, Fraction(0)), len(ps)
+    for c in range(size + 1):
+        assert _exact_tail_mass(ps, c) <= rd.tail_mass_bound(v, c, size)
+        assert _exact_tail_mass(ps, c) <= rd.tail_mass_bound(v + Fraction(1, 3), c, size)  # any v above the mean
+    # not vacuous: the bound is small a few standard deviations up
+    assert rd.tail_mass_bound(v, size // 2, size) < Fraction(1, 10) or size < 12
+
+
+def test_tail_ceiling_is_the_smallest_ceiling_meeting_eta() -> None:
+    for v, size, eta in ((Fraction(2), 1000, Fraction(1, 160)), (Fraction(1, 2), 50, Fraction(1, 1000)),
+                         (Fraction(30), 1000, Fraction(1, 500)), (Fraction(5), 8, Fraction(1, 10**6))):
+        c = rd.tail_ceiling(v, size, eta)
+        assert rd.tail_mass_bound(v, c, size) <= eta
+        assert c == 0 or rd.tail_mass_bound(v, c - 1, size) > eta
+    # much below the union-bound ceiling at the same mass (the expectation needs far less)
+    assert rd.tail_ceiling(Fraction(2), 1000, Fraction(1, 160)) < rd.ceiling_mass(Fraction(2), 1000, Fraction(20)) // 2
+
+
+@pytest.mark.parametrize("size,c,rho", [(10, 10, Fraction(1, 2)), (300, 20, Fraction(1, 200)), (5, 1, Fraction(3))])
+def test_group_and_count_sigmas_cover_their_budgets(size: int, c: int, rho: Fraction) -> None:
+    """group_sigma: certified Delta_sub^2 rho(1) <= rho and Delta_ar^2 rho(1) <= (1 - KAPPA) rho; count_sigma:
+    rho(1) <= KAPPA rho; and the grid step below would not do (sigma is the smallest on the grid)."""
+    from dpspark.noise.dgauss import vector_rho
+
+    radius = 1000
+    s = rd.group_sigma(size, c, rho, radius)
+    mech = rd.gaussian(s, radius)
+    sub, ar = rd.sensitivity_sq(size, c), rd.sensitivity_sq(size, c, "add_remove")
+    assert vector_rho(mech, [1] * sub) <= rho and vector_rho(mech, [1] * ar) <= (1 - rd.KAPPA) * rho
+    below = s * Fraction(99, 100)
+    assert below < 1 or max(Fraction(sub), ar / (1 - rd.KAPPA)) / (2 * below**2) > rho
+    s0 = rd.count_sigma(rho, radius)
+    assert rd.gaussian(s0, radius).zcdp_rho(1) <= rd.KAPPA * rho
+    noise = rd.RoundNoise(((size, c),), (s,), s0, radius)
+    assert noise.rho("substitute") <= rho and noise.rho("add_remove") <= rho
+
+
+def test_smallest_units_is_the_least_n_of_a_monotone_predicate() -> None:
+    assert rd.smallest_units(lambda n: n >= 1) == 2
+    assert rd.smallest_units(lambda n: n * n >= 10**9) == 31623
+    assert rd.smallest_units(lambda n: n >= 12345, start=100) == 12345

@@ -214,3 +214,135 @@ def test_column_rho_mutant_middle_pair_only_is_caught(monkeypatch):
         assert (_exact_rho_lower(n, LAM) - arb(fmpq(bad.numerator, bad.denominator))).lower() > 0
     finally:
         B.column_rho.cache_clear()
+
+
+# ----------------------------------------------------------------------------- the floored count (the mechanism)
+def _floor_law(c: int, N: int, n0: int, L: int, denom=B.denominator) -> Fraction:
+    """Implemented Pr[bit = 1] of the mechanism's draw at count c of N units (exact)."""
+    D = denom(N, n0)
+    return B.implemented_one_at(B.clipped_numerator(c, D), D, L)
+
+
+def _neighbour_pairs(n_max: int):  # type: ignore[no-untyped-def]
+    """Every (c, N) -> (c', N') one unit can cause: a record changed (N fixed, c moves by <= 1), a unit added
+    ((c, N + 1) or (c + 1, N + 1)) - and, by symmetry of the ratio test, removed."""
+    for N in range(0, n_max + 1):
+        for c in range(0, N + 1):
+            for c2 in (c - 1, c + 1):
+                if 0 <= c2 <= N:
+                    yield (c, N), (c2, N)
+            if N < n_max:
+                yield (c, N), (c, N + 1)
+                yield (c, N), (c + 1, N + 1)
+
+
+@pytest.mark.parametrize("n0", [4, 8, 12, 20])
+@pytest.mark.parametrize("lam", [2, LAM])
+def test_floor_column_privacy_exact(n0: int, lam: int) -> None:
+    """Every state (c, N), N <= n0 + 9, and every neighbour: both outputs' implemented ratio <= (1 + 4/n0) times
+    the rounding factor 1 + 2^(2 - L) <= (1 + a)/(1 - a); the ideal law attains 1 + 4/n0 exactly.
+    MUTANT: no floor (D = N) - caught."""
+    n_max = n0 + 9
+    L = B.public_bits(n_max, lam)
+    stated = (1 + Fraction(4, n0)) * (1 + Fraction(4, 1 << L))
+    a = Fraction(1, 1 << lam)
+    assert 1 + Fraction(4, 1 << L) <= (1 + a) / (1 - a)
+
+    def worst(denom) -> Fraction:  # type: ignore[no-untyped-def]
+        w = Fraction(0)
+        for (c, N), (c2, N2) in _neighbour_pairs(n_max):
+            x, y = _floor_law(c, N, n0, L, denom), _floor_law(c2, N2, n0, L, denom)
+            w = max(w, x / y, y / x, (1 - x) / (1 - y), (1 - y) / (1 - x))
+        return w
+
+    assert worst(B.denominator) <= stated
+    ideal = max(B.clipped_bias(c2, max(N2, n0)) / B.clipped_bias(c, max(N, n0)) for (c, N), (c2, N2) in _neighbour_pairs(n_max))
+    assert ideal == 1 + Fraction(4, n0)
+    assert worst(lambda N, n0_: max(N, 1)) > stated  # MUTANT: D = N
+
+
+def test_floor_units_is_the_smallest_multiple_of_four() -> None:
+    for d, target in ((1, Fraction(3, 2)), (10, Fraction(5, 2)), (100, Fraction(27, 10)), (3, Fraction(9))):
+        n0 = B.floor_units(target, d)
+        assert n0 % 4 == 0 and B.floor_exp_epsilon(n0, d) <= target
+        assert n0 == 4 or B.floor_exp_epsilon(n0 - 4, d) > target
+
+
+def _floor_exact_rho_lower(n0: int, n_max: int, L: int):  # type: ignore[no-untyped-def]
+    """max over every reachable pair (both directions) and an alpha grid of D_alpha / alpha (certified lower)."""
+    from flint import arb
+
+    best = arb(0)
+    grid = _alpha_grid(n0)
+    for (c, N), (c2, N2) in _neighbour_pairs(n_max):
+        x, y = _floor_law(c, N, n0, L), _floor_law(c2, N2, n0, L)
+        if x == y:
+            continue
+        for p, q in ((x, y), (y, x)):
+            for al in grid:
+                best = best.max(_renyi_over_alpha_lower(p, q, al))
+    return best
+
+
+@pytest.mark.parametrize("lam", [2, 128])
+@pytest.mark.parametrize("n0", [4, 8, 16])
+def test_floor_column_rho_bounds_exact_renyi_of_implemented_law(n0: int, lam: int) -> None:
+    """floor_column_rho >= D_alpha/alpha of the implemented law at every reachable pair (N up to n0 + 4) and
+    alpha tried; at the real lam within 3% of that maximum."""
+    from flint import arb, fmpq
+
+    n_max = n0 + 4
+    L = B.public_bits(n_max, lam)
+    rho = B.floor_column_rho(n0, L)
+    exact = _floor_exact_rho_lower(n0, n_max, L)
+    assert (arb(fmpq(rho.numerator, rho.denominator)) - exact).lower() >= 0
+    if lam >= 64:
+        assert (arb(fmpq(rho.numerator, rho.denominator)) - exact * arb("1.03")).upper() <= 0
+
+
+def test_floor_column_rho_mutant_band_middle_only_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A certificate over the band's middle pair only (no clip corners of the hexagon) falls below the exact rho."""
+    from flint import arb, fmpq
+
+    n0, lam = 16, LAM
+    L = B.public_bits(n0 + 4, lam)
+    B.floor_column_rho.cache_clear()
+    monkeypatch.setattr(B, "_floor_candidates", lambda n0_, L_: [(Fraction(1, 2), Fraction(1, 2) + Fraction(1, n0_))])
+    try:
+        bad = B.floor_column_rho(n0, L)
+        assert (_floor_exact_rho_lower(n0, n0 + 4, L) - arb(fmpq(bad.numerator, bad.denominator))).lower() > 0
+    finally:
+        B.floor_column_rho.cache_clear()
+
+
+@pytest.mark.parametrize("N", [150, 300])
+@pytest.mark.parametrize("p", [Fraction(1, 3), Fraction(1, 2), Fraction(2, 3)])
+def test_floor_estimate_is_unbiased_below_max_units(N: int, p: Fraction) -> None:
+    """Issue 25: with N units under max_units = 400 (and N >= n0 = 40), |E[p~] - p| from the exact Binomial(N, p)
+    law <= e^{-N/72}/2 <= tv_bound(N, 1). MUTANT: dividing by max_units (the old estimator) - caught, with
+    E[p~] about p N / 400 before the clip."""
+    n0, n_max = 40, 400
+    mean = sum(w * B.clipped_bias(c, B.denominator(N, n0)) for c, w in _binom(N, p))
+    assert abs(mean - p) <= B.tv_bound(N, 1)
+    old = sum(w * B.clipped_bias(c, n_max) for c, w in _binom(N, p))
+    assert abs(old - p) > B.tv_bound(N, 1)
+
+
+def test_floor_draw_matches_law_chisq() -> None:
+    """floor_sample under SeededRandom against the implemented law per column; false-alarm rate 1e-6; D = N
+    above the floor; a mutant law (dividing by max_units) fails."""
+    counts, units, n0, n_max = [0, 3, 5, 9], 9, 8, 40
+    L = B.public_bits(n_max, LAM)
+    rng = SeededRandom("bernoulli-floor-chisq")
+    T = 4000
+    ones = [0] * len(counts)
+    for _ in range(T):
+        for j, b in enumerate(B.floor_sample(counts, units, n0, L, rng)):
+            ones[j] += b
+    crit = chi2_critical(2 * len(counts), 1e-6)
+
+    def stat(ps):  # type: ignore[no-untyped-def]
+        return sum((o - T * float(p)) ** 2 / (T * float(p) * (1 - float(p))) for o, p in zip(ones, ps))  # report
+
+    assert stat([_floor_law(c, units, n0, L) for c in counts]) <= crit
+    assert stat([B.clipped_bias(c, n_max) for c in counts]) > crit

@@ -183,3 +183,29 @@ def test_privacy_exact_substitute():
                 continue
             worst = max(worst, max(x / y for x, y in zip(law, laws[tuple(nb)])))
     assert mech.exp_eps * _bias_factor(mech) < worst <= (mech.exp_eps * _bias_factor(mech)) ** 2
+
+
+def _by_max_units_law(c, mech, lam):  # type: ignore[no-untyped-def]
+    """MUTANT (issue 25): Pr[j] = w_j / n with n = max_units, the leftover mass spread uniformly."""
+    from dpspark.mechanisms.samplers.kary import implemented_pmf
+
+    k = len(c)
+    pmfs = [implemented_pmf(mech, int(x), lam) for x in c]
+    law = [Fraction(0)] * k
+    for w in itertools.product(range(mech.n + 1), repeat=k):
+        pw = math.prod(pmfs[j][w[j]] for j in range(k))
+        share = [Fraction(min(x, mech.n), mech.n) for x in w]
+        rest = max(Fraction(0), 1 - sum(share)) / k
+        law = [a + pw * (b + rest) for a, b in zip(law, share)]
+    return law
+
+
+def test_fewer_units_than_max_units_keep_the_bound_at_n():
+    """Issue 25: max_units is an upper bound. With N = 4 units under max_units = 9 the exact implemented law is
+    within k E|Z| / N of P (the bound at the actual N: the draw normalises by the noisy total). MUTANT: dividing
+    by max_units - caught."""
+    k, N, n, eps, P = 2, 4, 9, Fraction(4), [Fraction(1, 3), Fraction(2, 3)]
+    mech = kary_counting(n, eps)
+    slack = Fraction(2 * (k + 1), 1 << LAM)
+    assert _tv(_q_law(mech, P, N), P) <= tv_bound(k, N, mech.exp_eps) + slack
+    assert _tv(_q_law(mech, P, N, _by_max_units_law), P) > tv_bound(k, N, mech.exp_eps) + slack

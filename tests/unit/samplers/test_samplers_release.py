@@ -58,11 +58,37 @@ def test_bernoulli_session_release_and_refusal(tmp_path: Path) -> None:
     row = r.sample
     assert len(row) == 2 and set(row) <= {0, 1}
     eps = r.statements["add_remove"].epsilon
-    assert eps.exp == B.column_ratio(400) ** 2 == Fraction(101, 100) ** 2
+    n0 = r.parameters["n0"]
+    assert n0 % 4 == 0 and n0 <= 400 and eps.exp == (1 + Fraction(4, n0)) ** 2  # the floor, not max_units
+    assert eps.le("1/40")
     assert r.statements["replacement"].epsilon == eps  # no group privacy: the direct proof
-    with pytest.raises(ConfigError, match="adds no noise"):
+    with pytest.raises(ConfigError, match="adds no noise") as err:  # n0 would exceed max_units: biased, refused
         s.release(mechanism="bernoulli_sampler", epsilon="1/100", output=str(tmp_path / "c"),
                   sections={"columns": {"names": ["x", "y"]}})
+    assert "raise epsilon" in str(err.value) and "only if the data really hold" in str(err.value)
+
+
+def test_bernoulli_is_unbiased_below_max_units(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 25 end to end: 300 units under max_units = 400 (n0 = 8 at epsilon = 2): each column's draw divides by
+    the 300 units, so Pr[bit = 1] is the data's own frequency (clipped to [1/4, 3/4]) - checked exactly on the
+    implemented law through the draw's inputs. MUTANT: dividing by max_units - caught (0.75 of it)."""
+    seen: list[tuple[list[int], int, int]] = []
+    real = B.floor_sample
+
+    def spy(counts, units, n0, L, rng):  # type: ignore[no-untyped-def]
+        seen.append((list(counts), units, n0))
+        return real(counts, units, n0, L, rng)
+
+    monkeypatch.setattr(B, "floor_sample", spy)
+    t = pa.table({"u": pa.array(range(300), pa.int64()), "x": [i % 2 for i in range(300)],
+                  "y": [i % 3 == 0 for i in range(300)]})
+    s = Session(t, max_units=400, rng=SeededRandom(4))
+    r = s.release(mechanism="bernoulli_sampler", epsilon="2", output=str(tmp_path / "b"),
+                  sections={"columns": {"names": ["x", "y"]}})
+    (counts, units, n0), = seen
+    assert units == 300 and n0 == r.parameters["n0"] <= 300 and counts == [150, 100]
+    assert [B.clipped_bias(c, B.denominator(units, n0)) for c in counts] == [Fraction(1, 2), Fraction(1, 3)]
+    assert [B.clipped_bias(c, 400) for c in counts] != [Fraction(1, 2), Fraction(1, 3)]  # the old estimator
 
 
 def _write_config(tmp_path: Path, body: str) -> Path:
@@ -123,10 +149,18 @@ LAM = DEFAULT_LAMBDA
 SECRET = bytes(range(16))
 
 
+N0 = 2  # the floor (any n0 >= 1 gives ratio <= 1 + 4/n0; the mechanism picks multiples of 4)
+
+
 def _joint_law(table: pa.Table, unit_column: str, nb: int) -> dict[tuple[int, ...], Fraction]:
-    """Exact law of the two batches' bits (d = 1) from the real Arrow sums stage, batches = 2."""
+    """Exact law of the two batches' bits (d = 1) from the real Arrow sums stage, batches = 2, as the mechanism
+    draws them (the floored unit count, public bits)."""
     rows = arrow_sums(table, SumsStage(("x",), (0,), (1,), 0, unit_column, 4, batches=2), SECRET)
-    p1 = [uniform_cdf_count(4 * nb, B.clipped_numerator(min(r["sum_x"], nb), nb), LAM) for r in rows]
+    L = B.public_bits(4, LAM)
+    p1 = []
+    for r in rows:
+        D = B.denominator(r["units"], N0)
+        p1.append(B.implemented_one_at(B.clipped_numerator(min(r["sum_x"], D), D), D, L))
     return {bits: math.prod(p if b else 1 - p for p, b in zip(p1, bits)) for bits in itertools.product((0, 1), repeat=2)}
 
 
@@ -150,8 +184,17 @@ def _worst_substitute_ratio(content_batches: bool) -> Fraction:
 
 
 def _stated_ratio(nb: int) -> Fraction:
+    """The exact sup over one-unit moves (c, N) -> (c', N') of the floored law's ratio (N <= 4 units here: at
+    n0 = 2 it is r(2) = 2, below the general 1 + 4/n0), times the rounding factor."""
     a = Fraction(1, 1 << LAM)
-    return B.column_ratio(nb) * ((1 + a) / (1 - a) if B.column_bias_draws(nb) else 1)
+    worst = Fraction(1)
+    for N in range(5):
+        for c in range(N + 1):
+            for c2, N2 in ((c + 1, N), (c, N + 1), (c + 1, N + 1)):
+                if c2 <= N2 <= 4:
+                    x, y = (B.clipped_bias(cc, B.denominator(nn, N0)) for cc, nn in ((c, N), (c2, N2)))
+                    worst = max(worst, x / y, y / x, (1 - x) / (1 - y), (1 - y) / (1 - x))
+    return worst * (1 + a) / (1 - a)
 
 
 def test_batches_by_unit_id_keep_the_substitute_statement() -> None:
@@ -171,7 +214,7 @@ def test_bernoulli_zcdp_route(tmp_path: Path) -> None:
     names = [f"c{j}" for j in range(100)]
     t = pa.table({"u": list(range(600)), **{c: [(i + j) % 3 == 0 for i in range(600)] for j, c in enumerate(names)}})
     s = Session(t, max_units=600, rng=SeededRandom(8))
-    with pytest.raises(ConfigError, match="exact epsilon"):  # pure composition needs about 4d/eps = 400/eps
+    with pytest.raises(ConfigError, match="adds no noise"):  # pure composition needs about 4d/eps = 800 units
         s.release(mechanism="bernoulli_sampler", epsilon="1/2", output=str(tmp_path / "p"),
                   sections={"columns": {"names": names}})
     r = s.release(mechanism="bernoulli_sampler", epsilon="1/2", delta="1/1000000", output=str(tmp_path / "z"),
@@ -179,11 +222,11 @@ def test_bernoulli_zcdp_route(tmp_path: Path) -> None:
     st = r.statements
     assert {"add_remove", "replacement", "add_remove_approx_dp", "add_remove_pure"} <= set(st)
     rho = st["add_remove"].rho
-    from dpspark.mechanisms.samplers.bernoulli import product_rho
     from dpspark.rng import DEFAULT_LAMBDA
 
-    assert rho == product_rho(600, 100, DEFAULT_LAMBDA)  # the implemented law's certified bound, not BS16's
-    assert rho < 100 * Fraction(1, 2) * Fraction(1, 151) ** 2  # below (ln r)^2/2 per column: ln(1 + 4/600) >= 1/151
+    n0 = r.parameters["n0"]
+    assert rho == 100 * B.floor_column_rho(n0, B.public_bits(600, DEFAULT_LAMBDA))  # certified, not BS16's
+    assert n0 <= 600 and n0 % 4 == 0
     assert st["add_remove_approx_dp"].epsilon.le("1/2") and converted_epsilon(rho, Fraction(1, 10**6)) <= Fraction(1, 2)
     assert st["replacement"].rho == rho  # direct proof under Substitute(n)
     assert len(r.sample) == 100
