@@ -10,7 +10,11 @@ Generates (once, cached under bench-results/data/) a Parquet file of ROWS rows w
       - scan only (Parquet read into a no-op sink): the floor under any Spark aggregation
       - plain groupBy(key).count().toArrow(), with Spark's stock settings for the runtime SQL
         knobs dpspark changes (fast hash map 2^16 keys, 128 MB splits), then with dpspark's
-      - dpspark's counting stage (encode to universe indexes, count, collect as Arrow), rows = units
+      - dpspark's counting stage (encode to universe indexes, count, collect as Arrow), rows = units:
+        before (Spark's own group-by: ``preaggregate=False``) and after (issue 24 §3: each partition
+        counted by Arrow's hash aggregation inside mapInArrow, Spark merging the partial counts); the
+        two give identical counts (checked)
+  * pyarrow single-threaded (read + group_by, use_threads=False): the per-core reference
   * with --release: the whole stability release (counting + noise + atomic write), once
 Every measured stage runs once first as an unrecorded warm-up (JIT, page cache, Python imports);
 the table shows the median of the next REPEATS runs. Also printed: the Spark/pyarrow throughput
@@ -172,6 +176,11 @@ def main() -> int:
     print(f"{'stage':<52}{'median':>10}{'throughput':>19}{'÷pyarrow':>9}")
     med, times, warm = timed(lambda: pq.read_table(path).group_by("key").aggregate([("key", "count")]), args.repeats)
     record("pyarrow read + group_by count", med, times, warm)
+    one = timed(lambda: pq.read_table(path, use_threads=False).group_by("key", use_threads=False)
+                .aggregate([("key", "count")]), args.repeats)
+    pyarrow_one_thread_s = one[0]
+    print(f"{'(pyarrow, one thread: per-core reference)':<52}{one[0]:>9.2f}s{args.rows / one[0] / 1e6:>10.2f} M rows/s",
+          flush=True)
 
     t0 = time.perf_counter()
     spark = local_session("dpspark-bench", "local[2]", shuffle_partitions=8, driver_memory=args.driver_memory,
@@ -196,17 +205,26 @@ def main() -> int:
     med, times, warm = timed(plain_groupby, args.repeats)
     record("Spark groupBy(key).count, dpspark settings", med, times, warm)
     plain_ratio = rows[0]["median_s"] / med
+    def counting(preaggregate: bool):  # type: ignore[no-untyped-def]
+        return lambda: collect_counts(sparse_counts(read_input(spark, cfg.input), CountsStage.from_spec(cfg),
+                                                    SystemRandom(), preaggregate=preaggregate))
+
+    before = counting(False)()
+    med, times, warm = timed(counting(False), args.repeats)
+    record("dpspark counting stage, before (Spark group-by)", med, times, warm)
+    before_ratio = rows[0]["median_s"] / med
     first = last_stage_id(spark) + 1 if args.profile else 0
-    med, times, warm = timed(
-        lambda: collect_counts(sparse_counts(read_input(spark, cfg.input), CountsStage.from_spec(cfg), SystemRandom())), args.repeats
-    )
-    record("dpspark counting stage (encode + count + collect)", med, times, warm)
+    after = counting(True)()
+    identical = before.sort_by("__dp_index").equals(after.sort_by("__dp_index"))
+    med, times, warm = timed(counting(True), args.repeats)
+    record("dpspark counting stage, after (Arrow partial counts)", med, times, warm)
     counting_ratio = rows[0]["median_s"] / med
+    per_core_ratio = (args.rows / med / 2) / (args.rows / pyarrow_one_thread_s)  # Spark uses 2 cores
     profile = []
     if args.profile:
         # the last counting run's stages only
         stages = stage_profile(spark, first)
-        n = len(stages) // (args.repeats + 1)
+        n = len(stages) // (args.repeats + 2)  # the check run, the warm-up and the timed runs
         profile = stages[-n:] if n else stages
         print("profile of the last counting run (task times summed over tasks; 2 cores):")
         print(f"  {'stage':>5}{'tasks':>6}{'run s':>8}{'cpu s':>8}{'gc s':>7}{'in rows':>12}{'shuf rd':>10}{'shuf wr':>10}")
@@ -214,8 +232,9 @@ def main() -> int:
             print(f"  {s['stage']:>5}{s['tasks']:>6}{s['run_s']:>8.2f}{s['cpu_s']:>8.2f}{s['gc_s']:>7.2f}"
                   f"{s['input_rows']:>12}{s['shuffle_read_rows']:>10}{s['shuffle_write_rows']:>10}")
 
-    print(f"Spark/pyarrow throughput: plain groupBy {plain_ratio:.3f}, dpspark counting stage {counting_ratio:.3f}"
-          " (target >= 0.5)")
+    print(f"Spark/pyarrow throughput (both on the same 2 cores): plain groupBy {plain_ratio:.3f}, dpspark counting "
+          f"stage before {before_ratio:.3f}, after {counting_ratio:.3f} (target >= 0.5); per core against one-thread "
+          f"pyarrow: {per_core_ratio:.3f}; counts identical before/after: {identical}")
 
     memory = {}
     if args.release:
@@ -242,7 +261,11 @@ def main() -> int:
                    "repeats": args.repeats, "warmup_runs_excluded": 1,
                    "load_average_start": load_start, "load_average_end": load_end,
                    "plain_groupby_over_pyarrow_throughput": plain_ratio,
-                   "counting_over_pyarrow_throughput": counting_ratio, "memory": memory,
+                   "counting_before_over_pyarrow_throughput": before_ratio,
+                   "counting_over_pyarrow_throughput": counting_ratio,
+                   "counting_per_core_over_one_thread_pyarrow": per_core_ratio,
+                   "pyarrow_one_thread_s": pyarrow_one_thread_s, "counts_identical_before_after": identical,
+                   "memory": memory,
                    "profile_last_counting_run": profile, "results": rows}, fh, indent=1)
     print(f"wrote {args.out}")
     return 0
