@@ -3,10 +3,8 @@
 DataFrame API only (no RDDs, no SparkContext), so the same code runs on a
 classic session and on Spark Connect. No per-row Python: keys are encoded with
 Spark SQL functions (:func:`dpspark.engine.spark.encode.with_universe_index`); the only
-Python steps are a vectorized numpy keyed mix in ``mapInArrow`` for contribution
-bounding and, without a unit column, Arrow's hash aggregation in ``mapInArrow``
-(:func:`partial_counts`): each partition counts its own keys in C++, and Spark
-only adds up one (key, count) row per key and partition.
+Python step is a vectorized numpy keyed mix in ``mapInArrow`` for contribution
+bounding.
 
 Contribution bounding (with a unit column): every unit keeps exactly one of
 its distinct in-universe keys, the one minimising a keyed 64-bit hash of
@@ -100,79 +98,7 @@ def _text_ints(df: "DataFrame", stage: CountsStage) -> bool:
     return any(isinstance(df.schema[c].dataType, StringType) for c in int_kind_columns(stage.universe, stage.key_columns))
 
 
-#: Spark types of key columns Arrow groups exactly as Spark does (or finer, which the merge then joins):
-#: integers, floats (Spark's merge normalises -0.0 and NaN), byte-wise strings, binary, booleans, dates,
-#: decimals
-_ARROW_KEYS = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType", "StringType",
-               "BinaryType", "BooleanType", "DateType", "DecimalType")
-
-
-def arrow_groupable(df: "DataFrame", cols: list[str]) -> bool:
-    """Whether Arrow's group-by may pre-aggregate these key columns (schema only; no collated strings)."""
-    if "count" in cols:  # the partial counts' own column
-        return False
-    for c in cols:
-        dtype = df.schema[c].dataType
-        if type(dtype).__name__ not in _ARROW_KEYS or getattr(dtype, "collation", "UTF8_BINARY") != "UTF8_BINARY":
-            return False
-    return True
-
-
-def arrow_count_fn(cols: list[str]) -> Any:
-    """A mapInArrow function: one partition's rows -> (cols..., count) per distinct key without a NULL.
-
-    One streaming Acero plan per partition (hash aggregation in C++, single-threaded: Spark already runs
-    one task per core); its memory is the partition's distinct keys.
-    """
-
-    def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow.acero as ac
-        import pyarrow.compute as pc
-
-        it = iter(batches)
-        first = next(it, None)
-        if first is None:
-            return
-
-        def again() -> Iterator[pa.RecordBatch]:
-            yield first
-            yield from it
-
-        reader = pa.RecordBatchReader.from_batches(first.schema, again())
-        plan = ac.Declaration.from_sequence([
-            ac.Declaration("record_batch_reader_source", ac.RecordBatchReaderSourceNodeOptions(reader)),
-            ac.Declaration("aggregate", ac.AggregateNodeOptions([([], "hash_count_all", None, "count")], keys=cols)),
-        ])
-        table = plan.to_table(use_threads=False)
-        valid = None
-        for c in cols:  # NULL keys form their own groups; dropping them here is cheaper than a filter per row
-            if table.column(c).null_count:
-                ok = pc.is_valid(table.column(c))
-                valid = ok if valid is None else pc.and_(valid, ok)
-        if valid is not None:
-            table = table.filter(valid)
-        yield from table.combine_chunks().to_batches(max_chunksize=1 << 16)
-
-    return count
-
-
-def partial_counts(rows: "DataFrame", cols: list[str]) -> "DataFrame":
-    """(cols..., count) per distinct non-NULL key: per partition by Arrow, then summed by Spark.
-
-    The same rows as ``rows.filter(keys not NULL).groupBy(cols).count()``: Arrow's groups are Spark's or finer
-    (Spark's merge joins -0.0 with 0.0 and every NaN), and the counts are exact integer sums.
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StructField, StructType
-
-    keys = rows.select(*cols)
-    schema = StructType([keys.schema[c] for c in cols] + [StructField("count", LongType(), False)])
-    parts = keys.mapInArrow(arrow_count_fn(cols), schema)
-    return parts.groupBy(*cols).agg(F.sum("count").cast("long").alias("count"))
-
-
-def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource, *,
-                  preaggregate: bool = True) -> "DataFrame":
+def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource) -> "DataFrame":
     """DataFrame (INDEX binary, count long): one row per nonzero universe index, after contribution bounding.
 
     Rows with a NULL key (or NULL unit) are dropped; rows with a key outside the
@@ -181,9 +107,7 @@ def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource, *,
     index arithmetic costs O(#distinct keys), not O(#rows). Without a unit
     column and with an injective encoder the per-key counts are the per-index
     counts, so there is a single aggregation (one shuffle). With a unit column,
-    see :class:`~dpspark.engine.stages.CountsStage` for the bounds. Without a unit column the key counts are
-    pre-aggregated per partition by Arrow (:func:`partial_counts`) when ``preaggregate`` and the key types
-    allow it; the counts are the same either way.
+    see :class:`~dpspark.engine.stages.CountsStage` for the bounds.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
@@ -203,10 +127,7 @@ def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource, *,
         rows = _bound_units(rows, unit, stage, secret)
     bounded = unit is not None and (stage.max_keys_per_unit > 1 or stage.max_rows_per_key > 1)
     if unit is None:
-        if preaggregate and arrow_groupable(df, cols):
-            grouped = partial_counts(df, cols)  # NULL keys dropped after the partial aggregation
-        else:
-            grouped = rows.groupBy(*cols).count()
+        grouped = rows.groupBy(*cols).count()
     elif bounded:
         grouped = rows.groupBy(*cols, unit).count()
     else:

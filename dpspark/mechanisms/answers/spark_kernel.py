@@ -168,7 +168,7 @@ def scalar_totals(df: "DataFrame", scalars: Sequence[Scalar], unit_column: str |
     kinds = {c: _spark_kind(t) for c, t in dtypes.items()}
     ready = arrow_ready(scalars, unit_column, dtypes)
     fast = [j for j, s in enumerate(scalars) if ready and s.delta < MAX_ARROW_DELTA]
-    slow = [j for j in range(len(scalars)) if j not in set(fast)]
+    slow = sorted(set(range(len(scalars))) - set(fast))
     out = [0] * len(scalars)
     for j, t in zip(fast, arrow_totals(df, [scalars[j] for j in fast], unit_column, dtypes, kinds)):
         out[j] = t
