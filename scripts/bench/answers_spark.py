@@ -1,8 +1,20 @@
 #!/usr/bin/env python3
-"""Bench: an ``answers`` release of 10^4 clipped sums over 10^7 rows on Spark, stage by stage.
+"""Bench: an ``answers`` release of 10^4 clipped sums over 10^7 rows on Spark, stage by stage; or, with
+``--filtered``, k overlapping filtered sums on both engines and both Spark plans (issue 24 §2).
 
 Usage: python scripts/bench/answers_spark.py [--rows 10000000] [--queries 10000] [--cols 4]
        [--master local[2]] [--mechanism bounded_noise|gaussian|both] [--json out.json]
+       python scripts/bench/answers_spark.py --filtered [--rows 1000000] [--ks 10,100,300,1000]
+       [--legacy-ks 10,30] [--units 100000] [--repeats 1] [--json out.json]
+
+``--filtered``: the input (v0..v3 in [0, 1), y in [0, 100), u in [0, --units)) is generated once under
+bench-results/. Query j sums v_{j mod 4} clipped to [0, (1 + j mod 997) / 997] at scale 2^10 where
+``y BETWEEN a_j AND b_j`` (a_j = j mod 70, b_j = a_j + 20 + j mod 17: overlapping, distinct filters). Timed,
+in one run and one Spark session (after an unrecorded warm-up pass): the data pass (exact totals) on the
+Arrow engine, on Spark as Arrow partitions (the new plan), and on Spark's column-per-scalar plan (the old
+plan, one generated column per scalar; only at --legacy-ks, since it passes the JVM's 64 KB method limit
+near k = 100 and then takes minutes). Every plan's totals are checked identical. With --units > 0 the
+same is timed with unit_column = u. Prints a table (medians of --repeats runs) and writes JSON.
 
 The input (``--cols`` float columns in [0, 1), every row a unit) is generated once under
 bench-results/. Query j sums column v_{j mod cols} clipped to [0, hi_j], hi_j = (1 + j mod 997) / 997
@@ -21,10 +33,11 @@ import sys
 import time
 from fractions import Fraction
 from pathlib import Path
-from dpspark.mechanisms.registry import construct
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+
+from dpspark.mechanisms.registry import construct  # noqa: E402
 
 
 def make_input(path: Path, rows: int, cols: int) -> None:
@@ -107,6 +120,104 @@ def run(mechanism: str, args: argparse.Namespace, data: Path, spark) -> dict:  #
     }
 
 
+def make_filtered_input(path: Path, rows: int, units: int) -> None:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(23)  # synthetic input only
+    writer = None
+    for start in range(0, rows, 250_000):
+        n = min(250_000, rows - start)
+        t = pa.table({**{f"v{c}": rng.random(n) for c in range(4)}, "y": rng.random(n) * 100,
+                      "u": rng.integers(0, max(units, 1), n)})
+        writer = writer or pq.ParquetWriter(str(path), t.schema)
+        writer.write_table(t)
+    writer.close()
+
+
+def filtered_queries(k: int) -> list[dict]:
+    out = []
+    for j in range(k):
+        a = j % 70
+        out.append({"name": f"q{j}", "kind": "sum", "column": f"v{j % 4}", "lo": "0",
+                    "hi": str(Fraction(1 + j % 997, 997)), "scale_bits": 10,
+                    "filter": f"y BETWEEN {a} AND {a + 20 + j % 17}"})
+    return out
+
+
+def filtered_main(args: argparse.Namespace) -> int:
+    """k overlapping filtered sums: Arrow engine, Spark Arrow partitions, Spark column plan; one run."""
+    import statistics
+
+    import pyarrow.dataset as ds
+
+    from dpspark.engine.spark.local import local_session
+    from dpspark.mechanisms.answers.arrow_kernel import scalar_totals_arrow
+    from dpspark.mechanisms.answers.queries import parse_queries, scalars_of
+    from dpspark.mechanisms.answers.spark_kernel import column_totals, scalar_totals
+
+    rows = args.rows if args.rows != 10_000_000 else 1_000_000  # this mode's default: 10^6 rows
+    data = ROOT / "bench-results" / f"filtered-input-{rows}-{args.units}.parquet"
+    data.parent.mkdir(parents=True, exist_ok=True)
+    if not data.exists():
+        make_filtered_input(data, rows, args.units)
+    ks = [int(k) for k in args.ks.split(",")]
+    legacy = {int(k) for k in args.legacy_ks.split(",") if k}
+    load_start = os.getloadavg()
+    t0 = time.perf_counter()
+    spark = local_session("answers-filtered-bench", args.master)
+    start_s = time.perf_counter() - t0  # report
+    df = spark.read.parquet(str(data))
+    dataset = ds.dataset(str(data))
+    scalar_totals(df, scalars_of(parse_queries(filtered_queries(10))), None, rows)  # warm-up (JVM, workers)
+
+    def timed(fn):  # type: ignore[no-untyped-def]
+        times, out = [], None
+        for _ in range(args.repeats):
+            t = time.perf_counter()
+            out = fn()
+            times.append(time.perf_counter() - t)  # report
+        return statistics.median(times), out
+
+    results = []
+    units = [None] + (["u"] if args.units else [])
+    for unit in units:
+        for k in ks:
+            scalars = scalars_of(parse_queries(filtered_queries(k)))
+            row: dict = {"k": k, "unit_column": unit, "rows": rows, "units": args.units if unit else rows}
+            row["arrow_s"], a = timed(lambda: scalar_totals_arrow(dataset, scalars, unit))
+            row["spark_arrow_partitions_s"], b = timed(lambda: scalar_totals(df, scalars, unit, rows))
+            same = a == b
+            if k in legacy:
+                row["spark_column_plan_s"], c = timed(lambda: column_totals(df, scalars, unit, rows))
+                same = same and b == c
+            row["identical"] = same
+            row["load"] = os.getloadavg()[0]  # report
+            results.append(row)
+            print(f"k={k:>5} unit={unit or '-':>2}  arrow {row['arrow_s']:7.2f} s   spark (Arrow partitions) "
+                  f"{row['spark_arrow_partitions_s']:7.2f} s   spark (column plan) "
+                  f"{row.get('spark_column_plan_s', float('nan')):7.2f} s   identical {same}   load {row['load']:.1f}",
+                  flush=True)
+    spark.stop()
+    print(f"\n{rows} rows; Spark {args.master}, session start {start_s:.1f} s (excluded); medians of {args.repeats}")
+    print(f"{'k':>6} {'unit':>5} {'arrow s':>9} {'spark new s':>12} {'spark old s':>12} {'old/new':>8} {'same':>5}")
+    for r in results:
+        old = r.get("spark_column_plan_s")
+        ratio = f"{old / r['spark_arrow_partitions_s']:8.1f}" if old else f"{'-':>8}"
+        print(f"{r['k']:>6} {r['unit_column'] or '-':>5} {r['arrow_s']:>9.2f} {r['spark_arrow_partitions_s']:>12.2f} "
+              f"{old if old is not None else float('nan'):>12.2f} {ratio} {str(r['identical']):>5}")
+    load_end = os.getloadavg()
+    print(f"load average: start {' '.join(f'{x:.2f}' for x in load_start)}, end {' '.join(f'{x:.2f}' for x in load_end)}")
+    out = Path(args.json) if args.json else ROOT / "bench-results" / "answers_filtered.json"
+    out.write_text(json.dumps({"bench": "answers_filtered", "master": args.master, "rows": rows, "ks": ks,
+                               "legacy_ks": sorted(legacy), "repeats": args.repeats, "session_start_s": start_s,
+                               "load_average_start": load_start, "load_average_end": load_end,
+                               "cpus": os.cpu_count(), "results": results}, indent=1))
+    print(f"wrote {out}", file=sys.stderr)
+    return 0 if all(r["identical"] for r in results) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -117,7 +228,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epsilon", default="1")
     ap.add_argument("--delta", default="1e-6")
     ap.add_argument("--json", default=None)
+    ap.add_argument("--filtered", action="store_true", help="k overlapping filtered sums on both engines (§2)")
+    ap.add_argument("--ks", default="10,100,300,1000", help="--filtered: numbers of sums")
+    ap.add_argument("--legacy-ks", default="10,30", help="--filtered: k at which to time Spark's column plan too")
+    ap.add_argument("--units", type=int, default=0, help="--filtered: also time with a unit column of this many units")
+    ap.add_argument("--repeats", type=int, default=1, help="--filtered: timed runs per cell (median)")
     args = ap.parse_args(argv)
+    if args.filtered:
+        return filtered_main(args)
     data = ROOT / "bench-results" / f"answers-input-{args.rows}x{args.cols}.parquet"
     data.parent.mkdir(parents=True, exist_ok=True)
     if not data.exists():

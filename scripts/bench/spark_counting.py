@@ -5,20 +5,25 @@ Usage: .venv/bin/python scripts/bench/spark_counting.py [--rows 10000000] [--key
                      [--kind int|string] [--repeats 3] [--release] [--profile] [--driver-memory 3g]
 Generates (once, cached under bench-results/data/) a Parquet file of ROWS rows with KEYS distinct keys
 (Zipf-ish), then measures, in the same process and run, on that same file:
-  * pyarrow: read + group_by(key).aggregate(count)  (one process; Arrow's thread pool)
+  * pyarrow: read + group_by(key).aggregate(count), with Arrow's thread pool and with one thread
   * Spark local[2], dpspark's session defaults (dpspark.engine.spark.local.local_session):
       - scan only (Parquet read into a no-op sink): the floor under any Spark aggregation
+      - scan into mapInArrow with a Python consumer that only counts rows: the floor under any
+        Arrow pre-aggregation in the tasks (Spark turns its columnar scan into rows, then rows into Arrow)
       - plain groupBy(key).count().toArrow(), with Spark's stock settings for the runtime SQL
         knobs dpspark changes (fast hash map 2^16 keys, 128 MB splits), then with dpspark's
       - dpspark's counting stage (encode to universe indexes, count, collect as Arrow), rows = units
-  * with --release: the whole stability release (counting + noise + atomic write), once
-Every measured stage runs once first as an unrecorded warm-up (JIT, page cache, Python imports);
-the table shows the median of the next REPEATS runs. Also printed: the Spark/pyarrow throughput
-ratios, the load average before and after (the machine may be shared: compare ratios, not times),
-the peak RSS of the driver's Python process and of its JVM (VmHWM of the java child process; in
-local mode that JVM runs every task), and with --profile per-stage task CPU/run/GC times of the
-last dpspark counting run from the Spark status REST API (turns the UI on for this run only).
-Writes bench-results/spark_counting.json.
+      - the variant issue 24 §3 suggested (not adopted: see the table): each partition counted by
+        Arrow's hash aggregation inside mapInArrow, Spark merging the partial counts, then the same
+        encoding and collection; its counts are checked identical to the stage's
+Each measured stage runs once first as an unrecorded warm-up (JIT, page cache, Python imports);
+the table shows the median of the next REPEATS runs: wall time, and CPU time (this process, its JVM and
+the JVM's Python workers, from /proc; on a shared machine the CPU figures are the steadier ones). Ratios:
+Spark/pyarrow throughput on the same 2 cores (wall), and per core (CPU seconds per row, Spark against
+one-thread pyarrow). Also printed: the load average before and after, the peak RSS of the driver's
+Python process and of its JVM (VmHWM of the java child process; in local mode that JVM runs every task),
+and with --profile per-stage task CPU/run/GC times of the last dpspark counting run from the Spark status
+REST API (turns the UI on for this run only). Writes bench-results/spark_counting.json.
 """
 
 from __future__ import annotations
@@ -65,17 +70,48 @@ def make_data(path: Path, rows: int, keys: int, kind: str, seed: int = 5) -> Non
     writer.close()
 
 
-def timed(fn, repeats: int) -> tuple[float, list[float], float]:
-    """(median of REPEATS timed runs, their times, the excluded warm-up run's time)."""
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (the JVM and its Python daemon and workers)."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,ppid="], capture_output=True, text=True).stdout.split()
+    kids: dict[int, list[int]] = {}
+    for p, pp in zip(out[0::2], out[1::2]):
+        kids.setdefault(int(pp), []).append(int(p))
+    todo, seen = [pid], []
+    while todo:
+        p = todo.pop()
+        seen.append(p)
+        todo += kids.get(p, [])
+    return seen
+
+
+def cpu_seconds() -> float:
+    """CPU time (user + system, reaped children included) of this process and every process below it."""
+    total = 0
+    for p in process_tree(os.getpid()):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(x) for x in fields[11:15])
+    return total / TICK  # report
+
+
+def timed(fn, repeats: int) -> tuple[float, list[float], float, float]:
+    """(median wall time of REPEATS runs, their times, the excluded warm-up run's time, median CPU time)."""
     t0 = time.perf_counter()
     fn()
     warm = time.perf_counter() - t0
-    times = []
+    times, cpus = [], []
     for _ in range(repeats):
+        c0 = cpu_seconds()
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times), times, warm
+        cpus.append(cpu_seconds() - c0)
+    return statistics.median(times), times, warm, statistics.median(cpus)
 
 
 def java_children() -> list[int]:
@@ -119,6 +155,57 @@ def last_stage_id(spark) -> int:
     return max((s["stageId"] for s in json.load(urllib.request.urlopen(url, timeout=30))), default=-1)
 
 
+def arrow_count_fn(cols: list[str]):  # type: ignore[no-untyped-def]
+    """mapInArrow: one partition's rows -> (cols..., count) per distinct non-NULL key (one Acero plan)."""
+
+    def count(batches):  # type: ignore[no-untyped-def]
+        import pyarrow.acero as ac
+        import pyarrow.compute as pc
+
+        it = iter(batches)
+        first = next(it, None)
+        if first is None:
+            return
+
+        def again():  # type: ignore[no-untyped-def]
+            yield first
+            yield from it
+
+        reader = pa.RecordBatchReader.from_batches(first.schema, again())
+        plan = ac.Declaration.from_sequence([
+            ac.Declaration("record_batch_reader_source", ac.RecordBatchReaderSourceNodeOptions(reader)),
+            ac.Declaration("aggregate", ac.AggregateNodeOptions([([], "hash_count_all", None, "count")], keys=cols)),
+        ])
+        table = plan.to_table(use_threads=False)  # Spark already runs one task per core
+        valid = None
+        for c in cols:
+            if table.column(c).null_count:
+                ok = pc.is_valid(table.column(c))
+                valid = ok if valid is None else pc.and_(valid, ok)
+        yield from (table if valid is None else table.filter(valid)).combine_chunks().to_batches(max_chunksize=1 << 16)
+
+    return count
+
+
+def arrow_partial_counting(spark, cfg):  # type: ignore[no-untyped-def]
+    """The §3 variant: Arrow partial counts per partition, Spark's merge, then the stage's encoding and collection
+    (the stage's own path for a key-preserving universe without a unit column)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    from dpspark.engine.spark.counts import INDEX, MEMBER, collect_counts, read_input
+    from dpspark.engine.spark.encode import with_universe_index
+    from dpspark.engine.stages import CountsStage
+
+    stage = CountsStage.from_spec(cfg)
+    cols = list(stage.key_columns)
+    keys = read_input(spark, cfg.input).select(*cols)
+    schema = StructType([keys.schema[c] for c in cols] + [StructField("count", LongType(), False)])
+    grouped = keys.mapInArrow(arrow_count_fn(cols), schema).groupBy(*cols).agg(F.sum("count").cast("long").alias("count"))
+    encoded = with_universe_index(grouped, stage.universe, cols, index_col=INDEX, in_universe_col=MEMBER)
+    return collect_counts(encoded.filter(F.col(MEMBER)).select(INDEX, "count"))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -142,7 +229,7 @@ def main() -> int:
     from dpspark.api.config import parse_config
     from dpspark.rng import SystemRandom
     from dpspark.engine.stages import CountsStage
-    from dpspark.engine.spark.counts import collect_counts, read_input, sparse_counts
+    from dpspark.engine.spark.counts import collect_counts, counts_to_python, read_input, sparse_counts
     from dpspark.engine.spark.local import DEFAULT_CONF, DEFAULT_DRIVER_MEMORY, local_session
 
     universe = {"kind": "int_range", "lo": 0, "hi": 2**62} if args.kind == "int" else {"kind": "string", "max_bytes": 15}
@@ -162,16 +249,22 @@ def main() -> int:
           f"{os.cpu_count()} CPUs; load average {load_start}")
     print(f"each stage: 1 warm-up run (excluded), then median of {args.repeats}")
 
-    def record(name: str, med: float, times: list[float], warm: float | None, extra: dict | None = None) -> None:
+    def record(name: str, result: tuple, extra: dict | None = None) -> None:  # type: ignore[type-arg]
+        med, times, warm, cpu = result
         row = {"stage": name, "median_s": med, "times_s": times, "warmup_s": warm, "rows_per_s": args.rows / med,
-               **(extra or {})}
+               "cpu_s": cpu, "cpu_ns_per_row": cpu / args.rows * 1e9, **(extra or {})}  # report
         rows.append(row)
-        ratio = f"{rows[0]['median_s'] / med:>8.3f}" if rows else ""
-        print(f"{name:<52}{med:>9.2f}s{args.rows / med / 1e6:>10.2f} M rows/s{ratio}", flush=True)
+        ratio = f"{rows[0]['median_s'] / med:>9.3f}" if rows else ""
+        print(f"{name:<58}{med:>8.2f}s{args.rows / med / 1e6:>8.2f} M/s{ratio}{cpu:>9.2f}s{row['cpu_ns_per_row']:>8.0f}",
+              flush=True)
 
-    print(f"{'stage':<52}{'median':>10}{'throughput':>19}{'÷pyarrow':>9}")
-    med, times, warm = timed(lambda: pq.read_table(path).group_by("key").aggregate([("key", "count")]), args.repeats)
-    record("pyarrow read + group_by count", med, times, warm)
+    print(f"{'stage':<58}{'median':>9}{'throughput':>12}{'÷pyarrow':>9}{'cpu':>10}{'ns/row':>8}")
+    record("pyarrow read + group_by count", timed(
+        lambda: pq.read_table(path).group_by("key").aggregate([("key", "count")]), args.repeats))
+    record("pyarrow read + group_by count, one thread", timed(
+        lambda: pq.read_table(path, use_threads=False).group_by("key", use_threads=False).aggregate([("key", "count")]),
+        args.repeats))
+    pyarrow_cpu_per_row = rows[1]["cpu_ns_per_row"]
 
     t0 = time.perf_counter()
     spark = local_session("dpspark-bench", "local[2]", shuffle_partitions=8, driver_memory=args.driver_memory,
@@ -185,23 +278,38 @@ def main() -> int:
     def plain_groupby():
         spark.read.parquet(str(path)).groupBy("key").count().toArrow()
 
-    med, times, warm = timed(scan_only, args.repeats)
-    record("Spark scan only (Parquet -> noop sink)", med, times, warm)
+    def transfer_only():
+        def consume(batches):  # type: ignore[no-untyped-def]
+            n = 0
+            for b in batches:
+                n += b.num_rows
+            yield pa.record_batch({"n": pa.array([n], pa.int64())})
+
+        spark.read.parquet(str(path)).mapInArrow(consume, "n long").collect()
+
+    record("Spark scan only (Parquet -> noop sink)", timed(scan_only, args.repeats))
+    record("Spark scan -> mapInArrow (Python only counts rows)", timed(transfer_only, args.repeats))
     for key, value in SPARK_STOCK.items():
         spark.conf.set(key, value)
-    med, times, warm = timed(plain_groupby, args.repeats)
-    record("Spark groupBy(key).count, Spark stock settings", med, times, warm, {"conf": dict(SPARK_STOCK)})
+    record("Spark groupBy(key).count, Spark stock settings", timed(plain_groupby, args.repeats),
+           {"conf": dict(SPARK_STOCK)})
     for key in SPARK_STOCK:
         spark.conf.set(key, DEFAULT_CONF[key])
-    med, times, warm = timed(plain_groupby, args.repeats)
-    record("Spark groupBy(key).count, dpspark settings", med, times, warm)
-    plain_ratio = rows[0]["median_s"] / med
+    record("Spark groupBy(key).count, dpspark settings", timed(plain_groupby, args.repeats))
+    plain_ratio = rows[0]["median_s"] / rows[-1]["median_s"]
+
+    def counting():  # type: ignore[no-untyped-def]
+        return collect_counts(sparse_counts(read_input(spark, cfg.input), CountsStage.from_spec(cfg), SystemRandom()))
+
+    variant = counts_to_python(arrow_partial_counting(spark, cfg))
+    identical = dict(zip(*variant)) == dict(zip(*counts_to_python(counting())))
+    record("§3 variant: Arrow partial counts in mapInArrow + merge", timed(
+        lambda: arrow_partial_counting(spark, cfg), args.repeats), {"counts_identical_to_stage": identical})
+    variant_ratio = rows[0]["median_s"] / rows[-1]["median_s"]
     first = last_stage_id(spark) + 1 if args.profile else 0
-    med, times, warm = timed(
-        lambda: collect_counts(sparse_counts(read_input(spark, cfg.input), CountsStage.from_spec(cfg), SystemRandom())), args.repeats
-    )
-    record("dpspark counting stage (encode + count + collect)", med, times, warm)
-    counting_ratio = rows[0]["median_s"] / med
+    record("dpspark counting stage (encode + count + collect)", timed(counting, args.repeats))
+    counting_ratio = rows[0]["median_s"] / rows[-1]["median_s"]
+    per_core_ratio = pyarrow_cpu_per_row / rows[-1]["cpu_ns_per_row"]
     profile = []
     if args.profile:
         # the last counting run's stages only
@@ -214,17 +322,19 @@ def main() -> int:
             print(f"  {s['stage']:>5}{s['tasks']:>6}{s['run_s']:>8.2f}{s['cpu_s']:>8.2f}{s['gc_s']:>7.2f}"
                   f"{s['input_rows']:>12}{s['shuffle_read_rows']:>10}{s['shuffle_write_rows']:>10}")
 
-    print(f"Spark/pyarrow throughput: plain groupBy {plain_ratio:.3f}, dpspark counting stage {counting_ratio:.3f}"
-          " (target >= 0.5)")
+    print(f"Spark/pyarrow throughput on the same 2 cores (wall): plain groupBy {plain_ratio:.3f}, dpspark counting "
+          f"stage {counting_ratio:.3f}, the Arrow-partial-counts variant {variant_ratio:.3f} (target >= 0.5); per "
+          f"core (CPU per row against one-thread pyarrow): {per_core_ratio:.3f}; variant's counts identical: {identical}")
 
     memory = {}
     if args.release:
         from dpspark.engine.runner import run_release
 
+        c0 = cpu_seconds()
         t0 = time.perf_counter()
         run_release(cfg, spark=spark, progress=lambda m: print(f"    [{time.perf_counter() - t0:7.1f}s] {m}", flush=True))
         total = time.perf_counter() - t0
-        record("whole stability release (local[2], 1 run)", total, [total], None)
+        record("whole stability release (local[2], 1 run)", (total, [total], None, cpu_seconds() - c0))
     py_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     jvms = java_children()
     jvm_peak = sum(status_kb(p, "VmHWM") or 0 for p in jvms) / 1024
@@ -242,7 +352,11 @@ def main() -> int:
                    "repeats": args.repeats, "warmup_runs_excluded": 1,
                    "load_average_start": load_start, "load_average_end": load_end,
                    "plain_groupby_over_pyarrow_throughput": plain_ratio,
-                   "counting_over_pyarrow_throughput": counting_ratio, "memory": memory,
+                   "counting_over_pyarrow_throughput": counting_ratio,
+                   "counting_per_core_cpu_over_one_thread_pyarrow": per_core_ratio,
+                   "arrow_partial_counts_variant_over_pyarrow_throughput": variant_ratio,
+                   "variant_counts_identical": identical,
+                   "memory": memory,
                    "profile_last_counting_run": profile, "results": rows}, fh, indent=1)
     print(f"wrote {args.out}")
     return 0

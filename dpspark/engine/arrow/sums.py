@@ -2,7 +2,10 @@
 
 Values rounded half away from zero to integers (Spark's HALF_UP), NULL and NaN = 0, each clipped to the
 column's bound; a unit's total per column clipped to [lo, hi]; batches H_key(unit) mod B with Spark's
-xxhash64 of the id, the keyed splitmix (:mod:`dpspark.engine.keyed`) and a non-negative remainder.
+xxhash64 of the id, the keyed splitmix (:mod:`dpspark.engine.keyed`) and a non-negative remainder. Spark
+hashes the id as it types the column: a CSV read with ``inferSchema`` types an integral column IntegerType
+when every value fits 32 bits (hashed as an int), where the Arrow reader says int64 - the count stage's
+rule (:func:`dpspark.engine.arrow.counts._csv_ints_fit_int32`), applied here too.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dpspark.engine.arrow.counts import spark_hash
+from dpspark.engine.arrow.counts import _csv_ints_fit_int32, spark_hash
 from dpspark.engine.arrow.inputs import scan_table
 from dpspark.engine.keyed import keyed_mix
 from dpspark.engine.stages import SumsStage
@@ -42,14 +45,28 @@ def fixed_values(values: "pa.Array | pa.ChunkedArray", scale_bits: int, bound: i
     return np.clip(round_half_away(scaled), -bound, bound).astype(np.int64)  # report
 
 
-def batch_of(unit_values: "pa.Array | pa.ChunkedArray", secret: bytes, batches: int, name: str = "unit") -> np.ndarray:
-    """H_key(unit) mod B for each (non-NULL) unit id, as Spark's ``with_batches`` computes it (int64)."""
-    mixed = keyed_mix(spark_hash(unit_values, name), secret).view(np.int64)
+def batch_of(unit_values: "pa.Array | pa.ChunkedArray", secret: bytes, batches: int, name: str = "unit", *,
+             int32_units: bool = False) -> np.ndarray:
+    """H_key(unit) mod B for each (non-NULL) unit id, as Spark's ``with_batches`` computes it (int64).
+
+    ``int32_units``: the ids are int64 here but Spark types them IntegerType (a CSV read with inferSchema
+    whose integers all fit 32 bits; :func:`csv_int32_units`), so they are hashed as ints.
+    """
+    mixed = keyed_mix(spark_hash(unit_values, name, int32_units=int32_units), secret).view(np.int64)
     return np.mod(mixed, batches)
 
 
-def arrow_sums(table: pa.Table, stage: SumsStage, secret: bytes | None) -> list[dict[str, int]]:
-    """The stage's exact totals per batch, as the Spark kernel returns them, from an in-memory table."""
+def csv_int32_units(backend: "ArrowBackend", unit: str | None) -> bool:
+    """Whether Spark types the input's unit column IntegerType where Arrow reads int64 (CSV inferSchema)."""
+    return unit is not None and bool(backend.csv_infer) and _csv_ints_fit_int32(backend.dataset, unit)
+
+
+def arrow_sums(table: pa.Table, stage: SumsStage, secret: bytes | None, *,
+               int32_units: bool = False) -> list[dict[str, int]]:
+    """The stage's exact totals per batch, as the Spark kernel returns them, from an in-memory table.
+
+    ``int32_units``: hash the unit ids as Spark's IntegerType (:func:`batch_of`).
+    """
     cols = list(stage.columns)
     unit = stage.unit_column
     if unit is not None:
@@ -72,7 +89,7 @@ def arrow_sums(table: pa.Table, stage: SumsStage, secret: bytes | None) -> list[
         if stage.batches is not None:
             if secret is None:
                 raise ValueError("batches need the release's batch key")
-            batch = batch_of(ids.dictionary, secret, stage.batches, unit)
+            batch = batch_of(ids.dictionary, secret, stage.batches, unit, int32_units=int32_units)
         else:
             batch = np.zeros(units, dtype=np.int64)
     nb = stage.batches or 1
@@ -87,8 +104,9 @@ def arrow_sums(table: pa.Table, stage: SumsStage, secret: bytes | None) -> list[
 def sums_of_table(backend: "ArrowBackend", table: pa.Table, stage: SumsStage) -> list[dict[str, int]]:
     """The sums stage over ``table`` (read from the input, or derived from it by a family kernel): one pass."""
     secret = backend.batch_secret() if stage.batches is not None else None
+    int32 = stage.batches is not None and csv_int32_units(backend, stage.unit_column)
     backend.progress(f"pass {backend.passes_run + 1}: clipped column sums on Arrow")
-    out = arrow_sums(table, stage, secret)
+    out = arrow_sums(table, stage, secret, int32_units=int32)
     backend.pass_done()
     return out
 

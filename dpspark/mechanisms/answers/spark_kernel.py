@@ -1,11 +1,19 @@
 """Spark side of an ``answers`` release: every scalar statistic of a query batch in ONE pass.
 
-Each scalar becomes a derived per-row column (:func:`spark_value`: a column of ones for a count, the
-clipped, rounded ``column * 2^scale_bits`` for a sum with the query's null rule, each 0 where the query's
-filter is not TRUE; the filter is compiled from :mod:`dpspark.engine.predicate`, never ``F.expr``), and one
-:class:`~dpspark.engine.stages.SumsStage` over all of them computes the exact decimal(38,0) totals of the
-per-unit clipped values (:func:`dpspark.engine.spark.sums.clipped_sums`). The derived columns are deterministic
-functions of one row, so a unit's contribution stays bounded by its clip range.
+Scalars with a clip bound x 2^scale_bits below 2^52 (the Arrow kernel's range) run as Arrow partitions
+(:mod:`dpspark.mechanisms.answers.spark_arrow`): Spark reads each needed column once, and the Arrow kernel's
+own arithmetic and filters run inside ``mapInArrow``, so the plan does not grow with the number of scalars
+and the two engines compute the same values by the same code.
+
+Wider scalars (and unit columns of a type the Arrow kernel does not compare) take the column-per-scalar
+plan, :func:`column_totals`: each scalar becomes a derived per-row column (:func:`spark_value`: a column of
+ones for a count, the clipped, rounded ``column * 2^scale_bits`` for a sum with the query's null rule, each 0
+where the query's filter is not TRUE; the filter is compiled from :mod:`dpspark.engine.predicate`, never
+``F.expr``), and one :class:`~dpspark.engine.stages.SumsStage` over all of them computes the exact
+decimal(38,0) totals of the per-unit clipped values (:func:`dpspark.engine.spark.sums.clipped_sums`). Spark
+compiles that plan into one generated method, which passes the JVM's 64 KB limit at about 100 scalars and
+then runs interpreted (minutes); the Arrow partitions have no such cliff. The derived values are
+deterministic functions of one row, so a unit's contribution stays bounded by its clip range.
 """
 
 from __future__ import annotations
@@ -64,22 +72,9 @@ def spark_value(s: Scalar, dtypes: dict[str, Any], bound: int | None = None) -> 
     """
     from pyspark.sql import functions as F
 
-    from dpspark.engine.predicate import PredicateError
-
     bound = s.delta if bound is None else bound
-    for c in (s.column, s.present):
-        if c is not None and c not in dtypes:
-            raise QueryError(f"query {s.query_name!r}: the input has no column {c!r}")
-    for c in (s.filter.columns() if s.filter is not None else ()):
-        if c not in dtypes:
-            raise QueryError(f"query {s.query_name!r}: filter {s.filter.text!r} names column {c!r}, which the "
-                             "input does not have")
-    cond = None
-    if s.filter is not None:
-        try:
-            cond = s.filter.spark_column(dtypes)
-        except PredicateError as err:
-            raise QueryError(f"query {s.query_name!r}: filter {s.filter.text!r}: {err}") from None
+    check_scalar(s, dtypes)
+    cond = s.filter.spark_column(dtypes) if s.filter is not None else None
     if s.present is not None:
         ok = _numeric(s, s.present, dtypes).isNotNull()
         cond = ok if cond is None else cond & ok
@@ -96,17 +91,48 @@ def spark_value(s: Scalar, dtypes: dict[str, Any], bound: int | None = None) -> 
     return value
 
 
-def _numeric(s: Scalar, column: str, dtypes: dict[str, Any]) -> "Column":
-    from pyspark.sql.types import BooleanType, NullType, NumericType, StringType
+def check_scalar(s: Scalar, dtypes: dict[str, Any]) -> None:
+    """The scalar's data-free checks against the input's Spark types (:class:`QueryError` naming the query)."""
+    from dpspark.engine.predicate import IsNull, PredicateError, _check_kind, _leaves, _spark_kind, _values
 
-    from dpspark.engine.numeric import spark_numeric
-    from dpspark.engine.predicate import spark_ref
+    for c in (s.column, s.present):
+        if c is not None and c not in dtypes:
+            raise QueryError(f"query {s.query_name!r}: the input has no column {c!r}")
+    for c in (s.filter.columns() if s.filter is not None else ()):
+        if c not in dtypes:
+            raise QueryError(f"query {s.query_name!r}: filter {s.filter.text!r} names column {c!r}, which the "
+                             "input does not have")
+    if s.filter is not None:
+        from fractions import Fraction
+
+        for leaf in _leaves(s.filter.tree):  # Predicate.spark_column's checks, in its order
+            kind = _spark_kind(dtypes[leaf.column])
+            if kind == "null" or isinstance(leaf, IsNull):
+                continue
+            try:
+                _check_kind(leaf, kind, isinstance(_values(leaf)[0], Fraction))
+            except PredicateError as err:
+                raise QueryError(f"query {s.query_name!r}: filter {s.filter.text!r}: {err}") from None
+    for c in (s.present, s.column):
+        if c is not None:
+            _numeric_type(s, c, dtypes)
+
+
+def _numeric_type(s: Scalar, column: str, dtypes: dict[str, Any]) -> Any:
+    from pyspark.sql.types import BooleanType, NullType, NumericType, StringType
 
     dtype = dtypes[column]
     if not isinstance(dtype, (NumericType, StringType, BooleanType, NullType)):
         raise QueryError(f"query {s.query_name!r}: column {column!r} has Spark type {dtype.simpleString()}, "
                          "not a number")
-    return spark_numeric(spark_ref(column), dtype)
+    return dtype
+
+
+def _numeric(s: Scalar, column: str, dtypes: dict[str, Any]) -> "Column":
+    from dpspark.engine.numeric import spark_numeric
+    from dpspark.engine.predicate import spark_ref
+
+    return spark_numeric(spark_ref(column), _numeric_type(s, column, dtypes))
 
 
 def derived_columns(df: "DataFrame", scalars: Sequence[Scalar], unit_column: str | None) -> list:
@@ -125,7 +151,52 @@ def derived_columns(df: "DataFrame", scalars: Sequence[Scalar], unit_column: str
 
 
 def scalar_totals(df: "DataFrame", scalars: Sequence[Scalar], unit_column: str | None, max_units: int) -> list[int]:
-    """The exact integer statistic of every scalar, in one Spark pass.
+    """The exact integer statistic of every scalar, in one Spark pass (module docstring).
+
+    Every check (columns, types, filters) runs first, from the schema alone, before any job.
+    """
+    from dpspark.engine.predicate import _spark_kind
+    from dpspark.engine.spark.counts import check_columns
+    from dpspark.mechanisms.answers.arrow_totals import MAX_ARROW_DELTA
+    from dpspark.mechanisms.answers.spark_arrow import arrow_totals
+
+    check_columns(df, sorted({s.column for s in scalars if s.column is not None}
+                             | ({unit_column} if unit_column else set())))
+    dtypes = spark_types(df)
+    for s in scalars:
+        check_scalar(s, dtypes)
+    kinds = {c: _spark_kind(t) for c, t in dtypes.items()}
+    ready = arrow_ready(scalars, unit_column, dtypes)
+    fast = [j for j, s in enumerate(scalars) if ready and s.delta < MAX_ARROW_DELTA]
+    slow = sorted(set(range(len(scalars))) - set(fast))
+    out = [0] * len(scalars)
+    for j, t in zip(fast, arrow_totals(df, [scalars[j] for j in fast], unit_column, dtypes, kinds)):
+        out[j] = t
+    if slow:
+        for j, t in zip(slow, column_totals(df, [scalars[j] for j in slow], unit_column, max_units)):
+            out[j] = t
+    return out
+
+
+#: Spark types of a unit column whose Arrow values compare as Spark groups them
+_UNIT_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType", "DecimalType",
+               "StringType", "BinaryType", "BooleanType", "DateType", "TimestampType", "TimestampNTZType")
+
+
+def arrow_ready(scalars: Sequence[Scalar], unit_column: str | None, dtypes: dict[str, Any]) -> bool:
+    """Whether the Arrow partitions compute this batch as Spark SQL would (schema only): a unit column of a
+    plain type, and strings compared byte-wise (no collation other than Spark's default UTF8_BINARY)."""
+    from pyspark.sql.types import StringType
+
+    if unit_column is not None and type(dtypes[unit_column]).__name__ not in _UNIT_TYPES:
+        return False
+    read = {c for s in scalars for c in s.columns()} | ({unit_column} if unit_column else set())
+    return all(getattr(dtypes[c], "collation", "UTF8_BINARY") == "UTF8_BINARY"
+               for c in read if isinstance(dtypes[c], StringType))
+
+
+def column_totals(df: "DataFrame", scalars: Sequence[Scalar], unit_column: str | None, max_units: int) -> list[int]:
+    """The exact integer statistic of every scalar by the column-per-scalar plan (module docstring).
 
     Without histogram groups (:mod:`dpspark.mechanisms.answers.plan`): one SumsStage over the derived
     columns. With them: one pass that stacks (group, value) pairs - a histogram key per group's row value
