@@ -141,3 +141,12 @@ def test_spark_row_truncation_with_copies_of_the_boundary_row(spark: Any) -> Non
         got = groups_spark(df, st, SECRET)
         assert got == groups_on(arrow(rows), st, SECRET) == reference(rows, st, SECRET)
         assert sum(g.stats["n"][0] for g in got) == n
+
+
+def test_spark_empty_input_and_all_null_keys(spark: Any) -> None:
+    rows = [{"k": None, "u": 1, "x": 1.0, "y": 2.0}, {"k": "a", "u": None, "x": 1.0, "y": 2.0}]
+    df = _df(spark, rows, "k string, u long, x double, y double")
+    for st in (stage(), stage(unit_column=None, max_units=1)):  # the second: the row cut keeps one row
+        assert groups_spark(df, st, SECRET) == groups_on(arrow(rows), st, SECRET)
+        assert groups_spark(df.limit(0), st, SECRET) == []
+    assert len(groups_spark(df, stage(unit_column=None, max_units=1), SECRET)) == 1
