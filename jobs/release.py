@@ -1,7 +1,10 @@
-"""spark-submit entry point of the dpspark release job, for every mechanism (histograms, answers, samples, learners).
+"""spark-submit entry point of the dpspark release job, for every mechanism (histograms, answers, samples, learners,
+grouped aggregates).
 
     spark-submit --properties-file conf/spark-defaults.conf \
         jobs/release.py --config conf/product_learner.toml [--output PATH]
+    spark-submit --properties-file conf/spark-defaults.conf \
+        jobs/release.py --config conf/groups-public-keys.toml [--output PATH]
 
 The properties file keeps Spark quiet (warnings only) with its UI off; without
 it the job still turns the UI off and sets the WARN log level when the SparkContext

@@ -269,3 +269,12 @@ def _to_python(words: "pa.Array | pa.ChunkedArray", counts: "pa.Array | pa.Chunk
     if not limbs[:, :-1].any():
         return (limbs[:, -1] - np.uint64(1)).tolist(), cnt
     return [int.from_bytes(row.tobytes(), "big") - 1 for row in matrix], cnt
+
+
+# ---------------------------------------------------------------------------------------------- public names
+# The steps family kernels reuse (the groups kernels), under public names: the encoder of distinct keys,
+# the excess-units rule, the k-keys pick and the CSV integer-width rule, exactly as this stage runs them.
+encode_keys = _encode
+bound_units = _bound_units
+first_k_per_unit = _first_k_per_unit
+csv_ints_fit_int32 = _csv_ints_fit_int32

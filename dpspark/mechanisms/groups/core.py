@@ -12,8 +12,10 @@ the double with the smallest double >= each grid point (exact). Sums never round
 float64 weights only while every partial sum stays below 2^53; otherwise values are split into 21-bit
 limbs first (and v^2 into the three products of 26-bit halves), each summed exactly, and a statistic is
 carried as parts (int64 array, shift): value = sum(part << shift). :func:`emit` writes them as rows
-(group, stat, shift, value) with |value| < 2^40, so any number of partitions below 2^23 sums them in int64;
-:func:`decode` folds the summed rows into Python ints on the driver.
+(group, stat, shift, value) with |value| < 2^32, one per (group, stat, shift): a Spark job has fewer than
+2^31 partitions (partition ids are Java ints), so its int64 sum per (group, stat, shift) stays below
+2^31 * 2^32 = 2^63 and cannot overflow, whatever the data; :func:`decode` folds the summed rows into Python
+ints on the driver.
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ EXACT_FLOAT = 1 << 53
 NULL_BITS = np.int64(0x7FF8_0000_0000_0001)
 #: stat ids: kept rows and kept units per group; aggregate j's component m is j * STAT_STRIDE + m
 ROWS, UNITS, STAT_STRIDE = -2, -1, 1 << 17
-#: emitted values are split at this many bits (|value| < 2^40: 2^23 partitions sum in int64)
-HALF = 40
+#: emitted values are split at this many bits (|value| < 2^32: any number of Spark partitions sums in int64)
+HALF = 32
 _HALF_MASK = (1 << HALF) - 1
 
 
@@ -108,7 +110,7 @@ def bits_of(part: Part, stage: "GroupsStage") -> list[np.ndarray]:
 
 def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, np.ndarray]:
     """(kept row mask, kept units per group) under the k-groups and c-rows rules (nothing to bound per row-unit)."""
-    from dpspark.engine.arrow.counts import _first_k_per_unit, order_by_two
+    from dpspark.engine.arrow.counts import first_k_per_unit, order_by_two
 
     G = len(part.words)
     keep = np.ones(part.rows, dtype=bool)
@@ -144,7 +146,7 @@ def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, 
     if len(busy):
         words = part.words[pair_gid[busy]]
         pick = keyed_mix(hash_fixed(words, seed=part.hashes(pair_uid[busy])), secret).view(np.int64)
-        chosen = _first_k_per_unit(pair_uid[busy], pick, words, k)  # the CountsStage rule
+        chosen = first_k_per_unit(pair_uid[busy], pick, words, k)  # the CountsStage rule
         kept_pair[busy] = False
         kept_pair[busy[chosen]] = True
         keep &= kept_pair[pid]
@@ -336,11 +338,11 @@ def word_ints(words: np.ndarray) -> list[int]:
 
 
 def emit(stats: list[tuple[np.ndarray, Any, int, np.ndarray]]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Rows (group id, stat, shift, value) with 0 < |value| < 2^40: each part split in 40-bit halves."""
+    """Rows (group id, stat, shift, value) with 0 < |value| < 2^32: each part split in 32-bit halves."""
     gs, st, sh, vs = [], [], [], []
     for g, stat, shift, arr in stats:
         stat_of = np.broadcast_to(np.asarray(stat, dtype=np.int32), g.shape)
-        if arr.dtype == object:  # the slow path's Python ints: as many 40-bit limbs as each needs
+        if arr.dtype == object:  # the slow path's Python ints: as many 32-bit limbs as each needs
             for gi, si, x in zip(g.tolist(), stat_of.tolist(), arr.tolist()):
                 s = shift
                 while x:
@@ -362,13 +364,43 @@ def emit(stats: list[tuple[np.ndarray, Any, int, np.ndarray]]) -> tuple[np.ndarr
             np.concatenate(sh).astype(np.int32), np.concatenate(vs).astype(np.int64))
 
 
+def carry(gid: np.ndarray, stat: np.ndarray, shift: np.ndarray, value: np.ndarray
+          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The same totals as rows with one row per (group, stat, shift) and 0 < |value| < 2^32 (:data:`HALF`).
+
+    Exact when every input value is below 2^32 and no key has 2^31 rows: the int64 sums stay below 2^63.
+    Each round adds the rows per key and moves the bits above 32 of a total outside (-2^32, 2^32) to the
+    key at shift + 32 (the carry's magnitude is below 2^31, and a key's total after the first round below
+    2^33); a carry climbs one 32-bit level per round, so the rounds are bounded by the levels (a handful).
+    """
+    g, st, sh, v = (np.asarray(a, dtype=np.int64) for a in (gid, stat, shift, value))
+    while len(g):
+        order = np.lexsort((sh, st, g))
+        g, st, sh, v = g[order], st[order], sh[order], v[order]
+        new = np.r_[True, (g[1:] != g[:-1]) | (st[1:] != st[:-1]) | (sh[1:] != sh[:-1])]
+        starts = np.flatnonzero(new)
+        total = np.add.reduceat(v, starts)
+        g, st, sh = g[starts], st[starts], sh[starts]
+        big = np.abs(total) > _HALF_MASK  # a value in (-2^32, 2^32) stays as it is (no sign carry)
+        lo = np.where(big, total & np.int64(_HALF_MASK), total)
+        hi = np.where(big, total >> np.int64(HALF), 0)
+        up = np.flatnonzero(hi)
+        if len(up) == 0:
+            v = lo
+            break
+        g, st = np.r_[g, g[up]], np.r_[st, st[up]]
+        sh, v = np.r_[sh, sh[up] + HALF], np.r_[lo, hi[up]]
+    nz = np.flatnonzero(v)
+    return g[nz], st[nz].astype(np.int32), sh[nz].astype(np.int32), v[nz]
+
+
 def decode(pos: np.ndarray, index: list[int], stat: np.ndarray, shift: np.ndarray, value: np.ndarray,
            stage: "GroupsStage") -> "GroupColumns":
     """Summed rows (group position, stat, shift, value) -> GroupStats ascending by index, groups with kept rows,
     held column-wise (:class:`~dpspark.mechanisms.groups.columns.GroupColumns`, a sequence of GroupStats).
 
     ``index[p]`` is the 0-based universe index of group position p (ascending in p). Values at shift 0 of
-    the scalar statistics are added in an int64 matrix (each is below 2^40 and a slot gets a few of them);
+    the scalar statistics are added in an int64 matrix (each below 2^63: a sum of fewer than 2^31 emitted values);
     the rare rest (high halves, limbs, quantile cells) are added as Python ints.
     """
     from dpspark.mechanisms.groups.columns import GroupColumns, object_column
@@ -401,7 +433,7 @@ def decode(pos: np.ndarray, index: list[int], stat: np.ndarray, shift: np.ndarra
         quantiles.setdefault(p, {})[s] = v
     rows_col, units_col = col_of[ROWS], col_of[UNITS]
     has_rows = matrix[:, rows_col] > 0
-    for (p, c), v in big.items():  # 2^40 rows or more in one group: its count came in two halves
+    for (p, c), v in big.items():  # 2^32 rows or more in one group: its count came in two halves
         if c == rows_col:
             has_rows[p] = v > 0
     counted = np.flatnonzero(has_rows)

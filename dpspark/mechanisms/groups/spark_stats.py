@@ -1,25 +1,42 @@
 """Spark side of a ``groups`` release: the :class:`~dpspark.mechanisms.groups.stage.GroupsStage` in one pass.
 
-DataFrame API only. Value columns are read by :func:`dpspark.engine.numeric.spark_numeric` (the Arrow
-kernel's map, value for value); rows with a NULL key or unit are dropped; units are truncated by the
-CountsStage rule (:func:`dpspark.engine.spark.counts._bound_units`); keys are encoded once per distinct key
-(:func:`dpspark.engine.spark.encode.with_universe_index`) and joined back. Then the input is repartitioned
-by unit and each partition runs the shared numpy core (:mod:`dpspark.mechanisms.groups.core`) in
-``mapInArrow``: a unit's rows are all in one partition, so its k groups and c rows are chosen as on Arrow.
-Each partition emits rows (index, stat, shift, value) with |value| < 2^40, summed per (index, stat, shift)
-in one ``groupBy`` of four columns whatever the number of aggregates (no wide codegen), and folded into
-exact Python ints on the driver. The batch secret lives only in the closures shipped to the workers.
+DataFrame API only (Spark Connect too). The job reads the stage's columns once: rows with a NULL key or
+unit are dropped, the input is repartitioned by unit (without a unit column it is not shuffled at all),
+and each partition runs, in ``mapInArrow``, the Arrow kernel's own code on its rows: values read by
+:func:`~dpspark.engine.numeric.arrow_numeric`, keys encoded by the universe's Arrow encoder
+(:mod:`dpspark.mechanisms.groups.parts`), then the shared numpy core (:mod:`dpspark.mechanisms.groups.core`):
+a unit's rows are all in one partition, so its k groups and c rows are chosen as on Arrow, and the
+partition's per-group statistics (per (unit, group) bounded, then summed per group) leave it as rows
+(index, stat, shift, value) with |value| < 2^32, one per (index, stat, shift). One ``groupBy`` of four
+columns sums them: fewer than 2^31 partitions, so the int64 sums cannot overflow; the driver folds them
+into exact Python ints (:func:`~dpspark.mechanisms.groups.core.decode`).
+
+Truncation to ``max_units`` (only when the input has more rows than that) is a small job before the pass:
+
+* units: the n-th smallest (keyed hash, unit hash) over the distinct units (the CountsStage "truncate"
+  rule: :func:`~dpspark.engine.arrow.counts.bound_units` on Arrow); the pass keeps the units at or below
+  it. Two units share a pair only if their xxhash64 collide: at the boundary, the tied units kept are the
+  first by unit value (Arrow keeps the first in input order), so exactly n units are kept either way;
+* rows (no unit column): the n-th smallest (row hash, index word, value bits) of the in-universe rows; the
+  pass keeps the rows below it and the driver adds the copies of that row the n rows hold (rows equal in
+  that order are equal in every statistic).
+
+The batch secret and the thresholds live only in the closures shipped to the workers (never in SQL).
+Key columns are type-checked against the universe on the driver (an empty Arrow column of each Spark
+type), value columns by their Spark type: a wrong column fails before any job.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dpspark.engine.errors import CuratorError, InputError
-from dpspark.mechanisms.groups import core
+from dpspark.mechanisms.groups import core, parts
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -28,8 +45,12 @@ if TYPE_CHECKING:
     from dpspark.mechanisms.groups.algorithm import GroupStats
     from dpspark.mechanisms.groups.stage import GroupsStage
 
-INDEX, MEMBER, UNIT_HASH, HASH = "__dp_index", "__dp_in_universe", "__dp_unit_hash", "__dp_row_hash"
+INDEX, UNIT_HASH, HASH, RANK = "__dp_index", "__dp_unit_hash", "__dp_pick", "__dp_rank"
 STAT, SHIFT, VALUE = "__dp_stat", "__dp_shift", "__dp_value"
+#: the stat id of the one-row flag a partition emits when a kept unit has a key outside the universe
+OUTSIDE = -3
+#: rows per chunk when rows are units (no unit column): a partition is read in chunks of this many rows
+CHUNK_ROWS = 1 << 20
 
 
 def groups_kernel(backend: "SparkBackend", stage: "GroupsStage") -> "list[GroupStats]":
@@ -41,111 +62,268 @@ def groups_kernel(backend: "SparkBackend", stage: "GroupsStage") -> "list[GroupS
     return out
 
 
-def value_name(i: int) -> str:
-    """The derived double column of value column i."""
-    return f"__dp_x{i}"
-
-
 def _bits_name(i: int) -> str:
     return f"__dp_b{i}"
 
 
-def _matrix(col: "pa.Array | pa.ChunkedArray") -> np.ndarray:
-    """(n, width) uint8 of a binary column whose values all have one width (the index words)."""
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if pa.types.is_fixed_size_binary(arr.type):
-        width = arr.type.byte_width
-        buf = np.frombuffer(arr.buffers()[1], dtype=np.uint8)
-        return buf[arr.offset * width: (arr.offset + len(arr)) * width].reshape(len(arr), width)
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64 if pa.types.is_large_binary(arr.type) else np.int32)
-    offsets = offsets[arr.offset: arr.offset + len(arr) + 1]
-    if len(arr) == 0:
-        return np.zeros((0, 16), dtype=np.uint8)
-    width = int(offsets[1] - offsets[0])
-    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0]: offsets[-1]]
-    return data.reshape(len(arr), width)
+# ------------------------------------------------------------------------------------------------ cuts
+@dataclass(frozen=True)
+class UnitCut:
+    """Keep the units whose (keyed hash, unit hash), signed, is at or below (``hash``, ``unit_hash``);
+    ``tied`` (an xxhash64 collision at the boundary only): of the units at the pair, keep these values."""
+
+    hash: int
+    unit_hash: int
+    tied: tuple[Any, ...] | None = None
+
+    def kept(self, unit_hash: np.ndarray, secret: bytes, units: "pa.Array") -> np.ndarray:
+        """Mask over the distinct units (their uint64 xxhash64 and their values)."""
+        from dpspark.engine.keyed import keyed_mix
+
+        h = keyed_mix(unit_hash, truncation_key(secret)).view(np.int64)
+        keys = [h, unit_hash.view(np.int64)]
+        if self.tied is None:
+            return parts.lex_below(keys, [self.hash, self.unit_hash], or_equal=True)
+        at = ~parts.lex_below(keys, [self.hash, self.unit_hash]) & parts.lex_below(
+            keys, [self.hash, self.unit_hash], or_equal=True)
+        chosen = np.asarray(pc.is_in(units, value_set=pa.array(list(self.tied), type=units.type))
+                            .fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
+        return parts.lex_below(keys, [self.hash, self.unit_hash]) | (at & chosen)
 
 
-def _part(table: pa.Table, stage: "GroupsStage") -> core.Part:
-    """The core's rows from one partition's Arrow table (INDEX, value doubles, optionally unit and UNIT_HASH)."""
-    words = _matrix(table.column(INDEX))
-    gwords, gid = core.unique_words(words)
-    x = {c: np.asarray(table.column(value_name(i)).to_numpy(zero_copy_only=False), dtype=np.float64)
-         for i, c in enumerate(stage.value_columns)}
-    part = core.Part(gid=gid.astype(np.int64).reshape(-1), words=np.ascontiguousarray(gwords), x=x)
-    if stage.unit_column is not None:
-        import pyarrow.compute as pc
+@dataclass(frozen=True)
+class RowCut:
+    """Keep the rows below the n-th (row hash, index word, value bits); the driver adds ``copies`` of it."""
 
-        ucol = table.column(stage.unit_column).combine_chunks()
-        enc = pc.dictionary_encode(ucol)
+    hash: int
+    word: bytes
+    bits: tuple[int, ...]
+
+    def below(self, h: np.ndarray, words: np.ndarray, bits: list[np.ndarray]) -> np.ndarray:
+        w = np.frombuffer(self.word, dtype=np.uint8).reshape(1, -1)
+        return parts.lex_below([h, *parts.word_limbs(words), *bits],
+                               [self.hash, *(int(x[0]) for x in parts.word_limbs(w)), *self.bits])
+
+
+def truncation_key(secret: bytes) -> bytes:
+    """The CountsStage truncation key derived from the batch secret (0x5C; the row rules use 0x36)."""
+    return bytes(b ^ 0x5C for b in secret)
+
+
+# ------------------------------------------------------------------------------------------------ partitions
+def _part(table: pa.Table, stage: "GroupsStage", secret: bytes,
+          cut: UnitCut | None) -> tuple[core.Part, bool]:
+    """(the core's rows of one partition, whether a kept unit has a key outside the universe)."""
+    from dpspark.engine.arrow.counts import encode_keys
+
+    cols, unit = list(stage.key_columns), stage.unit_column
+    x = parts.numeric_values(table, stage.value_columns)
+    kid, keys = parts.key_ids(table, cols)
+    index, in_universe, member = encode_keys(keys, stage.universe, cols, "drop")
+    member_np = np.asarray(member.to_numpy(zero_copy_only=False), dtype=bool)
+    keep = np.ones(table.num_rows, dtype=bool)
+    uid = unit_hash = None
+    if unit is not None:
+        enc = pc.dictionary_encode(parts.one_chunk(table.column(unit)))
         uid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        uh = table.column(UNIT_HASH).to_numpy().astype(np.int64).view(np.uint64)
         unit_hash = np.empty(len(enc.dictionary), dtype=np.uint64)
-        unit_hash[uid] = uh
-        part.uid, part.unit_hash, part.units = uid, unit_hash, len(unit_hash)
-    return part
+        unit_hash[uid] = table.column(UNIT_HASH).to_numpy().astype(np.int64).view(np.uint64)
+        if cut is not None:
+            keep = cut.kept(unit_hash, secret, enc.dictionary)[uid]
+    outside = False
+    if stage.out_of_universe == "error":  # a non-member key (not an unparseable one: NULL) of a kept unit
+        not_member = ~np.asarray(in_universe.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool)
+        outside = bool(not_member[kid[keep]].any())
+    keep &= member_np[kid]
+    gwords, key_gid = core.unique_words(parts.index_words(index, member_np)[member_np])
+    gid_of_key = np.full(len(member_np), -1, dtype=np.int64)
+    gid_of_key[member_np] = key_gid.reshape(-1)
+    sel = np.flatnonzero(keep)
+    part = core.Part(gid=gid_of_key[kid[sel]], words=gwords, x={c: a[sel] for c, a in x.items()})
+    if unit is not None:
+        assert uid is not None and unit_hash is not None
+        part.uid, part.unit_hash, part.units = uid[sel], unit_hash, len(unit_hash)
+    return part, outside
 
 
-def partition_stats(stage: "GroupsStage", secret: bytes) -> Any:
-    """The mapInArrow function: one partition's rows (whole units) -> summable (index, stat, shift, value) rows."""
+def _row_keys(part: core.Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """(keyed row hash, index word, value bits) per row: the order of the row-level truncation."""
+    bits = core.bits_of(part, stage)
+    words = part.words[part.gid]
+    return core.row_hash(core.SPARK_SEED, words, bits, core.row_key(secret)), words, bits
+
+
+def _chunks(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa.Table]:
+    """The partition as tables: all of it (``rows`` None), or chunks of about ``rows`` rows."""
+    got: list[pa.RecordBatch] = []
+    size = 0
+    for b in batches:
+        if b.num_rows:
+            got.append(b)
+            size += b.num_rows
+        if rows is not None and size >= rows:
+            yield pa.Table.from_batches(got)
+            got, size = [], 0
+    if got:
+        yield pa.Table.from_batches(got)
+
+
+def _emitted(part: core.Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, ...]:
+    """(index words, stat, shift, value) rows of one part's bounded statistics."""
+    keep, units = core.bound(part, stage, secret)
+    g, stat, shift, value = core.emit(core.statistics(part, keep, units, stage))
+    return part.words[g], stat, shift, value
+
+
+def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | None = None,
+                    row_cut: RowCut | None = None) -> Any:
+    """The mapInArrow function: one partition's rows (whole units) -> summable (index, stat, shift, value)."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        got = [b for b in batches if b.num_rows]
-        if not got:
+        out: list[tuple[np.ndarray, ...]] = []
+        outside = False
+        for table in _chunks(batches, CHUNK_ROWS if stage.unit_column is None else None):
+            part, out_here = _part(table, stage, secret, unit_cut)
+            outside |= out_here
+            if outside:  # the job fails on the driver: no statistic is needed
+                break
+            if row_cut is not None:
+                h, words, bits = _row_keys(part, stage, secret)
+                kept = np.flatnonzero(row_cut.below(h, words, bits))
+                part = core.Part(gid=part.gid[kept], words=part.words, x={c: a[kept] for c, a in part.x.items()})
+            if part.rows:
+                out.append(_emitted(part, stage, secret))
+        if outside:
+            yield pa.RecordBatch.from_arrays([pa.array([b""], pa.binary()), pa.array([OUTSIDE], pa.int32()),
+                                              pa.array([0], pa.int32()), pa.array([1], pa.int64())],
+                                             names=[INDEX, STAT, SHIFT, VALUE])
             return
-        table = pa.Table.from_batches(got)
-        part = _part(table, stage)
-        keep, units = core.bound(part, stage, secret)
-        g, stat, shift, value = core.emit(core.statistics(part, keep, units, stage))
-        words = part.words[g]
-        index = pa.FixedSizeBinaryArray.from_buffers(pa.binary(words.shape[1]), len(g),
-                                                     [None, pa.py_buffer(words.tobytes())]).cast(pa.binary())
-        yield pa.RecordBatch.from_arrays([index, pa.array(stat, pa.int32()), pa.array(shift, pa.int32()),
-                                          pa.array(value, pa.int64())], names=[INDEX, STAT, SHIFT, VALUE])
+        if not out:
+            return
+        words = np.concatenate([o[0] for o in out])
+        uniq, pos = core.unique_words(words)
+        g, stat, shift, value = core.carry(pos, *(np.concatenate([o[i] for o in out]) for i in (1, 2, 3)))
+        yield pa.RecordBatch.from_arrays([parts.word_array(uniq[g]), pa.array(stat, pa.int32()),
+                                          pa.array(shift, pa.int32()), pa.array(value, pa.int64())],
+                                         names=[INDEX, STAT, SHIFT, VALUE])
 
     return run
 
 
-def row_hashes(stage: "GroupsStage", secret: bytes) -> Any:
-    """The mapInArrow function adding each row's keyed row hash and value bits (the row-level n rule)."""
-    key = core.row_key(secret)
-
+def row_keys_of(stage: "GroupsStage", secret: bytes) -> Any:
+    """The mapInArrow function of the row cut: (HASH, INDEX, value bits) of each in-universe row."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            words = _matrix(batch.column(INDEX))
-            bits = [core.value_bits(np.asarray(batch.column(value_name(i)).to_numpy(zero_copy_only=False),
-                                               dtype=np.float64)) for i in range(len(stage.value_columns))]
-            h = core.row_hash(core.SPARK_SEED, np.ascontiguousarray(words), bits, key)
-            arrays = [pa.array(h, pa.int64())] + [pa.array(b, pa.int64()) for b in bits]
-            names = [HASH] + [_bits_name(i) for i in range(len(bits))]
-            for a, n in zip(arrays, names):
-                batch = batch.append_column(n, a)
-            yield batch
+        for table in _chunks(batches, CHUNK_ROWS):
+            part, _ = _part(table, stage, secret, None)
+            if not part.rows:
+                continue
+            h, words, bits = _row_keys(part, stage, secret)
+            arrays = [pa.array(h, pa.int64()), parts.word_array(words)] + [pa.array(b, pa.int64()) for b in bits]
+            yield pa.RecordBatch.from_arrays(arrays, names=[HASH, INDEX] + [_bits_name(i) for i in range(len(bits))])
 
     return run
 
 
+# ------------------------------------------------------------------------------------------------ driver
 def _read(df: "DataFrame", stage: "GroupsStage") -> "DataFrame":
-    """(keys, unit, value doubles) of the rows with non-NULL keys and unit; a bad column fails here (no job)."""
+    """The stage's columns of the rows with non-NULL keys and unit (plus the unit's xxhash64). A missing
+    column, a value column that is not a number or a key column the universe cannot encode fails here,
+    from the schema alone (no job)."""
     from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_type
     from pyspark.sql.types import BooleanType, NullType, NumericType, StringType
 
-    from dpspark.engine.numeric import spark_numeric
+    from dpspark.engine.arrow.counts import encode_keys
     from dpspark.engine.predicate import spark_ref
     from dpspark.engine.spark.counts import check_columns
 
     check_columns(df, stage.columns)
     dtypes = {f.name: f.dataType for f in df.schema.fields}
-    values = []
-    for i, c in enumerate(stage.value_columns):
+    for c in stage.value_columns:
         if not isinstance(dtypes[c], (NumericType, StringType, BooleanType, NullType)):
             raise InputError(f"column {c!r} has Spark type {dtypes[c].simpleString()}, not a number")
-        values.append(spark_numeric(spark_ref(c), dtypes[c]).alias(value_name(i)))
-    unit = stage.unit_column
-    ids = list(stage.key_columns) + ([unit] if unit else [])
+    cols, unit = list(stage.key_columns), stage.unit_column
+    try:
+        empty = pa.table({c: pa.array([], to_arrow_type(dtypes[c])) for c in cols})
+    except (TypeError, NotImplementedError, pa.ArrowException):
+        raise InputError(f"key column(s) {', '.join(map(repr, cols))}: a Spark type the universe cannot "
+                         "encode") from None
+    encode_keys(empty, stage.universe, cols, "drop")  # a KeyTypeError names the column and its type only
     not_null = F.lit(True)
-    for c in ids:
+    for c in cols + ([unit] if unit else []):
         not_null = not_null & spark_ref(c).isNotNull()
-    return df.filter(not_null).select(*[spark_ref(c).alias(c) for c in ids], *values)
+    rows = df.filter(not_null).select(*[spark_ref(c).alias(c) for c in stage.columns])
+    return rows.withColumn(UNIT_HASH, F.xxhash64(spark_ref(unit))) if unit else rows
+
+
+def unit_cut(rows: "DataFrame", stage: "GroupsStage", secret: bytes) -> UnitCut | None:
+    """The CountsStage truncation as a threshold: None when at most n units have a non-NULL key."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import IntegerType, LongType, StructField, StructType
+
+    from dpspark.engine.spark.counts import keyed_pick_hash
+
+    unit, n = stage.unit_column, stage.max_units
+    assert unit is not None
+    units = rows.select(unit, UNIT_HASH).distinct()
+    schema = StructType(list(units.schema.fields) + [StructField(HASH, LongType(), False)])
+    ranked = units.mapInArrow(keyed_pick_hash(truncation_key(secret)), schema)
+    order = [F.col(HASH), F.col(UNIT_HASH)]
+    top = ranked.orderBy(*order).limit(n + 1)  # one partition: the rank window moves nothing
+    rank = F.row_number().over(Window.partitionBy(F.lit(0)).orderBy(*order))
+    last = {r[RANK]: (r[HASH], r[UNIT_HASH])
+            for r in top.withColumn(RANK, rank).filter(F.col(RANK) >= n).select(RANK, HASH, UNIT_HASH).collect()}
+    if n not in last:
+        return None
+    th, tu = last[n]
+    if last.get(n + 1) != (th, tu):
+        return UnitCut(th, tu)
+    # two units share the boundary pair (their xxhash64 collide): keep the first of them by value
+    side = ranked.mapInArrow(_side_of((th, tu)), StructType(list(ranked.schema.fields)
+                                                            + [StructField(RANK, IntegerType(), False)]))
+    below = side.filter(F.col(RANK) < 0).count()
+    tied = side.filter(F.col(RANK) == 0).orderBy(F.col(unit)).limit(n - below).select(unit).collect()
+    return UnitCut(th, tu, tuple(r[0] for r in tied))
+
+
+def _side_of(pair: tuple[int, int]) -> Any:
+    """The mapInArrow function adding RANK = -1, 0 or 1 as (HASH, UNIT_HASH) is below, at or above ``pair``
+    (the threshold stays in the closure, out of the SQL plan)."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            keys = [batch.column(c).to_numpy(zero_copy_only=False).astype(np.int64) for c in (HASH, UNIT_HASH)]
+            side = np.where(parts.lex_below(keys, list(pair)), -1,
+                            np.where(parts.lex_below(keys, list(pair), or_equal=True), 0, 1))
+            yield batch.append_column(RANK, pa.array(side, pa.int32()))
+
+    return run
+
+
+def row_cut(rows: "DataFrame", stage: "GroupsStage", secret: bytes) -> RowCut | None:
+    """The row-level truncation (rows are units) as a threshold: None when at most n rows are in the universe."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+
+    nb = len(stage.value_columns)
+    names = [HASH, INDEX] + [_bits_name(i) for i in range(nb)]
+    schema = StructType([StructField(HASH, LongType(), False), StructField(INDEX, BinaryType(), False)]
+                        + [StructField(_bits_name(i), LongType(), False) for i in range(nb)])
+    keyed = rows.mapInArrow(row_keys_of(stage, secret), schema)
+    top = keyed.orderBy(*[F.col(c) for c in names]).limit(stage.max_units)
+    got = top.agg(F.count(F.lit(1)).alias("n"), F.max(F.struct(*names)).alias("last")).collect()[0]
+    if got["n"] < stage.max_units:
+        return None
+    last = got["last"]
+    return RowCut(int(last[0]), bytes(last[1]), tuple(int(last[2 + i]) for i in range(nb)))
+
+
+def _copies(cut: RowCut, kept_rows: int, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, ...]:
+    """The statistics rows of the n-th row's copies among the n kept rows (n - rows kept below it)."""
+    e = stage.max_units - kept_rows
+    assert e >= 1, "the n-th row is one of the n"
+    x = {c: np.full(e, np.int64(b)).view(np.float64) for c, b in zip(stage.value_columns, cut.bits)}
+    words = np.frombuffer(cut.word, dtype=np.uint8).reshape(1, -1)
+    return _emitted(core.Part(gid=np.zeros(e, dtype=np.int64), words=words, x=x), stage, secret)
 
 
 def groups_spark(df: "DataFrame", stage: "GroupsStage", secret: bytes) -> "list[GroupStats]":
@@ -153,42 +331,44 @@ def groups_spark(df: "DataFrame", stage: "GroupsStage", secret: bytes) -> "list[
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
 
-    from dpspark.engine.spark.counts import _bound_units
-    from dpspark.engine.spark.encode import with_universe_index
-    from dpspark.engine.stages import CountsStage
+    from dpspark.engine.predicate import spark_ref
 
-    cols, unit = list(stage.key_columns), stage.unit_column
+    unit = stage.unit_column
     rows = _read(df, stage)
-    if unit is not None:  # the CountsStage "truncate" rule, from the same secret
-        counts_stage = CountsStage(key_columns=tuple(cols), universe=stage.universe, unit_column=unit,
-                                   out_of_universe="drop", max_units=stage.max_units)
-        rows = _bound_units(rows, unit, counts_stage, secret)
-    encoded = with_universe_index(rows.select(*cols).distinct(), stage.universe, cols, index_col=INDEX,
-                                  in_universe_col=MEMBER)
-    if stage.out_of_universe == "error" and encoded.filter(F.col(MEMBER) == F.lit(False)).limit(1).count():
-        from dpspark.mechanisms.groups.arrow_stats import OUT_OF_UNIVERSE
-
-        raise CuratorError(OUT_OF_UNIVERSE)
-    index_of = encoded.filter(F.col(MEMBER)).select(*cols, INDEX)
-    vals = [value_name(i) for i in range(len(stage.value_columns))]
-    rows = rows.join(index_of, on=cols, how="inner").select(*([unit] if unit else []), INDEX, *vals)
-    if unit is None:
-        if rows.count() > stage.max_units:  # every row a unit: the n rows first in keyed row-hash order
-            schema = StructType(list(rows.schema.fields) + [StructField(HASH, LongType(), False)]
-                                + [StructField(_bits_name(i), LongType(), False) for i in range(len(vals))])
-            hashed = rows.mapInArrow(row_hashes(stage, secret), schema)
-            order = [F.col(HASH), F.col(INDEX)] + [F.col(_bits_name(i)) for i in range(len(vals))]
-            rows = hashed.orderBy(*order).limit(stage.max_units).select(INDEX, *vals)
-    else:
-        rows = rows.withColumn(UNIT_HASH, F.xxhash64(F.col(unit))).repartition(F.col(unit))
+    ucut = rcut = None
+    if df.count() > stage.max_units:  # an upper bound on the units (metadata only for Parquet)
+        if unit is not None:
+            ucut = unit_cut(rows, stage, secret)
+        else:
+            rcut = row_cut(rows, stage, secret)
+    if unit is not None:
+        rows = rows.repartition(spark_ref(unit))
     out_schema = StructType([StructField(INDEX, BinaryType(), False), StructField(STAT, IntegerType(), False),
                              StructField(SHIFT, IntegerType(), False), StructField(VALUE, LongType(), False)])
-    partials = rows.mapInArrow(partition_stats(stage, secret), out_schema)
-    summed = partials.groupBy(INDEX, STAT, SHIFT).agg(F.sum(VALUE).alias(VALUE))
-    table = summed.toArrow()
-    if table.num_rows == 0:
+    partials = rows.mapInArrow(partition_stats(stage, secret, ucut, rcut), out_schema)
+    table = partials.groupBy(INDEX, STAT, SHIFT).agg(F.sum(VALUE).alias(VALUE)).toArrow()
+    return summed_stats(table, stage, secret, rcut)
+
+
+def summed_stats(table: pa.Table, stage: "GroupsStage", secret: bytes,
+                 rcut: RowCut | None = None) -> "list[GroupStats]":
+    """The GroupStats of the partitions' rows summed per (INDEX, STAT, SHIFT) (on the driver)."""
+    from dpspark.mechanisms.groups.arrow_stats import OUT_OF_UNIVERSE
+
+    stat = table.column(STAT).to_numpy().astype(np.int64)
+    if (stat == OUTSIDE).any():
+        raise CuratorError(OUT_OF_UNIVERSE)
+    width = stage.universe.index_width
+    words = parts.binary_matrix(table.column(INDEX), width)
+    shift = table.column(SHIFT).to_numpy().astype(np.int64)
+    value = table.column(VALUE).to_numpy().astype(np.int64)
+    if rcut is not None:
+        rows_stat = stat == core.ROWS
+        kept = sum(int(v) << int(s) for v, s in zip(value[rows_stat].tolist(), shift[rows_stat].tolist()))
+        w2, s2, h2, v2 = _copies(rcut, kept, stage, secret)
+        words, stat, shift, value = (np.concatenate([words, w2]), np.r_[stat, s2.astype(np.int64)],
+                                     np.r_[shift, h2.astype(np.int64)], np.r_[value, v2.astype(np.int64)])
+    if len(stat) == 0:
         return []
-    words, pos = core.unique_words(_matrix(table.column(INDEX)))
-    return core.decode(pos.astype(np.int64).reshape(-1), core.word_ints(words),
-                       table.column(STAT).to_numpy().astype(np.int64), table.column(SHIFT).to_numpy().astype(np.int64),
-                       table.column(VALUE).to_numpy().astype(np.int64), stage)
+    uniq, pos = core.unique_words(words)
+    return core.decode(pos.astype(np.int64).reshape(-1), core.word_ints(uniq), stat, shift, value, stage)

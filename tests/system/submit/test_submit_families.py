@@ -1,4 +1,4 @@
-"""Every answers / sample / distribution / Gaussian example config through ``spark-submit jobs/release.py``.
+"""Every answers / sample / distribution / Gaussian / groups example config through ``spark-submit jobs/release.py``.
 
 Each config in conf/ runs as it is, except that its input is generated into a temporary folder by the
 generator ``scripts/examples.py`` registers for it and its output goes there too. The release must
