@@ -60,21 +60,15 @@ def excess_units_words(config: dict[str, Any]) -> str:
 
     A family may declare (``EXCESS_UNITS`` in its ``family.py``, the text its mechanisms' ``excess_units_text``
     returns) what ``on_excess_units = "truncate"`` means for a mechanism that removes no unit (answers clip each
-    unit's sums; the Bernoulli sampler clamps counts to n); otherwise the configured rule is the words.
+    unit's sums; the learners divide by a noisy count of the units read); otherwise the configured rule is the words.
     """
-    import importlib
-
-    from dpspark.release.kinds import FAMILIES
+    from dpspark.mechanisms.declared import declared_excess_units
 
     rule = config.get("on_excess_units", "refuse (before the engine port)")
     if rule != "truncate":
         return str(rule)
-    name = config.get("mechanism")
-    for module, _kinds in FAMILIES.values():
-        words = getattr(importlib.import_module(module), "EXCESS_UNITS", {}).get(name)
-        if words is not None:
-            return str(words)
-    return str(rule)
+    words = declared_excess_units(str(config.get("mechanism")))
+    return str(rule) if words is None else words
 
 
 def unbounded_words(m: Any, exact: bool) -> str:

@@ -72,6 +72,9 @@ class Mechanism(ABC):
     max_index_width: ClassVar[int] = 16
     #: whether a unit may add more than one row to a key's count (privacy.max_rows_per_key > 1)
     supports_rows_per_key: ClassVar[bool] = False
+    #: True when no unit is ever removed (every unit is read; estimates divide by a noisy count of the units):
+    #: then on_excess_units = "refuse" would be stated but never acted on, and is refused before any spend
+    reads_every_unit: ClassVar[bool] = False
     #: whether the release is keyed: [keys] and [universe] are required (histograms), or refused (answers, samples)
     needs_keys: ClassVar[bool] = True
     #: the mechanism's own config sections and their parsers (e.g. {"queries": parse_queries})
@@ -81,6 +84,11 @@ class Mechanism(ABC):
         self.spec = spec
         if spec.universe is not None and spec.universe.index_width > self.max_index_width:
             raise MechanismSpecError(self.wide_universe_message())
+        if self.reads_every_unit and spec.on_excess_units == "refuse":  # would be stated, never acted on
+            raise MechanismSpecError(
+                f"on_excess_units = \"refuse\" does not apply to {self.name!r}: no unit is removed (every unit is "
+                "read and the estimates divide by a noisy count of the units read, not by max_units); leave "
+                "on_excess_units out")
         if spec.max_rows_per_key > 1 and not self.supports_rows_per_key:
             raise MechanismSpecError(
                 f"mechanism {self.name!r} does not support privacy.max_rows_per_key > 1: "
@@ -124,8 +132,12 @@ class Mechanism(ABC):
         return [StageInfo("counts", "count per universe index, after contribution bounding", stage=CountsStage)]
 
     def excess_units_text(self) -> str:
-        """What this release does with more than n units, in words (the dry-run plan shows it)."""
-        return self.spec.on_excess_units
+        """What this release does with more than n units, in words (the dry-run plan shows it; ``dpspark inspect``
+        says the same, from the family's declaration when it has one)."""
+        from dpspark.mechanisms.declared import declared_excess_units
+
+        words = declared_excess_units(self.name) if self.spec.on_excess_units == "truncate" else None
+        return self.spec.on_excess_units if words is None else words
 
     def input_columns(self) -> tuple[str, ...]:
         """The input columns this release reads (checked against a local file's schema before any spend)."""

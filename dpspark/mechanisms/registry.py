@@ -104,3 +104,4 @@ def _resolve(target: Any) -> Any:
         return target
     mod, _, attr = target.partition(":")
     return getattr(importlib.import_module(mod), attr)
+

@@ -23,3 +23,8 @@ MECHANISMS = {
     "gaussian_mean": "dpspark.mechanisms.gaussian_model.mechanism:GaussianMean",
     "gaussian_learner": "dpspark.mechanisms.gaussian_model.mechanism:GaussianLearner",
 }
+
+#: what ``on_excess_units = "truncate"`` means here (the dry run and ``dpspark inspect`` both say it): no unit is
+#: removed; every single is read and the estimates divide by a noisy count of them, not by max_units
+EXCESS_UNITS = {name: ("none removed (every single is read; estimates divide by a noisy count of the singles, not "
+                       "by max_units; the accuracy claims assume at most max_units)") for name in MECHANISMS}

@@ -139,6 +139,7 @@ class _GaussianBase(Mechanism):
     delta: ClassVar[str] = "required"
     needs_keys: ClassVar[bool] = False
     options: ClassVar[dict[str, Any]] = {"rho": None}
+    reads_every_unit: ClassVar[bool] = True  # no unit removed: on_excess_units = "refuse" is refused
     option_parsers: ClassVar[dict[str, Any]] = {"rho": rho_option}
     sections: ClassVar[dict[str, Any]] = {"gaussian": parse_gaussian}
     estimates: ClassVar[tuple[str, ...]] = ()

@@ -22,3 +22,8 @@ MECHANISMS = {
     "product_sampler": "dpspark.mechanisms.product.mechanism:ProductSampler",
     "product_learner": "dpspark.mechanisms.product.mechanism:ProductLearner",
 }
+
+#: what ``on_excess_units = "truncate"`` means here (the dry run and ``dpspark inspect`` both say it): no unit is
+#: removed; the estimates divide by noisy counts of the units read, so max_units bounds, never scales, them
+EXCESS_UNITS = {name: ("none removed (every unit is read; estimates divide by a noisy count of the units, not by "
+                       "max_units; the accuracy claim assumes at most max_units)") for name in MECHANISMS}

@@ -62,6 +62,7 @@ class _Product(Mechanism):
     delta: ClassVar[str] = "required"
     needs_keys: ClassVar[bool] = False
     sections: ClassVar[dict[str, Any]] = {"columns": parse_columns}
+    reads_every_unit: ClassVar[bool] = True  # no unit removed: on_excess_units = "refuse" is refused
     options: ClassVar[dict[str, Any]] = {"rho": None, "alpha": "1/10"}
     option_parsers: ClassVar[dict[str, Any]] = {"rho": rho_option, "alpha": parse_alpha}
 
@@ -102,11 +103,6 @@ class _Product(Mechanism):
 
     def privacy_summary(self) -> dict[str, Any]:
         return {"rho": str(self.rho), "relations": "Substitute(n) and AddRemove(n)", "delta": str(self.spec.delta)}
-
-    def excess_units_text(self) -> str:
-        """Every unit is read; estimates divide by noisy counts of the units read, never by max_units."""
-        return ("none removed (every unit is read; estimates divide by a noisy count of the units, not by "
-                "max_units; the accuracy claim assumes at most max_units)")
 
     def stages(self) -> list[StageInfo]:
         from dpspark.mechanisms.product.stage import ProductRoundsStage

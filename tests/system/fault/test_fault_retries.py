@@ -53,7 +53,9 @@ def test_task_retries_do_not_change_the_release(tmp_path: Path) -> None:
     assert any(f.startswith("failed-input-") for f in failed) and any(f.startswith("failed-counts-") for f in failed)
     retried = [a for a in attempts if not a.endswith("attempt=0")]
     assert len(retried) >= len(failed), attempts
-    assert "injected executor failure" in err  # Spark reported the failed attempts
+    # the markers prove the failures; the embedded session's log keeps task failures (whose messages can quote a
+    # record) out of its stderr (dpspark/engine/spark/log4j2-quiet.properties)
+    assert "injected executor failure" not in err
 
     assert release_state(clean) == release_state(flaky) == "whole"
     for out in (clean, flaky):  # exactly one release, no temporary directories, one released spend

@@ -76,7 +76,7 @@ def mutant_driver(cfg: ReleaseConfig, indexes: list[int], counts: list[int], rng
     """The job's stability driver with tau forced to 0 (its statement still names the intended delta)."""
     assert cfg.delta is not None
     mech = count_mechanism(cfg)  # the honest plan (its certified tau); only the driver's threshold is broken
-    with mock.patch.object(stability_module, "stability_threshold", lambda mechanism, delta: 0):
+    with mock.patch.object(stability_module, "stability_threshold", lambda mechanism, delta, count=1: 0):
         return stability_histogram(
             (indexes, counts), cfg.universe.size, cfg.max_units, mech,
             cfg.delta * (1 - Fraction(1, 1 << 100)), rng, beta=cfg.beta,

@@ -147,3 +147,39 @@ def test_answers_dry_run_and_inspect_agree_on_excess_units(tmp_path: Path, capsy
     assert f"excess units: {words}" in plan and f"more than n units: {words}" in shown
     assert "truncate" not in plan.split("privacy unit", 1)[1].splitlines()[0] and "truncate" not in shown
     assert "key(s)" not in shown and "key(s)" not in plan  # answers count no keys: no per-key bounds
+
+
+@pytest.mark.parametrize("case_id", ["product_learner", "product_sampler", "gaussian_learner"])
+def test_learners_dry_run_and_inspect_agree_on_excess_units(case_id: str, tmp_path: Path, capsys) -> None:
+    """§4.6 for the families that remove no unit: the plan's words and inspect's words are the family's one
+    declaration, and neither says "truncate" (nothing is truncated: estimates divide by a noisy count)."""
+    from dpspark.api.config import ReleaseSpec
+    from dpspark.engine.plan import build_mechanism
+    from dpspark.mechanisms.declared import declared_excess_units
+    from tests.support.every_kind import release_of
+    from tests.support.golden import CASES
+
+    rel = release_of(case_id, tmp_path)
+    pq.write_table(CASES[case_id].table(), tmp_path / "in.parquet")
+    raw = {"input": {"path": "in.parquet"}, **copy.deepcopy(CASES[case_id].config), "output": {"path": "r"}}
+    planned = build_mechanism(ReleaseSpec.from_dict(raw, base_dir=tmp_path)).excess_units_text()
+    words = declared_excess_units(case_id)
+    assert words is not None and words.startswith("none removed") and planned == words
+    assert main(["inspect", str(rel)]) == 0
+    shown = capsys.readouterr().out
+    assert f"more than n units: {words}" in shown and "units: truncate" not in shown and "n units: truncate" not in shown
+
+
+@pytest.mark.parametrize("case_id", ["product_learner", "gaussian_mean"])
+def test_learners_refuse_on_excess_units_they_never_act_on(case_id: str, tmp_path: Path) -> None:
+    """``on_excess_units = "refuse"`` would be stated but never acted on (no unit is removed): refused
+    before any spend, naming the mechanism."""
+    from dpspark.api.config import ReleaseSpec
+    from dpspark.engine.spec import ConfigError
+    from tests.support.golden import CASES
+
+    pq.write_table(CASES[case_id].table(), tmp_path / "in.parquet")
+    raw = {"input": {"path": "in.parquet"}, **copy.deepcopy(CASES[case_id].config), "output": {"path": "r"}}
+    raw["privacy"]["on_excess_units"] = "refuse"
+    with pytest.raises(ConfigError, match=f"does not apply to '{case_id}'"):
+        ReleaseSpec.from_dict(raw, base_dir=tmp_path)
