@@ -94,3 +94,31 @@ def test_cli_release_and_lookup(tmp_path: Path, capsys: Any) -> None:
     assert main(["lookup", str(tmp_path / "rel"), "UA"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split() == ["key", "flights", "delay"] and lines[1].startswith("UA")
+
+
+def test_cli_plot_draws_every_aggregate_with_its_error_bars(tmp_path: Path, capsys: Any) -> None:
+    """``dpspark plot`` of a groups release: a PNG, and one panel per aggregate whose bars and error bars are the
+    released values and errors (from the same table ``to_pandas`` reads)."""
+    from dpspark.cli.app import main
+    from dpspark.lookup import open_release
+
+    _frame().to_parquet(tmp_path / "flights.parquet")
+    cfg = tmp_path / "g.toml"
+    cfg.write_text('[input]\npath = "flights.parquet"\n[privacy]\nmechanism = "groups"\nepsilon = "1"\n'
+                   'max_units = 10000\n[groups]\nby = "carrier"\nkeys = ["AA", "B6", "UA"]\n'
+                   '[[aggregates]]\nname = "flights"\nkind = "count"\n'
+                   '[[aggregates]]\nname = "distance"\nkind = "sum"\ncolumn = "distance"\nlo = "0"\nhi = "5000"\n'
+                   '[output]\npath = "rel"\n')
+    assert main(["release", "--config", str(cfg)]) == 0
+    assert main(["plot", str(tmp_path / "rel"), "-o", str(tmp_path / "g.png")]) == 0
+    capsys.readouterr()
+    png = (tmp_path / "g.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5000
+    rel = open_release(tmp_path / "rel")
+    panels = rel.plot_bars(top=10)
+    frame = rel.to_pandas()
+    assert [p["ylabel"] for p in panels] == ["flights", "distance"]
+    for p in panels:
+        assert p["labels"] == ["AA", "B6", "UA"]
+        assert p["values"] == [float(v) for v in frame[p["ylabel"]]]
+        assert p["errors"] == [float(v) for v in frame[p["ylabel"] + "_error"]] and min(p["errors"]) > 0
