@@ -11,7 +11,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from dpspark.universe import wide
 from dpspark.universe.base import Universe, null_mask
@@ -143,6 +142,8 @@ class CategoricalUniverse(Universe):
         return self.values[offset]
 
     def _encode_offsets(self, array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        import pyarrow.compute as pc  # here, not at import: the read commands (lookup, inspect) never encode
+
         nulls = null_mask(array)
         if self.value_type == "string":
             if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
