@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Time the product and Gaussian families as a user runs them: a cold CLI release, default engine (issue 24 goal 1).
+"""Time the product and Gaussian families and 16 filtered bounded-noise sums as a user runs them: a cold CLI release, default engine (issue 24 goal 1).
 
 Usage: .venv/bin/python scripts/bench/arrow_families.py [--rows 336776] [--engine arrow|spark] [--out bench-results/arrow_families]
 
@@ -57,8 +57,32 @@ beta = "1/20"
 path = "{out}"
 """
 
+def _filtered_sums() -> str:
+    """16 overlapping filtered sums (bounded noise, k = 16): each of g0..g3's clipped sum under 4 filters."""
+    filters = ["b0 = TRUE", "b1 = 1 AND g2 > 0", "b2 = FALSE OR g1 BETWEEN -5 AND 5", "NOT (b3 = 0) OR g0 IS NULL"]
+    out = []
+    for j, col in enumerate(["g0", "g1", "g2", "g0"]):
+        for i, f in enumerate(filters):
+            out.append(f'[[queries]]\nname = "s{j}_{i}"\nkind = "sum"\ncolumn = "{col}"\nlo = "-30"\nhi = "30"\n'
+                       f'filter = "{f}"\n')
+    return "".join(out)
+
+
+ANSWERS = """[input]
+path = "{data}"
+[privacy]
+mechanism = "bounded_noise"
+epsilon = "1"
+delta = "1/1000000000"
+max_units = {rows}
+unit_column = "uid"
+""" + _filtered_sums() + """[output]
+path = "{out}"
+"""
+
 #: (case, config template, target seconds from issue 24)
-CASES = [("gaussian_learner d=3", GAUSS, 10.0), ("product_learner d=7", PRODUCT, 5.0)]
+CASES = [("gaussian_learner d=3", GAUSS, 10.0), ("product_learner d=7", PRODUCT, 5.0),
+         ("16 filtered sums", ANSWERS, 2.0)]
 
 
 def make_input(path: Path, rows: int) -> None:
