@@ -4,14 +4,13 @@ The stage's columns are read once (numeric columns by :func:`dpspark.engine.nume
 are dictionary-encoded so the universe encodes each distinct key once; units get dense ids (their offset
 for integers in a short range, else a dictionary encoding) and are hashed, only where a rule needs it, as
 Spark hashes them (:func:`dpspark.engine.arrow.counts.spark_hash`), truncated by the CountsStage
-rule (:func:`dpspark.engine.arrow.counts._bound_units`); then the shared numpy core
+rule (:func:`dpspark.engine.arrow.counts.bound_units`); then the shared numpy core
 (:mod:`dpspark.mechanisms.groups.core`) bounds and sums all units at once, exactly as the Spark kernel does
 per partition. Memory: the read columns (O(rows)), never a Python object per row on the fast path.
 """
 
 from __future__ import annotations
 
-import math
 
 from typing import TYPE_CHECKING, Any
 
@@ -58,50 +57,14 @@ def check_input(schema: pa.Schema, stage: "GroupsStage") -> None:
             raise InputError(problem)
 
 
-def _chunk(a: "pa.Array | pa.ChunkedArray") -> pa.Array:
-    if isinstance(a, pa.ChunkedArray):
-        return a.combine_chunks() if a.num_chunks != 1 else a.chunk(0)
-    return a
-
-
-def _key_ids(table: pa.Table, cols: list[str]) -> tuple[np.ndarray, pa.Table]:
-    """Dense id per row of its (non-NULL) key tuple, and the distinct keys (one row per id)."""
-    codes, dicts = [], []
-    for c in cols:
-        col = _chunk(table.column(c))
-        enc = pc.dictionary_encode(col.dictionary_decode() if pa.types.is_dictionary(col.type) else col)
-        codes.append(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64))
-        dicts.append(enc.dictionary)
-    if len(cols) == 1:
-        return codes[0], pa.table({cols[0]: dicts[0]})
-    sizes = [len(d) for d in dicts]
-    if math.prod(sizes) < 1 << 62:  # exact ints: the combined code fits int64
-        combined = np.zeros(len(codes[0]), dtype=np.int64)
-        for code, size in zip(codes, sizes):
-            combined = combined * size + code
-        enc = pc.dictionary_encode(pa.array(combined))  # a hash table, not a sort
-        uniq = enc.dictionary.to_numpy(zero_copy_only=False)
-        ids = enc.indices.to_numpy(zero_copy_only=False)
-        parts, rest = [], uniq
-        for size in reversed(sizes):
-            parts.append(rest % size)
-            rest = rest // size
-        parts.reverse()
-    else:  # too many combinations for one int64: distinct rows of the code matrix
-        uniq_rows, ids = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
-        parts = [uniq_rows[:, i] for i in range(len(cols))]
-    keys = pa.table({c: d.take(pa.array(p)) for c, d, p in zip(cols, dicts, parts)})
-    return ids.astype(np.int64).reshape(-1), keys
-
-
 def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: bool = False) -> "list[GroupStats]":
     """The stage over ``dataset`` (a pyarrow dataset or table) with the release's batch ``secret``."""
     import pyarrow.dataset as ds
 
-    from dpspark.engine.arrow.counts import _bound_units, _csv_ints_fit_int32, _encode, spark_hash
+    from dpspark.engine.arrow.counts import bound_units, csv_ints_fit_int32, encode_keys, spark_hash
     from dpspark.engine.arrow.inputs import scan_table
-    from dpspark.engine.numeric import arrow_numeric
     from dpspark.engine.stages import CountsStage
+    from dpspark.mechanisms.groups.parts import index_words, key_ids, numeric_values, one_chunk
 
     if not isinstance(dataset, ds.Dataset):
         dataset = ds.dataset(dataset)
@@ -115,40 +78,35 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
             valid = v if valid is None else pc.and_(valid, v)
     if valid is not None:
         table = table.filter(valid)
-    x = {}
-    for c in stage.value_columns:
-        col = _chunk(table.column(c))
-        if pa.types.is_dictionary(col.type):
-            col = col.dictionary_decode()
-        x[c] = np.asarray(arrow_numeric(col).to_numpy(zero_copy_only=False), dtype=np.float64)
+    x = numeric_values(table, stage.value_columns)
     rows = table.num_rows
-    kid, keys = _key_ids(table, cols)
+    kid, keys = key_ids(table, cols)
     counts_stage = CountsStage(key_columns=tuple(cols), universe=stage.universe, unit_column=unit,
                                out_of_universe="drop", max_units=stage.max_units)
     keep = np.ones(rows, dtype=bool)
     uid = None
     if unit is not None:
-        int32_units = csv_infer and _csv_ints_fit_int32(dataset, unit)
-        uid, n_ids, take = _unit_ids(_chunk(table.column(unit)))
+        int32_units = csv_infer and csv_ints_fit_int32(dataset, unit)
+        uid, n_ids, take = _unit_ids(one_chunk(table.column(unit)))
 
         def hash_units(ids: np.ndarray) -> np.ndarray:
             return spark_hash(take(ids), unit, int32_units=int32_units)
 
         if rows > stage.max_units:  # then maybe more units than n: the CountsStage rule over the units present
             present = np.flatnonzero(np.bincount(uid, minlength=n_ids))
-            kept_units = _bound_units(hash_units(present), counts_stage, secret)
+            kept_units = bound_units(hash_units(present), counts_stage, secret)
             if kept_units is not None:
                 mask = np.zeros(n_ids, dtype=bool)
                 mask[present[kept_units]] = True
                 keep &= mask[uid]
-    index, in_universe, member = _encode(keys, stage.universe, cols, "drop")
+    index, in_universe, member = encode_keys(keys, stage.universe, cols, "drop")
     member_np = np.asarray(member.to_numpy(zero_copy_only=False), dtype=bool)
     if stage.out_of_universe == "error":  # a non-member key (not an unparseable one: NULL) of a kept unit
         outside = ~np.asarray(in_universe.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool)
         if outside[kid[keep]].any():
             raise CuratorError(OUT_OF_UNIVERSE)
     keep &= member_np[kid]
-    words_by_key = _words(index, member_np)
+    words_by_key = index_words(index, member_np)
     gwords, key_gid = core.unique_words(words_by_key[member_np])  # distinct keys may share an index
     gid_of_key = np.full(len(member_np), -1, dtype=np.int64)
     gid_of_key[member_np] = key_gid.reshape(-1)
@@ -179,16 +137,6 @@ def _unit_ids(col: pa.Array) -> tuple[np.ndarray, int, Any]:
     units = enc.dictionary
     return (enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), len(units),
             lambda ids: units.take(pa.array(ids)))
-
-
-def _words(index: "pa.Array | pa.ChunkedArray", member: np.ndarray) -> np.ndarray:
-    """(distinct keys, width) uint8 index words (zeros where the key is not a member)."""
-    arr = _chunk(index)
-    width = arr.type.byte_width
-    buf = np.frombuffer(arr.buffers()[1], dtype=np.uint8)[arr.offset * width: (arr.offset + len(arr)) * width]
-    words = buf.reshape(len(arr), width).copy()
-    words[~member] = 0
-    return words
 
 
 def truncate_rows(part: core.Part, stage: "GroupsStage", secret: bytes) -> core.Part:
