@@ -116,6 +116,19 @@ def test_clip_trace_bound_holds_and_is_not_vacuous() -> None:
     assert exact <= tails.clip_trace(d, 10**9, s_sq, 0.0, p) <= 3 * exact
 
 
+def test_noise_scale_is_non_decreasing_in_the_threshold() -> None:
+    """The derivation bounds a pass's noise at the largest threshold the code can choose: that needs the plan's
+    G sigma to be non-decreasing in l2_sq, on the sampler grid (small scales) and on the public grid (large ones).
+    Mutant: a plan keyed on the wrong quantity (the reversed list) is decreasing."""
+    from dpspark.mechanisms.gaussian_model.model_noise import plan_noise
+
+    for lo, step in ((1, 37), (10**12, 10**11), (10**30, 10**29)):
+        scales = [plan_noise(6, lo + k * step, Fraction(1, 8), 10**12).grid * plan_noise(6, lo + k * step, Fraction(1, 8), 10**12).sampler.sigma
+                  for k in range(12)]
+        assert all(a <= b for a, b in zip(scales, scales[1:])) and scales[0] < scales[-1]
+        assert not all(a <= b for a, b in zip(scales[::-1], scales[::-1][1:]))
+
+
 # --- the stated N -----------------------------------------------------------------------------------------
 
 BASE = dict(d=3, alpha=Fraction(1, 4), beta=Fraction(1, 10**7), rho=Fraction(1, 2), kappa=Fraction(100), radius=Fraction(10))
