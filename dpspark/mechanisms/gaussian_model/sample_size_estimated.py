@@ -11,7 +11,8 @@ zbar their mean. Bits: b data, a matrix, one = 2^(a+b). Every tail below is expl
 (:mod:`~dpspark.mechanisms.gaussian_model.tails`); each event fails w.p. <= p, and p = (beta - clamp) / (number of
 events): the int32 input clamp (as the known-covariance bound), the count, the coarse noise, ||zbar||, the
 coarse clip, the Gram operator norm, the Gram Frobenius norm, (1/n) sum ||z_i||^2, per covariance pass its noise
-and its clip, and for the mean its noise and its clip.
+and its clip (three: the trace, the row truncation and the deviation of :func:`tails.clip_frobenius`), and for the
+mean its noise and its clip.
 
 1. Sampling, uniform over every preconditioner (the same z_i enter every pass):
    ||G - I||_op <= gamma (Vershynin Cor. 5.35), ||G - I||_F <= F (a Lipschitz-median bound, :func:`tails.gram_frobenius`),
@@ -29,11 +30,13 @@ and its clip, and for the mean its noise and its clip.
    In whitened coordinates B^-1 Z^ B^-T = (n/n~) (G_u - C) + B^-1 N~ B^-T, where
    G_u = (1/n) sum u_i u_i^T = G - zbar zbar^T + v v^T + Xi, ||Xi|| <= 2 eps (m + W_0) + eps^2;
    C = (1/n) sum (1 - s_i^2) u_i u_i^T >= 0, tr C <= (1/n) sum ((||z_i|| + W_0 + eps)^2 - T / u)_+ (a row is clipped
-   only if u ||u_i||^2 > T; exact chi^2 Chernoff bound, :func:`tails.clip_trace`), T >= tau (the code's threshold);
+   only if u ||u_i||^2 > T; exact chi^2 Chernoff bound, :func:`tails.clip_trace`), T >= tau (the code's threshold),
+   and ||C||_op <= ||C||_F <= c = :func:`tails.clip_frobenius` (the clipped directions are uniform: E of the
+   dominating matrix is (E f / d) I, plus a Hilbert-space Bernstein deviation; about tr C / sqrt d at large n);
    N~ = noise / (n~ one^2) plus the clip rounding, ||.|| <= zeta n / n~, zeta = 2 sqrt(T) (2 + sqrt d) 2^-(a+b) +
    (2 + sqrt d)^2 2^-2(a+b). The noise is bounded at the largest threshold the code can choose (T_hi: the centre
    offset at ||A A_0^-1|| <= sqrt(u) / a_0 and n_lo; the noise scale is non-decreasing in the threshold).
-   Hence with h = (n/n_lo) (gamma + ||zbar||^2 + V^2 + Xi + tr C) + t_c / n_lo and eta = ||N~||_op:
+   Hence with h = (n/n_lo) (gamma + ||zbar||^2 + V^2 + Xi + c) + t_c / n_lo and eta = ||N~||_op:
        (1 - h) P - eta I <= Z^ <= (1 + h) P + eta I.
 5. A round: A' = (Z + e I)^-1/2 A with Z the PSD projection of Z^ and e in [e_lo, e_hi] (the code's allowance at
    n~ in [n_lo, n_hi] and the noise plans at T in [tau, T_hi]). P <= (Z^ + eta) / (1 - h) <= (Z + eta) / (1 - h), so
@@ -43,7 +46,7 @@ and its clip, and for the mean its noise and its clip.
    q = sqrt(kappa) (d 2^-(a+1) + 2^-30): l_next = (sqrt l' - q)^2, u_next = (sqrt u' + q)^2.
 6. The final pass (Sigma^ = A^-1 Z A^-T): if (1 - h) l > eta_F (eta_F the Frobenius noise bound, >= eta) then Z^ is
    positive definite and Z = Z^, and
-       ||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F <= E_cov = (n/n_lo) (F + ||zbar||^2 + V^2 + Xi + tr C) + sqrt(d) t_c / n_lo
+       ||Sigma^-1/2 Sigma^ Sigma^-1/2 - I||_F <= E_cov = (n/n_lo) (F + ||zbar||^2 + V^2 + Xi + c) + sqrt(d) t_c / n_lo
                                                   + eta_F / l.
 7. The mean (gaussian_mean, gaussian_learner): M = quantised Sigma^_f^-1/2, Sigma^_f = Sigma^ with eigenvalues
    floored at 1. With E_cov < 1: (1 - E) Sigma <= Sigma^_f <= (1 + 2E) Sigma, so M Sigma^1/2 has singular values in
@@ -106,7 +109,7 @@ def estimated_bounds(kind: str, d: int, n: int, rho: Fraction, radius: Fraction,
     count_rho, coarse_rho, cov_rho, mean_rho = SPLITS[kind].parts(Fraction(rho))
     rounds = predicted_rounds(d, Fraction(kappa), max_units, cov_rho)
     with_mean = kind != "gaussian_covariance"
-    events = 7 + 2 * (rounds + 1) + (2 if with_mean else 0)
+    events = 7 + 4 * (rounds + 1) + (2 if with_mean else 0)
     if clamp_fail >= beta / 2:
         return INF, INF  # report
     p = (beta - clamp_fail) / events  # report
@@ -155,7 +158,7 @@ def estimated_bounds(kind: str, d: int, n: int, rho: Fraction, radius: Fraction,
         t_hi = min(4 * tau, Fraction(ceil_frac((sq_tau + Fraction(off_hi)) ** 2 * 1024), 1024))
         plan_hi = _cov_plan(d, t_hi, prho, one_sq, max_units)
         eps = data_round + 2.0 * rd / one / math.sqrt(lo)  # report
-        clip = tails.clip_trace(d, n, t_lo / up, w0 + eps, p)  # report
+        clip = tails.clip_frobenius(d, n, t_lo / up, w0 + eps, p, tails.clip_trace(d, n, t_lo / up, w0 + eps, p))  # report
         xi = 2.0 * eps * (m_abs + w0) + eps * eps  # report
         zeta = (2.0 * math.sqrt(float(t_hi)) * (2.0 + rd) / one + ((2.0 + rd) / one) ** 2) * tails.UP  # report
         base = zb * zb + v_big * v_big + xi + clip  # report

@@ -155,3 +155,47 @@ def clip_move_bound(d: int, n: int, a: float, s: float, p: float) -> float:
             continue
         best = min(best, (n * math.exp(expo) + math.log(1.0 / p)) / (theta * n))  # report
     return best
+
+
+def excess_moments(d: int, s: float) -> tuple[float, float]:
+    """Upper bounds of E (X - s)_+ and E (X - s)_+^2 for X ~ chi^2_d, exact up to float slack: x f_d(x) = d f_{d+2}(x)
+    and x^2 f_d(x) = d (d + 2) f_{d+4}(x) give E (X - s)_+ = d Q_{d+2}(s) - s Q_d(s) and
+    E (X - s)_+^2 = d (d + 2) Q_{d+4}(s) - 2 s d Q_{d+2}(s) + s^2 Q_d(s)."""
+    s = max(s, 0.0)  # report
+    q0, q2, q4 = chi2_sf(d, s), chi2_sf(d + 2, s), chi2_sf(d + 4, s)  # report
+    pos1, pos2 = d * q2, d * (d + 2) * q4 + s * s * q0  # report
+    m1 = max(0.0, pos1 - s * q0) + 1e-9 * pos1  # report: the slack covers the float error of the cancellation
+    m2 = max(0.0, pos2 - 2.0 * s * d * q2) + 1e-9 * pos2  # report
+    return m1, m2
+
+
+def clip_frobenius(d: int, n: int, s_sq: float, w: float, p: float, trace: float) -> float:
+    """||C||_F w.p. >= 1 - 2p (a truncation event and a deviation event, besides the event tr C <= ``trace``), for
+    C = (1/n) sum c_i u^_i u^_i^T with 0 <= c_i <= f(||z_i||) = ((||z_i|| + w)^2 - s_sq)_+, u^_i = u_i / ||u_i||,
+    ||u_i - z_i|| <= w, c_i = 0 unless ||u_i||^2 > s_sq (so ||z_i|| >= r_0 = sqrt(s_sq) - w).
+
+    * ||u^ u^^T - z^ z^^T||_F <= sqrt 2 ||u^ - z^|| <= 2 sqrt 2 w / r_0, so ||C - C_z||_F <= trace 2 sqrt 2 w / r_0, C_z the
+      same sum with z^_i = z_i / ||z_i||.
+    * 0 <= C_z <= D = (1/n) sum f(||z_i||) z^_i z^_i^T, so ||C_z||_F <= ||D||_F (Weyl: the eigenvalues are ordered).
+    * ||z_i|| and z^_i are independent and z^_i is uniform on the sphere: E D = (E f / d) I, ||E D||_F = E f / sqrt d.
+    * All ||z_i||^2 <= LM(d, p / n) (union over the rows), so D equals its truncation at f_max = f(sqrt LM(d, p / n));
+      Smale-Zhou 2007, Lemma 2 (Pinelis; H the symmetric matrices with the Frobenius norm, ||xi|| <= f_max,
+      E ||xi||^2 <= E f^2): ||D - E D||_F <= 2 f_max ln(2/p) / n + sqrt(2 E f^2 ln(2/p) / n) w.p. >= 1 - p.
+    * E f and E f^2 through (r + w)^2 <= (1 + e) r^2 + (1 + 1/e) w^2 and :func:`excess_moments`.
+    The result is the smaller of this and ``trace`` (||C||_F <= tr C for C >= 0)."""
+    r0 = math.sqrt(max(s_sq, 0.0)) - w  # report
+    if r0 <= 0 or trace == INF:
+        return trace
+    fmax = max(0.0, (math.sqrt(lm(d, p / n)) + w) ** 2 - s_sq)  # report
+    big_l = math.log(2.0 / p)  # report
+    pert = trace * 2.0 * math.sqrt(2.0) * w / r0  # report
+    best = trace  # report
+    for e in ((0.0,) if w == 0 else (2.0**-8, 2.0**-6, 2.0**-4, 2.0**-2, 1.0)):  # public grid
+        s = (s_sq - ((1.0 + 1.0 / e) * w * w if e else 0.0)) / (1.0 + e)  # report
+        if s <= 0:
+            continue
+        m1, m2 = excess_moments(d, s)  # report
+        ef, ef2 = (1.0 + e) * m1, (1.0 + e) ** 2 * m2  # report
+        dev = 2.0 * fmax * big_l / n + math.sqrt(2.0 * ef2 * big_l / n)  # report
+        best = min(best, (ef / math.sqrt(d) + dev + pert) * UP)  # report
+    return best
