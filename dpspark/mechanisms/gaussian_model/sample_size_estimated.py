@@ -15,7 +15,7 @@ and its clip (three: the trace, the row truncation and the deviation of :func:`t
 mean its noise and its clip.
 
 1. Sampling, uniform over every preconditioner (the same z_i enter every pass):
-   ||G - I||_op <= gamma (Vershynin Cor. 5.35), ||G - I||_F <= F (a Lipschitz-median bound, :func:`tails.gram_frobenius`),
+   ||G - I||_op <= gamma (Vershynin Cor. 5.35), ||G - I||_F <= F (Lipschitz concentration, :func:`tails.gram_frobenius`),
    G = (1/n) sum z_i z_i^T; ||zbar||^2 <= LM(d, p) / n; (1/n) sum ||z_i|| <= m = sqrt(LM(n d, p) / n).
 2. Count: |n~ - n| <= t_c; n_lo = n - t_c, n_hi = n + t_c.
 3. Coarse mean (A_0 = a_0 I, a_0 <= 1/sqrt kappa, centre 0, radius r_0): in A_0's coordinates
@@ -119,8 +119,8 @@ def estimated_bounds(kind: str, d: int, n: int, rho: Fraction, radius: Fraction,
     rd = math.sqrt(d)  # report
     data_round = rd * 2.0 ** -(b_bits + 1)  # report: ||rint(v 2^b) 2^-b - v|| per row
     # 1.-2. sampling and count
-    gamma, s_max = tails.gram_operator(d, n, p)  # report
-    frob = tails.gram_frobenius(d, n, p, s_max, p)  # report
+    gamma, _ = tails.gram_operator(d, n, p)  # report
+    frob = tails.gram_frobenius(d, n, p)  # report
     zb = math.sqrt(tails.lm(d, p) / n)  # report
     m_abs = math.sqrt(tails.lm(n * d, p) / n)  # report
     t_c = _noise_tail(plan_noise(1, 1, count_rho, max_units), p)  # report

@@ -95,18 +95,20 @@ def gram_operator(d: int, n: int, p: float) -> tuple[float, float]:
     return (2.0 * delta + delta * delta) * UP, (math.sqrt(n) + math.sqrt(d) + t) * UP  # report
 
 
-def gram_frobenius(d: int, n: int, p: float, s_max: float, p_k: float) -> float:
-    """||(1/n) sum z z^T - I||_F w.p. >= 1 - p (besides the event s_max(Z) <= s_max of probability >= 1 - p_k).
+def gram_frobenius(d: int, n: int, p: float) -> float:
+    """||(1/n) sum z z^T - I||_F w.p. >= 1 - p.
 
-    f(Z) = ||Z^T Z / n - I||_F is L = 2 s_max / n Lipschitz on K = {||Z||_op <= s_max}; its McShane extension f~
-    is L-Lipschitz on R^(n d). E f^2 = (d^2 + d) / n exactly (Var z_j^2 = 2, Var z_j z_k = 1), so Pr[f~ > a] <=
-    E f^2 / a^2 + p_k = 1/2 at a = sqrt(E f^2 / (1/2 - p_k)): a median of f~ is <= a, and Gaussian concentration
-    about a median (Pr[f~ > med + L t] <= 1 - Phi(t) <= exp(-t^2/2) / 2) gives f <= a + L t on K."""
-    if p_k >= 0.5:
-        return INF  # report
-    a = math.sqrt((d * d + d) / (n * (0.5 - p_k)))  # report
-    t = math.sqrt(2.0 * math.log(1.0 / (2.0 * p)))  # report
-    return (a + 2.0 * s_max / n * t) * UP  # report
+    f(Z) = ||Z^T Z / n - I||_F is L = 2 s / n Lipschitz (Frobenius) on K = {||Z||_op <= s}, s = sqrt n + sqrt d +
+    sqrt(2 ln(2/p_K)), Pr[not K] <= p_K = 2^-20 p (Vershynin Cor. 5.35). Its McShane extension f~ is L-Lipschitz on
+    R^(n d), equals f on K and is <= f(0) + L ||Z||_F = sqrt d + L ||Z||_F, so by Cauchy-Schwarz
+    E f~ <= sqrt(E f^2) + sqrt(p_K (2 d + 2 L^2 n d)) with E f^2 = (d^2 + d) / n exactly (Var z_j^2 = 2,
+    Var z_j z_k = 1). Gaussian concentration (Tsirelson-Ibragimov-Sudakov): f~ <= E f~ + L sqrt(2 ln(1/p'))
+    w.p. >= 1 - p', p' = p - p_K; on K, f = f~."""
+    p_k = p * 2.0**-20  # report
+    s = math.sqrt(n) + math.sqrt(d) + math.sqrt(2.0 * math.log(2.0 / p_k))  # report
+    lip = 2.0 * s / n  # report
+    mean = math.sqrt((d * d + d) / n) + math.sqrt(p_k * (2.0 * d + 2.0 * lip * lip * n * d))  # report
+    return (mean + lip * math.sqrt(2.0 * math.log(1.0 / (p - p_k)))) * UP  # report
 
 
 def clip_trace(d: int, n: int, s_sq: float, w: float, p: float) -> float:

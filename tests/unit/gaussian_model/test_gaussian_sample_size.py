@@ -61,8 +61,8 @@ def test_gram_bounds_hold_in_every_trial_and_the_typical_values_do_not() -> None
     <= 200 x 2e-9 < 1e-6). Mutants: the typical values (F without its concentration term, sqrt((d^2 + d) / n);
     gamma at t = 0) are exceeded in at least 20 trials."""
     d, n, p, trials = 3, 400, 1e-9, 200
-    gamma, s_max = tails.gram_operator(d, n, p)
-    frob = tails.gram_frobenius(d, n, p, s_max, p)
+    gamma, _ = tails.gram_operator(d, n, p)
+    frob = tails.gram_frobenius(d, n, p)
     typ_f, typ_op = math.sqrt((d * d + d) / n), 2 * math.sqrt(d / n) + d / n  # report
     over_f = over_op = 0
     g = np.random.default_rng(11)  # report
