@@ -35,7 +35,9 @@ mean its noise and its clip.
    dominating matrix is (E f / d) I, plus a Hilbert-space Bernstein deviation; about tr C / sqrt d at large n);
    N~ = noise / (n~ one^2) plus the clip rounding, ||.|| <= zeta n / n~, zeta = 2 sqrt(T) (2 + sqrt d) 2^-(a+b) +
    (2 + sqrt d)^2 2^-2(a+b). The noise is bounded at the largest threshold the code can choose (T_hi: the centre
-   offset at ||A A_0^-1|| <= sqrt(u) / a_0 and n_lo; the noise scale is non-decreasing in the threshold).
+   offset at ||A A_0^-1|| <= sqrt(u) / a_0 and n_lo; the noise scale is non-decreasing in the threshold, tested),
+   with the coupling mass of T_hi's sampler (the actual plan differs only in its window; these masses are 2^-53 to
+   2^-76 for the plans of d <= 100, up to 10^7 units, far below p).
    Hence with h = (n/n_lo) (gamma + ||zbar||^2 + V^2 + Xi + c) + t_c / n_lo and eta = ||N~||_op:
        (1 - h) P - eta I <= Z^ <= (1 + h) P + eta I.
 5. A round: A' = (Z + e I)^-1/2 A with Z the PSD projection of Z^ and e in [e_lo, e_hi] (the code's allowance at
