@@ -10,9 +10,12 @@ Model: n singles x_i ~ N(mu, Sigma) i.i.d., ||mu|| <= R, I <= Sigma <= kappa I, 
 zbar their mean. Bits: b data, a matrix, one = 2^(a+b). Every tail below is explicit
 (:mod:`~dpspark.mechanisms.gaussian_model.tails`); each event fails w.p. <= p, and p = (beta - clamp) / (number of
 events): the int32 input clamp (as the known-covariance bound), the count, the coarse noise, ||zbar||, the
-coarse clip, the Gram operator norm, the Gram Frobenius norm, (1/n) sum ||z_i||^2, per covariance pass its noise
-and its clip (three: the trace, the row truncation and the deviation of :func:`tails.clip_frobenius`), and for the
-mean its noise and its clip.
+coarse clip, the Gram operator norm, the Gram Frobenius norm, (1/n) sum ||z_i||^2, four per covariance pass (its
+noise; its clip: the trace, the row truncation and the deviation of :func:`tails.clip_frobenius`), and for the mean
+its noise and its clip. Every bound is a deterministic function of public inputs, so the least of several bounds
+of one quantity (public grids of Chernoff parameters, :func:`tails.clip_move_sharp`) holds on the event of the
+one that attains it. Noise vectors: ||N|| <= G sigma sqrt(LM(D, p)) (:func:`tails.vector_norm`), the count by its
+subgaussian tail. Float eigendecompositions and products (post-processing) are inside the 2^-30 slack of 5.
 
 1. Sampling, uniform over every preconditioner (the same z_i enter every pass):
    ||G - I||_op <= gamma (Vershynin Cor. 5.35), ||G - I||_F <= F (Lipschitz concentration, :func:`tails.gram_frobenius`),
@@ -20,8 +23,8 @@ mean its noise and its clip.
 2. Count: |n~ - n| <= t_c; n_lo = n - t_c, n_hi = n + t_c.
 3. Coarse mean (A_0 = a_0 I, a_0 <= 1/sqrt kappa, centre 0, radius r_0): in A_0's coordinates
    A_0 (mu~ - xbar) = N_0 / n~ + S'(1/n~ - 1/n) - (S - S') / n + A_0 (rounding), so
-   ||A_0 (mu~ - xbar)|| <= V_0 = ||N_0|| / (n_lo one) + r_0 t_c / n_lo + B_0 + a_0 sqrt(d) 2^-(b+1), B_0 the Chernoff
-   clip move (rows move only if ||z_i|| > g - sqrt(d) 2^-(b+1)). With ||Sigma^-1/2 A_0^-1|| <= 1/a_0:
+   ||A_0 (mu~ - xbar)|| <= V_0 = ||N_0|| / (n_lo one) + r_0 t_c / n_lo + B_0 + a_0 sqrt(d) 2^-(b+1), B_0 the clip
+   move (rows move only if ||z_i|| > g - sqrt(d) 2^-(b+1); :func:`tails.clip_move_sharp`). With ||Sigma^-1/2 A_0^-1|| <= 1/a_0:
    v = Sigma^-1/2 (xbar - mu~) has ||v|| <= V = V_0 / a_0, and w_0 = Sigma^-1/2 (mu - mu~) = v - zbar, ||w_0|| <= W_0.
 4. A covariance pass with preconditioner A (public given earlier outputs), B = A Sigma^1/2, P = B B^T, l <= P <= u
    (initially l = a_0^2, u = a_0^2 kappa). Row i gives y_i / one = B u_i with u_i = z_i + w_0 + xi_i,
