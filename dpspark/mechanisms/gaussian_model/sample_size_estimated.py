@@ -146,7 +146,7 @@ def estimated_bounds(kind: str, d: int, n: int, rho: Fraction, radius: Fraction,
     v0 = tails.vector_norm(coarse, p) / (n_lo * one) + r0_hi * t_c / n_lo + b0 + a0 * data_round  # report
     v_big = v0 / a0 * tails.UP  # report
     w0 = zb + v_big  # report
-    tr.update(p=p, rounds=rounds, gamma=gamma, frob=frob, zbar=zb, t_c=t_c, v=v_big, coarse_noise=v0, b0=b0, passes=[])
+    tr.update(p=p, rounds=rounds, gamma=gamma, frob=frob, zbar=zb, t_c=t_c, v=v_big, coarse_noise=v0, b0=b0, passes=[])  # report: trace
     sd0 = float(coarse.grid) * float(coarse.sampler.sigma) / one  # report: centre.sd = sd0 / n~
     # 4.-6. the covariance passes
     tau = tail_sq(d, ROW_BETA_COVARIANCE)
@@ -168,7 +168,8 @@ def estimated_bounds(kind: str, d: int, n: int, rho: Fraction, radius: Fraction,
         zeta = (2.0 * math.sqrt(float(t_hi)) * (2.0 + rd) / one + ((2.0 + rd) / one) ** 2) * tails.UP  # report
         base = zb * zb + v_big * v_big + xi + clip  # report
         h = (ratio * (gamma + base) + t_c / n_lo) * tails.UP  # report
-        tr["passes"].append(dict(l=lo, u=up, t_hi=float(t_hi), clip=clip, xi=xi, h=h, sd=float(plan_hi.grid * plan_hi.sampler.sigma) / one_sq))
+        sd_hi = float(plan_hi.grid * plan_hi.sampler.sigma) / one_sq  # report: trace
+        tr["passes"].append(dict(l=lo, u=up, t_hi=float(t_hi), clip=clip, xi=xi, h=h, sd=sd_hi))  # report: trace
         if h >= 1:
             return INF, INF  # report
         if final:
@@ -176,13 +177,13 @@ def estimated_bounds(kind: str, d: int, n: int, rho: Fraction, radius: Fraction,
             if (1.0 - h) * lo <= eta_f:
                 return INF, INF  # report
             e_cov = (ratio * (frob + base) + rd * t_c / n_lo + eta_f / lo) * tails.UP  # report
-            tr.update(eta_f=eta_f, noise_term=eta_f / lo, e_cov=e_cov)
+            tr.update(eta_f=eta_f, noise_term=eta_f / lo, e_cov=e_cov)  # report: trace
             break
         plan_lo = _cov_plan(d, tau, prho, one_sq, max_units)
         eta = tails.sym_operator(plan_hi, d, p) / (n_lo * one_sq) + zeta * ratio  # report
         e_lo = 2.0 * math.sqrt(d / n_hi) + rd * float(plan_lo.grid) * float(plan_lo.sampler.sigma) / (n_hi * one_sq)  # report
         e_hi = (2.0 * math.sqrt(d / n_lo) + rd * float(plan_hi.grid) * float(plan_hi.sampler.sigma) / (n_lo * one_sq)) * tails.UP  # report
-        tr["passes"][-1].update(eta=eta, e_lo=e_lo, e_hi=e_hi)
+        tr["passes"][-1].update(eta=eta, e_lo=e_lo, e_hi=e_hi)  # report: trace
         u_next = max(1.0, eta / e_lo) / (1.0 - h) * tails.UP  # report
         eta2 = eta + max(0.0, eta - (1.0 - h) * lo)  # report
         l_next = lo / ((1.0 + h) * lo + eta2 + e_hi) / tails.UP  # report
@@ -211,9 +212,9 @@ def estimated_bounds(kind: str, d: int, n: int, rho: Fraction, radius: Fraction,
     r1 = math.sqrt(t1_int) / one * tails.UP  # report
     e_m = ((tails.vector_norm(fine, p) / (n_lo * one) + r1 * t_c / n_lo + b1) / s_lo + data_round) * tails.UP  # report
     mean_err = zb + e_m  # report
-    tr.update(e_m=e_m, b1=b1, s_lo=s_lo, amp=amp, r_clip=r_clip, r_noise=float(r_noise), delta1=delta1, mean=mean_err)
+    tr.update(e_m=e_m, b1=b1, s_lo=s_lo, amp=amp, r_clip=r_clip, r_noise=float(r_noise), delta1=delta1, mean=mean_err)  # report: trace
     if kind == "gaussian_mean":
-        return INF, mean_err
+        return INF, mean_err  # report: trace
     # 8. the learner's centring correction
     out = e_cov - ratio * v_big * v_big + (t_c / n_lo) * v_big * v_big + 2.0 * e_m * v_big + e_m * e_m  # report
     return (out * tails.UP if out * tails.UP < 1 else INF), mean_err  # report
