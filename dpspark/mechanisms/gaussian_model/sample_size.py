@@ -1,13 +1,13 @@
-"""The stated sample size of the Gaussian releases: what is derived for the current algorithm, and what is not.
+"""The stated sample size of the Gaussian releases: the smallest n at which the stated error bound reaches alpha.
 
-Derived: ``gaussian_mean`` with a KNOWN covariance (kind ``gaussian_mean_known``). Not derived:
-``gaussian_covariance``, ``gaussian_mean`` with an estimated covariance and ``gaussian_learner``. Their
-whitening rounds use the TYPICAL spectral error of a pass as their allowance, not a w.h.p. bound
-(:func:`~dpspark.mechanisms.gaussian_model.covariance.spectral_allowance`), so no tail bound covers the
-rounds yet. :func:`release_sample_size` returns None for them: a release then states no model-error claim
-with a minimum n, only the certified noise bound of its last pass, and the plan says so. Their accuracy is
-measured by ``scripts/bench/gaussian_vs_coinpress.py`` (issue 23 §1). Privacy never depends on this module:
-every sensitivity is the exact clip of its pass.
+Derived for every release kind. ``gaussian_mean`` with a KNOWN covariance (kind ``gaussian_mean_known``) below;
+``gaussian_covariance``, ``gaussian_mean`` with an estimated covariance and ``gaussian_learner`` in
+:mod:`~dpspark.mechanisms.gaussian_model.sample_size_estimated`. Their whitening rounds use the TYPICAL spectral
+error of a pass as their allowance (:func:`~dpspark.mechanisms.gaussian_model.covariance.spectral_allowance`), not a
+w.h.p. bound; the derivation never assumes that allowance holds (route (b) of issue 23 §1): it carries a public
+interval for the spectrum of A Sigma A^T through the rounds that holds for any preconditioner the rounds can
+produce, and bounds the final pass's error given it. The tails are in :mod:`~dpspark.mechanisms.gaussian_model.tails`.
+Privacy never depends on these modules: every sensitivity is the exact clip of its pass.
 
 Model: n singles x_i ~ N(mu, Sigma) i.i.d., I <= Sigma <= kappa I, ||mu|| <= R; z_i = Sigma^-1/2 (x_i - mu).
 The known-covariance release (:mod:`~dpspark.mechanisms.gaussian_model.mean`) uses M = Sigma^-1/2 quantised to
@@ -51,6 +51,8 @@ from dpspark.mechanisms.gaussian_model.budget import SPLITS
 from dpspark.mechanisms.gaussian_model.covariance import ROW_BETA_MEAN, max_threshold, tail_sq
 from dpspark.mechanisms.gaussian_model.fixed import GaussianSpecError, Scales, ceil_frac, choose_scales, default_data_bits
 from dpspark.mechanisms.gaussian_model.model_noise import VectorNoise, plan_noise
+from dpspark.mechanisms.gaussian_model.sample_size_estimated import estimated_bounds
+from dpspark.mechanisms.gaussian_model.tails import clip_move_bound
 from dpspark.noise.grid import sqrt_upper
 
 INF = math.inf  # report
@@ -58,11 +60,10 @@ INF = math.inf  # report
 MAX_N = 1 << 40
 #: the release kinds (gaussian_mean_known is gaussian_mean with a public covariance)
 KINDS = ("gaussian_covariance", "gaussian_mean", "gaussian_mean_known", "gaussian_learner")
-#: the kinds with a derived sample size
-DERIVED = ("gaussian_mean_known",)
-#: what the plan and the release say in place of N for the others
-NOT_DERIVED = ("no tail-bound sample size is derived for this algorithm (its whitening rounds use typical, not "
-               "w.h.p., allowances); its accuracy is measured by scripts/bench/gaussian_vs_coinpress.py")
+#: the kinds with a derived sample size (every kind: the estimated ones in :mod:`.sample_size_estimated`)
+DERIVED = KINDS
+#: what the plan and the release say in place of N for a kind without a derivation (none today)
+NOT_DERIVED = "no tail-bound sample size is derived for this release kind"
 
 
 def tested_beta(beta: Fraction, events: int = 1) -> Fraction:
@@ -97,20 +98,6 @@ def lm(d: int, p: float) -> float:
     """d + 2 sqrt(d x) + 2 x, x = ln(1/p): Pr[chi^2_d >= it] <= p (Laurent-Massart)."""
     x = math.log(1.0 / p)  # report
     return d + 2.0 * math.sqrt(d * x) + 2.0 * x  # report
-
-
-def clip_move_bound(d: int, n: int, a: float, s: float, p: float) -> float:
-    """B with (1/n) sum_i (a ||z_i|| - s)_+ <= B w.p. >= 1 - p (module docstring, item 5); inf when s <= 0."""
-    if s <= 0 or n < 1:
-        return INF  # report
-    best = INF  # report
-    for j in range(60):  # a public grid of theta in [1/64, 2^15/64]
-        theta = 2.0 ** (j / 4.0 - 6.0)  # report
-        expo = theta * (a * math.sqrt(d) - s) + theta * theta * a * a / 2.0  # report
-        if expo > 50:
-            continue
-        best = min(best, (n * math.exp(expo) + math.log(1.0 / p)) / (theta * n))  # report
-    return best
 
 
 def mean_known_bound(d: int, n: int, rho: Fraction, radius: Fraction, kappa: Fraction, scales: Scales, max_units: int,
@@ -192,7 +179,10 @@ def release_error_bound(kind: str, n: int, d: int, beta: Fraction, rho: Fraction
     """The error bound of a release kind at n units, w.p. >= 1 - beta (inf when not derived or not reached)."""
     release_events(kind)
     if kind != "gaussian_mean_known":
-        return INF  # report
+        fail = input_clamp_fail(d, max_units, kappa, radius, scales)  # report
+        cov, mean = estimated_bounds(kind, d, n, Fraction(rho), Fraction(radius), Fraction(kappa), scales, max_units,
+                                     float(beta), fail)  # report
+        return {"gaussian_covariance": cov, "gaussian_mean": mean}.get(kind, max(cov, mean))  # report
     return mean_known_bound(d, n, Fraction(rho), Fraction(radius), Fraction(kappa), scales, max_units, float(beta))  # report
 
 

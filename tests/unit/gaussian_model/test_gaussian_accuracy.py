@@ -121,9 +121,9 @@ def test_preconditioning_rounds_pay_off_at_kappa_1e4() -> None:
     assert _maha(est["covariance"], sigma) <= _maha(flat["covariance"], sigma) / 10
 
 
-def test_plan_states_that_no_sample_size_is_derived(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """The plan (dry-run) says so, and the release states no model-error claim with a minimum n; with a known
-    covariance the plan states N and the claim."""
+def test_plan_states_the_derived_sample_size_and_the_release_its_claims(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The plan (dry-run) states N for the estimated-covariance kinds and for a known covariance, the model-error
+    claims carry it (both metrics for the learner); at a max_units below N the plan says N is not reached there."""
     from dpspark.api.config import ReleaseSpec
     from dpspark.mechanisms.registry import construct
 
@@ -132,10 +132,17 @@ def test_plan_states_that_no_sample_size_is_derived(tmp_path) -> None:  # type: 
             "privacy": {"mechanism": "gaussian_covariance", "epsilon": "8", "delta": "1/1000000000",
                         "max_units": 10**6, "unit_column": "uid"},
             "output": {"path": str(tmp_path / "o")}}
-    mech = construct(ReleaseSpec.from_dict(base))
-    target = mech.plan()["accuracy_target"]
-    assert target["sample_size"] is None and "no tail-bound sample size" in target["text"]
-    assert mech.model_claims() == []
+    for kind, quantities in (("gaussian_covariance", ["whitened_frobenius_error"]), ("gaussian_mean", ["mahalanobis_error"]),
+                             ("gaussian_learner", ["whitened_frobenius_error", "mahalanobis_error"])):
+        mech = construct(ReleaseSpec.from_dict({**base, "privacy": {**base["privacy"], "mechanism": kind}}))
+        target = mech.plan()["accuracy_target"]
+        n = target["sample_size"]
+        assert n is not None and f"n >= {n}" in target["text"]
+        assert [(c.quantity, c.min_units) for c in mech.model_claims()] == [(q, n) for q in quantities]
+        small = construct(ReleaseSpec.from_dict({**base, "privacy": {**base["privacy"], "mechanism": kind,
+                                                                    "max_units": n // 2}}))
+        assert small.plan()["accuracy_target"]["sample_size"] is None and small.model_claims() == []
+        assert "is not reached at max_units" in small.plan()["accuracy_target"]["text"]
     known = {**base, "gaussian": {**base["gaussian"], "covariance": [["1", "0", "0"], ["0", "1", "0"], ["0", "0", "1"]]},
              "privacy": {**base["privacy"], "mechanism": "gaussian_mean"}}
     mk = construct(ReleaseSpec.from_dict(known))
@@ -169,7 +176,7 @@ def test_known_covariance_mean_at_the_stated_sample_size(d: int) -> None:
 
 def test_stated_bound_holds_for_every_n_above_n() -> None:
     """At a fixed max_units the known-covariance bound is <= alpha at N and non-increasing on [N, max_units]
-    (so "once n >= N" holds), and above alpha just below N; the other kinds state no N."""
+    (so "once n >= N" holds), and above alpha just below N (the other kinds: test_gaussian_sample_size.py)."""
     from dpspark.mechanisms.gaussian_model.sample_size import mechanism_scales, release_error_bound, release_sample_size
 
     d, alpha, rho, kappa, radius, units = 5, Fraction(1, 10), Fraction(1, 2), Fraction(100), Fraction(40), 10**6
@@ -180,5 +187,3 @@ def test_stated_bound_holds_for_every_n_above_n() -> None:
     vals = [release_error_bound("gaussian_mean_known", n, d, BETA_N, rho, kappa, radius, scales, units) for n in grid]
     assert vals[0] <= alpha and all(b <= a for a, b in zip(vals, vals[1:]))
     assert release_error_bound("gaussian_mean_known", big_n * 99 // 100, d, BETA_N, rho, kappa, radius, scales, units) > alpha
-    for kind in ("gaussian_covariance", "gaussian_mean", "gaussian_learner"):
-        assert release_sample_size(kind, d, alpha, BETA_N, rho, kappa, radius, max_units=units) is None
