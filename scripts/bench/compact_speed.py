@@ -28,12 +28,13 @@ import hashlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from abtree import extract, run_child  # scripts/bench/abtree.py: the A/B benches' shared part
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIVERSE = 2**64
@@ -96,16 +97,7 @@ def child(case: str, size: int, keys: int) -> None:
 
 
 def _run_child(tree: Path, case: str, size: int, keys: int) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    env.pop("NUMBA_CACHE_DIR", None)
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", case, str(size), str(keys)]
-    res = subprocess.run(cmd, env=env, cwd=str(tree), capture_output=True, text=True, check=True)
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
-def _extract(ref: str, dest: Path) -> None:
-    arch = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "dpspark"], capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=arch, check=True)
+    return run_child(__file__, tree, [case, str(size), str(keys)], env_drop=("NUMBA_CACHE_DIR",))
 
 
 def main() -> None:
@@ -126,7 +118,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as td:
         base = Path(td)
-        _extract(args.baseline_ref, base)
+        extract(args.baseline_ref, base)
         trees = {"before": base, "after": ROOT}
         for case, size in cases:
             runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}

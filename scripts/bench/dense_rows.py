@@ -30,12 +30,13 @@ import hashlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from abtree import extract, run_child  # scripts/bench/abtree.py: the A/B benches' shared part
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -72,15 +73,7 @@ def child(k: int, c: int, bins: int, units: int) -> None:
 
 
 def _run_child(tree: Path, k: int, c: int, bins: int, units: int) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(k), str(c), str(bins), str(units)]
-    res = subprocess.run(cmd, env=env, cwd=str(tree), capture_output=True, text=True, check=True)
-    return json.loads(res.stdout.strip().splitlines()[-1])
-
-
-def _extract(ref: str, dest: Path) -> None:
-    arch = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "dpspark"], capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=arch, check=True)
+    return run_child(__file__, tree, [str(k), str(c), str(bins), str(units)])
 
 
 def main() -> None:
@@ -100,7 +93,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as td:
         base = Path(td)
-        _extract(args.baseline_ref, base)
+        extract(args.baseline_ref, base)
         trees = {"before": base, "after": ROOT}
         for k, c in cases:
             runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}

@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from abtree import extract, run_child  # scripts/bench/abtree.py: the A/B benches' shared part
+
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ("public", "private", "rows-cut")
 
@@ -76,13 +78,9 @@ def child(data: Path, rows: int, cases: list[str]) -> dict[str, Any]:
 
 
 def _run_child(tree: Path, data: Path, rows: int, cases: list[str]) -> dict[str, Any]:
-    env = dict(os.environ, PYTHONPATH=str(tree), PYSPARK_PYTHON=sys.executable)
-    env.setdefault("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64")
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(data), "--rows", str(rows),
-                           "--cases", *cases], env=env, cwd=tree, capture_output=True, text=True, timeout=3600)
-    if proc.returncode != 0:
-        raise SystemExit(f"child failed in {tree}:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    java = {} if "JAVA_HOME" in os.environ else {"JAVA_HOME": "/usr/lib/jvm/java-17-openjdk-amd64"}
+    return run_child(__file__, tree, [str(data), "--rows", str(rows), "--cases", *cases],
+                     env_extra={"PYSPARK_PYTHON": sys.executable, **java}, timeout=3600)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,9 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                         str(args.rows), "--users", str(args.users)], check=True, stdout=subprocess.DEVNULL)
         base = tmp / "baseline"
         base.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.baseline_ref, "dpspark", "conf", "scripts"],
-                                 check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+        extract(args.baseline_ref, base, ("dpspark", "conf", "scripts"))
         runs: dict[str, list[dict[str, Any]]] = {"baseline": [], "this tree": []}
         loads: list[float] = []
         for _ in range(args.repeats):
