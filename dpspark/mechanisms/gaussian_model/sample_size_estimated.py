@@ -187,7 +187,7 @@ def estimated_bounds(kind: str, d: int, n: int, rho: Fraction, radius: Fraction,
         u_next = max(1.0, eta / e_lo) / (1.0 - h) * tails.UP  # report
         eta2 = eta + max(0.0, eta - (1.0 - h) * lo)  # report
         l_next = lo / ((1.0 + h) * lo + eta2 + e_hi) / tails.UP  # report
-        if math.sqrt(l_next) <= q_mat:
+        if math.sqrt(l_next) <= q_mat:  # report
             return INF, INF  # report
         lo, up = (math.sqrt(l_next) - q_mat) ** 2 / tails.UP, (math.sqrt(u_next) + q_mat) ** 2 * tails.UP  # report
     if not with_mean:

@@ -31,7 +31,7 @@ def chi2_sf(d: int, x: float) -> float:
     if d % 2 == 0:
         total = sum(math.exp(-h + k * lh - math.lgamma(k + 1)) for k in range(d // 2))  # report
     else:
-        total = math.erfc(math.sqrt(h)) + sum(math.exp(-h + (k + 0.5) * lh - math.lgamma(k + 1.5))
+        total = math.erfc(math.sqrt(h)) + sum(math.exp(-h + (k + 0.5) * lh - math.lgamma(k + 1.5))  # report
                                               for k in range((d - 1) // 2))  # report
     return min(1.0, total)  # report
 
