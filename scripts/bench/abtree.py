@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,3 +36,18 @@ def run_child(script: str, tree: Path, args: Sequence[str], *, env_extra: dict[s
     if proc.returncode != 0:
         raise SystemExit(f"child failed in {tree}:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def ab_runs(base: Path, repeats: int, run: Callable[[Path], dict[str, Any]],
+            show: Callable[[str, dict[str, Any]], None], what: str) -> dict[str, list[dict[str, Any]]]:
+    """``repeats`` children per side, the sides alternating ("before" = the baseline tree ``base``, "after" = this
+    tree), each result shown as it arrives; every child's ``digest`` must be the same (else the bench stops)."""
+    runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
+    for _ in range(repeats):
+        for side, tree in (("before", base), ("after", ROOT)):
+            result = run(tree)
+            runs[side].append(result)
+            show(side, result)
+    if len({r["digest"] for rs in runs.values() for r in rs}) != 1:
+        raise SystemExit(f"{what}: the two sides differ")
+    return runs

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from abtree import extract, run_child  # scripts/bench/abtree.py: the A/B benches' shared part
+from abtree import ab_runs, extract, run_child  # scripts/bench/abtree.py: the A/B benches' shared part
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIVERSE = 2**64
@@ -119,17 +119,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as td:
         base = Path(td)
         extract(args.baseline_ref, base)
-        trees = {"before": base, "after": ROOT}
         for case, size in cases:
-            runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
-            for _ in range(args.repeats):
-                for side in ("before", "after"):
-                    r = _run_child(trees[side], case, size, args.batch_keys)
-                    runs[side].append(r)
-                    print(f"  {case:5} l={size:<8} {side:6} {r['wall_s']:7.1f} s wall {r['cpu_s']:7.1f} s cpu  load {r['load']:.1f}", flush=True)
-            digests = {r["digest"] for side in runs.values() for r in side}
-            if len(digests) != 1:
-                raise SystemExit(f"{case} l={size}: the two sides differ")
+            def show(side: str, r: dict[str, Any], case: str = case, size: int = size) -> None:
+                print(f"  {case:5} l={size:<8} {side:6} {r['wall_s']:7.1f} s wall {r['cpu_s']:7.1f} s cpu  "
+                      f"load {r['load']:.1f}", flush=True)
+
+            runs = ab_runs(base, args.repeats, lambda tree, case=case, size=size: _run_child(tree, case, size, args.batch_keys),
+                           show, f"{case} l={size}")
             row: dict[str, Any] = {"case": case, "ell": size, "keys": args.batch_keys if case == "batch" else None, "identical": True}
             for side, rs in runs.items():
                 row[f"{side}_wall_s"] = statistics.median(r["wall_s"] for r in rs)  # report

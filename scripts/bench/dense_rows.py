@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from abtree import extract, run_child  # scripts/bench/abtree.py: the A/B benches' shared part
+from abtree import ab_runs, extract, run_child  # scripts/bench/abtree.py: the A/B benches' shared part
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,18 +94,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as td:
         base = Path(td)
         extract(args.baseline_ref, base)
-        trees = {"before": base, "after": ROOT}
         for k, c in cases:
-            runs: dict[str, list[dict[str, Any]]] = {"before": [], "after": []}
-            for _ in range(args.repeats):
-                for side in ("before", "after"):
-                    r = _run_child(trees[side], k, c, args.bins, args.units)
-                    runs[side].append(r)
-                    print(f"  k c = {k}x{c} {side:6} noise {r['wall_s']:7.2f} s wall {r['cpu_s']:7.2f} s cpu; "
-                          f"plan {r['plan_wall_s']:6.2f} s wall; load {r['load']:.1f}", flush=True)
-            digests = {r["digest"] for side in runs.values() for r in side}
-            if len(digests) != 1:
-                raise SystemExit(f"k c = {k}x{c}: the two sides differ")
+            def show(side: str, r: dict[str, Any], k: int = k, c: int = c) -> None:
+                print(f"  k c = {k}x{c} {side:6} noise {r['wall_s']:7.2f} s wall {r['cpu_s']:7.2f} s cpu; "
+                      f"plan {r['plan_wall_s']:6.2f} s wall; load {r['load']:.1f}", flush=True)
+
+            runs = ab_runs(base, args.repeats, lambda tree, k=k, c=c: _run_child(tree, k, c, args.bins, args.units),
+                           show, f"k c = {k}x{c}")
             row: dict[str, Any] = {"k": k, "c": c, "bins": args.bins, "units": args.units, "identical": True,
                                    "t": runs["after"][0]["t"], "d_bits": runs["after"][0]["d_bits"]}
             for side, rs in runs.items():
