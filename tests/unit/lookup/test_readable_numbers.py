@@ -72,8 +72,13 @@ def test_delta_is_scientific_and_confidences_are_decimals(root: Path, capsys: py
     out = inspect(release_of("bounded_noise", root), capsys)
     assert re.search(r"add_remove: eps = 1, delta <= \d\.\d\de-7 under", out)  # 9.24e-7, rounded up
     assert "with probability >= 0.95" in out
-    out = inspect(release_of("product_learner", root), capsys)
-    assert re.search(r"with probability >= 0\.99\d{1,4}\b", out)  # 1 - 0.00625..., a short decimal rounded down
+    rel = release_of("product_learner", root)
+    beta = json.loads((rel / "manifest.json").read_text())["accuracy"]["statement"]["claims"][0]["beta"]
+    exact = 1 - Fraction(int(beta["num"], 16), int(beta["den"], 16))
+    out = inspect(rel, capsys)
+    shown = re.search(r"with probability >= (0\.\d{1,6})\b", out)  # a short decimal, never 1 - p/q
+    assert shown, out
+    assert exact - Fraction(1, 10**5) <= Fraction(shown.group(1)) <= exact  # rounded down, to 5 significant digits
     out = inspect(release_of("gaussian_mean", root), capsys)
     assert re.search(r"add_remove: rho <= 0\.\d+, zCDP", out) and re.search(r"rho \(composed\)\s+rho <= 0\.\d+ ", out)
 
