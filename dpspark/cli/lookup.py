@@ -51,17 +51,25 @@ def parse_key(universe: Universe, text: str, as_json: bool = False) -> Any:
 
 
 def _cmd_lookup(args: argparse.Namespace) -> int:
-    """Answer every valid key; mark each invalid one by its position (never echoing it); exit 1 if any was invalid."""
+    """Answer every valid key; mark each invalid one by its position (never echoing it); exit 1 if any was invalid.
+
+    A valid key a private selection did not release is answered as such (exit 0). An answers release is looked
+    up by query name (no name: every answer).
+    """
     from dpspark.lookup import open_release
 
     try:
         rel = open_release(args.release, verify=not args.no_verify)
     except DPSparkError as err:
         return _fail("lookup", err)
-    if callable(getattr(rel, "lookup_rows", None)):  # a keyed statements kind (groups) answers in its own rows
-        return _print_rows(rel, *rel.lookup_rows(args.key, args.key_json), total=len(args.key))
-    if not hasattr(rel, "estimate"):  # answers, samples, distributions: nothing is keyed
-        print(f"dpspark lookup: a {rel.kind} release has no keys to look up; run `dpspark inspect {args.release}` "
+    if not args.key and not callable(getattr(rel, "answers", None)):
+        print(f"dpspark lookup: give at least one KEY to look up in this {rel.kind} release", file=sys.stderr)
+        return 2
+    if callable(getattr(rel, "lookup_rows", None)):  # groups and answers answer in their own rows
+        rows, invalid, notes = rel.lookup_rows(args.key, args.key_json, exact=args.exact)
+        return _print_rows(rel, rows, invalid, len(args.key), notes)
+    if not hasattr(rel, "estimate"):  # samples, distributions, models: nothing is keyed
+        print(f"dpspark lookup: this {rel.kind} release has no keys to look up; run `dpspark inspect {args.release}` "
               "or open it in Python (dpspark.lookup.open_release)", file=sys.stderr)
         return 2
     acc = rel.accuracy
@@ -77,25 +85,15 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
             continue
         note = "  (below threshold: may be noise)" if 0 < value.value <= acc.per_query_above else ""
         rows.append((safe_text(text), str(value.value), f"+-{value.a}", holds + note))
-    for line in format_table(rows):
-        print(line)
-    print()
-    print(rel.accuracy_text)
-    if rel.manifest.rng_test_only:
-        print("WARNING: this release was made with a TEST-ONLY random generator; it is NOT private.")
-    if invalid:
-        for line in invalid:
-            print(f"dpspark lookup: invalid {line}", file=sys.stderr)
-        print(f"dpspark lookup: {len(invalid)} of {len(args.key)} keys were invalid (marked by position above)",
-              file=sys.stderr)
-        return 1
-    return 0
+    return _print_rows(rel, rows, invalid, len(args.key), [])
 
 
-def _print_rows(rel: Any, rows: list[tuple[str, ...]], invalid: list[str], total: int) -> int:
-    """Print a reader's lookup rows, its accuracy words and the position-only complaints (exit 1 if any)."""
+def _print_rows(rel: Any, rows: list[tuple[str, ...]], invalid: list[str], total: int, notes: list[str]) -> int:
+    """Print the rows, notes on valid keys, the accuracy words and the position-only complaints (exit 1 if any)."""
     for line in format_table(rows):
         print(line)
+    for line in notes:
+        print(f"note: {line}")
     print()
     print(rel.accuracy_text)
     if rel.manifest.rng_test_only:
@@ -112,15 +110,20 @@ def _print_rows(rel: Any, rows: list[tuple[str, ...]], invalid: list[str], total
 def add_lookup_command(subparsers: Any) -> None:
     """Register ``lookup`` on the ``dpspark`` command's subparsers."""
     lk = command_parser(subparsers, "lookup", "print the released values of keys with their error bars (a histogram's "
-                                            "noisy counts, a groups release's aggregates)",
+                                            "noisy counts, a groups release's aggregates, an answers release's "
+                                            "answers)",
                  ['dpspark lookup releases/queries "café" "no such query"',
                   "dpspark lookup releases/ages 30,Berlin '31,a\\,b'",
                   "dpspark lookup --key-json releases/ages '[40, \"Köln\"]'"],
                  KEY_SYNTAX + "\nEvery valid key is answered; an invalid key is marked by its position (never "
-                 "echoed)\nand the exit status is then 1.\n")
+                 "echoed)\nand the exit status is then 1. In a release whose keys were selected privately, a valid "
+                 "key\nthat was not selected is reported as not released (exit 0).\n")
     lk.add_argument("release", help="release directory")
-    lk.add_argument("key", nargs="+", help="keys to look up (see the key syntax below)")
+    lk.add_argument("key", nargs="*", help="keys to look up (see the key syntax below); for an answers release, "
+                    "query names (none: every answer)")
     lk.add_argument("--key-json", action="store_true", help="parse each KEY as JSON (lists for tuple keys)")
+    lk.add_argument("--exact", action="store_true", help="print the exact rationals (default: decimals, error "
+                    "bars rounded up)")
     lk.add_argument("--no-verify", action="store_true", help=NO_VERIFY_HELP)
     lk.set_defaults(func=_cmd_lookup)
 

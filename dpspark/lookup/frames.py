@@ -10,10 +10,12 @@ import html
 from fractions import Fraction
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["exact_columns", "label_frame", "release_html"]
+__all__ = ["exact_columns", "label_frame", "release_html", "release_text"]
 
 #: rows of values a release's HTML view shows (the rest: ``to_pandas()``)
 HTML_ROWS = 20
+#: rows of values a release's ``repr()`` shows
+TEXT_ROWS = 5
 
 
 def label_frame(frame: Any, config: Mapping[str, Any]) -> Any:
@@ -69,3 +71,27 @@ def release_html(title: str, facts: Sequence[tuple[str, str]], privacy: str, acc
     parts.append(f"<p><b>Privacy</b><br>{_lines_html(privacy)}</p>")
     parts.append(f"<p><b>Accuracy</b><br>{_lines_html(accuracy)}</p></div>")
     return "\n".join(parts)
+
+
+def release_text(title: str, facts: Sequence[tuple[str, str]], privacy: str, accuracy: str, frame: Any = None,
+                 note: str = "") -> str:
+    """A release as plain text (its ``repr()``): the same parts as :func:`release_html`, the values cut to the
+    first :data:`TEXT_ROWS` rows and to the columns for reading (the exact strings stay in ``to_pandas()``)."""
+    lines = [title]
+    width = max((len(k) for k, _ in facts), default=0)
+    lines += [f"  {k.ljust(width)}  {v}" for k, v in facts]
+    if frame is not None:
+        readable = [c for c in frame.columns if not str(c).endswith("_exact") and c != "condition"]  # to read
+        shown = frame.head(TEXT_ROWS)[readable].rename_axis(None, axis=1)  # what was counted is among the facts
+        lines.append("values (to_pandas()):" if len(frame) else "values: none released")
+        if len(frame):
+            lines += ["  " + ln for ln in shown.to_string(index=False, float_format=lambda x: f"{x:.6g}").splitlines()]  # report
+        if len(frame) > TEXT_ROWS:
+            lines.append(f"  ... {len(frame) - TEXT_ROWS} more rows")
+    if note:
+        lines.append(note)
+    lines.append("privacy:")
+    lines += ["  " + ln for ln in privacy.splitlines()]
+    lines.append("accuracy:")
+    lines += ["  " + ln for ln in accuracy.splitlines()]
+    return "\n".join(lines)

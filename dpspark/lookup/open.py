@@ -111,17 +111,28 @@ class ManifestStatements:
         """The values the HTML view shows (a pandas frame or None) and a note under them (override per kind)."""
         return None, ""
 
-    def _repr_html_(self) -> str:
-        """The release in a notebook: what was counted, the values with their error bars, the guarantee."""
+    def view(self) -> tuple[str, list[tuple[str, str]], str, str, Any, str]:
+        """What the release shows of itself: (title, (label, text) facts, privacy, accuracy, values frame, note)."""
         from dpspark.lookup.describe import counted_line
-        from dpspark.lookup.frames import release_html
 
         m = self.manifest
         facts = [("release", str(getattr(self, "path", ""))), ("mechanism", f"{m.algorithm} ({m.kind} release)"),
                  ("counted", f"{counted_line(m)} (after contribution bounding)"),
                  ("key columns", ", ".join(m.key_columns)), ("n", f"{m.max_units} units at most (declared, public)")]
         frame, note = self.html_values()
-        return release_html(f"dpspark release: {m.kind}", facts, privacy_text(m), accuracy_text(m), frame, note)
+        return f"dpspark release: {m.kind}", facts, privacy_text(m), accuracy_text(m), frame, note
+
+    def _repr_html_(self) -> str:
+        """The release in a notebook: what was counted, the values with their error bars, the guarantee."""
+        from dpspark.lookup.frames import release_html
+
+        return release_html(*self.view())
+
+    def __repr__(self) -> str:
+        """The release as text (what the notebook view shows, the values cut to the first rows)."""
+        from dpspark.lookup.frames import release_text
+
+        return release_text(*self.view())
 
 
 def open_release(

@@ -144,12 +144,8 @@ class StatementLookup:
         """Kind-specific (label, text) lines for ``dpspark inspect`` (override in a kind's reader)."""
         return []
 
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.kind} release at {self.root}>"
-
-    def _repr_html_(self) -> str:
-        """The release in a notebook: its values (``to_pandas()``, first rows), the guarantee and the error bars."""
-        from dpspark.lookup.frames import release_html
+    def view(self) -> tuple[str, list[tuple[str, str]], str, str, Any, str]:
+        """What the release shows of itself: (title, (label, text) facts, privacy, accuracy, values frame, note)."""
         from dpspark.text import readable_text
 
         m = self.manifest
@@ -158,4 +154,20 @@ class StatementLookup:
         facts += [(k.strip(), readable_text(v)) for k, v in self.describe_lines()]
         to_pandas = getattr(self, "to_pandas", None)
         frame = to_pandas() if callable(to_pandas) else None
-        return release_html(f"dpspark release: {m.kind}", facts, self.privacy, self.accuracy_text, frame)
+        return f"dpspark release: {m.kind}", facts, self.privacy, self.accuracy_text, frame, self.html_note()
+
+    def __repr__(self) -> str:
+        """The release as text (what the notebook view shows, the values cut to the first rows)."""
+        from dpspark.lookup.frames import release_text
+
+        return release_text(*self.view())
+
+    def _repr_html_(self) -> str:
+        """The release in a notebook: its values (``to_pandas()``, first rows), the guarantee and the error bars."""
+        from dpspark.lookup.frames import release_html
+
+        return release_html(*self.view())
+
+    def html_note(self) -> str:
+        """A note under the values in a notebook (e.g. the unit of an error column); a kind's reader overrides it."""
+        return ""

@@ -96,6 +96,32 @@ class AnswersLookup(StatementLookup):
                 cols[c] = [r[c] for r in rows]
         return pd.DataFrame({**cols, **exact})  # report
 
+    def lookup_rows(self, names: list[str], as_json: bool = False,
+                    exact: bool = False) -> tuple[list[tuple[str, ...]], list[str], list[str]]:
+        """``dpspark lookup``: a header and one row per query name (every query when ``names`` is empty): kind,
+        answer and its bound (decimals, bounds rounded up; ``exact``: the exact rationals), then the position-only
+        complaints for names that are no query of this release. ``as_json`` reads each name as a JSON string."""
+        import json
+
+        from dpspark.lookup.display import safe_text
+
+        rows: list[tuple[str, ...]] = [("query", "kind", "answer", "error bar")]
+        bad: list[str] = []
+        for pos, text in enumerate(names or list(self._rows), start=1):
+            name = text
+            if as_json:
+                try:
+                    name = json.loads(text)
+                except ValueError:
+                    name = None
+            row = self._rows.get(name) if isinstance(name, str) else None
+            if row is None:
+                bad.append(f"key #{pos}: no query of this release has this name")
+                rows.append((f"(key #{pos}: invalid)", "-", "-", "-"))
+                continue
+            rows.append((safe_text(name), row["kind"], *_answer_cells(row, exact)))
+        return rows, bad, []
+
     def accuracy_words(self, exact: bool = False) -> str:
         """The accuracy in words: each answer's bounds in its own units (first 20), then the claims (in units
         of each answer's sensitivity, as the manifest states them)."""
@@ -153,6 +179,28 @@ class AnswersLookup(StatementLookup):
         if len(self._rows) > 20:
             lines.append(("  ...", f"{len(self._rows) - 20} more (to_pandas())"))
         return lines
+
+
+def _answer_cells(r: dict[str, Any], exact: bool) -> tuple[str, str]:
+    """(answer, error bar) of one answer row for a table: decimals with the bound rounded up (``exact``: rationals)."""
+    from dpspark.text import short
+    from dpspark.text.decimals import bar_decimal, value_decimal
+
+    def num(x: Fraction) -> str:
+        return short(x, True) if exact else value_decimal(x)
+
+    def bar(x: Fraction) -> str:
+        return "+- " + (short(x, True) if exact else bar_decimal(x))
+
+    value = "undefined (noisy count <= 0)" if r["value"] is None else num(r["value"])
+    if r["R"] is not None:
+        return value, f"{bar(r['R'])} always"
+    if r["bound95"] is not None:
+        return value, f"{bar(r['bound95'])} w.p. >= 0.95 (all answers at once)"
+    cond = r["conditional_bound"] if r["conditional_bound"] is not None else r["conditional_bound95"]
+    if cond is not None:
+        return value, f"{bar(cond)} on a condition (see below)"
+    return value, "no bound"
 
 
 def _checked_row(r: dict[str, Any], deterministic: bool, where: str) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Reader of ``groups`` releases: aggregates per group, each with its exact error bar.
 
 >>> r = dpspark.lookup.open_release("releases/carriers")      # doctest: +SKIP
->>> r.to_pandas()            # key columns, per aggregate <name> and <name>_error (floats), then the exact strings
+>>> r.to_pandas()            # key columns, per aggregate <name> and <name>_error (a quantile's: <name>_rank_error),
+...                          # then the exact strings
 >>> r.lookup("AA")           # {"flights": Entry(value=Fraction(...), error=..., confidence=...), ...}
 >>> r.lookup(("AA", 2013))   # several key columns: a tuple
 
@@ -119,9 +120,15 @@ class GroupsLookup(StatementLookup):
         return self._table
 
     def to_pandas(self) -> "pd.DataFrame":
-        """Key columns, then per aggregate ``<name>`` and ``<name>_error`` (floats for reading; a quantile's error
-        is in rows of rank), then the exact values beside them: ``<name>_exact``, ``<name>_error_exact`` ("p/q"
-        strings) and ``<name>_confidence`` (the error bar holds with at least this probability, a float)."""
+        """Key columns, then per aggregate ``<name>`` and its error bar for reading, then the exact values beside
+        them: ``<name>_exact``, the error's ``..._exact`` ("p/q" strings) and ``<name>_confidence`` (the error bar
+        holds with at least this probability, a float).
+
+        The error bar's column names its unit: ``<name>_error`` is in the value's units, a quantile's
+        ``<name>_rank_error`` in rows of rank (the released value is within that many rows of the true quantile's
+        rank, not within that many value units). A count whose values are all integers is an integer column
+        (pandas ``Int64``); other values are floats.
+        """
         import pandas as pd
 
         from dpspark.lookup.frames import exact_columns
@@ -131,12 +138,22 @@ class GroupsLookup(StatementLookup):
         for a in self.aggregates:
             n = a["name"]
             entries = [e[n] for e in self._entries.values()]
-            for suffix, values in (("", [e.value for e in entries]), ("_error", [e.error for e in entries])):
-                both = exact_columns(f"{n}{suffix}", values)
-                cols[f"{n}{suffix}"] = both[f"{n}{suffix}"]
-                exact[f"{n}{suffix}_exact"] = both[f"{n}{suffix}_exact"]
+            error_name = error_column(a)
+            for col, values in ((n, [e.value for e in entries]), (error_name, [e.error for e in entries])):
+                both = exact_columns(col, values)
+                cols[col] = _integers(values) if a["kind"] == "count" else both[col]
+                exact[f"{col}_exact"] = both[f"{col}_exact"]
             exact[f"{n}_confidence"] = [float(e.confidence) for e in entries]  # report
         return pd.DataFrame({**cols, **exact})
+
+    def html_note(self) -> str:
+        """Under the values in a notebook: what a quantile's error column counts (rows of rank, not values)."""
+        ranks = [a["name"] for a in self.aggregates if a["error_unit"] == "rank_rows"]
+        if not ranks:
+            return ""
+        cols = ", ".join(f"{n}_rank_error" for n in ranks)
+        return (f"{cols}: the error bar of a quantile is in rows of rank, not in the value's units: the released "
+                "value's rank among the group's rows is within that many rows of the requested quantile's rank.")
 
     # --- words --------------------------------------------------------------------------------
     def _confidence(self) -> str:
@@ -183,25 +200,73 @@ class GroupsLookup(StatementLookup):
             })
         return panels
 
-    def lookup_rows(self, texts: list[str], as_json: bool = False) -> tuple[list[tuple[str, ...]], list[str]]:
-        """``dpspark lookup``: a header and one row per key text (value +- error per aggregate), and the
-        position-only complaints for keys that are invalid or not released (the key is never echoed)."""
+    def lookup_rows(self, texts: list[str], as_json: bool = False,
+                    exact: bool = False) -> tuple[list[tuple[str, ...]], list[str], list[str]]:
+        """``dpspark lookup``: a header and one row per key text (value +- error per aggregate, decimals; ``exact``:
+        the exact rationals), the position-only complaints for invalid keys (not keys of the universe, or bad
+        syntax; the key is never echoed), and notes for valid keys the private selection did not release."""
         from dpspark.errors import DPSparkError
         from dpspark.lookup.display import safe_text
 
         names = [a["name"] for a in self.aggregates]
         rows: list[tuple[str, ...]] = [("key", *names)]
         bad: list[str] = []
+        unreleased: list[str] = []
+        private = self.section.get("keys") == "private"
         for pos, text in enumerate(texts, start=1):
             try:
                 key = _parse_key(self.universe, text, as_json)
-                entries = self.lookup(key)
-            except (DPSparkError, KeyError) as err:
-                bad.append(f"key #{pos}: {err.args[0] if isinstance(err, KeyError) else err}")
+            except DPSparkError as err:
+                bad.append(f"key #{pos}: {err}")
                 rows.append((f"(key #{pos}: invalid)", *("-" for _ in names)))
                 continue
-            rows.append((safe_text(text), *(_shown(entries[n]) for n in names)))
-        return rows, bad
+            if key not in self and not _in_universe(self.universe, key):
+                bad.append(f"key #{pos}: not a key of the release's universe ({self.universe.words})")
+                rows.append((f"(key #{pos}: invalid)", *("-" for _ in names)))
+                continue
+            if key not in self:
+                if private:  # a key of the universe the private selection did not release: a valid answer
+                    unreleased.append(f"key #{pos}")
+                    rows.append((f"(key #{pos}: not released)", *("-" for _ in names)))
+                else:
+                    bad.append(f"key #{pos}: not one of the release's public keys")
+                    rows.append((f"(key #{pos}: invalid)", *("-" for _ in names)))
+                continue
+            entries = self.lookup(key)
+            rows.append((safe_text(text), *(_shown(entries[n], exact) for n in names)))
+        notes = []
+        if unreleased:
+            notes.append(f"{', '.join(unreleased)}: a valid key that was not released: the keys were selected "
+                         "privately, and a group is released only when its noisy count passes the selection "
+                         "threshold (a key with few or no units is not released)")
+        return rows, bad, notes
+
+
+def error_column(aggregate: dict[str, Any]) -> str:
+    """The name of an aggregate's error column in ``to_pandas()``: ``<name>_rank_error`` for a bar in rows of rank
+    (a quantile), else ``<name>_error`` (value units)."""
+    suffix = "_rank_error" if aggregate["error_unit"] == "rank_rows" else "_error"
+    return f"{aggregate['name']}{suffix}"
+
+
+def _integers(values: list[Fraction | None]) -> Any:
+    """``values`` as a pandas ``Int64`` column when every one is an integer (None: missing), else floats."""
+    import pandas as pd
+
+    if all(v is None or v.denominator == 1 for v in values):
+        return pd.Series([None if v is None else int(v) for v in values], dtype="Int64")
+    return [None if v is None else float(v) for v in values]  # report
+
+
+def _in_universe(universe: "Universe", key: Any) -> bool:
+    """Whether ``key`` is a key of ``universe`` (public parameters only: no data is read)."""
+    from dpspark.universe import OutOfUniverseError
+
+    try:
+        universe.encode(key)
+    except (OutOfUniverseError, ValueError, TypeError):
+        return False
+    return True
 
 
 def _parse_key(universe: "Universe", text: str, as_json: bool) -> Any:
@@ -217,13 +282,18 @@ def _parse_key(universe: "Universe", text: str, as_json: bool) -> Any:
     return universe.parse_text(text)
 
 
-def _shown(e: Entry) -> str:
-    from dpspark.text import readable
+def _shown(e: Entry, exact: bool = False) -> str:
+    """One aggregate in a lookup row: ``46.4271 +- 2.35`` (a rank bar: ``+- 22.5 rows``); ``exact``: rationals."""
+    from dpspark.text import short
+    from dpspark.text.decimals import bar_decimal, value_decimal
 
     if e.value is None:
         return "undefined"
-    bar = "" if e.error is None else f" +- {readable(e.error)}" + (" rows" if e.error_unit == "rank_rows" else "")
-    return f"{readable(e.value)}{bar}"
+    value = short(e.value, True) if exact else value_decimal(e.value)
+    if e.error is None:
+        return value
+    bar = short(e.error, True) if exact else bar_decimal(e.error)
+    return f"{value} +- {bar}" + (" rows of rank" if e.error_unit == "rank_rows" else "")
 
 
 def _bars(e: Any, c: Any, al: Any, where: str) -> tuple[Fraction | None, Fraction, Fraction | None]:
