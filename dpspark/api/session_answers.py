@@ -23,11 +23,16 @@ Design (small on purpose):
   its name are used, whatever happens: a pass that fails raises the fixed, value-free
   :class:`~dpspark.engine.data_pass.DataPassError` and the slots stay spent (a failing probe is never free).
 * k is at most :data:`MAX_ANSWERS`, checked before anything is allocated.
-* Nothing is written to disk; ``.answered`` lists every answer so far, ``.statement`` the privacy.
+* Nothing is written to disk; ``.answered`` lists every answer so far, ``.statement`` the privacy. A ledger
+  records the declaration as ``adaptive answers: k = ... scalars (...)`` (:func:`declaration_label`), not a path.
+* The session budget and the ledger's refusals are checked before the noise is calibrated (which can take a
+  minute at large k): a declaration the budget cannot pay is refused at once.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
 from dpspark.errors import DPSparkError
@@ -55,7 +60,7 @@ class AnswersSession(Protocol):
     progress: Callable[[str], None]
     show_data_errors: bool
 
-    def spec(self, *, mechanism: str, epsilon: Any, sections: Mapping[str, Any] | None = None,
+    def spec(self, *, mechanism: str, epsilon: Any, output: Any = None, sections: Mapping[str, Any] | None = None,
              certify: bool = True, **privacy: Any) -> "ReleaseSpec":
         """The validated spec of a release over this session's data."""
 
@@ -83,8 +88,17 @@ class AdaptiveAnswers:
             raise AnswerBudgetExhausted(f"k (the number of scalar answers) must be an int in [1, {MAX_ANSWERS}], "
                                         f"got {k!r}")
         placeholder = [{"name": f"slot{i}", "kind": "count"} for i in range(k)]  # k unit-sensitivity slots
-        self.spec = session.spec(mechanism=mechanism, epsilon=epsilon, delta=delta,
-                                 sections={"queries": placeholder}, certify=False, **privacy)
+        label = declaration_label(k, mechanism)
+        spec = session.spec(mechanism=mechanism, epsilon=epsilon, delta=delta, output=label,
+                            sections={"queries": placeholder}, certify=False, **privacy)
+        # nothing is written: the ledger records the declaration by this label, not a (deleted) scratch folder
+        self.spec = dataclasses.replace(spec, output=Path(label))
+        # The budgets first (the session's, then the ledger's refusals): both need only the configured
+        # (epsilon, delta), and the noise's calibration below can take a minute at large k.
+        from dpspark.engine.checks import check_ledger
+
+        session.charge_for(self.spec).check()
+        check_ledger(self.spec)
         from dpspark.engine.plan import plan_release
 
         arrow = session.arrow_source()
@@ -99,6 +113,7 @@ class AdaptiveAnswers:
         spent = session.charge_for(self.spec)(plan)  # once, for all k: the ledger's refusal comes first
         if spent is not None:
             spent[0].mark_released(spent[1].id)
+        record_declaration(session, label)
         from dpspark.rng import default_source
 
         self.rng = session.rng or default_source()
@@ -157,6 +172,22 @@ class AdaptiveAnswers:
         check_input_schema(_QueryCheck(self.mechanism, q), frame_schema(frame), "the session's DataFrame",
                            text_input=s.text_input())
         return lambda: SparkBackend(frame, self.rng, s.progress)
+
+
+def declaration_label(k: int, mechanism: str) -> str:
+    """What the ledger records for a declaration of k adaptive answers (its "release path"): no file is
+    written, and the queries are chosen after the spend, so the record names the declaration itself."""
+    return f"adaptive answers: k = {k} scalars ({mechanism}), declared in a dpspark.Session; nothing written"
+
+
+def record_declaration(session: Any, label: str) -> None:
+    """Note a charged declaration on the session (``session.declared_answers``), so its summary can tell charges
+    that made a release from declarations and from releases that failed after their charge."""
+    declared = getattr(session, "declared_answers", None)
+    if declared is None:
+        declared = []
+        setattr(session, "declared_answers", declared)
+    declared.append(label)
 
 
 def with_floats(answer: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-__all__ = ["BudgetLeft", "budget_words", "session_html", "session_repr"]
+__all__ = ["BudgetLeft", "budget_words", "charges_words", "session_html", "session_repr"]
 
 
 def budget_words(measure: Any) -> str:
@@ -51,15 +51,35 @@ class BudgetLeft:
         return f"<b>budget left</b>: {html.escape(budget_words(self.measure))}"
 
 
+def charges_words(session: Any) -> str:
+    """What the session's charges bought: ``4 charge(s): 3 release(s), 1 failed after its charge (spent)``.
+
+    A release that fails after its charge keeps its spend (never refunded), so it is listed as charged. Counted
+    from the session budget's history; without a session budget only the releases made are known.
+    """
+    made = len(session.releases)
+    declared = len(getattr(session, "declared_answers", None) or ())
+    parts = [f"{made} release(s)"]
+    if declared:
+        parts.append(f"{declared} adaptive answers declaration(s)")
+    if session.budget is None:
+        return ", ".join(parts)
+    charged = len(session.budget.history)
+    failed = max(0, charged - made - declared)
+    if failed:
+        parts.append(f"{failed} failed after its charge (spent, not refunded)")
+    return ", ".join(parts) if len(parts) == 1 else f"{charged} charge(s): " + ", ".join(parts)
+
+
 def session_repr(session: Any) -> str:
-    """One line: the units, the budget (total, spent, left) and the releases made."""
+    """One line: the units, the budget (total, spent, left) and what the charges bought (failures included)."""
     unit = session.unit_column or "one row"
     if session.budget is None:
         budget = "no session budget"
     else:
         budget = (f"budget {budget_words(session.budget.total)}; spent {budget_words(session.budget.spent)}; "
                   f"left {budget_words(session.budget.remaining)}")
-    return f"<dpspark Session: n <= {session.max_units} units ({unit}); {budget}; {len(session.releases)} release(s)>"
+    return f"<dpspark Session: n <= {session.max_units} units ({unit}); {budget}; {charges_words(session)}>"
 
 
 def session_html(session: Any) -> str:
@@ -72,6 +92,7 @@ def session_html(session: Any) -> str:
                  ("left", budget_words(session.budget.remaining))]
     if session.ledger is not None:
         rows.append(("ledger", f"{session.ledger} (dataset {session.dataset})"))
+    rows.append(("charges", charges_words(session)))
     rows.append(("releases", ", ".join(str(p) for p in session.releases) or "none yet"))
     cells = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
                     f"<td style='text-align:left'>{html.escape(v)}</td></tr>" for k, v in rows)

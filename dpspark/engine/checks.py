@@ -37,8 +37,16 @@ def check_ledger(cfg: "ReleaseSpec") -> None:
     if budget.ledger.exists():
         check(budget.ledger)
     else:  # a new ledger: the same checks against an empty one, without creating the real file
+        from dpspark.ledger import LedgerError
+
         with tempfile.TemporaryDirectory() as tmp:
-            check(Path(tmp) / "ledger.sqlite")
+            scratch = Path(tmp) / "ledger.sqlite"
+            try:
+                check(scratch)
+            except LedgerError as err:  # name the user's ledger, not the empty stand-in
+                text = str(err).replace(str(scratch), str(budget.ledger))
+                raise type(err)(f"{text} (the ledger {budget.ledger} does not exist yet: the first spend "
+                                "creates it)") from None
 
 
 def check_input_columns(cfg: "ReleaseSpec", mech: Any, engine: str | None = None) -> None:
