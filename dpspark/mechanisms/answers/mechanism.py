@@ -271,12 +271,16 @@ class AnswersMechanism(Mechanism):
         for q in self.queries:
             sc = q.scalars()
             if q.kind is QueryKind.MEAN and q.mean != "public_n":
-                out[q.name] = {"bound": "conditional on its noisy count (stated with the answer)"}
+                out[q.name] = {"mean": "noisy_count: the noisy sum over a noisy count of the same rows (two of the "
+                                       "k answers; the default without n)",
+                               "bound": "conditional on its noisy count (stated with the answer)"}
                 continue
             div = q.scale * (q.n if q.kind is QueryKind.MEAN else 1)
             r = self.law.scalar_R(sc[0])
             out[q.name] = {"R (always)": None if r is None else str(Fraction(r, div)),
                            "bound95 (all answers, w.p. >= 0.95)": str(Fraction(self.law.scalar_95(sc[0]), div))}
+            if q.kind is QueryKind.MEAN:
+                out[q.name] = {"mean": f"public_n: the noisy sum over the public n = {q.n}", **out[q.name]}
         return out
 
     def accuracy(self) -> Any:

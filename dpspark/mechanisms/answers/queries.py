@@ -18,8 +18,10 @@ Each query is a table with
 * ``scale_bits`` - sums and means: the public fixed-point scale S = 2^scale_bits, default 8. A value x
   becomes the integer round(x * S) (half away from zero) and the clip bounds become floor(lo * S) and
   ceil(hi * S) (rounded outward, so [lo, hi] is kept whole);
-* ``mean`` - means only: "public_n" (default: the noisy sum over the public ``n``, which must be given)
-  or "noisy_count" (the noisy sum over a noisy count of the same rows; two answers).
+* ``mean`` - means only: "noisy_count" (the noisy sum over a noisy count of the same rows; two answers) or
+  "public_n" (the noisy sum over the public ``n``, which must be given). Default: "public_n" when ``n`` is
+  given, else "noisy_count" - the one that needs no other input (:func:`default_mean`); the manifest and the
+  dry run state the mode each mean used.
 
 Every query becomes one or two *scalar answers* (:class:`Scalar`): an exact integer statistic with an
 integer sensitivity ``delta`` in its own fixed-point units (the most one unit moves it under add/remove).
@@ -190,6 +192,12 @@ def _rational(q: dict[str, Any], key: str, where: str) -> Fraction:
         raise QueryError(str(err)) from None
 
 
+def default_mean(query: dict[str, Any]) -> str:
+    """A mean's mode when the query names none: "public_n" with a public ``n``, else "noisy_count" (it needs no
+    other input; a mean over the public n needs n, and once failed without it)."""
+    return "public_n" if "n" in query else "noisy_count"
+
+
 def parse_query(q: Any, index: int) -> Query:
     """Validate one query table (see the module docstring)."""
     where = f"queries[{index}]"
@@ -239,7 +247,7 @@ def parse_query(q: Any, index: int) -> Query:
         raise QueryError(f"{where}: scale_bits must be an int in [0, {MAX_SCALE_BITS}]")
     mode, n = None, None
     if kind is QueryKind.MEAN:
-        mode = q.get("mean", "public_n")
+        mode = q.get("mean", default_mean(q))
         if mode not in MEAN_MODES:
             raise QueryError(f"{where}: mean must be one of {MEAN_MODES}, got {mode!r}")
         if mode == "public_n":

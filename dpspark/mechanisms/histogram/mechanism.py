@@ -315,6 +315,12 @@ class PureSparseHistogram(CountingHistogram):
 
         return pure_sparse_bias_draws(self.n_range, self.spec.universe.size, self.counting, self.mixing)
 
+    def accuracy_summary(self) -> dict[str, Any]:
+        """The per-query error bar and, before the spend, which keys the release will hide (public parameters)."""
+        from dpspark.mechanisms.histogram.hiding import hiding_words
+
+        return {**super().accuracy_summary(), "hidden": hiding_words(self)}
+
     def histogram(self, data: Any, rng: "RandomSource", progress: Progress) -> HistogramRelease:
         from dpspark.mechanisms.histogram import pure_sparse_histogram
 
