@@ -68,7 +68,7 @@ def test_float_bound_is_a_type_error() -> None:
     ({"name": "q", "kind": "sum", "column": "x", "lo": "0"}, "lo and hi"),
     ({"name": "q", "kind": "sum", "column": "x", "lo": "2", "hi": "1"}, "lo must be <= hi"),
     ({"name": "q", "kind": "sum", "column": "x", "lo": "0", "hi": "0"}, "sums nothing"),
-    ({"name": "q", "kind": "mean", "column": "x", "lo": "0", "hi": "1"}, "public number of units n"),
+    ({"name": "q", "kind": "mean", "column": "x", "lo": "0", "hi": "1", "mean": "public_n"}, "public number of units n"),
     ({"name": "q", "kind": "count", "column": "x"}, "takes no 'column'"),
     ({"name": "q", "kind": "count", "filter": ""}, "filter must be"),
     ({"name": "q", "kind": "count", "colour": "x"}, "unknown field"),
