@@ -5,7 +5,9 @@
   says what is still running, so a release is never silent for longer than that.
 * :class:`PassCounter` - what a backend's kernels report goes through it: a kernel's ``pass K: ...`` becomes
   ``pass K of N: ...`` (N from the plan), and the end of each pass of a multi-pass release prints
-  ``pass K of N done (..); about .. s of passes left``, estimated from the passes so far.
+  ``pass K of N done (..); about .. s of passes left``, estimated from the passes so far; the last one says what
+  runs next (``; next: the noise on the driver, then the release's write``), and so does the heartbeat after it
+  (it never repeats "pass N of N done" as if a pass were still running).
 
 Progress lines name stages and times only: never a count, a number of keys, or a value. The times are the
 curator's (they go to stderr, never into a release); floats here are reports only.
@@ -26,6 +28,10 @@ Progress = Callable[[str], None]
 HEARTBEAT_SECONDS = 8.0
 
 _PASS_PREFIX = re.compile(r"^pass (\d+): ")
+#: a line may end with what runs next (``<done>; next: <step>``): the heartbeat then names that step
+NEXT = "; next: "
+#: what follows the last pass of a release (the runner's own lines then say when the write starts)
+AFTER_PASSES = "the noise on the driver, then the release's write"
 
 __all__ = ["HEARTBEAT_SECONDS", "PassCounter", "Progress", "StderrProgress", "close_progress"]
 
@@ -75,7 +81,7 @@ class StderrProgress:
                     self._wake.wait(wait)
                     continue
                 quiet = self.clock() - self._last_line  # report
-                self._print(f"still running ({quiet:.0f} s since the last line): {self._last_msg}")
+                self._print(f"still running ({quiet:.0f} s since the last line): {running(self._last_msg)}")
 
     def close(self) -> None:
         """Stop the heartbeat (idempotent); later lines still print, without a heartbeat."""
@@ -90,6 +96,15 @@ class StderrProgress:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def running(last: str | None) -> str:
+    """What is running after the line ``last``: its ``next:`` step when it names one (``the noise on the driver,
+    then the release's write (after: pass 7 of 7 done ...)``), else the line itself."""
+    if last is None or NEXT not in last:
+        return str(last)
+    done, step = last.rsplit(NEXT, 1)
+    return f"{step} (after: {done})"
 
 
 def close_progress(progress: object) -> None:
@@ -131,8 +146,9 @@ class PassCounter:
         if self.planned is None or self.planned < 2 or not self._known(self.done):
             return
         elapsed = self.clock() - self.started  # report
-        if self.done == self.planned:
-            self.sink(f"pass {self.done} of {self.planned} done (all passes took {elapsed:.1f} s)")  # report
+        if self.done == self.planned:  # what runs now is the driver's, not a pass: say so (and the heartbeat too)
+            self.sink(f"pass {self.done} of {self.planned} done (all passes took {elapsed:.1f} s){NEXT}"  # report
+                      f"{AFTER_PASSES}")
             return
         left = elapsed / self.done * (self.planned - self.done)  # report: the mean pass so far times the rest
         self.sink(f"pass {self.done} of {self.planned} done ({elapsed:.1f} s so far); "

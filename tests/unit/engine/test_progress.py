@@ -46,7 +46,7 @@ def test_pass_counter_numbers_passes_and_estimates_the_time_left() -> None:
         "pass 2 of 3: second moments on Arrow",
         "pass 2 of 3 done (6.0 s so far); about 3 s of passes left",
         "pass 3 of 3: sums on Arrow",
-        "pass 3 of 3 done (all passes took 9.0 s)",
+        "pass 3 of 3 done (all passes took 9.0 s); next: the noise on the driver, then the release's write",
     ]
 
 
@@ -136,3 +136,22 @@ def test_heartbeat_during_a_long_step_of_a_real_release(tmp_path: Path) -> None:
     assert f"pass {n} of {n} done" in text, text
     after_passes = text[text.index(f"pass {n} of {n} done"):text.index("writing the release atomically")]
     assert "still running" in after_passes, text  # the padded step spoke, by the heartbeat
+    # issue 36 §6: and said what runs (the noise, the write), not "pass N of N done" as if a pass still ran
+    beats = [ln for ln in after_passes.splitlines() if "still running" in ln]
+    assert all("): the noise on the driver, then the release's write (after: pass" in ln for ln in beats), beats
+
+
+def test_heartbeat_after_the_last_pass_names_what_runs() -> None:
+    """Issue 36 §6: after "pass 7 of 7 done" the heartbeat said "still running ... pass 7 of 7 done" for 17 s."""
+    lines: list[str] = []
+    counter = PassCounter(lines.append, planned=2, clock=FakeClock())
+    counter.pass_done()
+    counter.pass_done()
+    out = io.StringIO()
+    printer = StderrProgress(heartbeat=0.05, stream=out)
+    printer(lines[-1])
+    time.sleep(0.3)
+    printer.close()
+    beats = [ln for ln in out.getvalue().splitlines() if "still running" in ln]
+    assert beats and all(ln.endswith("): the noise on the driver, then the release's write (after: pass 2 of 2 "
+                                     "done (all passes took 0.0 s))") for ln in beats), beats
