@@ -43,10 +43,11 @@ def check_ledger(cfg: "ReleaseSpec") -> None:
             scratch = Path(tmp) / "ledger.sqlite"
             try:
                 check(scratch)
-            except LedgerError as err:  # name the user's ledger, not the empty stand-in
-                text = str(err).replace(str(scratch), str(budget.ledger))
-                raise type(err)(f"{text} (the ledger {budget.ledger} does not exist yet: the first spend "
-                                "creates it)") from None
+            except LedgerError as err:  # name the user's ledger, not the empty stand-in (same error, same fields)
+                if str(scratch) in str(err):
+                    err.args = (str(err).replace(str(scratch), str(budget.ledger))
+                                + f" (the ledger {budget.ledger} does not exist yet: the first spend creates it)",)
+                raise
 
 
 def check_input_columns(cfg: "ReleaseSpec", mech: Any, engine: str | None = None) -> None:
