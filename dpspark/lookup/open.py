@@ -119,7 +119,10 @@ class ManifestStatements:
         facts = [("release", str(getattr(self, "path", ""))), ("mechanism", f"{m.algorithm} ({m.kind} release)"),
                  ("counted", f"{counted_line(m)} (after contribution bounding)"),
                  ("key columns", ", ".join(m.key_columns)), ("n", f"{m.max_units} units at most (declared, public)")]
-        frame, note = self.html_values()
+        try:
+            frame, note = self.html_values()
+        except ImportError:  # the read library needs no pandas: the view then shows no values
+            frame, note = None, "the values need pandas (to_pandas())"
         return f"dpspark release: {m.kind}", facts, privacy_text(m), accuracy_text(m), frame, note
 
     def _repr_html_(self) -> str:

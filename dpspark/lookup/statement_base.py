@@ -153,8 +153,12 @@ class StatementLookup:
                  ("n", f"{m.max_units} units at most (declared, public)")]
         facts += [(k.strip(), readable_text(v)) for k, v in self.describe_lines()]
         to_pandas = getattr(self, "to_pandas", None)
-        frame = to_pandas() if callable(to_pandas) else None
-        return f"dpspark release: {m.kind}", facts, self.privacy, self.accuracy_text, frame, self.html_note()
+        note = self.html_note()
+        try:
+            frame = to_pandas() if callable(to_pandas) else None
+        except ImportError:  # the read library needs no pandas: the view then shows no values
+            frame, note = None, "the values need pandas (to_pandas())"
+        return f"dpspark release: {m.kind}", facts, self.privacy, self.accuracy_text, frame, note
 
     def __repr__(self) -> str:
         """The release as text (what the notebook view shows, the values cut to the first rows)."""

@@ -110,3 +110,12 @@ def test_every_kind_has_a_readable_repr(root: Path, mechanism: str) -> None:
     assert not re.search(r"\d{21,}", text)  # numbers a reader takes in
     if callable(getattr(rel, "to_pandas", None)) and rel.kind not in ("compact", "sparse"):
         assert "values (to_pandas()):" in text
+
+
+def test_repr_needs_no_pandas(groups_release: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    rel = open_release(groups_release)
+    monkeypatch.setitem(sys.modules, "pandas", None)  # the read library needs numpy and pyarrow only
+    text = repr(rel)
+    assert text.startswith("dpspark release: groups") and "the values need pandas" in text
