@@ -68,3 +68,13 @@ def test_the_dry_run_prints_it_before_any_spend(tmp_path: Path, capsys: pytest.C
     assert "'stability' (approximate DP, delta = 1e-8) would hide at most 23" in line
     assert "'compact' answers every key of the universe +-3 (w.p. >= 0.95 per key)" in line
     assert not (tmp_path / "ledger.sqlite").exists() and not (tmp_path / "out").exists()  # nothing spent
+
+
+@pytest.mark.parametrize("max_units", [1, 3, 300, 5000])
+def test_the_bracketed_threshold_is_the_exact_one(tmp_path: Path, max_units: int) -> None:
+    from dpspark.mechanisms.histogram.hiding import exact_hidden_at_most, hidden_at_most
+    from dpspark.mechanisms.registry import mechanism_class
+
+    for beta in ("1/20", "1/1000"):
+        mech = mechanism_class("pure_sparse")(_spec("pure_sparse", tmp_path, max_units=max_units, beta=beta))
+        assert hidden_at_most(mech) == exact_hidden_at_most(mech)
