@@ -250,10 +250,11 @@ def error_column(aggregate: dict[str, Any]) -> str:
 
 
 def _integers(values: list[Fraction | None]) -> Any:
-    """``values`` as a pandas ``Int64`` column when every one is an integer (None: missing), else floats."""
+    """``values`` as a pandas ``Int64`` column when every one is an integer that fits int64 (None: missing), else
+    floats."""
     import pandas as pd
 
-    if all(v is None or v.denominator == 1 for v in values):
+    if all(v is None or (v.denominator == 1 and -(1 << 63) <= v.numerator < 1 << 63) for v in values):
         return pd.Series([None if v is None else int(v) for v in values], dtype="Int64")
     return [None if v is None else float(v) for v in values]  # report
 
