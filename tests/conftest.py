@@ -23,11 +23,17 @@ def spark() -> Iterator[object]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test that uses the shared Spark session is a ``spark`` test, marked or not.
+    """A test that uses the shared Spark session is a ``spark`` test, marked or not; a ``spark`` test that
+    does not use it starts its own processes (spark-submit, a Connect server, a killed job) and is also
+    ``spark_procs``.
 
-    ``scripts/test`` runs the ``spark`` tests in one process (one JVM) and the rest in parallel workers, so
-    the mark must be exact.
+    ``scripts/test`` runs the tests on the shared session in one process (one JVM), and the rest, the
+    ``spark_procs`` tests included, in parallel workers: those wait on their own JVMs, so they need not
+    queue behind the shared one. So both marks must be exact.
     """
     for item in items:
-        if "spark" in getattr(item, "fixturenames", ()) and item.get_closest_marker("spark") is None:
+        uses_session = "spark" in getattr(item, "fixturenames", ())
+        if uses_session and item.get_closest_marker("spark") is None:
             item.add_marker(pytest.mark.spark)
+        if not uses_session and item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.spark_procs)
