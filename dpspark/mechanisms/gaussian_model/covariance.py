@@ -184,9 +184,22 @@ def whiten_step(z: np.ndarray, e: float, matrix: IntMatrix, bits: int) -> IntMat
     return quantise_matrix(step @ as_real(matrix, bits), bits)
 
 
+def floored_inverse(matrix: IntMatrix, bits: int) -> np.ndarray:
+    """A^-1 for the quantised A, its singular values floored at one grid step 2^-bits (post-processing).
+
+    A is a function of public inputs and earlier noisy outputs only, so any inverse of it is post-processing
+    and the privacy proof is untouched. At small n a whitening step of a very noisy estimate can quantise A
+    to a singular matrix (np.linalg.inv then raised LinAlgError after the spend); as :func:`whiten_step`
+    floors eigenvalues at e, this floors the singular values: a direction A shrinks below one grid step is
+    taken as one grid step. A healthy A (every singular value above 2^-bits) gets its exact inverse.
+    """
+    u, sv, vt = np.linalg.svd(as_real(matrix, bits))  # report
+    return (vt.T / np.maximum(sv, 2.0 ** -bits)) @ u.T  # report
+
+
 def covariance_from(matrix: IntMatrix, estimate: np.ndarray, bits: int) -> np.ndarray:
-    """Sigma^ = A^-1 S~ A^-T for the quantised A (post-processing)."""
-    inv = np.linalg.inv(as_real(matrix, bits))  # report
+    """Sigma^ = A^-1 S~ A^-T for the quantised A (post-processing; A^-1 by :func:`floored_inverse`)."""
+    inv = floored_inverse(matrix, bits)  # report
     out = inv @ estimate @ inv.T  # report
     return (out + out.T) / 2  # report
 
