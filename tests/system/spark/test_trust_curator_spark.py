@@ -1,7 +1,8 @@
 """Issue 31 §1 on Spark: a Session over a Spark DataFrame gives an analyst the same outcome on neighbours D, D'.
 
 The cases and the observation are the Arrow test's (:mod:`tests.unit.api.test_trust_curator`); here the data
-is a Spark DataFrame, so the release would run on the Spark engine.
+is a Spark DataFrame, so the release would run on the Spark engine. The §3 refusals found by the turn-4 review
+(:mod:`tests.unit.api.test_trust_refusals`) are checked on a Spark DataFrame's schema too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import Any
 import pytest
 
 from tests.unit.api.test_trust_curator import CASES, PAIRS, observe
+from tests.unit.api.test_trust_refusals import CASES as REFUSALS
+from tests.unit.api.test_trust_refusals import check_refused, table
 
 pytestmark = pytest.mark.spark
 
@@ -42,3 +45,8 @@ def test_the_curator_keeps_the_checks_on_spark(spark: Any, case: str, tmp_path: 
     b = observe(frame(spark, d2), n, call, tmp_path / "D2", capfd, curator_checks=True)
     assert a["outcome"] is None and b["outcome"] is not None and b["outcome"][0] == "CuratorError"
     assert a["ledger"] == b["ledger"] == (1, 0)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in REFUSALS.items() if c.new and not c.csv))
+def test_new_config_errors_are_refused_before_the_spend_on_spark(spark: Any, name: str, tmp_path: Path) -> None:
+    check_refused(name, tmp_path, spark.createDataFrame(table().to_pandas()))

@@ -117,15 +117,16 @@ CASES: dict[str, Case] = {
 }
 
 
-def run_refused(case: Case, where: Path) -> tuple[BaseException, Any, Any, Any, list[str]]:
-    """Run the case's call in a Session with a budget and a ledger; (error, session left before and after,
-    ledger spent, files written)."""
+def run_refused(case: Case, where: Path, data: Any = None) -> tuple[BaseException, Any, Any, Any, list[str]]:
+    """Run the case's call in a Session with a budget and a ledger (over ``data``, default :func:`table` or
+    the CSV file); (error, session left before and after, ledger spent, files written)."""
     import dpspark
     from dpspark.ledger import Ledger
 
     ledger = where / "ledger.sqlite"
     Ledger(ledger).set_total("d", LEDGER_EPSILON, "1e-4")
-    data = str(csv_file(where)) if case.csv else table()
+    if data is None:
+        data = str(csv_file(where)) if case.csv else table()
     with dpspark.Session(data, max_units=100, budget={"epsilon": SESSION_EPSILON, "delta": "1e-4"},
                          ledger=ledger, dataset="d") as s:
         before = s.remaining
@@ -136,18 +137,23 @@ def run_refused(case: Case, where: Path) -> tuple[BaseException, Any, Any, Any, 
     return err.value, before, after, Ledger(ledger).spent("d"), files
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_every_config_error_is_refused_before_the_spend_and_names_its_cause(name: str, tmp_path: Path) -> None:
+def check_refused(name: str, where: Path, data: Any = None) -> None:
+    """The case refused before the spend: budget, ledger and files unchanged, the cause named."""
     import re
 
     case = CASES[name]
-    err, before, after, spent, files = run_refused(case, tmp_path)
+    err, before, after, spent, files = run_refused(case, where, data)
     assert after == before, f"{name}: the session budget changed"
     assert (spent.epsilon, spent.delta) == (0, 0), f"{name}: the ledger was charged"
     assert files == [], f"{name}: files were written: {files}"
     text = str(err)
     assert DATA_PASS_FAILED not in text
     assert re.search(case.cause, text), f"{name}: {text!r} does not name {case.cause!r}"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_config_error_is_refused_before_the_spend_and_names_its_cause(name: str, tmp_path: Path) -> None:
+    check_refused(name, tmp_path)
 
 
 def test_the_table_covers_every_config_error_class() -> None:
