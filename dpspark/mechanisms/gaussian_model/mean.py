@@ -54,7 +54,7 @@ def l2_mean_step(run: Run, matrix: IntMatrix, centre: np.ndarray, radius: Fracti
     noisy = run.noisy(sums, t_int, rho, run.bounds.max_units * (isqrt(t_int) + 1), label)
     run.passes.append({"pass": label, "radius_sq": t_int, "centre": c_int, "rho": str(run.noises[-1].rho)})
     mean_y = (np.array(c_int, dtype=np.float64) + np.array(noisy, dtype=np.float64) / float(count)) / one  # report
-    est = floored_inverse(matrix, sc.matrix_bits) @ mean_y  # report: post-processing (never singular)
+    est = floored_inverse(matrix, sc.matrix_bits, mean_y)  # report: post-processing (A^-1 mean_y, never singular)
     return Centre(est, matrix, noise_sd(run.noises[-1]) / (float(count) * one))  # report
 
 

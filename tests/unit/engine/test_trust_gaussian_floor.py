@@ -50,3 +50,16 @@ def test_small_input_learner_release_completes(tmp_path: Path) -> None:
         rel = s.release(mechanism="gaussian_learner", epsilon="1", delta="1e-6", output=tmp_path / "r",
                         sections={"gaussian": {"columns": ["a", "b"], "radius": "10", "kappa": "100"}})
     assert np.isfinite(rel.mean()).all() and np.isfinite(rel.covariance()).all()
+
+
+def test_a_healthy_preconditioner_is_solved_bit_for_bit_as_before() -> None:
+    """The seeded releases stay bit-identical (tests/system/e2e/test_golden_releases.py): np.linalg.inv and
+    np.linalg.solve, unchanged, whenever every singular value is at least one grid step."""
+    a = ((4096, 17), (-3, 2048))
+    real = np.array(a, dtype=np.float64) / 2.0 ** BITS  # report
+    rhs = np.array([0.3, -1.7])  # report
+    assert np.array_equal(floored_inverse(a, BITS), np.linalg.inv(real))
+    assert np.array_equal(floored_inverse(a, BITS, rhs), np.linalg.solve(real, rhs))
+    with pytest.raises(np.linalg.LinAlgError):
+        np.linalg.solve(np.zeros((2, 2)), rhs)  # report: what main did on a singular A
+    assert np.isfinite(floored_inverse(((0, 0), (0, 0)), BITS, rhs)).all()
