@@ -228,6 +228,9 @@ class Session:
         if universe is not None:
             raw["universe"] = dict(universe)
         for name, value in (sections or {}).items():
+            if name == "input":  # else the plan would check (and name the columns of) a file the session never reads
+                raise SessionInputError("sections cannot hold [input]: a Session's input is the data it was built "
+                                        "with; nothing was read and nothing was spent")
             raw[name] = value
         if self.ledger is not None:
             raw["budget"] = {"ledger": str(self.ledger), "dataset": self.dataset}

@@ -162,3 +162,19 @@ def test_adaptive_answers_reach_the_same_refusal(tmp_path: Path) -> None:
             s.answers(k=2, epsilon="1", delta="1e-7", on_excess_units="refuse")
         assert s.remaining == dpspark.Session(arrow_table(rows(10)), max_units=10, budget={
             "epsilon": "2", "delta": "1e-6"}).remaining
+
+
+def test_an_analyst_cannot_point_a_release_at_another_input(tmp_path: Path) -> None:
+    """``sections={"input": ...}`` would make the plan check another file (and name its columns in the error)
+    while the data pass reads the session's data: refused before anything is read or spent."""
+    import dpspark
+    from dpspark.api.session import SessionInputError
+
+    other = tmp_path / "other.csv"
+    other.write_text("secret_column,b\n1,2\n")
+    with dpspark.Session(arrow_table(rows(10)), max_units=10, budget={"epsilon": "2"}) as s:
+        with pytest.raises(SessionInputError, match=r"sections cannot hold \[input\]") as err:
+            s.release(mechanism="dense", epsilon="1", keys="nope", universe=UNIVERSE,
+                      sections={"input": {"path": str(other)}})
+        assert "secret_column" not in str(err.value)
+        assert s.remaining == dpspark.Session(arrow_table(rows(10)), max_units=10, budget={"epsilon": "2"}).remaining
