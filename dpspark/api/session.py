@@ -47,7 +47,10 @@ class Session:
     ``show_data_errors``: a failed data pass shows its original error instead of the fixed, value-free
     one (for a curator who owns the data only: the details can quote rows). A release without ``output=`` is
     written to a scratch folder removed when the Python process exits (:mod:`dpspark.api.scratch`);
-    ``keep_releases`` keeps those folders.
+    ``keep_releases`` keeps those folders. ``curator_checks``: releases may use the data-dependent
+    checks ``out_of_universe="error"`` and ``on_excess_units="refuse"`` (for the curator only: their outcome
+    is an exact answer about the data; see :mod:`dpspark.api.curator`); off, a call that asks for one is
+    refused before anything is read or charged.
     """
 
     def __init__(
@@ -64,9 +67,18 @@ class Session:
         progress: Any = None,
         show_data_errors: bool = False,
         keep_releases: bool = False,
+        curator_checks: bool = False,
     ) -> None:
         from dpspark.privacy import AddRemove, Budget
 
+        if not isinstance(curator_checks, bool):
+            raise SessionInputError("curator_checks must be True or False")
+        if curator_checks:
+            import warnings
+
+            from dpspark.api.curator import CURATOR_CHECKS_WARNING
+
+            warnings.warn(CURATOR_CHECKS_WARNING, UserWarning, stacklevel=2)
         if (ledger is None) != (dataset is None):
             raise SessionBudgetExceeded("ledger and dataset go together: name both, or neither")
         self.max_units = max_units
@@ -79,6 +91,8 @@ class Session:
         self.show_data_errors = show_data_errors
         #: releases without ``output=`` outlive the process (else they are removed at exit: dpspark.api.scratch)
         self.keep_releases = keep_releases
+        #: the curator enabled the data-dependent checks for this Session's releases (dpspark.api.curator)
+        self.curator_checks = curator_checks
         self._data = _as_table(data)
         self._spark = spark
         self._own_spark = False
@@ -214,10 +228,17 @@ class Session:
         if universe is not None:
             raw["universe"] = dict(universe)
         for name, value in (sections or {}).items():
+            if name == "input":  # else the plan would check (and name the columns of) a file the session never reads
+                raise SessionInputError("sections cannot hold [input]: a Session's input is the data it was built "
+                                        "with; nothing was read and nothing was spent")
             raw[name] = value
         if self.ledger is not None:
             raw["budget"] = {"ledger": str(self.ledger), "dataset": self.dataset}
-        return parse_config(raw, Path(".") / PYTHON_SOURCE, input_given=True, certify=certify)
+        spec = parse_config(raw, Path(".") / PYTHON_SOURCE, input_given=True, certify=certify)
+        from dpspark.api.curator import check_analyst_spec
+
+        check_analyst_spec(spec, curator_checks=self.curator_checks)  # before any charge, check or read
+        return spec
 
     def release(self, *, mechanism: str, epsilon: Any, output: str | os.PathLike[str] | None = None,
                 sections: Mapping[str, Any] | None = None, keys: list[str] | str | None = None,
@@ -269,7 +290,9 @@ class Session:
 
         Every ``[privacy]`` field is a keyword: ``delta``, ``beta``, ``max_keys_per_unit``,
         ``max_rows_per_key``, ``on_excess_units``, ``out_of_universe``, ``pad_seconds`` and the
-        mechanism's own options (``gamma``, ``m``, ``sampler``).
+        mechanism's own options (``gamma``, ``m``, ``sampler``). ``on_excess_units="refuse"`` and
+        ``out_of_universe="error"`` are curator-side checks: refused unless the Session was built with
+        ``curator_checks=True`` (:mod:`dpspark.api.curator`).
         """
         return self.release(mechanism=mechanism, epsilon=epsilon, output=output, keys=keys, universe=universe,
                             **privacy)

@@ -248,6 +248,10 @@ class _Parser:
         if self.peek() != ("punct", ")"):
             raise PredicateError(f"expected ',' or ')' in the IN list {self.where()}")
         self.i += 1
+        kinds = sorted({_kind_of_literal(v) for v in values})
+        if len(kinds) > 1:  # data-free: no column type compares with both, whatever the schema (CSV included)
+            raise PredicateError(f"an IN list mixes {' and '.join(kinds)} literals; no column type matches both "
+                                 "(write one IN list per literal type, joined by OR)")
         return tuple(values)
 
     def op(self) -> str:
@@ -399,6 +403,10 @@ def parse_predicate(text: Any) -> Predicate:
         raise PredicateError("a filter must be a non-empty string")
     if len(text) > MAX_FILTER_CHARS:
         raise PredicateError(f"a filter is longer than {MAX_FILTER_CHARS} characters")
+    lone = next((i for i, ch in enumerate(text) if "\ud800" <= ch <= "\udfff"), None)
+    if lone is not None:  # not UTF-8: no column value can equal it, and the engines cannot encode it
+        raise PredicateError(f"the filter holds a lone surrogate (U+{ord(text[lone]):04X} at character {lone + 1}), "
+                             "which is not valid UTF-8 text; filters and their string literals must be UTF-8")
     return Predicate(text, _Parser(text).parse())
 
 
@@ -503,7 +511,8 @@ def _arrow(node: Node, batch: Any, cache: dict) -> Any:
         hit = pa.array([False] * batch.num_rows, pa.bool_())
     else:
         vtype = pa.float64() if numeric else (pa.bool_() if isinstance(values[0], bool) else x.type)
-        hit = pc.is_in(x, value_set=pa.array(exact, vtype))
+        # is_in hashes bits, so -0.0 would miss 0.0; + 0.0 turns -0.0 into 0.0 (IEEE), as = and both engines do
+        hit = pc.is_in(pc.add(x, pa.scalar(0.0, pa.float64())) if numeric else x, value_set=pa.array(exact, vtype))
     return pc.if_else(pc.is_null(x), pa.scalar(None, pa.bool_()), hit)  # NULL IN (...) is NULL
 
 

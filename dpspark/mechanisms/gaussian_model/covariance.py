@@ -184,9 +184,28 @@ def whiten_step(z: np.ndarray, e: float, matrix: IntMatrix, bits: int) -> IntMat
     return quantise_matrix(step @ as_real(matrix, bits), bits)
 
 
+def floored_inverse(matrix: IntMatrix, bits: int, rhs: np.ndarray | None = None) -> np.ndarray:
+    """A^-1 (or A^-1 rhs) for the quantised A, its singular values floored at one grid step 2^-bits.
+
+    Post-processing: A is a function of public inputs and earlier noisy outputs only, so any inverse of it
+    leaves the privacy proof untouched. At small n a whitening step of a very noisy estimate can quantise A
+    to a singular matrix (np.linalg.inv/solve then raised LinAlgError after the spend); as :func:`whiten_step`
+    floors eigenvalues at e, this floors the singular values: a direction A shrinks below one grid step is
+    taken as one grid step. A healthy A (every singular value at least 2^-bits, so LAPACK cannot meet a zero
+    pivot) gets np.linalg.inv/solve as before, bit for bit.
+    """
+    a = as_real(matrix, bits)
+    floor = 2.0 ** -bits  # report
+    u, sv, vt = np.linalg.svd(a)  # report
+    if sv.min() >= floor:
+        return np.linalg.inv(a) if rhs is None else np.linalg.solve(a, rhs)  # report
+    inv = (vt.T / np.maximum(sv, floor)) @ u.T  # report
+    return inv if rhs is None else inv @ rhs  # report
+
+
 def covariance_from(matrix: IntMatrix, estimate: np.ndarray, bits: int) -> np.ndarray:
-    """Sigma^ = A^-1 S~ A^-T for the quantised A (post-processing)."""
-    inv = np.linalg.inv(as_real(matrix, bits))  # report
+    """Sigma^ = A^-1 S~ A^-T for the quantised A (post-processing; A^-1 by :func:`floored_inverse`)."""
+    inv = floored_inverse(matrix, bits)  # report
     out = inv @ estimate @ inv.T  # report
     return (out + out.T) / 2  # report
 

@@ -27,8 +27,8 @@ from math import isqrt
 
 import numpy as np
 
-from dpspark.mechanisms.gaussian_model.covariance import (ROW_BETA_MEAN, Run, centre_int, initial_matrix, noise_sd,
-                                                          tail_sq)
+from dpspark.mechanisms.gaussian_model.covariance import (ROW_BETA_MEAN, Run, centre_int, floored_inverse,
+                                                          initial_matrix, noise_sd, tail_sq)
 from dpspark.mechanisms.gaussian_model.fixed import IntMatrix, as_real, ceil_frac, quantise_matrix
 from dpspark.noise.grid import sqrt_upper
 
@@ -54,7 +54,7 @@ def l2_mean_step(run: Run, matrix: IntMatrix, centre: np.ndarray, radius: Fracti
     noisy = run.noisy(sums, t_int, rho, run.bounds.max_units * (isqrt(t_int) + 1), label)
     run.passes.append({"pass": label, "radius_sq": t_int, "centre": c_int, "rho": str(run.noises[-1].rho)})
     mean_y = (np.array(c_int, dtype=np.float64) + np.array(noisy, dtype=np.float64) / float(count)) / one  # report
-    est = np.linalg.solve(as_real(matrix, sc.matrix_bits), mean_y)  # report: post-processing
+    est = floored_inverse(matrix, sc.matrix_bits, mean_y)  # report: post-processing (A^-1 mean_y, never singular)
     return Centre(est, matrix, noise_sd(run.noises[-1]) / (float(count) * one))  # report
 
 
@@ -72,7 +72,7 @@ def offset_bound(run: Run, matrix: IntMatrix, centre: Centre, count: int, k: flo
     plus its noise, isotropic with sd s in its own coordinates C: ||M C^-1|| s g' (g'^2 the chi^2_d tail at 1/1000)."""
     bits = run.scales.matrix_bits
     g = math.sqrt(float(tail_sq(run.bounds.d, Fraction(1, 1000))))  # report
-    cross = float(np.linalg.norm(as_real(matrix, bits) @ np.linalg.inv(as_real(centre.matrix, bits)), 2))  # report
+    cross = float(np.linalg.norm(as_real(matrix, bits) @ floored_inverse(centre.matrix, bits), 2))  # report
     return math.sqrt(k) * g / math.sqrt(max(count, 1)) + cross * centre.sd * g  # report
 
 

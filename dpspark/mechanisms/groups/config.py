@@ -78,6 +78,11 @@ class AggregatesSection:
 def _key_value(value: Any, where: str) -> Any:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise GroupsError(f"{where}: a key value is a string or an integer")
+    if isinstance(value, str):
+        lone = next((i for i, ch in enumerate(value) if "\ud800" <= ch <= "\udfff"), None)
+        if lone is not None:  # not UTF-8: no column value equals it, and the key encoding cannot hold it
+            raise GroupsError(f"{where}: a key holds a lone surrogate (U+{ord(value[lone]):04X} at character "
+                              f"{lone + 1}), which is not valid UTF-8 text; key strings must be UTF-8")
     return value
 
 

@@ -235,9 +235,13 @@ class GroupsMechanism(Mechanism):
         return tuple(dict.fromkeys(cols)) + super().input_columns()
 
     def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
-        """Value columns must read as numbers (metadata only)."""
+        """Key columns must have the keys' type, value columns must read as numbers (metadata only)."""
         from dpspark.engine.numeric import numeric_type_problem
+        from dpspark.universe.keytypes import key_type_problem
 
+        problem = key_type_problem(self.universe, self.groups.by, schema, text_input=text_input)
+        if problem:  # e.g. int keys on a string column never match: a release of pure noise, refused here
+            return f"groups.{'keys' if self.groups.public_keys else 'by'}: {problem}"
         for agg in self.aggs.aggregates:
             if agg.column is None:
                 continue
