@@ -75,6 +75,8 @@ def _int_param(m: Any, key: str, name: str, lo: int, hi: int) -> int:
 
 #: the most random bits a bernoulli draw reads beyond bitlen(4 max_units) (the writer's lam is 128)
 MAX_LAMBDA = 1024
+#: e^eps = (1 + 4/n0)^d has at most about d bitlen(n0 + 4) bits; a stated one has far fewer (schema: 1200 digits)
+MAX_EXP_BITS = 1 << 16
 
 
 def rederive_bernoulli(m: Any, name: str) -> None:
@@ -97,6 +99,8 @@ def rederive_bernoulli(m: Any, name: str) -> None:
     bits = _int_param(m, "random_bits", name, base + 1, base + MAX_LAMBDA)
     if n0 % 4:
         raise fail(name, "mechanism.parameters.n0", "must be a multiple of 4")
+    if d * (n0 + 4).bit_length() > MAX_EXP_BITS:  # (1 + 4/n0)^d is computed exactly below: keep it small
+        raise fail(name, "mechanism.parameters.d", "d and n0 are out of the range a release states")
     ratio = m.parameters.get("column_ratio")
     if ratio is not None and exact(ratio, name, "mechanism.parameters.column_ratio") != 1 + Fraction(4, n0):
         raise fail(name, "mechanism.parameters.column_ratio", "differs from 1 + 4/n0")

@@ -134,7 +134,8 @@ def test_bernoulli_edits_are_refused_by_verify(releases: dict[str, Path], tmp_pa
     assert "FAILED" in err and "do not re-derive" in err and "re-derive from its parameters" not in err
 
 
-@pytest.mark.parametrize("key, value", [("n0", 40), ("random_bits", 200), ("d", 3), ("column_ratio", "11/10")])
+@pytest.mark.parametrize("key, value", [("n0", 40), ("n0", 82), ("random_bits", 200), ("random_bits", 10), ("d", 3),
+                                        ("d", 60000), ("column_ratio", "11/10")])
 def test_bernoulli_parameters_that_disagree_with_the_statements_are_refused(releases: dict[str, Path],
                                                                              tmp_path: Path, key: str,
                                                                              value: Any) -> None:
