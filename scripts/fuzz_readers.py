@@ -304,7 +304,8 @@ def _semantic(value: Any, r: Reader) -> Any:
             if op % 9 < len(cands):
                 v = cands[op % 9]
                 return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
-        return ["ln(2)", "", None, "1e999999", "0.5", 1, "NaN", "x" * 70000, value[::-1]][op % 9]
+        return ["ln(2)", "", None, "1e999999", "0.5", 1, "NaN", "x" * 70000, value[::-1],
+                f"{value[:40]} " + "7" * 5000][op % 10]  # a digit run beyond int()'s 4300-digit limit
     if isinstance(value, list):
         if not value:
             return [None, [None], ["ln(2)"], [[]], {}][op % 5]
