@@ -19,8 +19,8 @@ real release (``--release``, e.g. the output of ``dpspark release``):
    value under section, parameters, privacy or config changed by type (a rational halved or made
    ``"ln(2)"``, an int times ten, a list shortened, a value made null ...), resealed;
 4. a data file truncated (resealed or not) -> ``open_release``;
-5. one exact number of one privacy statement (an int, a rational, a num/den part) doubled or halved, the
-   manifest resealed -> ``open_release``: every statement re-derives from the manifest's parameters, so an
+5. (a third of case 1's first bytes) one exact number of one privacy statement (an int, a rational, a
+   num/den part) doubled or halved, the manifest resealed -> ``open_release``: every statement re-derives from the manifest's parameters, so an
    accepted edit is a finding (:class:`EditAccepted`, counted as ``edit-accepted``).
 
 Every accepted release is then read through every accessor of its kind and each returned value is checked
@@ -341,7 +341,9 @@ def one_input(target: Target, data: bytes) -> str:
     :class:`InvalidAccepted` when an opened release returns a value the oracle refuses."""
     r = Reader(data)
     first = r.byte()
-    case, variant = first % 6, (first // 6) % 3
+    case, variant = first % 5, (first // 5) % 3
+    if case == 1 and variant == 2:  # a third of case 1's bytes (which has no variants): recorded inputs replay as before
+        case = 5
     name = str(case)
     opened = None
     try:
