@@ -693,6 +693,8 @@ def main() -> int:
             for case, n in sorted(seen.items()):
                 if case.startswith(("foreign:", "invalid-accepted:", "edit-accepted:")):
                     print(f"    {case}  {n}")
+        for text, n in NET_MESSAGES.most_common():  # each a case for a reader's own check
+            print(f"    net: {text}  {n}")
         bad = sum(s["foreign"] + s["invalid-accepted"] + s["edit-accepted"] + s["hang"] for s in results.values())
         return 1 if bad else 0
     release = make_release(args.make_release) if args.make_release else args.release
