@@ -18,7 +18,10 @@ real release (``--release``, e.g. the output of ``dpspark release``):
 3. one manifest field replaced by a decoded JSON value, resealed -> ``open_release``; variant ``3s``: one
    value under section, parameters, privacy or config changed by type (a rational halved or made
    ``"ln(2)"``, an int times ten, a list shortened, a value made null ...), resealed;
-4. a data file truncated (resealed or not) -> ``open_release``.
+4. a data file truncated (resealed or not) -> ``open_release``;
+5. (a third of case 1's first bytes) one exact number of one privacy statement (an int, a rational, a
+   num/den part) doubled or halved, the manifest resealed -> ``open_release``: every statement re-derives from the manifest's parameters, so an
+   accepted edit is a finding (:class:`EditAccepted`, counted as ``edit-accepted``).
 
 Every accepted release is then read through every accessor of its kind and each returned value is checked
 by an oracle independent of the readers (:func:`check_values`: answers are exact rationals with
@@ -26,11 +29,13 @@ non-negative bounds, samples are keys or rows of d bits, q lies in [0, 1], a cov
 symmetric and PSD, ...). An invalid value accepted is a finding (:class:`InvalidAccepted`), as is any
 exception other than ReleaseFormatError, from the open or from an accessor.
 
-Releases of every kind work (``--all-kinds DIR`` makes one of each with ``tests/support/release_fixtures.py``, no
-JVM, and fuzzes them in turn); a data file is chosen among those the manifest lists (none for samples and
+Releases of every kind work (``--all-kinds DIR`` makes one of every registered mechanism, 14, with
+``tests/support/release_fixtures.py`` and ``tests/support/every_kind.py`` on Arrow, no JVM; compact: the
+checked-in release; and fuzzes them in turn); a data file is chosen among those the manifest lists (none for samples and
 distributions: cases 2 and 4 then mutate a value, as 3s). ``--count`` keeps going past findings and prints
-their counts per kind (the issue-20 report: mutations, foreign exceptions, invalid values accepted, and
-the rejections made by a reader's last-resort net rather than by a check, ``net``).
+their counts per kind (the issue-20 report: mutations, foreign exceptions, invalid values accepted, statement
+edits accepted after a reseal, and the rejections made by a reader's last-resort net rather than by a
+check, ``net``).
 
 Engines: ``hypothesis`` (``st.binary`` with max_examples = --inputs), ``atheris``
 (coverage-guided libFuzzer over the instrumented ``dpspark`` modules, ``pip install
@@ -86,6 +91,76 @@ class InvalidAccepted(Exception):
     """A release was opened and one of its accessors returned a value the oracle refuses (a finding)."""
 
 
+class EditAccepted(Exception):
+    """A statement's exact number was doubled or halved, the manifest resealed, and the release opened (a finding)."""
+
+
+def statements_of(doc: dict[str, Any]) -> dict[str, Any]:
+    """Each named privacy statement's JSON object, in either form (a statement envelope or a counts manifest)."""
+    privacy = doc.get("privacy")
+    if not isinstance(privacy, dict):
+        return {}
+    if isinstance(privacy.get("statements"), dict):
+        return {k: v["statement"] for k, v in privacy["statements"].items() if isinstance(v, dict) and "statement" in v}
+    return {k: privacy[k] for k in ("add_remove", "replacement") if isinstance(privacy.get(k), dict)}
+
+
+#: a statement's float views and its texts are not exact numbers (the texts are re-rendered, not parsed)
+_NOT_EXACT = ("approx", "text", "epsilon_float", "delta_log2")
+
+
+def exact_numbers(obj: Any, path: tuple = ()) -> list[tuple[tuple, Any]]:
+    """(path, value) of every exact number under ``obj``: ints and rational strings."""
+    out: list[tuple[tuple, Any]] = []
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key not in _NOT_EXACT:
+                out.extend(exact_numbers(value, path + (key,)))
+    elif isinstance(obj, list):
+        for i, value in enumerate(obj):
+            out.extend(exact_numbers(value, path + (i,)))
+    elif isinstance(obj, int) and not isinstance(obj, bool):
+        out.append((path, obj))
+    elif isinstance(obj, str):
+        try:
+            Fraction(obj)
+        except (ValueError, ZeroDivisionError):
+            return out
+        out.append((path, obj))
+    return out
+
+
+def scaled(value: Any, factor: Fraction) -> Any:
+    """``value`` times ``factor`` in its own JSON form (an int stays an int where it can, a string a string)."""
+    x = Fraction(value) * factor
+    if isinstance(value, int):
+        return int(x) if x.denominator == 1 else str(x)
+    return str(x)
+
+
+def statement_edits(doc: dict[str, Any]) -> list[tuple[str, tuple, Any]]:
+    """Every (statement name, path, new value): each exact number of each statement doubled and halved."""
+    out = []
+    for name, statement in statements_of(doc).items():
+        for path, value in exact_numbers(statement):
+            for factor in (Fraction(2), Fraction(1, 2)):
+                new = scaled(value, factor)
+                if Fraction(new) != Fraction(value):
+                    out.append((name, path, new))
+    return out
+
+
+def edited_manifest(doc: dict[str, Any], edit: tuple[str, tuple, Any]) -> bytes:
+    """``doc`` with one statement edit applied, resealed."""
+    name, path, new = edit
+    doc = json.loads(json.dumps(doc))
+    cur = statements_of(doc)[name]
+    for key in path[:-1]:
+        cur = cur[key]
+    cur[path[-1]] = new
+    return seal_manifest(doc)
+
+
 class Target:
     """A real release held in memory, plus a scratch directory that each directory-level input is written to."""
 
@@ -100,6 +175,7 @@ class Target:
                        if p.name != MANIFEST and p.name not in self.data}
         self.paths = _paths(self.doc)
         self.value_paths = [p for p in self.paths if p and p[0] in _VALUE_ROOTS]
+        self.edits = statement_edits(self.doc)
         self.scratch = scratch
         scratch.mkdir(parents=True, exist_ok=True)
         for name, data in {**self.others, **self.data}.items():
@@ -228,7 +304,8 @@ def _semantic(value: Any, r: Reader) -> Any:
             if op % 9 < len(cands):
                 v = cands[op % 9]
                 return str(v.numerator) if v.denominator == 1 else f"{v.numerator}/{v.denominator}"
-        return ["ln(2)", "", None, "1e999999", "0.5", 1, "NaN", "x" * 70000, value[::-1]][op % 9]
+        return ["ln(2)", "", None, "1e999999", "0.5", 1, "NaN", "x" * 70000, value[::-1],
+                f"{value[:40]} " + "7" * 5000][op % 10]  # a digit run beyond int()'s 4300-digit limit
     if isinstance(value, list):
         if not value:
             return [None, [None], ["ln(2)"], [[]], {}][op % 5]
@@ -265,9 +342,17 @@ def one_input(target: Target, data: bytes) -> str:
     r = Reader(data)
     first = r.byte()
     case, variant = first % 5, (first // 5) % 3
+    if case == 1 and variant == 2:  # a third of case 1's bytes (which has no variants): recorded inputs replay as before
+        case = 5
     name = str(case)
     opened = None
     try:
+        if case == 5:
+            if not target.edits:
+                return "5-unchanged"  # a release with no statement (none of the built-in kinds)
+            edit = target.edits[r.int(2) % len(target.edits)]
+            target.open_with(edited_manifest(target.doc, edit), target.bins if target.data_name else None)
+            raise EditAccepted(f"statement {edit[0]}: {'.'.join(map(str, edit[1]))} -> {str(edit[2])[:40]} accepted")
         if case in (2, 4) and target.data_name is None:  # no data file: change a value instead
             name = f"{case}s"
             sealed = _semantic_doc(target, r)
@@ -488,7 +573,8 @@ def run_atheris(target: Target, inputs: int, timeout: float, seed: int) -> Count
 def run_counted(target: Target, inputs: int, timeout: float, seed: int) -> Counter[str]:
     """Like :func:`run_random`, but a finding is counted and the run goes on: ``foreign:<type>`` (an
     exception other than ReleaseFormatError), ``invalid-accepted`` (the oracle refused a returned value),
-    ``hang``. The report of issue 20 reads these counts."""
+    ``edit-accepted`` (a resealed statement edit opened), ``hang``. The reports of issues 20 and 31 read these
+    counts."""
     import numpy as np
 
     gen = np.random.default_rng(seed)
@@ -501,6 +587,9 @@ def run_counted(target: Target, inputs: int, timeout: float, seed: int) -> Count
         except InvalidAccepted as finding:
             seen["invalid-accepted"] += 1
             seen[f"invalid-accepted: {str(finding)[:100]}"] += 1
+        except EditAccepted as finding:
+            seen["edit-accepted"] += 1
+            seen[f"edit-accepted: {str(finding)[:100]}"] += 1
         except Hang:
             seen["hang"] += 1
         except Exception as exc:  # the finding this fuzz exists for
@@ -509,15 +598,39 @@ def run_counted(target: Target, inputs: int, timeout: float, seed: int) -> Count
     return seen
 
 
-def fuzz_all_kinds(root: Path, inputs: int, timeout: float, seed: int) -> dict[str, Counter[str]]:
-    """One fixture release of every kind (tests/support/release_fixtures.py) under ``root``, each fuzzed ``inputs`` times."""
-    from tests.support.release_fixtures import KINDS, make_release as make_fixture
+#: release fixture (tests/support/release_fixtures.py) -> the mechanism it is a release of
+FIXTURE_MECHANISMS = {"answers_bounded": "bounded_noise", "answers_gaussian": "gaussian", "sample_kary": "kary_sampler",
+                      "sample_bernoulli": "bernoulli_sampler", "sample_product": "product_sampler",
+                      "distribution": "product_learner", "gaussian_model": "gaussian_learner", "sparse": "stability"}
+#: the checked-in compact release (made once on Spark; the Arrow case would compile the GF kernels for minutes)
+COMPACT_RELEASE = Path(__file__).resolve().parent.parent / "tests" / "support" / "data" / "compact_kav" / "release"
 
+
+def every_kind_releases(root: Path, fixtures: dict[str, Path] | None = None) -> dict[str, Path]:
+    """One release of every registered mechanism (14), keyed by mechanism: the small fixtures where one exists
+    (``fixtures``: already made, by fixture name), compact's checked-in release, and the golden case on Arrow
+    (``tests/support/every_kind.py``) for the rest. Releases already under ``root`` are reused."""
+    from tests.support.every_kind import MECHANISMS, release_of
+    from tests.support.release_fixtures import make_release as make_fixture
+
+    out: dict[str, Path] = {}
+    for fixture, mechanism in FIXTURE_MECHANISMS.items():
+        if fixtures and fixture in fixtures:
+            out[mechanism] = fixtures[fixture]
+        else:
+            made = root / "fx" / fixture
+            out[mechanism] = made if (made / "manifest.json").exists() else make_fixture(fixture, root / "fx")
+    out["compact"] = COMPACT_RELEASE
+    for mechanism in MECHANISMS:
+        if mechanism not in out:
+            out[mechanism] = release_of(mechanism, root / "golden")
+    return dict(sorted(out.items()))
+
+
+def fuzz_all_kinds(root: Path, inputs: int, timeout: float, seed: int) -> dict[str, Counter[str]]:
+    """One release of every registered mechanism (:func:`every_kind_releases`) under ``root``, each fuzzed ``inputs`` times."""
     out: dict[str, Counter[str]] = {}
-    releases = {kind: make_fixture(kind, root / "releases") for kind in KINDS}
-    compact = Path(__file__).resolve().parent.parent / "tests" / "support" / "data" / "compact_kav" / "release"
-    if compact.is_dir():  # the checked-in compact release (made once on Spark)
-        releases["compact"] = compact
+    releases = every_kind_releases(root / "releases")
     for i, (kind, release) in enumerate(releases.items()):
         target = Target(release, root / "scratch" / kind)
         out[kind] = run_counted(target, inputs, timeout, seed + i)
@@ -525,15 +638,18 @@ def fuzz_all_kinds(root: Path, inputs: int, timeout: float, seed: int) -> dict[s
 
 
 def summary_line(kind: str, seen: Counter[str]) -> str:
-    """mutations, foreign exceptions, invalid values accepted, net rejections, accepted, rejected."""
-    total = sum(n for c, n in seen.items() if ":" not in c and c not in ("foreign", "invalid-accepted", "hang")) + \
-        seen["foreign"] + seen["invalid-accepted"] + seen["hang"]
-    acc = sum(n for c, n in seen.items() if c.endswith("-accepted") and ":" not in c and c != "invalid-accepted")
+    """mutations, foreign exceptions, invalid values accepted, statement edits (tried, accepted), net rejections,
+    accepted, rejected."""
+    findings = ("foreign", "invalid-accepted", "edit-accepted", "hang")
+    total = sum(n for c, n in seen.items() if ":" not in c and c not in findings) + sum(seen[f] for f in findings)
+    acc = sum(n for c, n in seen.items() if c.endswith("-accepted") and ":" not in c and c not in findings)
     rej = sum(n for c, n in seen.items() if c.endswith("-rejected"))
     net = sum(n for c, n in seen.items() if c.endswith("-net"))
     unnamed = sum(n for c, n in seen.items() if c.endswith("-unnamed"))
-    return (f"{kind:18} mutations {total:6}  foreign {seen['foreign']:3}  invalid-accepted {seen['invalid-accepted']:3}"
-            f"  hangs {seen['hang']}  net {net:3}  unnamed {unnamed}  accepted {acc:5}  rejected {rej:6}")
+    edits = sum(n for c, n in seen.items() if c.startswith("5-")) + seen["edit-accepted"]
+    return (f"{kind:20} mutations {total:6}  foreign {seen['foreign']:3}  invalid-accepted {seen['invalid-accepted']:3}"
+            f"  statement-edits {edits:5}  edit-accepted {seen['edit-accepted']:3}  hangs {seen['hang']}  net {net:3}"
+            f"  unnamed {unnamed}  accepted {acc:5}  rejected {rej:6}")
 
 
 def make_release(out: Path) -> Path:
@@ -562,8 +678,8 @@ def main() -> int:
     ap.add_argument("--engine", choices=["hypothesis", "atheris", "random"], default="hypothesis")
     ap.add_argument("--timeout", type=float, default=10.0, help="per-input time limit in seconds")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--all-kinds", type=Path, help="make a fixture release of every kind here (no JVM) and fuzz "
-                    "each with --inputs inputs, counting findings (random engine)")
+    ap.add_argument("--all-kinds", type=Path, help="make a release of every registered mechanism here (Arrow, no "
+                    "JVM) and fuzz each with --inputs inputs, counting findings (random engine)")
     ap.add_argument("--count", action="store_true", help="count findings and go on (random engine) instead of "
                     "stopping at the first one")
     args = ap.parse_args()
@@ -575,9 +691,11 @@ def main() -> int:
         for kind, seen in results.items():
             print(summary_line(kind, seen))
             for case, n in sorted(seen.items()):
-                if case.startswith(("foreign:", "invalid-accepted:")):
+                if case.startswith(("foreign:", "invalid-accepted:", "edit-accepted:")):
                     print(f"    {case}  {n}")
-        bad = sum(s["foreign"] + s["invalid-accepted"] + s["hang"] for s in results.values())
+        for text, n in NET_MESSAGES.most_common():  # each a case for a reader's own check
+            print(f"    net: {text}  {n}")
+        bad = sum(s["foreign"] + s["invalid-accepted"] + s["edit-accepted"] + s["hang"] for s in results.values())
         return 1 if bad else 0
     release = make_release(args.make_release) if args.make_release else args.release
     if release is None:

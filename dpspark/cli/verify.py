@@ -1,7 +1,9 @@
 """``dpspark verify``: check a release's integrity, signature and charge (``keygen``, ``sign``: their own modules).
 
 ``dpspark verify RELEASE`` opens the release with every check a reader makes (checksums of every file,
-the manifest's schema, the re-derived statements, every value of its kind). ``--key PUB`` (repeatable)
+the manifest's schema, the re-derived statements, every value of its kind), and lists any file in the
+directory that the release does not list (not a failure: no reader reads such a file, and nothing vouches
+for it). ``--key PUB`` (repeatable)
 also requires a valid Ed25519 signature by one of these keys. ``--ledger LEDGER`` finds the ledger's
 spend for this release (matched by its output path) and checks that the release states exactly what the
 ledger charged: the same mechanism, the configured (epsilon, delta) equal to the spend's, a privacy
@@ -76,6 +78,24 @@ def _statement_within(m: Any, eps: Fraction, delta: Fraction) -> list[str]:
     return []
 
 
+#: at most this many extra files are named (then "and N more")
+MAX_LISTED = 20
+
+
+def extra_files(root: Path, manifest: Any) -> list[str]:
+    """The entries of a release directory that the release does not list: neither its manifest, its signature
+    nor a data file of the manifest (a directory is shown with a trailing ``/``). Sorted by name."""
+    from dpspark.release.manifest import MANIFEST_NAME
+    from dpspark.release.signature import SIGNATURE_NAME
+
+    known = {MANIFEST_NAME, SIGNATURE_NAME, *manifest.files}
+    out = []
+    for entry in root.iterdir():
+        if entry.name not in known:
+            out.append(entry.name + ("/" if entry.is_dir() and not entry.is_symlink() else ""))
+    return sorted(out)
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     from dpspark.lookup import open_release
 
@@ -97,6 +117,11 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         print(f"signature   valid, by trusted key {kid[:16]}...")
     else:
         print("signature   not checked (give --key PUB to require one)")
+    extra = extra_files(root, m)
+    if extra:
+        shown = ", ".join(extra[:MAX_LISTED]) + (f" and {len(extra) - MAX_LISTED} more" if len(extra) > MAX_LISTED else "")
+        print(f"extra       {len(extra)} file(s) beside the release, not part of it (no checksum or signature covers "
+              f"them; readers never read them): {shown}")
     if args.ledger:
         try:
             problems = ledger_problems(rel, root, args.ledger)

@@ -155,8 +155,10 @@ def open_release(
 
     ``trusted_keys`` (Ed25519 public keys: PEM file paths, PEM bytes or key objects): the release must
     carry a signature by one of them over its manifest's bytes (:mod:`dpspark.release.signature`), else
-    :class:`~dpspark.release.signature.ReleaseSignatureError`. With ``verify`` the manifest's checksums
-    then extend the signature to every data file. None (default): any signature is ignored.
+    :class:`~dpspark.release.signature.ReleaseSignatureError`. The manifest's checksums then extend the
+    signature to every data file: with ``trusted_keys`` every data file is checked (``verify=False`` does not
+    apply: a signed manifest over unchecked data would vouch for whatever the files hold). None (default): any
+    signature is ignored.
     """
     from dpspark.release.errors import ReleaseFormatError
 
@@ -171,6 +173,7 @@ def open_release(
         from dpspark.release.signature import check_signature
 
         check_signature(root, data, list(trusted_keys))
+        verify = True  # the signature covers the data files only through their checksums
     manifest = parse_manifest(data, str(name), limits)
     from dpspark.release.kinds import reader_for
 

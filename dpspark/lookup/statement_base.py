@@ -114,10 +114,12 @@ class StatementLookup:
         if fname not in self.manifest.files:
             raise KeyError(f"this release has no table {name!r} (tables: {sorted(self.tables())})")
         try:
-            return pq.read_table(self.root / fname)
+            table = pq.read_table(self.root / fname)
+            _ = table.column_names  # names decode lazily: a name that is not UTF-8 raises here, not in a caller
         except Exception as exc:  # pyarrow raises many types on a damaged file (read with verify=False)
             raise ReleaseFormatError(f"{self.root / fname}: cannot read the table ({type(exc).__name__}); "
                                      "the file is damaged") from None
+        return table
 
     def checked_table(self, name: str, schema: "list[tuple[str, Any]]", rows: int | None = None) -> "pa.Table":
         """``table(name)`` with exactly these (column, Arrow type) pairs and, if given, ``rows`` rows."""

@@ -15,7 +15,8 @@ values, so quoting them is fine):
   conversion at ``config.delta`` has epsilon <= ``config.epsilon``;
 * per mechanism (each family's ``section.py``), where a closed form exists: the statements equal ``mechanism.parameters`` (rho of the
   zCDP learners and of the Gaussian answers, the bounded-noise certified (epsilon, delta), the k-ary
-  sampler's e^eps), the Gaussian answers' rho is at least k / (2 sigma^2), a Gaussian model's rho is the
+  sampler's e^eps, every statement of the bernoulli sampler from d, n0 and random_bits), the Gaussian
+  answers' rho is at least k / (2 sigma^2), a Gaussian model's rho is the
   sum of its noise additions', and a replacement statement obtained by group privacy is exactly
   ``add_remove.under(Substitute(n))``.
 

@@ -32,6 +32,7 @@ import hashlib
 import json
 import os
 import secrets
+import stat
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -61,12 +62,30 @@ def _crypto() -> Any:
     return ed25519
 
 
-def _read_small(path: Path, what: str) -> bytes:
+def _read_small(path: Path, what: str, private: bool = False) -> bytes:
+    """The bytes of a small regular file. A FIFO, a device or a directory is refused before any read (opened
+    without blocking, then checked on the open descriptor: no hang, no race with a swap of the path). A
+    ``private`` key readable or writable by group or others is refused, as ssh refuses one."""
     try:
-        with open(path, "rb") as fh:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise ParameterError(f"{path}: cannot read the {what} ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ParameterError(f"{path}: the {what} is not a regular file (a FIFO, device or directory is refused)")
+        if private and os.name == "posix" and st.st_mode & 0o077:
+            raise ParameterError(f"{path}: the {what} is accessible by others (mode {stat.S_IMODE(st.st_mode):04o}); "
+                                 f"a private key must be readable by its owner only: chmod 600 {path}")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1  # the file object owns it now
             data = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise ParameterError(f"{path}: cannot read the {what} ({exc.strerror})") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
     if len(data) > MAX_FILE_BYTES:
         raise ParameterError(f"{path}: not a {what} (larger than {MAX_FILE_BYTES} bytes)")
     return data
@@ -104,11 +123,12 @@ def generate_keypair(prefix: str | os.PathLike[str]) -> tuple[Path, Path]:
 
 
 def load_private_key(path: str | os.PathLike[str]) -> Any:
-    """An Ed25519 private key from an unencrypted PKCS#8 PEM file (ParameterError naming the file otherwise)."""
+    """An Ed25519 private key from an unencrypted PKCS#8 PEM file of mode 0600 or stricter (ParameterError naming
+    the file otherwise: a FIFO, a key readable by others, anything not a PEM Ed25519 key)."""
     from cryptography.hazmat.primitives import serialization
 
     ed = _crypto()
-    data = _read_small(Path(path), "private key file")
+    data = _read_small(Path(path), "private key file", private=True)
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError) as exc:
@@ -205,13 +225,12 @@ def check_signature(release: str | os.PathLike[str], manifest: bytes, trusted_ke
     if not keys:
         raise ParameterError("trusted_keys is empty: give at least one public key")
     path = Path(release) / SIGNATURE_NAME
+    if not os.path.lexists(path):
+        raise ReleaseSignatureError(f"{path}: the release is not signed (a trusted signature is required)")
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise ReleaseSignatureError(f"{path}: the release is not signed (a trusted signature is required)") from None
-    except OSError as exc:
-        raise ReleaseSignatureError(f"{path}: cannot read the signature ({exc.strerror})") from None
+        data = _read_small(path, "signature")
+    except ParameterError as exc:
+        raise ReleaseSignatureError(str(exc)) from None
     try:
         doc = json.loads(data.decode("ascii")) if len(data) <= MAX_FILE_BYTES else None
         ok = (isinstance(doc, dict) and doc.get("format") == FORMAT and doc.get("version") == VERSION

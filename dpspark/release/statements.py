@@ -225,6 +225,25 @@ class StatementManifest(ManifestHeader):
         return "\n".join(f"{name}: {st.text()}" for name, st in self.privacy.items())
 
 
+#: the longest text a statement object may hold in any one field (a theorem, notes, a condition: the writer's are
+#: under 1,000 characters; the whole statement's rendered ``text`` has the same schema bound)
+MAX_STATEMENT_TEXT = 20000
+
+
+def _texts_bounded(obj: Any, name: str, where: str) -> None:
+    """Every string under ``obj`` (a statement's JSON) is at most :data:`MAX_STATEMENT_TEXT` characters."""
+    if isinstance(obj, str):
+        if len(obj) > MAX_STATEMENT_TEXT:
+            raise fail(name, f"{where} holds a text longer than {MAX_STATEMENT_TEXT} characters")
+    elif isinstance(obj, dict):
+        for key, value in obj.items():
+            _texts_bounded(key, name, where)
+            _texts_bounded(value, name, f"{where}.{key}")
+    elif isinstance(obj, list):
+        for value in obj:
+            _texts_bounded(value, name, where)
+
+
 def parse_statements(obj: dict[str, Any], header: dict[str, Any], files: dict[str, FileEntry], name: str,
                      limits: ReadLimits, kind: Any) -> StatementManifest:
     """The general statements of a manifest whose header and files the envelope has checked.
@@ -236,6 +255,9 @@ def parse_statements(obj: dict[str, Any], header: dict[str, Any], files: dict[st
     order = obj["privacy"]["order"]
     if sorted(order) != sorted(stmts) or len(set(order)) != len(order):
         raise fail(name, "privacy.order must list every statement once")
+    for key in order:
+        _texts_bounded(stmts[key]["statement"], name, f"privacy.statements.{key}")
+    _texts_bounded(obj["accuracy"]["statement"], name, "accuracy.statement")
     privacy: dict[str, PrivacyStatement] = {}
     try:
         for key in order:

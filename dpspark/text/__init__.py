@@ -156,6 +156,13 @@ _NUMBER = re.compile(r"(?<![\w.])(\d+)(?:/(\d+))?(?![\w])(?!\.\d)")
 #: a confidence written as 1 - p/q (printed as a decimal, rounded down)
 _ONE_MINUS = re.compile(r"(?<![\w./])1 - (\d+)/(\d+)(?![\w/^])(?!\.\d)")
 _LONG_RUN = re.compile(r"\d{%d,}" % (MAX_DIGITS + 1))
+#: a number written with more digits than this is never parsed (Python's int() refuses 4300 digits, and a
+#: quadratic conversion of a hostile text would stall a reader): it prints as ``<N digits>``
+MAX_PARSED_DIGITS = 1200
+
+
+def _long(*parts: str | None) -> bool:
+    return any(p is not None and len(p) > MAX_PARSED_DIGITS for p in parts)
 
 
 def readable_text(text: str) -> str:
@@ -170,10 +177,17 @@ def readable_text(text: str) -> str:
         num, den = match.group(1), match.group(2)
         if len(num) <= MAX_DIGITS and (den is None or len(den) <= MAX_DIGITS):
             return match.group(0)
+        if _long(num, den):
+            return match.group(0)  # left to _LONG_RUN below: never parsed
         if den is not None and int(den) == 0:
             return match.group(0)
         return readable(Fraction(int(num), int(den or 1)))
 
-    out = _ONE_MINUS.sub(lambda m: confidence(Fraction(int(m.group(1)), int(m.group(2)))), text)
+    def one_minus(match: "re.Match[str]") -> str:
+        if _long(match.group(1), match.group(2)) or int(match.group(2)) == 0:
+            return match.group(0)
+        return confidence(Fraction(int(match.group(1)), int(match.group(2))))
+
+    out = _ONE_MINUS.sub(one_minus, text)
     out = _NUMBER.sub(shorten, out)
     return _LONG_RUN.sub(lambda m: f"<{len(m.group(0))} digits>", out)  # a run glued to letters: still short

@@ -125,10 +125,12 @@ class ReleaseLookup(ManifestStatements):
             stored = [*stored, "noisy_count"]  # type: ignore[list-item]
         try:
             table = self._parquet.read(columns=stored)
+            table.validate(full=True)  # keys are read here, not at open: each string must be valid UTF-8
         except Exception as exc:
             from dpspark.release.errors import ReleaseFormatError
 
-            raise ReleaseFormatError(f"{self.path / 'bins.parquet'}: cannot read the bins ({type(exc).__name__})") from None
+            raise ReleaseFormatError(f"{self.path / 'bins.parquet'}: cannot read the bins ({type(exc).__name__}); "
+                                     "the file is damaged") from None
         if want is None or NOTE_COLUMN in want:
             marked = self.below_threshold(table.column("noisy_count").to_numpy())
             note = pc.if_else(pa.array(marked), pa.scalar(BELOW_THRESHOLD), pa.scalar(None, pa.string()))

@@ -225,6 +225,7 @@ def test_release_sign_is_atomic_with_the_release(keys, tmp_path: Path, capsys) -
     # a bad key file is refused before anything is read or written
     bad = tmp_path / "bad.key"
     bad.write_text("not a key")
+    bad.chmod(0o600)  # a key file readable by others is refused first (issue 31)
     assert cli(["release", "--config", str(_answers_config(tmp_path / "b")), "--sign", str(bad)]) == 2
     assert "not an unencrypted PEM private key" in capsys.readouterr().err and not (tmp_path / "b" / "rel").exists()
 
