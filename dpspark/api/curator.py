@@ -17,14 +17,16 @@ keep them. The check runs on the parsed spec, so every way an analyst's call rea
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Any, Mapping
 
 from dpspark.errors import DPSparkError
 
 if TYPE_CHECKING:
     from dpspark.engine.spec import ReleaseSpec
 
-__all__ = ["CURATOR_CHECKS_WARNING", "CURATOR_OPTIONS", "CuratorOptionError", "check_analyst_spec"]
+__all__ = ["CURATOR_CHECKS_WARNING", "CURATOR_OPTIONS", "CuratorOptionError", "check_analyst_files",
+           "check_analyst_spec", "check_analyst_unit"]
 
 #: field -> (the value that makes the outcome depend on the data, what its outcome discloses)
 CURATOR_OPTIONS: dict[str, tuple[str, str]] = {
@@ -60,3 +62,58 @@ def check_analyst_spec(spec: "ReleaseSpec", *, curator_checks: bool) -> None:
                 "(no noise, no charge), so a Session call cannot switch it on. The curator may enable such "
                 "checks when building the Session (Session(..., curator_checks=True)) or use them in a "
                 "config file run by the CLI; nothing was read and nothing was spent")
+
+
+def check_analyst_unit(spec: "ReleaseSpec", *, unit_column: str | None, max_units: int) -> None:
+    """Refuse ``spec`` when it changes the Session's privacy unit (``unit_column``) or its ``max_units``.
+
+    The unit and n are the curator's: the Session's budget is a statement under add/remove of one such unit
+    among at most n. A release over another unit would be charged as if it protected the Session's unit
+    while it protects another (a row of a coarser unit is a *change* of that unit: up to twice the stated
+    loss), and a smaller or larger n changes what the budget means. A release may repeat them.
+    """
+    if spec.unit_column != unit_column or spec.max_units != max_units:
+        raise CuratorOptionError(
+            "the privacy unit and max_units are the Session's (unit_column = "
+            f"{unit_column!r}, max_units = {max_units}): a release cannot change them (it asked for unit_column "
+            f"= {spec.unit_column!r}, max_units = {spec.max_units}); the curator sets them when building the "
+            "Session (Session(..., unit_column=..., max_units=...)); nothing was read and nothing was spent")
+
+
+def _named_files(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every (field, path) an assembled raw config would read: key files and universe value files."""
+    found: list[tuple[str, str]] = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                if k == "file" and isinstance(v, str):
+                    found.append((f"{where}.file", v))
+                else:
+                    walk(v, f"{where}.{k}")
+        elif isinstance(node, (list, tuple)):
+            for i, v in enumerate(node):
+                walk(v, f"{where}[{i}]")
+
+    groups = raw.get("groups")
+    if isinstance(groups, Mapping) and isinstance(groups.get("keys_file"), str):
+        found.append(("groups.keys_file", groups["keys_file"]))
+    walk(raw.get("universe"), "universe")
+    return found
+
+
+def check_analyst_files(raw: Mapping[str, Any], *, public_files: "frozenset[str]") -> None:
+    """Refuse an analyst's call that names a file to read (a key list, a universe's value file) unless the
+    curator listed it as public when building the Session (``Session(..., public_files=[...])``).
+
+    A key file's rows are released as public keys, in the clear: pointed at the data itself (or any file the
+    process can read), a key list would publish its values with no noise. Checked on the assembled config,
+    before it is parsed, so no such file is opened.
+    """
+    for field, path in _named_files(raw):
+        if os.path.realpath(path) not in public_files:
+            raise CuratorOptionError(
+                f"{field} names a file to read ({path!r}); a Session reads only the files its curator listed as "
+                "public (Session(..., public_files=[...])), since a key file's rows are released in the clear; "
+                "give the keys as a list or table instead (keys=...), or ask the curator to list the file; "
+                "nothing was read and nothing was spent")

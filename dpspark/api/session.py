@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from dpspark.api.charge import Charge, SessionBudgetExceeded
 from dpspark.errors import DPSparkError
@@ -50,7 +50,10 @@ class Session:
     ``keep_releases`` keeps those folders. ``curator_checks``: releases may use the data-dependent
     checks ``out_of_universe="error"`` and ``on_excess_units="refuse"`` (for the curator only: their outcome
     is an exact answer about the data; see :mod:`dpspark.api.curator`); off, a call that asks for one is
-    refused before anything is read or charged.
+    refused before anything is read or charged. ``public_files``: the files a release may read (key
+    lists, universe value files), which the curator vouches are public; any other file named by a call is
+    refused. The privacy unit (``unit_column``) and ``max_units`` are the Session's: a release cannot change
+    them.
     """
 
     def __init__(
@@ -68,6 +71,7 @@ class Session:
         show_data_errors: bool = False,
         keep_releases: bool = False,
         curator_checks: bool = False,
+        public_files: "Sequence[str | os.PathLike[str]]" = (),
     ) -> None:
         from dpspark.privacy import AddRemove, Budget
 
@@ -93,6 +97,8 @@ class Session:
         self.keep_releases = keep_releases
         #: the curator enabled the data-dependent checks for this Session's releases (dpspark.api.curator)
         self.curator_checks = curator_checks
+        #: the files an analyst's release may read (key lists, universe value files): the curator's list
+        self.public_files = frozenset(os.path.realpath(os.fspath(f)) for f in public_files)
         self._data = _as_table(data)
         self._spark = spark
         self._own_spark = False
@@ -234,10 +240,12 @@ class Session:
             raw[name] = value
         if self.ledger is not None:
             raw["budget"] = {"ledger": str(self.ledger), "dataset": self.dataset}
-        spec = parse_config(raw, Path(".") / PYTHON_SOURCE, input_given=True, certify=certify)
-        from dpspark.api.curator import check_analyst_spec
+        from dpspark.api.curator import check_analyst_files, check_analyst_spec, check_analyst_unit
 
+        check_analyst_files(raw, public_files=self.public_files)  # before the parse opens any file
+        spec = parse_config(raw, Path(".") / PYTHON_SOURCE, input_given=True, certify=certify)
         check_analyst_spec(spec, curator_checks=self.curator_checks)  # before any charge, check or read
+        check_analyst_unit(spec, unit_column=self.unit_column, max_units=self.max_units)
         return spec
 
     def release(self, *, mechanism: str, epsilon: Any, output: str | os.PathLike[str] | None = None,

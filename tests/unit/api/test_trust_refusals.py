@@ -101,7 +101,7 @@ CASES: dict[str, Case] = {
     "filter_lone_surrogate": Case(answers("region = 'no\ud800rth'"), ConfigError, r"lone surrogate \(U\+D800",
                                   new=True),
     # the mechanism's own data-free checks (a MechanismSpecError, named as a ConfigError of the config)
-    "groups_k_for_histograms": Case(groups("region", ["north"], max_keys_per_unit=2, unit_column="user"),
+    "groups_k_for_histograms": Case(groups("region", ["north"], max_keys_per_unit=2),
                                     ConfigError, r"max_keys_per_unit does not apply to groups"),
     "groups_key_lone_surrogate": Case(groups("region", ["north", "s\udc80uth"]), ConfigError,
                                       r"groups.keys\[1\]: a key holds a lone surrogate \(U\+DC80", new=True),
@@ -111,6 +111,16 @@ CASES: dict[str, Case] = {
     "groups_int_keys_string_column": Case(groups("region", [1, 2]), InputError,
                                           r"groups.keys: .*key column 'region' has type string; this universe "
                                           r"reads an integer column", new=True),
+    # the Session's privacy unit and n are the curator's; so are the files a release may read
+    "unit_column_override": Case(hist(unit_column="x"), CuratorOptionError,
+                                 r"the privacy unit and max_units are the Session's"),
+    "max_units_override": Case(hist(max_units=1000), CuratorOptionError,
+                               r"the privacy unit and max_units are the Session's"),
+    "keys_file_not_public": Case(lambda s, out: s.groups(by="region", keys_file=out.parent / "in.csv", aggregates=COUNT,
+                                                         epsilon="1", noise="pure", output=out),
+                                 CuratorOptionError, r"groups.keys_file names a file to read"),
+    "universe_file_not_public": Case(hist(universe={"kind": "categorical", "file": "cities.csv"}), CuratorOptionError,
+                                     r"universe.file names a file to read"),
     # adaptive answers: k is checked before the charge
     "answers_k": Case(lambda s, out: s.answers(k=10**6, epsilon="1", delta="1e-6"), AnswerBudgetExhausted,
                       r"k \(the number of scalar answers\) must be an int"),
@@ -127,7 +137,7 @@ def run_refused(case: Case, where: Path, data: Any = None) -> tuple[BaseExceptio
     Ledger(ledger).set_total("d", LEDGER_EPSILON, "1e-4")
     if data is None:
         data = str(csv_file(where)) if case.csv else table()
-    with dpspark.Session(data, max_units=100, budget={"epsilon": SESSION_EPSILON, "delta": "1e-4"},
+    with dpspark.Session(data, max_units=100, unit_column="user", budget={"epsilon": SESSION_EPSILON, "delta": "1e-4"},
                          ledger=ledger, dataset="d") as s:
         before = s.remaining
         with pytest.raises(case.error) as err:
@@ -195,3 +205,15 @@ def test_cli_refuses_a_mixed_in_list_before_the_ledger_spend(tmp_path: Path, cap
     assert "an IN list mixes number and string literals" in err and DATA_PASS_FAILED not in err
     spent = Ledger(ledger).spent("d")
     assert (spent.epsilon, spent.delta) == (0, 0) and not (tmp_path / "rel").exists()
+
+
+def test_a_key_file_the_curator_listed_is_read(tmp_path: Path) -> None:
+    """The same keys_file call runs when the curator listed the file as public (Session(public_files=...))."""
+    import dpspark
+    from dpspark.rng import SeededRandom
+
+    keys = tmp_path / "keys.csv"
+    keys.write_text("region\nnorth\nsouth\n")
+    with dpspark.Session(table(), max_units=100, rng=SeededRandom(1), public_files=[keys]) as s:
+        g = s.groups(by="region", keys_file=keys, aggregates=COUNT, epsilon="1", noise="pure", output=tmp_path / "g")
+    assert g.keys() == ["north", "south"]
