@@ -46,7 +46,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -241,6 +241,13 @@ def _declared(epsilon: RationalLike | None, delta: RationalLike, rho: RationalLi
     if rho is not None:
         return rho_total(_amount(rho, f"{what} rho"), d)
     return Budget(_amount(epsilon, f"{what} epsilon"), d)
+
+
+def total_from(obj: Any) -> Budget:
+    """A total from ``{"epsilon": ..., "delta": ...}`` or ``{"rho": ...[, "delta": display delta]}`` (exact values)."""
+    if not isinstance(obj, Mapping) or not obj or not set(obj) <= {"epsilon", "delta", "rho"}:
+        raise ParameterError('a total is {"epsilon": ..., "delta": ...} or {"rho": ...}, exact strings or Fractions')
+    return _declared(obj.get("epsilon"), obj.get("delta", 0), obj.get("rho"), "total")
 
 
 def _raises(old: Budget, new: Budget) -> bool:
