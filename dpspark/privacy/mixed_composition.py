@@ -27,7 +27,12 @@ the theorem's bound (or basic composition of the charged (eps, delta), the ledge
 * ``zcdp+pure``: zCDP releases in rho, pure and (eps, delta) releases summed (P_x = P).
 
 Every epsilon is a certified rational upper bound (arb balls, rounded up); no float decides anything.
-Derivation and the parameters-chosen-adaptively caveat: docs/privacy.md, section "ledger composition".
+
+*Scope.* The theorem composes releases whose mechanisms may be chosen adaptively, at the parameters the
+ledger recorded. When an analyst also picks later parameters after seeing earlier outputs, a budget check is
+a privacy filter: the zCDP sum against a rho total, and basic composition, are valid filters (Feldman-Zrnic
+2021; Whitehouse-Ramdas-Rogers-Wu 2023; Rogers et al. 2016); the minimum over rules against an (epsilon,
+delta) total is stated for the recorded sequence (README, "Budgets and accounting").
 """
 
 from __future__ import annotations
