@@ -58,7 +58,7 @@ from dpspark.errors import ParameterError
 from dpspark.exact import RationalLike, parse_rational
 from dpspark.ledger.compose import REFRESH_WINDOWS, Budget, refusal, rho_total, spent, window_start
 from dpspark.ledger.principal import check_principal
-from dpspark.privacy.mixed_composition import Entry
+from dpspark.privacy.mixed_composition import Entry, converted_upper
 from dpspark.ledger.errors import (
     BudgetExceeded,
     BudgetNotConfigured,
@@ -806,6 +806,11 @@ class Ledger:
         rho_v = None if rho is None else _amount(rho, "rho")
         if rho_v is not None and (rho_v == 0 or delta_v == 0):
             raise ParameterError("a zCDP spend needs rho > 0 and its charged delta > 0")
+        if rho_v is not None and converted_upper(rho_v, delta_v) > eps:
+            # the entry may be composed by its charged (epsilon, delta): that must be a valid statement of rho
+            raise ParameterError(
+                f"a zCDP spend's charged (epsilon, delta) = ({eps}, {delta_v}) must hold for its rho = {rho_v}: its "
+                f"certified CKS20 epsilon at that delta is {converted_upper(rho_v, delta_v)}")
         cfg_eps = None if config_total_epsilon is None else _amount(config_total_epsilon, "total_epsilon")
         cfg_delta = None if config_total_delta is None else _amount(config_total_delta, "total_delta", below_one=True)
         return ds, Entry(eps, delta_v, rho_v), unit_key(unit), (cfg_eps, cfg_delta)

@@ -42,10 +42,13 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Iterable, Optional
 
+from dpspark.privacy.conversions import DEFAULT_BITS
 from dpspark.privacy.errors import PrivacyError
 
-#: certified epsilons are rounded up onto the 2^-CONVERSION_BITS grid
-CONVERSION_BITS = 48
+#: certified epsilons are rounded up onto the 2^-CONVERSION_BITS grid: the grid of
+#: :func:`~dpspark.privacy.conversions.zcdp_to_approx_dp_cks`, so a mechanism's rho chosen to fit its configured
+#: epsilon (``rho_within``) converts here to the very same bound
+CONVERSION_BITS = DEFAULT_BITS
 RULES = ("basic", "zcdp", "zcdp+pure")
 
 
