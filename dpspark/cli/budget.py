@@ -168,8 +168,8 @@ def format_summary(summary: "LedgerSummary", path: str) -> str:
     lines.append("")
     spent = summary.spent
     if summary.total is not None and summary.total.rho is not None and spent.rho is not None:
-        lines.append(f"spent     rho = {spent.rho} (~{_approx(spent.rho)})   (zCDP: rho summed, pure releases as "
-                     "eps^2/2; failed releases included)")
+        lines.append(f"spent     {_amount(spent)}")
+        lines.append("          composed as zCDP: rho summed exactly, pure releases as eps^2/2 (failed releases included)")
     else:
         lines.append(f"spent     epsilon = {spent.epsilon} (~{_approx(spent.epsilon)}), delta = {spent.delta}"
                      + (f"; rho = {spent.rho} of it in zCDP" if spent.rho else "")

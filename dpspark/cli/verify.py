@@ -7,8 +7,8 @@ spend for this release (matched by the release id its manifest states, drawn at 
 written before ids: by its output path and released status; earlier killed or failed attempts for the same
 path are reported as "also charged") and checks that the release states exactly what the
 ledger charged: the same mechanism, the configured (epsilon, delta) equal to the spend's, a privacy
-statement within it (and within the charged rho for a zCDP entry), the released status, and the ledger's pinned n and unit. Exit status 0 when every
-check passes, 1 when one fails (each is printed), 2 on an error.
+statement within it (and within the charged rho for a zCDP entry), the released status, and the ledger's
+pinned n and unit. Exit status 0 when every check passes, 1 when one fails (each is printed), 2 on an error.
 """
 
 from __future__ import annotations
