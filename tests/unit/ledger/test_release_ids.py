@@ -95,3 +95,20 @@ def test_a_retried_release_verifies_and_names_the_killed_attempt(tmp_path: Path,
     out = capsys.readouterr().out
     assert "also charged (a killed attempt): spend 1" in out and "the ledger charged exactly" in out
     assert [r.status for r in Ledger(ledger).releases("people")] == ["spent", "released"]
+
+
+def test_a_release_from_before_ids_matches_its_released_spend_by_path(signed: tuple[Path, Path, Path, Path],
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A release and ledger written before release ids: the one released spend for the path, not the killed one."""
+    import sqlite3
+
+    r1, _, _, ledger = signed
+    doc = json.loads((r1 / "manifest.json").read_bytes())
+    del doc["release_id"]
+    (r1 / "manifest.json").write_bytes(seal_manifest(doc))
+    with sqlite3.connect(ledger) as conn:
+        conn.execute("UPDATE releases SET release_id = NULL")
+    Ledger(ledger).spend("people", "1", "1/1000000", "gaussian", str(r1))  # a later killed attempt at the same path
+    capsys.readouterr()
+    assert cli(["verify", str(r1), "--ledger", str(ledger)]) == 0
+    assert "also charged (a killed attempt): spend 3" in capsys.readouterr().out
