@@ -51,6 +51,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -231,6 +232,12 @@ def _now() -> str:
 
 #: check_spend's default: the principal is not known to this preflight, so its limit is not checked
 ANY_PRINCIPAL: Any = object()
+
+
+@lru_cache(maxsize=1 << 14)
+def _parse_fraction(text: str) -> Fraction:
+    """A stored amount (a ledger repeats the same few amounts: parsed once each)."""
+    return Fraction(text)
 
 
 def _declared(epsilon: RationalLike | None, delta: RationalLike, rho: RationalLike | None, what: str) -> Budget:
@@ -433,7 +440,7 @@ class Ledger:
         if not isinstance(text, str):
             raise LedgerUnreadable(f"budget ledger {self.path} holds a malformed {what} (not text)")
         try:
-            value = Fraction(text)
+            value = _parse_fraction(text)
         except (ValueError, ZeroDivisionError):
             raise LedgerUnreadable(f"budget ledger {self.path} holds a malformed {what}: {text!r}") from None
         if value < 0:
