@@ -91,7 +91,7 @@ CREATE TABLE IF NOT EXISTS principal_limits (
     updated_at TEXT NOT NULL,
     PRIMARY KEY (dataset_id, principal)
 )"""
-#: columns added by schema 4 (table -> name -> SQL type); older ledgers gain them on a writable open
+#: columns added by schema 4 (table -> TEXT columns); older ledgers gain them on a writable open
 _NEW_COLUMNS = {
     "budgets": ("rho_total", "query_epsilon", "query_delta", "query_rho", "refresh"),
     "releases": ("rho", "principal", "release_id"),
