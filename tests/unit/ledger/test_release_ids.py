@@ -112,3 +112,19 @@ def test_a_release_from_before_ids_matches_its_released_spend_by_path(signed: tu
     capsys.readouterr()
     assert cli(["verify", str(r1), "--ledger", str(ledger)]) == 0
     assert "also charged (a killed attempt): spend 3" in capsys.readouterr().out
+
+
+def test_a_histogram_release_states_its_id_and_verifies(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The counts form of the manifest (sparse and compact histograms) reads the release id too."""
+    from tests.support.configs import dense_toml
+
+    monkeypatch.chdir(tmp_path)
+    pq.write_table(pa.table({"q": pa.array([1, 2, 2, 9], pa.int64())}), tmp_path / "in.parquet")
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(dense_toml("q", "", '[budget]\nledger = "l.sqlite"\ndataset = "demo"\ntotal_epsilon = "1"\n'))
+    assert cli(["release", "--config", str(cfg)]) == 0
+    (rec,) = Ledger(tmp_path / "l.sqlite").releases("demo")
+    assert rec.release_id == _id(tmp_path / "release") and rec.rho is None  # a pure release: (1/2, 0)
+    capsys.readouterr()
+    assert cli(["verify", str(tmp_path / "release"), "--ledger", str(tmp_path / "l.sqlite")]) == 0
