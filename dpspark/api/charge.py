@@ -48,11 +48,12 @@ class Charge:
     module docstring."""
 
     def __init__(self, budget: Any = None, statement: Any = None, principal: str | None = None) -> None:
-        from dpspark.ledger.principal import resolve_principal
+        from dpspark.ledger.principal import check_principal
 
         self.budget = budget
         self.statement = statement
-        self.principal = resolve_principal(principal)  # checked now: a bad name is refused before anything runs
+        #: the explicit principal (checked now, before anything runs); None: $DPSPARK_PRINCIPAL when a ledger charges
+        self.principal = None if principal is None else check_principal(principal)
 
     @classmethod
     def for_spec(cls, spec: "ReleaseSpec", budget: Any = None, principal: str | None = None) -> "Charge":
@@ -91,11 +92,12 @@ def check_ledger_charge(spec: "ReleaseSpec", mech: Any, principal: str | None) -
     import tempfile
     from pathlib import Path
 
-    from dpspark.ledger import Ledger
+    from dpspark.ledger import Ledger, resolve_principal
     from dpspark.ledger.statement import spend_rho
 
     budget = spec.budget
     rho = spend_rho(spec, mech)
+    principal = resolve_principal(principal)
 
     def check(path: Path) -> None:
         Ledger(path).check_spend(
