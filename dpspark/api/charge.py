@@ -5,8 +5,11 @@ Every entry point charges through :class:`Charge`: the CLI runner, :meth:`dpspar
 
 1. the plan's data-free checks, which include the ledger's refusals (:meth:`dpspark.engine.plan.Plan.check`;
    run once: a plan already checked is not checked again);
-2. the session budget (:meth:`Charge.check`);
+2. the session budget and, given the plan, the ledger's refusals for this principal (:meth:`Charge.check`);
 3. the ledger spend (its transaction re-checks the totals), then the session spend.
+
+The ledger entry records the release's exact statement (its rho when it states rho-zCDP), the principal
+(``Charge(principal=...)``, else $DPSPARK_PRINCIPAL) and a fresh release id (:func:`dpspark.engine.runner.spend_budget`).
 
 A refusal by either spends neither. Nothing is ever refunded: a failure after the spend keeps it.
 The runner takes the charge as a callable (``run_release(..., charge=...)``): the engine never imports this face.
@@ -22,7 +25,7 @@ if TYPE_CHECKING:
     from dpspark.engine.plan import Plan
     from dpspark.engine.spec import ReleaseSpec
 
-__all__ = ["Charge", "SessionBudgetExceeded", "statement_for"]
+__all__ = ["Charge", "SessionBudgetExceeded", "check_ledger_charge", "statement_for"]
 
 
 class SessionBudgetExceeded(DPSparkError, ValueError):
@@ -41,31 +44,69 @@ def statement_for(spec: "ReleaseSpec") -> Any:
 
 class Charge:
     """The charge of one release: ``budget`` (a :class:`dpspark.privacy.Budget`, or None) pays ``statement``,
-    and the spec's ledger (if any) pays its configured (epsilon, delta). See the module docstring."""
+    and the spec's ledger (if any) pays the release's exact statement, charged to ``principal``. See the
+    module docstring."""
 
-    def __init__(self, budget: Any = None, statement: Any = None) -> None:
+    def __init__(self, budget: Any = None, statement: Any = None, principal: str | None = None) -> None:
+        from dpspark.ledger.principal import check_principal
+
         self.budget = budget
         self.statement = statement
+        #: the explicit principal (checked now, before anything runs); None: $DPSPARK_PRINCIPAL when a ledger charges
+        self.principal = None if principal is None else check_principal(principal)
 
     @classmethod
-    def for_spec(cls, spec: "ReleaseSpec", budget: Any = None) -> "Charge":
+    def for_spec(cls, spec: "ReleaseSpec", budget: Any = None, principal: str | None = None) -> "Charge":
         """The charge of ``spec`` against an optional session ``budget`` (and the spec's ledger)."""
-        return cls(budget, None if budget is None else statement_for(spec))
+        return cls(budget, None if budget is None else statement_for(spec), principal)
 
-    def check(self) -> None:
-        """Refuse, spending nothing, when the session budget cannot pay the statement."""
+    def check(self, plan: "Plan | None" = None) -> None:
+        """Refuse, spending nothing, when the session budget cannot pay the statement, or (given ``plan``)
+        when the ledger would refuse this release for this principal."""
         if self.budget is not None and not self.budget.can_spend(self.statement):
             raise SessionBudgetExceeded(
                 f"this release ({self.statement.measure.text()}) exceeds the session budget left: "
                 f"{self.budget.remaining.text()}; nothing was read and nothing was spent")
+        if plan is not None:
+            check_ledger_charge(plan.spec, plan.mechanism, self.principal)
 
     def __call__(self, plan: "Plan") -> Any:
         """Check, then spend (ledger first); returns the ledger's (ledger, record), or None without a ledger."""
         from dpspark.engine.runner import spend_budget
 
         plan.check()  # the ledger's refusals (a no-op for a plan already checked)
-        self.check()
-        spent = spend_budget(plan.spec)
+        self.check(plan)
+        spent = spend_budget(plan.spec, plan.mechanism, self.principal)
         if self.budget is not None:
             self.budget.spend(self.statement)  # never refunded
         return spent
+
+
+def check_ledger_charge(spec: "ReleaseSpec", mech: Any, principal: str | None) -> None:
+    """The ledger's refusals of this exact charge (rho when stated, the principal's limit), writing nothing.
+
+    A missing ledger file is checked as an empty one, without creating it.
+    """
+    if spec.budget is None:
+        return
+    import tempfile
+    from pathlib import Path
+
+    from dpspark.ledger import Ledger, resolve_principal
+    from dpspark.ledger.statement import spend_rho
+
+    budget = spec.budget
+    rho = spend_rho(spec, mech)
+    principal = resolve_principal(principal)
+
+    def check(path: Path) -> None:
+        Ledger(path).check_spend(
+            budget.dataset, spec.epsilon, spec.delta or 0, unit=spec.unit_column,
+            config_total_epsilon=budget.total_epsilon, config_total_delta=budget.total_delta,
+            max_units=spec.max_units, rho=rho, principal=principal)
+
+    if Path(budget.ledger).exists():
+        check(Path(budget.ledger))
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            check(Path(tmp) / "ledger.sqlite")

@@ -43,7 +43,10 @@ class Session:
     DataFrame, a pyarrow Table, or a local Parquet/CSV/ORC/JSON path (these run on the Arrow engine, no
     JVM, unless ``spark=`` is given). ``budget``: ``{"epsilon": ..., "delta": ...}``
     as exact strings, the session's total under add/remove of one unit among at most ``max_units``;
-    None for no session budget. ``ledger``/``dataset``: charge a persistent ledger too.
+    None for no session budget. ``ledger``/``dataset``: charge a persistent ledger too; ``total``
+    (``{"epsilon": ..., "delta": ...}`` or ``{"rho": ...}``) names the dataset's total like a config's
+    [budget] totals: set when the ledger has none, else it must equal it (checked here, before anything runs).
+    ``principal``: the analyst each ledger spend is charged to (else $DPSPARK_PRINCIPAL).
     ``show_data_errors``: a failed data pass shows its original error instead of the fixed, value-free
     one (for a curator who owns the data only: the details can quote rows). A release without ``output=`` is
     written to a scratch folder removed when the Python process exits (:mod:`dpspark.api.scratch`);
@@ -65,6 +68,8 @@ class Session:
         budget: Mapping[str, Any] | None = None,
         ledger: str | os.PathLike[str] | None = None,
         dataset: str | None = None,
+        total: Mapping[str, Any] | None = None,
+        principal: str | None = None,
         spark: "SparkSession | None" = None,
         rng: "RandomSource | None" = None,
         progress: Any = None,
@@ -89,6 +94,14 @@ class Session:
         self.unit_column = unit_column
         self.ledger = None if ledger is None else Path(ledger).resolve()
         self.dataset = dataset
+        self.principal = principal
+        if total is not None:  # the curator's named total, like a config's: set if missing, else must match
+            from dpspark.ledger import Ledger
+            from dpspark.ledger.store import total_from
+
+            if self.ledger is None:
+                raise SessionBudgetExceeded("total= names the ledger's total: give ledger= and dataset= too")
+            Ledger(self.ledger).declare_total(dataset, total_from(total))  # type: ignore[arg-type]
         self.rng = rng
         self.progress = progress if progress is not None else (lambda _m: None)
         #: the curator opts in to the original text of a failed data pass (it can quote rows; see dpspark.engine.data_pass)
@@ -145,7 +158,7 @@ class Session:
 
     def charge_for(self, spec: "ReleaseSpec") -> Charge:
         """The budget charge of ``spec``: this session's budget (if any) and the spec's ledger (if any)."""
-        return Charge.for_spec(spec, self.budget)
+        return Charge.for_spec(spec, self.budget, self.principal)
 
     # --- data (what a release or an adaptive answer reads; metadata until its data pass) ---------
     def arrow_source(self) -> Any:
@@ -265,7 +278,7 @@ class Session:
         arrow = self.arrow_source()  # pandas, Arrow and local files: the Arrow engine when the mechanism runs there
         plan = plan_release(spec, have_spark=arrow is None, given_table=arrow is not None)  # the one construction
         charge = self.charge_for(spec)
-        charge.check()  # the session budget first: nothing is checked further, read or spent when it cannot pay
+        charge.check(plan)  # the session budget and the ledger's exact charge: nothing is read or spent when refused
         plan.check(create_parent=True)  # the output path and the ledger
         if plan.engine != "arrow":  # Spark-only mechanisms get a Spark DataFrame
             arrow = None

@@ -78,12 +78,15 @@ def _release(args: argparse.Namespace, progress: "StderrProgress") -> int:
         from dpspark.release.signature import load_private_key
 
         signer = load_private_key(args.sign)
+    charge = Charge(principal=args.principal)
     if args.dry_run:
         print(plan.text)
         plan.check()  # a failing check (existing output, exhausted budget, ...) exits non-zero
+        charge.check(plan)  # the ledger's exact charge, for this principal
         print("checks           all data-free checks pass; nothing was read and nothing was spent")
         return 0
     plan.check(create_parent=True)  # output path and budget: refused before any Spark session starts
+    charge.check(plan)  # the ledger's exact charge (rho, the principal's limit), before Spark starts
     spark = remote = None
     if plan.engine == "arrow":
         pass  # a local file without --master/--remote: pyarrow on this machine, no JVM
@@ -110,7 +113,7 @@ def _release(args: argparse.Namespace, progress: "StderrProgress") -> int:
 
     try:
         with signing(signer):
-            out = run_release(plan, spark=spark, progress=progress, charge=Charge(),
+            out = run_release(plan, spark=spark, progress=progress, charge=charge,
                               show_data_errors=args.show_data_errors)
     finally:
         if remote is not None:
@@ -184,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="if the data pass fails, show the original error (it can quote rows of the data: for the data's "
              "curator only); by default a fixed, value-free error is shown and the spend stays",
     )
+    rel.add_argument("--principal", default=None, metavar="NAME",
+                     help="the analyst the ledger charges this release to (default $DPSPARK_PRINCIPAL; see "
+                          "dpspark budget --principal)")
     rel.add_argument("--use-active-spark", action="store_true", help=argparse.SUPPRESS)  # spark-submit entry point
     rel.set_defaults(func=_cmd_release)
     try:

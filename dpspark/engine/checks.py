@@ -19,19 +19,24 @@ __all__ = ["check_input_columns", "check_input_schema", "check_ledger", "check_t
            "is_text_format"]
 
 
-def check_ledger(cfg: "ReleaseSpec") -> None:
-    """The ledger's refusals (totals, unit, budget left) for this spend, checked without spending."""
+def check_ledger(cfg: "ReleaseSpec", mech: Any = None) -> None:
+    """The ledger's refusals (totals, unit, budget left) for this spend, checked without spending.
+
+    ``mech``: the plan's mechanism, whose exact rho (when it states rho-zCDP) the spend records.
+    """
     if cfg.budget is None:
         return
     from dpspark.ledger import Ledger
+    from dpspark.ledger.statement import spend_rho
 
     budget = cfg.budget
+    rho = spend_rho(cfg, mech)
 
     def check(path: Path) -> None:
         Ledger(path).check_spend(
             budget.dataset, cfg.epsilon, cfg.delta or 0, unit=cfg.unit_column,
             config_total_epsilon=budget.total_epsilon, config_total_delta=budget.total_delta,
-            max_units=cfg.max_units,
+            max_units=cfg.max_units, rho=rho,
         )
 
     if budget.ledger.exists():

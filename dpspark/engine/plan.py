@@ -179,7 +179,7 @@ class Plan:
         else:  # the dry run writes nothing: a missing parent is fine if the release could create it
             check_parent_creatable(self.spec)
         check_input_columns(self.spec, self.mechanism, None if self.given_table else self.engine)
-        check_ledger(self.spec)
+        check_ledger(self.spec, self.mechanism)
         self.checked = True
 
 

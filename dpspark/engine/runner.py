@@ -84,11 +84,18 @@ def choose_engine(cfg: "ReleaseSpec", engine: str | None, have_spark: bool, give
 
 
 # --- the budget ----------------------------------------------------------------------------------------------
-def spend_budget(cfg: "ReleaseSpec") -> Any:
-    """Commit the release's (epsilon, delta) to the ledger before any data is read; None without [budget]."""
+def spend_budget(cfg: "ReleaseSpec", mech: Any = None, principal: str | None = None) -> Any:
+    """Commit the release's charge to the ledger before any data is read; None without [budget].
+
+    The entry records the configured (epsilon, delta), the release's exact rho when ``mech`` states rho-zCDP
+    (:func:`dpspark.ledger.statement.spend_rho`), the principal (``principal``, else $DPSPARK_PRINCIPAL) and a
+    fresh 128-bit release id from the system CSPRNG, which the manifest states (``dpspark verify --ledger``).
+    """
     if cfg.budget is None:
         return None
-    from dpspark.ledger import Ledger
+    from dpspark.ledger import Ledger, resolve_principal
+    from dpspark.ledger.statement import spend_rho
+    from dpspark.rng import SystemRandom
 
     ledger = Ledger(cfg.budget.ledger)
     # The configured epsilon bounds the exact one (the mechanism's plan certified it): ln(p/q) + bias <= epsilon.
@@ -96,7 +103,8 @@ def spend_budget(cfg: "ReleaseSpec") -> Any:
     record = ledger.spend(
         cfg.budget.dataset, cfg.epsilon, cfg.delta or 0, cfg.mechanism, str(cfg.output),
         unit=cfg.unit_column, config_total_epsilon=cfg.budget.total_epsilon,
-        config_total_delta=cfg.budget.total_delta, max_units=cfg.max_units,
+        config_total_delta=cfg.budget.total_delta, max_units=cfg.max_units, rho=spend_rho(cfg, mech),
+        principal=resolve_principal(principal), release_id=f"{SystemRandom().bits(128):032x}",
     )
     return ledger, record
 
@@ -179,9 +187,12 @@ def run_release(
         check_input_schema(plan.mechanism, frame_schema(data), "the input DataFrame", text_input=bool(text_input))
     elif arrow_source is not None:
         check_table_schema(plan.mechanism, arrow_source)
-    spent = charge(plan) if charge is not None else spend_budget(spec)  # before any read or noise; never refunded
+    spent = charge(plan) if charge is not None else spend_budget(spec, plan.mechanism)  # before any read; no refund
     try:
-        out = _run(plan, data, rng, show, arrow_source, show_data_errors)
+        from dpspark.release.header import release_identity
+
+        with release_identity(None if spent is None else spent[1].release_id):  # the manifest names its charge
+            out = _run(plan, data, rng, show, arrow_source, show_data_errors)
     except BaseException as err:
         if spent is not None:
             spent[0].mark_failed(spent[1].id)

@@ -1,4 +1,5 @@
-"""Persistent privacy budget ledger: spend before reading data, never refund, exact basic composition."""
+"""Persistent privacy budget ledger: spend before reading data, never refund; exact zCDP and basic composition,
+per-principal and per-query limits."""
 
 from dpspark.ledger.errors import (
     BudgetExceeded,
@@ -8,13 +9,16 @@ from dpspark.ledger.errors import (
     TotalMismatch,
     UnitMismatch,
 )
+from dpspark.ledger.principal import PRINCIPAL_ENV, check_principal, resolve_principal
 from dpspark.ledger.store import (
+    ANY_PRINCIPAL,
     STATUS_FAILED,
     STATUS_RELEASED,
     STATUS_SPENT,
     Budget,
     Ledger,
     LedgerSummary,
+    PrincipalSummary,
     SpendRecord,
     check_dataset_id,
     unit_key,
@@ -22,6 +26,11 @@ from dpspark.ledger.store import (
 )
 
 __all__ = [
+    "ANY_PRINCIPAL",
+    "PRINCIPAL_ENV",
+    "PrincipalSummary",
+    "check_principal",
+    "resolve_principal",
     "STATUS_FAILED",
     "STATUS_RELEASED",
     "STATUS_SPENT",

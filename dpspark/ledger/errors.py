@@ -6,7 +6,7 @@ operator) and state exact budget amounts; they never contain data values.
 
 from __future__ import annotations
 
-from fractions import Fraction
+from typing import Any
 
 from dpspark.errors import DPSparkError
 
@@ -32,24 +32,22 @@ class UnitMismatch(LedgerError):
 
 
 class BudgetExceeded(LedgerError):
-    """A spend would take the dataset over its total budget; nothing was recorded."""
+    """A spend would take the dataset (or its principal) over a total, or over the per-query limit; nothing
+    was recorded. The message states budget amounts only, never a data value."""
 
-    def __init__(
-        self,
-        dataset_id: str,
-        requested: tuple[Fraction, Fraction],
-        remaining: tuple[Fraction, Fraction],
-        total: tuple[Fraction, Fraction],
-    ) -> None:
+    def __init__(self, dataset_id: str, reason: str, principal: str | None = None, *,
+                 requested: tuple[Any, ...] | None = None, remaining: tuple[Any, ...] | None = None,
+                 total: tuple[Any, ...] | None = None) -> None:
         self.dataset_id = dataset_id
+        self.principal = principal
+        self.reason = reason
+        #: exact (epsilon, delta) of the spend, of what is left (epsilon at the total's delta; delta not yet spent
+        #: by (epsilon, delta) releases) and of the total; (rho,) each for a total declared in rho
         self.requested = requested
         self.remaining = remaining
         self.total = total
-        eps_r, delta_r = requested
-        eps_left, delta_left = remaining
+        who = f" (principal {principal!r})" if principal else ""
         super().__init__(
-            f"privacy budget exceeded for dataset {dataset_id!r}: this release asks for "
-            f"epsilon = {eps_r}, delta = {delta_r}, but only epsilon = {eps_left}, delta = {delta_left} "
-            f"is left of the total epsilon = {total[0]}, delta = {total[1]} "
-            "(basic composition; spent budget is never refunded). Nothing was read or recorded."
+            f"privacy budget exceeded for dataset {dataset_id!r}{who}: {reason}. Spent budget is never refunded. "
+            "Nothing was read or recorded."
         )

@@ -8,9 +8,20 @@ written: callers must call :meth:`Ledger.spend` *before reading any data or
 drawing any noise*, and a spend is never refunded. A release that then fails
 is marked ``failed`` and still counts.
 
-Composition is basic (sequential) composition, computed exactly:
-spent epsilon = sum of epsilons, spent delta = sum of deltas, as Fractions.
-A spend is allowed iff spent + requested <= total in both coordinates.
+Each row also records the release's exact statement: its rho when the release states rho-zCDP under
+add/remove (``spend(..., rho=...)``), else its charged (epsilon, delta) (pure when delta = 0). What the rows
+have spent is composed by :mod:`dpspark.ledger.compose`: against a total in (epsilon, delta), the tightest of
+basic composition and the mixed composition (zCDP entries summed in rho and converted once by CKS20,
+certified upward); against a total in rho, the exact sum of rho (pure entries as eps^2/2). A spend is
+allowed iff the composition with it stays within the total (:mod:`dpspark.privacy.mixed_composition`).
+Rows written by an older dpspark (no rho) stay (epsilon, delta) entries.
+
+Each row may name a principal (an analyst: :mod:`dpspark.ledger.principal`); a principal's limit sits under
+the dataset's total and is composed the same way over that principal's rows. A per-query limit caps each
+spend's charged (epsilon, delta) (or rho). A dataset may refresh monthly (off by default; the operator's
+act): then only the rows of the current UTC calendar month count. A refresh is not a guarantee across
+windows: k months of releases compose to k totals. Each row carries the release id its manifest states
+(128 random bits, ``dpspark verify --ledger`` matches by it).
 
 Totals change only by an explicit operator act (:meth:`Ledger.set_total`,
 ``dpspark budget DATASET --total ...``). A release config may name totals:
@@ -35,16 +46,20 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from fractions import Fraction
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from dpspark.errors import ParameterError
 from dpspark.exact import RationalLike, parse_rational
+from dpspark.ledger.compose import REFRESH_WINDOWS, Budget, refusal, rho_total, spent, window_start
+from dpspark.ledger.principal import check_principal
+from dpspark.privacy.mixed_composition import Entry, converted_upper
 from dpspark.ledger.errors import (
     BudgetExceeded,
     BudgetNotConfigured,
@@ -54,9 +69,10 @@ from dpspark.ledger.errors import (
     UnitMismatch,
 )
 
-SCHEMA_ID = "dpspark-budget-ledger/3"
-#: schema 1 had no units table, schema 2 no pinned n; a writable open migrates them (pins nothing)
-OLD_SCHEMA_IDS = ("dpspark-budget-ledger/1", "dpspark-budget-ledger/2")
+SCHEMA_ID = "dpspark-budget-ledger/4"
+#: schema 1 had no units table, schema 2 no pinned n, schema 3 no rho, principal, release id, rho totals,
+#: per-query limits or refresh; a writable open migrates them (pins nothing, every old row stays (epsilon, delta))
+OLD_SCHEMA_IDS = ("dpspark-budget-ledger/1", "dpspark-budget-ledger/2", "dpspark-budget-ledger/3")
 ROW_UNIT = "row"
 _UNITS_TABLE = """
 CREATE TABLE IF NOT EXISTS units (
@@ -65,6 +81,22 @@ CREATE TABLE IF NOT EXISTS units (
     pinned_at TEXT NOT NULL,
     max_units TEXT
 )"""
+_LIMITS_TABLE = """
+CREATE TABLE IF NOT EXISTS principal_limits (
+    dataset_id TEXT NOT NULL,
+    principal TEXT NOT NULL,
+    epsilon_total TEXT,
+    delta_total TEXT NOT NULL,
+    rho_total TEXT,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (dataset_id, principal)
+)"""
+#: columns added by schema 4 (table -> TEXT columns); older ledgers gain them on a writable open
+_NEW_COLUMNS = {
+    "budgets": ("rho_total", "query_epsilon", "query_delta", "query_rho", "refresh"),
+    "releases": ("rho", "principal", "release_id"),
+}
+RELEASE_ID = re.compile(r"^[0-9a-f]{32}$")
 
 #: dataset ids: 1-200 chars, letters, digits and ``._:@+-``, starting with a letter or digit (no '/', not a path)
 DATASET_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,199}$")
@@ -81,7 +113,12 @@ CREATE TABLE budgets (
     dataset_id TEXT PRIMARY KEY,
     epsilon_total TEXT NOT NULL,
     delta_total TEXT NOT NULL,
-    updated_at TEXT NOT NULL
+    updated_at TEXT NOT NULL,
+    rho_total TEXT,
+    query_epsilon TEXT,
+    query_delta TEXT,
+    query_rho TEXT,
+    refresh TEXT
 );
 CREATE TABLE releases (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -92,21 +129,14 @@ CREATE TABLE releases (
     release_path TEXT NOT NULL,
     created_at TEXT NOT NULL,
     status TEXT NOT NULL CHECK (status IN ('spent', 'released', 'failed')),
-    finished_at TEXT
+    finished_at TEXT,
+    rho TEXT,
+    principal TEXT,
+    release_id TEXT
 );
 CREATE INDEX releases_by_dataset ON releases (dataset_id, id);
-""" + _UNITS_TABLE + ";\n"
-
-
-@dataclass(frozen=True)
-class Budget:
-    """An exact (epsilon, delta) pair."""
-
-    epsilon: Fraction
-    delta: Fraction
-
-    def __str__(self) -> str:
-        return f"epsilon = {self.epsilon}, delta = {self.delta}"
+CREATE UNIQUE INDEX releases_by_release_id ON releases (release_id);
+""" + _UNITS_TABLE + ";\n" + _LIMITS_TABLE + ";\n"
 
 
 @dataclass(frozen=True)
@@ -122,6 +152,26 @@ class SpendRecord:
     created_at: str
     status: str
     finished_at: str | None
+    rho: Fraction | None = None  # the release's exact zCDP statement, when it has one
+    principal: str | None = None
+    release_id: str | None = None  # the id its manifest states (32 hex digits); None on older rows
+
+    @property
+    def entry(self) -> Entry:
+        """The row as the composition sees it."""
+        return Entry(self.epsilon, self.delta, self.rho)
+
+
+@dataclass(frozen=True)
+class PrincipalSummary:
+    """One principal's limit (None: none set), what its rows spent and what is left of the limit."""
+
+    principal: str | None  # None: the spends that named no principal
+    limit: Budget | None
+    spent: Budget
+    remaining: Budget | None
+    rule: str
+    releases: int
 
 
 @dataclass(frozen=True)
@@ -134,6 +184,11 @@ class LedgerSummary:
     remaining: Budget | None  # None when no total is configured; may be negative if the total was lowered
     releases: tuple[SpendRecord, ...]
     unit: str | None = None  # the pinned privacy unit ("row" or "column:NAME"); None before the first spend
+    rule: str = "basic"  # the composition rule that gave ``spent`` (see dpspark.privacy.mixed_composition)
+    principals: tuple[PrincipalSummary, ...] = ()
+    query_limit: Budget | None = None
+    refresh: str | None = None
+    window_start: str | None = None  # the current refresh window's start; rows before it do not count
 
 
 def unit_key(unit_column: str | None) -> str:
@@ -173,6 +228,91 @@ def _amount(value: RationalLike, name: str, *, below_one: bool = False) -> Fract
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="microseconds")
+
+
+#: check_spend's default: the principal is not known to this preflight, so its limit is not checked
+ANY_PRINCIPAL: Any = object()
+
+
+@lru_cache(maxsize=1 << 14)
+def _parse_fraction(text: str) -> Fraction:
+    """A stored amount (a ledger repeats the same few amounts: parsed once each)."""
+    return Fraction(text)
+
+
+def _declared(epsilon: RationalLike | None, delta: RationalLike, rho: RationalLike | None, what: str) -> Budget:
+    """A declared total or limit: exactly one of epsilon and rho (delta: the total delta, or rho's display delta)."""
+    if (epsilon is None) == (rho is None):
+        raise ParameterError(f"a {what} is declared in epsilon (with delta) or in rho, exactly one of them")
+    d = _amount(delta, f"{what} delta", below_one=True)
+    if rho is not None:
+        return rho_total(_amount(rho, f"{what} rho"), d)
+    return Budget(_amount(epsilon, f"{what} epsilon"), d)
+
+
+def total_from(obj: Any) -> Budget:
+    """A total from ``{"epsilon": ..., "delta": ...}`` or ``{"rho": ...[, "delta": display delta]}`` (exact values)."""
+    if not isinstance(obj, Mapping) or not obj or not set(obj) <= {"epsilon", "delta", "rho"}:
+        raise ParameterError('a total is {"epsilon": ..., "delta": ...} or {"rho": ...}, exact strings or Fractions')
+    return _declared(obj.get("epsilon"), obj.get("delta", 0), obj.get("rho"), "total")
+
+
+def _raises(old: Budget, new: Budget) -> bool:
+    """Whether ``new`` raises ``old`` (or changes its form, which is not comparable)."""
+    if (old.rho is None) != (new.rho is None):
+        return True
+    if new.rho is not None:
+        return new.rho > old.rho  # type: ignore[operator]
+    return new.epsilon > old.epsilon or new.delta > old.delta
+
+
+def _flags(total: Budget) -> str:
+    if total.rho is not None:
+        return f"--total-rho {total.rho}" + (f" --delta-total {total.delta}" if total.delta else "")
+    return f"--total {total.epsilon} --delta-total {total.delta}"
+
+
+def _entry_words(e: Entry) -> str:
+    if e.rho is not None:
+        return f"rho = {e.rho}, charged epsilon = {e.epsilon}, delta = {e.delta}"
+    return f"epsilon = {e.epsilon}, delta = {e.delta}"
+
+
+def _over_query_limit(e: Entry, cap: Budget) -> str | None:
+    """Why a spend exceeds the per-query limit (None: it does not)."""
+    if cap.rho is not None:
+        rho = e.rho if e.rho is not None else (e.epsilon * e.epsilon / 2 if e.delta == 0 else None)
+        if rho is None or rho > cap.rho:
+            return (f"this release ({_entry_words(e)}) exceeds the per-query limit rho = {cap.rho}"
+                    + (" (an (epsilon, delta > 0) release states no rho)" if rho is None else ""))
+        return None
+    if e.epsilon > cap.epsilon or e.delta > cap.delta:
+        return (f"this release ({_entry_words(e)}) exceeds the per-query limit epsilon = {cap.epsilon}, "
+                f"delta = {cap.delta}")
+    return None
+
+
+def _exceeded_amounts(entries: list[Entry], new: Entry, total: Budget) -> dict[str, tuple[Fraction, ...]]:
+    """BudgetExceeded's exact amounts: the spend, what is left (never below 0) and the total."""
+    left = _left(total, spent(entries, total))
+    assert left is not None
+    if total.rho is not None:
+        rho = new.rho if new.rho is not None else new.epsilon * new.epsilon / 2
+        return {"requested": (rho,), "remaining": (max(left.rho or Fraction(0), Fraction(0)),), "total": (total.rho,)}
+    zero = Fraction(0)
+    return {"requested": (new.epsilon, new.delta), "remaining": (max(left.epsilon, zero), max(left.delta, zero)),
+            "total": (total.epsilon, total.delta)}
+
+
+def _left(total: Budget | None, got: Any) -> Budget | None:
+    """What is left of ``total`` after the composition ``got`` (negative parts: overspent)."""
+    if total is None:
+        return None
+    if total.rho is not None:
+        rho = got.budget.rho if got.rule == "zcdp" else None
+        return Budget(Fraction(0), Fraction(0), total.rho - rho if rho is not None else -total.rho)
+    spent_delta = got.composed.parts.delta if got.composed is not None else got.budget.delta
+    return Budget(total.epsilon - got.budget.epsilon, total.delta - spent_delta)
 
 
 class Ledger:
@@ -258,16 +398,37 @@ class Ledger:
         row = conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
         if row is not None and row[0] in OLD_SCHEMA_IDS and not self.read_only:
             with self._write(conn):
-                conn.execute(_UNITS_TABLE)
-                columns = {r[1] for r in conn.execute("PRAGMA table_info(units)")}
-                if "max_units" not in columns:  # schema 2: the pinned n arrived with schema 3
-                    conn.execute("ALTER TABLE units ADD COLUMN max_units TEXT")
-                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_ID,))
+                if conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] != SCHEMA_ID:
+                    self._migrate(conn)
             row = (SCHEMA_ID,)
         if row is None or row[0] not in (SCHEMA_ID, *OLD_SCHEMA_IDS):
             raise LedgerUnreadable(
                 f"budget ledger {self.path} has schema {row[0] if row else None!r}, expected {SCHEMA_ID!r}"
             )
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        """Bring an older schema to this one inside the caller's write transaction; every row is kept as is."""
+        conn.execute(_UNITS_TABLE)
+        if "max_units" not in Ledger._columns(conn, "units"):  # schema 2: the pinned n arrived with schema 3
+            conn.execute("ALTER TABLE units ADD COLUMN max_units TEXT")
+        for table, names in _NEW_COLUMNS.items():  # schema 3: rho, principals, ids, limits, refresh
+            have = Ledger._columns(conn, table)
+            for name in names:
+                if name not in have:
+                    conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} TEXT")
+        conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS releases_by_release_id ON releases (release_id)")
+        conn.execute(_LIMITS_TABLE)
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_ID,))
+
+    @staticmethod
+    def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+        return {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+
+    def _select(self, conn: sqlite3.Connection, table: str, names: tuple[str, ...]) -> str:
+        """A select list of ``names``, NULL for a column an older ledger (opened read-only) lacks."""
+        have = self._columns(conn, table)
+        return ", ".join(n if n in have else f"NULL AS {n}" for n in names)
 
     @staticmethod
     def _tables(conn: sqlite3.Connection) -> set[str]:
@@ -279,17 +440,22 @@ class Ledger:
         if not isinstance(text, str):
             raise LedgerUnreadable(f"budget ledger {self.path} holds a malformed {what} (not text)")
         try:
-            value = Fraction(text)
+            value = _parse_fraction(text)
         except (ValueError, ZeroDivisionError):
             raise LedgerUnreadable(f"budget ledger {self.path} holds a malformed {what}: {text!r}") from None
         if value < 0:
             raise LedgerUnreadable(f"budget ledger {self.path} holds a negative {what}: {text!r}")
         return value
 
+    def _optional_fraction(self, text: Any, what: str) -> Fraction | None:
+        return None if text is None else self._stored_fraction(text, what)
+
     def _record(self, row: tuple[Any, ...]) -> SpendRecord:
-        rid, ds, eps, delta, mech, path, created, status, finished = row
+        rid, ds, eps, delta, mech, path, created, status, finished, rho, principal, release_id = row
         if status not in STATUSES:
             raise LedgerUnreadable(f"budget ledger {self.path} holds an unknown status {status!r} (row {rid})")
+        if release_id is not None and not (isinstance(release_id, str) and RELEASE_ID.match(release_id)):
+            raise LedgerUnreadable(f"budget ledger {self.path} holds a malformed release id (row {rid})")
         return SpendRecord(
             id=int(rid),
             dataset_id=ds,
@@ -300,18 +466,53 @@ class Ledger:
             created_at=created,
             status=status,
             finished_at=finished,
+            rho=self._optional_fraction(rho, f"rho (row {rid})"),
+            principal=principal,
+            release_id=release_id,
         )
 
+    _BUDGET_COLUMNS = ("epsilon_total", "delta_total", "rho_total", "query_epsilon", "query_delta", "query_rho",
+                       "refresh")
+
+    def _budget_row(self, conn: sqlite3.Connection, dataset_id: str) -> tuple[Any, ...] | None:
+        cols = self._select(conn, "budgets", self._BUDGET_COLUMNS)
+        return conn.execute(f"SELECT {cols} FROM budgets WHERE dataset_id = ?", (dataset_id,)).fetchone()
+
     def _total(self, conn: sqlite3.Connection, dataset_id: str) -> Budget | None:
-        row = conn.execute(
-            "SELECT epsilon_total, delta_total FROM budgets WHERE dataset_id = ?", (dataset_id,)
-        ).fetchone()
+        row = self._budget_row(conn, dataset_id)
         if row is None:
             return None
-        return Budget(
-            self._stored_fraction(row[0], f"total epsilon of {dataset_id!r}"),
-            self._stored_fraction(row[1], f"total delta of {dataset_id!r}"),
-        )
+        return self._stored_total(row[0], row[1], row[2], f"total of {dataset_id!r}")
+
+    def _stored_total(self, eps: Any, delta: Any, rho: Any, what: str) -> Budget:
+        d = self._stored_fraction(delta, f"{what} (delta)")
+        if rho is not None:
+            return rho_total(self._stored_fraction(rho, f"{what} (rho)"), d)
+        return Budget(self._stored_fraction(eps, f"{what} (epsilon)"), d)
+
+    def _query_limit(self, conn: sqlite3.Connection, dataset_id: str) -> Budget | None:
+        row = self._budget_row(conn, dataset_id)
+        if row is None or (row[3] is None and row[5] is None):
+            return None
+        if row[5] is not None:
+            return Budget(Fraction(0), Fraction(0), self._stored_fraction(row[5], "per-query rho"))
+        return Budget(self._stored_fraction(row[3], "per-query epsilon"),
+                      self._stored_fraction(row[4] if row[4] is not None else "0", "per-query delta"))
+
+    def _refresh(self, conn: sqlite3.Connection, dataset_id: str) -> str | None:
+        row = self._budget_row(conn, dataset_id)
+        if row is None or row[6] is None:
+            return None
+        if row[6] not in REFRESH_WINDOWS:
+            raise LedgerUnreadable(f"budget ledger {self.path} holds an unknown refresh window for {dataset_id!r}")
+        return str(row[6])
+
+    def _limits(self, conn: sqlite3.Connection, dataset_id: str) -> dict[str, Budget]:
+        if "principal_limits" not in self._tables(conn):
+            return {}
+        rows = conn.execute("SELECT principal, epsilon_total, delta_total, rho_total FROM principal_limits "
+                            "WHERE dataset_id = ? ORDER BY principal", (dataset_id,)).fetchall()
+        return {p: self._stored_total(e, d, r, f"limit of principal {p!r}") for p, e, d, r in rows}
 
     def _unit(self, conn: sqlite3.Connection, dataset_id: str) -> str | None:
         if "units" not in self._tables(conn):  # a schema-1 ledger opened read-only
@@ -336,13 +537,19 @@ class Ledger:
             raise LedgerUnreadable(f"budget ledger {self.path} holds a malformed n for {dataset_id!r}")
         return int(row[0])
 
+    _RELEASE_COLUMNS = ("id", "dataset_id", "epsilon", "delta", "mechanism", "release_path", "created_at", "status",
+                        "finished_at", "rho", "principal", "release_id")
+
     def _records(self, conn: sqlite3.Connection, dataset_id: str) -> list[SpendRecord]:
-        rows = conn.execute(
-            "SELECT id, dataset_id, epsilon, delta, mechanism, release_path, created_at, status, finished_at "
-            "FROM releases WHERE dataset_id = ? ORDER BY id",
-            (dataset_id,),
-        ).fetchall()
+        cols = self._select(conn, "releases", self._RELEASE_COLUMNS)
+        rows = conn.execute(f"SELECT {cols} FROM releases WHERE dataset_id = ? ORDER BY id", (dataset_id,)).fetchall()
         return [self._record(r) for r in rows]
+
+    def _counted(self, conn: sqlite3.Connection, dataset_id: str) -> list[SpendRecord]:
+        """The rows that count against the total now: all of them, or the current refresh window's."""
+        records = self._records(conn, dataset_id)
+        start = window_start(self._refresh(conn, dataset_id))
+        return records if start is None else [r for r in records if r.created_at >= start]
 
     @staticmethod
     def _compose(records: list[SpendRecord]) -> Budget:
@@ -354,38 +561,137 @@ class Ledger:
     def set_total(
         self,
         dataset_id: str,
-        epsilon_total: RationalLike,
+        epsilon_total: RationalLike | None = None,
         delta_total: RationalLike = 0,
         *,
+        rho_total: RationalLike | None = None,
         allow_increase: bool = False,
     ) -> Budget:
         """Set or change the dataset's total budget (exact): the operator's explicit act.
 
-        Raising an existing total needs ``allow_increase``; lowering is allowed
-        (even below what is spent: ``remaining`` then goes negative and every
-        spend is refused). Setting the same total again is a no-op. A release
-        config's totals never come here: :meth:`spend` checks them
-        (``config_total_epsilon``/``config_total_delta``). Returns the total now in force.
+        The total is declared in (``epsilon_total``, ``delta_total``) or in ``rho_total`` (zCDP; then
+        ``delta_total`` is only the delta at which ``dpspark budget`` also shows it in (epsilon, delta)).
+        Raising an existing total, or changing its form, needs ``allow_increase``; lowering is allowed
+        (even below what is spent: every spend is then refused). Setting the same total again is a no-op.
+        A release config's totals never come here: :meth:`spend` checks them. Returns the total now in force.
         """
         ds = check_dataset_id(dataset_id)
-        eps = _amount(epsilon_total, "epsilon_total")
-        delta = _amount(delta_total, "delta_total", below_one=True)
+        new = _declared(epsilon_total, delta_total, rho_total, "total")
         with self._connect() as conn, self._write(conn):
             old = self._total(conn, ds)
-            if old is not None and (eps > old.epsilon or delta > old.delta) and not allow_increase:
+            if old is not None and _raises(old, new) and not allow_increase:
                 raise LedgerError(
                     f"dataset {ds!r} already has a total budget of {old} in {self.path}; raising it to "
-                    f"epsilon = {eps}, delta = {delta} is an explicit operator decision: run "
-                    f"`dpspark budget {ds} --total {eps} --delta-total {delta} --allow-increase` "
+                    f"{new} (or changing its form) is an explicit operator decision: run "
+                    f"`dpspark budget {ds} {_flags(new)} --allow-increase` "
                     "(Python: Ledger.set_total(..., allow_increase=True))"
                 )
+            self._put_total(conn, ds, new, _now())
+        return new
+
+    @staticmethod
+    def _put_total(conn: sqlite3.Connection, ds: str, total: Budget, when: str) -> None:
+        eps = None if total.rho is not None else str(total.epsilon)
+        conn.execute(
+            "INSERT INTO budgets (dataset_id, epsilon_total, delta_total, rho_total, updated_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (dataset_id) DO UPDATE SET epsilon_total = excluded.epsilon_total, "
+            "delta_total = excluded.delta_total, rho_total = excluded.rho_total, updated_at = excluded.updated_at",
+            (ds, "0" if eps is None else eps, str(total.delta), None if total.rho is None else str(total.rho), when),
+        )
+
+    def declare_total(self, dataset_id: str, total: Budget) -> None:
+        """A caller's named total (``Session(total=...)``): set when the dataset has none, else it must equal it.
+
+        Like a release config's totals: a differing one raises :class:`TotalMismatch` and changes nothing.
+        """
+        ds = check_dataset_id(dataset_id)
+        with self._connect() as conn, self._write(conn):
+            old = self._total(conn, ds)
+            if old is None:
+                self._put_total(conn, ds, total, _now())
+            elif (old.rho, old.delta if old.rho is None else None, old.epsilon if old.rho is None else None) != (
+                    total.rho, total.delta if total.rho is None else None, total.epsilon if total.rho is None else None):
+                raise TotalMismatch(
+                    f"dataset {ds!r}: the session names the total {total} but the ledger's total is {old} "
+                    f"({self.path}). A session never changes a total; change it explicitly with `dpspark budget "
+                    f"{ds} {_flags(total)} --allow-increase`, or name the ledger's total. Nothing was spent.")
+
+    def set_principal_limit(
+        self,
+        dataset_id: str,
+        principal: str,
+        epsilon: RationalLike | None = None,
+        delta: RationalLike = 0,
+        *,
+        rho: RationalLike | None = None,
+        allow_increase: bool = False,
+    ) -> Budget:
+        """Set a principal's limit under the dataset's total, in (epsilon, delta) or in rho (the operator's act).
+
+        Once a dataset has a principal limit, every spend on it must name a principal that has one.
+        Raising a limit (or changing its form) needs ``allow_increase``.
+        """
+        ds = check_dataset_id(dataset_id)
+        who = check_principal(principal)
+        new = _declared(epsilon, delta, rho, "limit")
+        with self._connect() as conn, self._write(conn):
+            old = self._limits(conn, ds).get(who)
+            if old is not None and _raises(old, new) and not allow_increase:
+                raise LedgerError(
+                    f"principal {who!r} already has a limit of {old} on dataset {ds!r}; raising it is an explicit "
+                    f"operator decision: add --allow-increase (Python: allow_increase=True)")
             conn.execute(
-                "INSERT INTO budgets (dataset_id, epsilon_total, delta_total, updated_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (dataset_id) DO UPDATE SET epsilon_total = excluded.epsilon_total, "
-                "delta_total = excluded.delta_total, updated_at = excluded.updated_at",
-                (ds, str(eps), str(delta), _now()),
+                "INSERT INTO principal_limits (dataset_id, principal, epsilon_total, delta_total, rho_total, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (dataset_id, principal) DO UPDATE SET "
+                "epsilon_total = excluded.epsilon_total, delta_total = excluded.delta_total, "
+                "rho_total = excluded.rho_total, updated_at = excluded.updated_at",
+                (ds, who, None if new.rho is not None else str(new.epsilon), str(new.delta),
+                 None if new.rho is None else str(new.rho), _now()),
             )
-        return Budget(eps, delta)
+        return new
+
+    def set_query_limit(
+        self,
+        dataset_id: str,
+        epsilon: RationalLike | None = None,
+        delta: RationalLike = 0,
+        *,
+        rho: RationalLike | None = None,
+    ) -> Budget | None:
+        """Cap every later spend's charge (like BigQuery's max_epsilon_per_query); all None clears the cap.
+
+        In (epsilon, delta): a spend's charged epsilon and delta must each be <= the cap. In rho: its rho
+        (pure: eps^2/2) must be <= the cap, and an (epsilon, delta > 0) spend is refused. Needs a total first.
+        """
+        ds = check_dataset_id(dataset_id)
+        cap = None if epsilon is None and rho is None else _declared(epsilon, delta, rho, "per-query limit")
+        with self._connect() as conn, self._write(conn):
+            if self._total(conn, ds) is None:
+                raise BudgetNotConfigured(f"dataset {ds!r} has no total in {self.path}: set the total first")
+            values = ((None, None, None) if cap is None else
+                      (None, None, str(cap.rho)) if cap.rho is not None else (str(cap.epsilon), str(cap.delta), None))
+            conn.execute("UPDATE budgets SET query_epsilon = ?, query_delta = ?, query_rho = ?, updated_at = ? "
+                         "WHERE dataset_id = ?", (*values, _now(), ds))
+        return cap
+
+    def set_refresh(self, dataset_id: str, refresh: str | None, *, allow_increase: bool = False) -> None:
+        """Turn the dataset's refresh window on (``"monthly"``) or off (None). Off by default.
+
+        With a monthly refresh only the current UTC calendar month's spends count against the total, like
+        AWS Clean Rooms' monthly refresh. It protects no one across months: a unit present for k months is
+        covered by k totals, not one. So turning it on raises what may be spent and needs ``allow_increase``.
+        """
+        ds = check_dataset_id(dataset_id)
+        if refresh is not None and refresh not in REFRESH_WINDOWS:
+            raise ParameterError(f"refresh must be one of {list(REFRESH_WINDOWS)} or None, got {refresh!r}")
+        with self._connect() as conn, self._write(conn):
+            if self._total(conn, ds) is None:
+                raise BudgetNotConfigured(f"dataset {ds!r} has no total in {self.path}: set the total first")
+            if refresh is not None and self._refresh(conn, ds) != refresh and not allow_increase:
+                raise LedgerError(
+                    f"a {refresh} refresh lets dataset {ds!r} spend its total again every window (no guarantee "
+                    "across windows); turning it on is an explicit operator decision: add --allow-increase")
+            conn.execute("UPDATE budgets SET refresh = ?, updated_at = ? WHERE dataset_id = ?", (refresh, _now(), ds))
 
     def total(self, dataset_id: str) -> Budget | None:
         """The configured total budget of a dataset, or None."""
@@ -393,20 +699,27 @@ class Ledger:
         with self._connect() as conn:
             return self._total(conn, ds)
 
+    def principal_limits(self, dataset_id: str) -> dict[str, Budget]:
+        """Every principal's limit on the dataset."""
+        ds = check_dataset_id(dataset_id)
+        with self._connect() as conn:
+            return self._limits(conn, ds)
+
     def _check(
         self,
         conn: sqlite3.Connection,
         ds: str,
-        eps: Fraction,
-        delta: Fraction,
+        new: Entry,
         unit: str,
         config_total: tuple[Fraction | None, Fraction | None],
         max_units: int | None = None,
+        principal: Any = ANY_PRINCIPAL,
     ) -> tuple[Budget | None, bool]:
         """Every refusal of a spend, in one read: (total to insert if the config sets it, unit to pin?).
 
-        Raises :class:`TotalMismatch`, :class:`BudgetNotConfigured`,
-        :class:`UnitMismatch` or :class:`BudgetExceeded`; writes nothing.
+        Raises :class:`TotalMismatch`, :class:`BudgetNotConfigured`, :class:`UnitMismatch` or
+        :class:`BudgetExceeded`; writes nothing. ``principal`` ANY_PRINCIPAL skips the principal's checks
+        (a preflight that does not know the principal yet; the spend checks them).
         """
         cfg_eps, cfg_delta = config_total
         total = self._total(conn, ds)
@@ -420,6 +733,11 @@ class Ledger:
                 )
             if cfg_eps is not None:
                 new_total = total = Budget(cfg_eps, cfg_delta if cfg_delta is not None else Fraction(0))
+        elif total.rho is not None and (cfg_eps is not None or cfg_delta is not None):
+            raise TotalMismatch(
+                f"dataset {ds!r}: the config names total_epsilon/total_delta but the ledger's total is declared in "
+                f"rho ({total}) ({self.path}). A config never changes a total; {how.format(ds=ds)}, or leave the "
+                "config's totals out. Nothing was spent.")
         else:
             differ = [
                 f"total_{name} = {cfg} but the ledger's total {name} is {have}"
@@ -452,15 +770,31 @@ class Ledger:
                 "most n units, and they add up to a valid total only under the same n; release with the pinned "
                 "max_units. Nothing was spent."
             )
-        spent = self._compose(self._records(conn, ds))
-        left = Budget(total.epsilon - spent.epsilon, total.delta - spent.delta)
-        if eps > left.epsilon or delta > left.delta:
-            raise BudgetExceeded(
-                ds,
-                (eps, delta),
-                (max(left.epsilon, Fraction(0)), max(left.delta, Fraction(0))),
-                (total.epsilon, total.delta),
-            )
+        cap = self._query_limit(conn, ds)
+        if cap is not None:
+            over = _over_query_limit(new, cap)
+            if over:
+                raise BudgetExceeded(ds, over)
+        counted = self._counted(conn, ds)
+        why = refusal([r.entry for r in counted], new, total)
+        if why:
+            raise BudgetExceeded(ds, f"this release ({_entry_words(new)}) does not fit: {why}",
+                                 **_exceeded_amounts([r.entry for r in counted], new, total))
+        if principal is not ANY_PRINCIPAL:
+            limits = self._limits(conn, ds)
+            if limits:
+                if principal is None or principal not in limits:
+                    raise BudgetNotConfigured(
+                        f"dataset {ds!r} has per-principal limits in {self.path}, and "
+                        + ("this spend names no principal (give --principal, Session(principal=...) or "
+                           "$DPSPARK_PRINCIPAL)" if principal is None else f"principal {principal!r} has none")
+                        + f"; the curator sets one with `dpspark budget {ds} --principal NAME --limit EPS`. "
+                        "Nothing was spent.")
+                mine = [r.entry for r in counted if r.principal == principal]
+                why = refusal(mine, new, limits[principal])
+                if why:
+                    raise BudgetExceeded(ds, f"this release ({_entry_words(new)}) does not fit the principal's "
+                                         f"limit: {why}", principal, **_exceeded_amounts(mine, new, limits[principal]))
         return new_total, pinned is None
 
     def _spend_args(
@@ -471,13 +805,22 @@ class Ledger:
         unit: str | None,
         config_total_epsilon: RationalLike | None,
         config_total_delta: RationalLike | None,
-    ) -> tuple[str, Fraction, Fraction, str, tuple[Fraction | None, Fraction | None]]:
+        rho: RationalLike | None = None,
+    ) -> tuple[str, Entry, str, tuple[Fraction | None, Fraction | None]]:
         ds = check_dataset_id(dataset_id)
         eps = _amount(epsilon, "epsilon")
         delta_v = _amount(delta, "delta", below_one=True)
+        rho_v = None if rho is None else _amount(rho, "rho")
+        if rho_v is not None and (rho_v == 0 or delta_v == 0):
+            raise ParameterError("a zCDP spend needs rho > 0 and its charged delta > 0")
+        if rho_v is not None and converted_upper(rho_v, delta_v) > eps:
+            # the entry may be composed by its charged (epsilon, delta): that must be a valid statement of rho
+            raise ParameterError(
+                f"a zCDP spend's charged (epsilon, delta) = ({eps}, {delta_v}) must hold for its rho = {rho_v}: its "
+                f"certified CKS20 epsilon at that delta is {converted_upper(rho_v, delta_v)}")
         cfg_eps = None if config_total_epsilon is None else _amount(config_total_epsilon, "total_epsilon")
         cfg_delta = None if config_total_delta is None else _amount(config_total_delta, "total_delta", below_one=True)
-        return ds, eps, delta_v, unit_key(unit), (cfg_eps, cfg_delta)
+        return ds, Entry(eps, delta_v, rho_v), unit_key(unit), (cfg_eps, cfg_delta)
 
     def check_spend(
         self,
@@ -489,18 +832,21 @@ class Ledger:
         config_total_epsilon: RationalLike | None = None,
         config_total_delta: RationalLike | None = None,
         max_units: int | None = None,
+        rho: RationalLike | None = None,
+        principal: Any = ANY_PRINCIPAL,
     ) -> None:
         """Raise what :meth:`spend` would raise now, writing nothing (a preflight for ``--dry-run``).
 
-        A later :meth:`spend` still checks again inside its transaction: another
-        process may spend in between.
+        A later :meth:`spend` still checks again inside its transaction: another process may spend in
+        between. ``principal`` left out: the principal's checks are skipped (the spend makes them).
         """
-        args = self._spend_args(dataset_id, epsilon, delta, unit, config_total_epsilon, config_total_delta)
-        ds, eps, delta_v, ukey, cfg = args
+        ds, new, ukey, cfg = self._spend_args(dataset_id, epsilon, delta, unit, config_total_epsilon,
+                                              config_total_delta, rho)
+        who = principal if principal is ANY_PRINCIPAL or principal is None else check_principal(principal)
         with self._connect() as conn:
             conn.execute("BEGIN")  # one read snapshot
             try:
-                self._check(conn, ds, eps, delta_v, ukey, cfg, max_units)
+                self._check(conn, ds, new, ukey, cfg, max_units, who)
             finally:
                 conn.execute("COMMIT")
 
@@ -516,15 +862,22 @@ class Ledger:
         config_total_epsilon: RationalLike | None = None,
         config_total_delta: RationalLike | None = None,
         max_units: int | None = None,
+        rho: RationalLike | None = None,
+        principal: str | None = None,
+        release_id: str | None = None,
     ) -> SpendRecord:
         """Commit a spend of (epsilon, delta) on ``dataset_id``, or raise and record nothing.
 
         Call it before any data is read or any noise is drawn. The checks and the
         insert are one ``BEGIN IMMEDIATE`` transaction, so concurrent spenders are
         serialised. ``epsilon`` must be an exact rational upper bound on the
-        release's privacy loss (e.g. the requested epsilon). ``unit`` is the
-        release's unit column (None: row level); the first spend pins it and a
-        later spend under another unit raises :class:`UnitMismatch`; ``max_units``
+        release's privacy loss (e.g. the requested epsilon). ``rho``: the release's
+        exact rho when it states rho-zCDP under add/remove (its certified conversion
+        within (epsilon, delta)); the ledger then composes it in zCDP. ``principal``:
+        the analyst charged (:mod:`dpspark.ledger.principal`). ``release_id``: the id
+        the release's manifest will state (32 lower-case hex digits, unique).
+        ``unit`` is the release's unit column (None: row level); the first spend pins it
+        and a later spend under another unit raises :class:`UnitMismatch`; ``max_units``
         (the release's n) is pinned alongside, so every spend composes under the
         same relation (add/remove among at most n units).
         ``config_total_epsilon`` / ``config_total_delta`` are the totals a
@@ -537,32 +890,37 @@ class Ledger:
         """
         if not isinstance(mechanism, str) or not mechanism:
             raise ValueError("mechanism must be a non-empty string")
-        ds, eps, delta_v, ukey, cfg = self._spend_args(
-            dataset_id, epsilon, delta, unit, config_total_epsilon, config_total_delta
+        ds, new, ukey, cfg = self._spend_args(
+            dataset_id, epsilon, delta, unit, config_total_epsilon, config_total_delta, rho
         )
+        who = None if principal is None else check_principal(principal)
+        if release_id is not None and not (isinstance(release_id, str) and RELEASE_ID.match(release_id)):
+            raise ParameterError("release_id must be 32 lower-case hex digits (128 bits)")
         path = os.fspath(release_path)
         created = _now()
         with self._connect() as conn, self._write(conn):
-            new_total, pin = self._check(conn, ds, eps, delta_v, ukey, cfg, max_units)
+            new_total, pin = self._check(conn, ds, new, ukey, cfg, max_units, who)
             if new_total is not None:
-                conn.execute(
-                    "INSERT INTO budgets (dataset_id, epsilon_total, delta_total, updated_at) VALUES (?, ?, ?, ?)",
-                    (ds, str(new_total.epsilon), str(new_total.delta), created),
-                )
+                self._put_total(conn, ds, new_total, created)
             n_text = None if max_units is None else str(int(max_units))
             if pin:
                 conn.execute("INSERT INTO units (dataset_id, unit, pinned_at, max_units) VALUES (?, ?, ?, ?)",
                              (ds, ukey, created, n_text))
             elif n_text is not None and self._pinned_n(conn, ds) is None:
                 conn.execute("UPDATE units SET max_units = ? WHERE dataset_id = ?", (n_text, ds))
-            cur = conn.execute(
-                "INSERT INTO releases (dataset_id, epsilon, delta, mechanism, release_path, created_at, status) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (ds, str(eps), str(delta_v), mechanism, path, created, STATUS_SPENT),
-            )
+            try:
+                cur = conn.execute(
+                    "INSERT INTO releases (dataset_id, epsilon, delta, mechanism, release_path, created_at, status, "
+                    "rho, principal, release_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (ds, str(new.epsilon), str(new.delta), mechanism, path, created, STATUS_SPENT,
+                     None if new.rho is None else str(new.rho), who, release_id),
+                )
+            except sqlite3.IntegrityError:
+                raise LedgerError(f"release id {release_id} is already in budget ledger {self.path}") from None
             rid = cur.lastrowid
         assert rid is not None
-        return SpendRecord(rid, ds, eps, delta_v, mechanism, path, created, STATUS_SPENT, None)
+        return SpendRecord(rid, ds, new.epsilon, new.delta, mechanism, path, created, STATUS_SPENT, None, new.rho,
+                           who, release_id)
 
     def pinned_max_units(self, dataset_id: str) -> int | None:
         """The dataset's pinned n (max_units), or None before a spend that declared one."""
@@ -622,28 +980,56 @@ class Ledger:
             return self._records(conn, ds)
 
     def spent(self, dataset_id: str) -> Budget:
-        """Exact basic composition of every spend on the dataset (failed releases included)."""
-        return self._compose(self.releases(dataset_id))
+        """What the dataset's counted spends compose to (failed releases included; see :meth:`summary`)."""
+        return self.summary(dataset_id).spent
 
     def remaining(self, dataset_id: str) -> Budget | None:
-        """total - spent, exactly (None without a configured total; negative parts if the total was lowered)."""
-        summary = self.summary(dataset_id)
-        return summary.remaining
+        """total - spent, exactly (None without a configured total; negative parts if the total was lowered).
+
+        For a total in (epsilon, delta): epsilon left at the total's delta, and the delta not yet spent by
+        (epsilon, delta) releases. For a total in rho: rho left (its (epsilon, delta) fields are 0).
+        """
+        return self.summary(dataset_id).remaining
+
+    def by_release_id(self, release_id: str) -> SpendRecord | None:
+        """The spend that drew ``release_id`` (any dataset), or None."""
+        if not isinstance(release_id, str) or not RELEASE_ID.match(release_id):
+            return None
+        with self._connect() as conn:
+            if "release_id" not in self._columns(conn, "releases"):
+                return None
+            cols = self._select(conn, "releases", self._RELEASE_COLUMNS)
+            row = conn.execute(f"SELECT {cols} FROM releases WHERE release_id = ?", (release_id,)).fetchone()
+        return None if row is None else self._record(row)
 
     def summary(self, dataset_id: str) -> LedgerSummary:
-        """Total, spent, remaining and every release of one dataset, read in one snapshot."""
+        """Total, spent, remaining (in total and per principal) and every release of one dataset, in one snapshot."""
         ds = check_dataset_id(dataset_id)
         with self._connect() as conn:
             conn.execute("BEGIN")  # one read snapshot for the total and the rows
             try:
                 total = self._total(conn, ds)
                 records = self._records(conn, ds)
+                counted = self._counted(conn, ds)
                 unit = self._unit(conn, ds)
+                limits = self._limits(conn, ds)
+                cap = self._query_limit(conn, ds)
+                refresh = self._refresh(conn, ds)
             finally:
                 conn.execute("COMMIT")
-        spent = self._compose(records)
-        remaining = None if total is None else Budget(total.epsilon - spent.epsilon, total.delta - spent.delta)
-        return LedgerSummary(ds, total, spent, remaining, tuple(records), unit)
+        got = spent([r.entry for r in counted], total)
+        principals = []
+        for who in sorted({r.principal for r in counted if r.principal is not None} | set(limits)):
+            mine = spent([r.entry for r in counted if r.principal == who], limits.get(who, total))
+            lim = limits.get(who)
+            principals.append(PrincipalSummary(who, lim, mine.budget, _left(lim, mine), mine.rule,
+                                               sum(1 for r in counted if r.principal == who)))
+        if any(r.principal is None for r in counted) and principals:
+            mine = spent([r.entry for r in counted if r.principal is None], total)
+            principals.append(PrincipalSummary(None, None, mine.budget, None, mine.rule,
+                                               sum(1 for r in counted if r.principal is None)))
+        return LedgerSummary(ds, total, got.budget, _left(total, got), tuple(records), unit, got.rule,
+                             tuple(principals), cap, refresh, window_start(refresh))
 
     def datasets(self) -> list[str]:
         """Every dataset id with a total or a spend, sorted."""

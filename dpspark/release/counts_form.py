@@ -31,7 +31,7 @@ REPLACEMENT_DELTA_EQUALS_DELTA = ("StabilityHistogram",)
 COMMON_KEYS = frozenset({
     "format", "schema_version", "dpspark_version", "kind", "created_utc", "rng", "max_units", "mechanism",
     "privacy", "accuracy", "universe", "universe_size", "index_width", "key_columns", "input", "config", "files",
-    "manifest_sha256",
+    "manifest_sha256", "release_id",
 })
 
 

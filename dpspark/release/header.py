@@ -10,13 +10,16 @@ the file (even one that parses to the same JSON) is detected. The reader of this
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import math
+import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from dpspark.release.errors import ReleaseFormatError
 from dpspark.release.exactjson import frac_to_str, int_to_str, str_to_frac, str_to_int
@@ -29,6 +32,21 @@ PLACEHOLDER = "0" * 64
 MAX_DEPTH = 32
 #: Ints inside free-form sections (config, parameters) above this magnitude are written as strings.
 _JSON_SAFE_INT = 1 << 53
+#: a release id: 128 random bits drawn at the ledger charge, as 32 lower-case hex digits (the ledger stores it too)
+RELEASE_ID = re.compile(r"^[0-9a-f]{32}$")
+_RELEASE_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("dpspark_release_id", default=None)
+
+
+@contextmanager
+def release_identity(release_id: str | None) -> Iterator[None]:
+    """Within this block every manifest written states ``release_id`` (None: none), so the charge names the release."""
+    if release_id is not None and not RELEASE_ID.match(release_id):
+        raise ValueError("a release id is 32 lower-case hex digits")
+    token = _RELEASE_ID.set(release_id)
+    try:
+        yield
+    finally:
+        _RELEASE_ID.reset(token)
 
 
 @dataclass(frozen=True)
@@ -108,7 +126,8 @@ def json_safe(value: Any, where: str = "value", depth: int = 0) -> Any:
 
 
 def manifest_header(kind: str, rng_name: str, created_utc: str | None, max_units: int) -> dict[str, Any]:
-    """The fields every manifest starts with (format, versions, kind, time, generator, n)."""
+    """The fields every manifest starts with (format, versions, kind, time, generator, n; the release id when
+    :func:`release_identity` is active)."""
     from dpspark import __version__
 
     return {
@@ -119,6 +138,7 @@ def manifest_header(kind: str, rng_name: str, created_utc: str | None, max_units
         "created_utc": created_utc or utc_now(),
         "rng": {"name": rng_name, "test_only": "TEST ONLY" in rng_name.upper()},
         "max_units": int_to_str(max_units),
+        **({} if _RELEASE_ID.get() is None else {"release_id": _RELEASE_ID.get()}),
     }
 
 

@@ -222,6 +222,14 @@ class _GaussianBase(Mechanism):
         """The budget split in words."""
         return ""
 
+    def planned_statement(self) -> Any:
+        """rho-zCDP under AddRemove(max_units) at the planned rho, before any data: the release states the composed
+        rho of its run, which is at most this (the ledger records it: dpspark.ledger.statement)."""
+        from dpspark.privacy import AddRemove, PrivacyStatement, ZCDP
+
+        return PrivacyStatement(ZCDP(self.rho), AddRemove(self.spec.max_units), "the planned rho (an upper bound on "
+                                "the composed rho the release states)")
+
     def privacy_summary(self) -> dict[str, Any]:
         return {"rho_at_most": str(self.rho), "epsilon": str(converted_epsilon(self.rho, self.spec.delta)),
                 "delta": str(self.spec.delta)}

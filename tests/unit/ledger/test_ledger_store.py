@@ -139,7 +139,7 @@ def test_truncated_ledger_is_reported(tmp_path: Path) -> None:
     path = tmp_path / "trunc.sqlite"
     Ledger(path).set_total("d", "1")
     con = sqlite3.connect(path)
-    con.executemany("INSERT INTO budgets VALUES (?, '1', '0', 'x')", [(f"d{i}",) for i in range(2000)])
+    con.executemany("INSERT INTO budgets (dataset_id, epsilon_total, delta_total, updated_at) VALUES (?, '1', '0', 'x')", [(f"d{i}",) for i in range(2000)])
     con.commit()
     con.close()
     data = path.read_bytes()

@@ -1,0 +1,48 @@
+"""Issue 33 s2: processes racing for the last budget never overspend, per principal and in total."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+from fractions import Fraction
+from pathlib import Path
+
+from dpspark.ledger import BudgetExceeded, Ledger
+
+RHO = Fraction(267921, 536870912)  # a Gaussian release configured (0.171, 1e-9)
+
+
+def _race(path: str, barrier: "mp.synchronize.Barrier", results: "mp.Queue[str]", worker: int) -> None:
+    ledger = Ledger(path)
+    who = "alice" if worker % 2 else "bob"
+    barrier.wait()
+    try:
+        ledger.spend("race", "171/1000", "1/1000000000", "gaussian", f"/out/{worker}", rho=RHO, principal=who)
+    except BudgetExceeded:
+        results.put(f"{who} refused")
+    else:
+        results.put(f"{who} spent")
+
+
+def test_ten_processes_racing_under_principal_limits_and_a_rho_total(tmp_path: Path) -> None:
+    """Total rho = 5 RHO; alice may spend 2 RHO, bob 4 RHO: at most 2 alice + 3 bob, exactly 5 in all."""
+    path = str(tmp_path / "race.sqlite")
+    led = Ledger(path)
+    led.set_total("race", rho_total=5 * RHO)
+    led.set_principal_limit("race", "alice", rho=2 * RHO)
+    led.set_principal_limit("race", "bob", rho=4 * RHO)
+    ctx = mp.get_context("spawn")  # no fork of a process that may host a JVM
+    barrier = ctx.Barrier(10)
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_race, args=(path, barrier, results, i)) for i in range(10)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    outcomes = [results.get(timeout=10) for _ in procs]
+    spent = {who: outcomes.count(f"{who} spent") for who in ("alice", "bob")}
+    assert spent["alice"] <= 2 and spent["bob"] <= 4 and sum(spent.values()) == 5
+    s = Ledger(path).summary("race")
+    assert s.spent.rho == 5 * RHO and len(s.releases) == 5
+    rows = {p.principal: p for p in s.principals}
+    assert rows["alice"].spent.rho == spent["alice"] * RHO and rows["bob"].spent.rho == spent["bob"] * RHO
