@@ -21,6 +21,7 @@ limbs (v = hi 2^26 + lo) that fold into Python ints.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
@@ -79,8 +80,12 @@ def fixed_values(rows: Rows, s: Scalar, bound: int) -> np.ndarray:
     if key not in rows.cache:
         x = rows.numeric(s.column)  # type: ignore[arg-type]
         valid = ~np.isnan(x)
-        y = np.where(valid, x, 0.0) * float(1 << s.scale_bits)  # report: input preprocessing (power of two)
-        y = np.clip(y, -float(bound), float(bound))  # report: exact, bound < 2^52; +-inf become the bound
+        # clip to [-bound, bound] / 2^b before scaling (both exact doubles: bound < 2^52, b <= 64): the product
+        # then cannot overflow, so no value can raise numpy's overflow warning (its presence would depend on the
+        # data, and on Spark a worker prints it); clip(x) 2^b = clip(x 2^b) exactly, +-inf become the bound
+        lim = float(Fraction(bound, 1 << s.scale_bits))  # report: input preprocessing (exact)
+        y = np.clip(np.where(valid, x, 0.0), -lim, lim)  # report: input preprocessing (exact)
+        y *= float(1 << s.scale_bits)  # report: exact (a power of two, |y| <= bound)
         v = round_half_away(y).astype(np.int64)
         imputed = s.imputed(bound)
         rows.cache[key] = v if imputed is None else np.where(valid, v, np.int64(imputed))

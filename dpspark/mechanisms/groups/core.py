@@ -221,13 +221,16 @@ def cells(agg: Aggregate, x: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
 
 
 def _fixed(agg: Aggregate, x: np.ndarray) -> "np.ndarray | list[int]":
-    """v = clip(round(x S), L, H) per non-NULL value: int64 below 2^52, else Python ints."""
+    """v = clip(round(x S), L, H) per value (no NaN): int64 below 2^52, else Python ints. Warning-free."""
     L, H = agg.L, agg.H
     if max(abs(L), abs(H)) < FAST_BOUND:
-        # exact: a power of two, bounds below 2^52; then round half away from zero as sign(y) floor(|y| + 1/2),
-        # exact because |y| + 1/2 is a double for |y| < 2^52 (the ulp there is at most 1/2); in place, 10^7 rows
-        y = np.multiply(x, float(agg.scale))
-        np.clip(y, float(L), float(H), out=y)
+        # clip x to [L / S, H / S] first (exact doubles: bounds below 2^52 over a power of two), then scale:
+        # x S is then exact and cannot overflow, so no value can raise numpy's overflow warning (a warning is
+        # a side channel: whether it appears would depend on the data); the result is clip(x S, L, H) exactly.
+        # Then round half away from zero as sign(y) floor(|y| + 1/2), exact because |y| + 1/2 is a double for
+        # |y| < 2^52 (the ulp there is at most 1/2); in place, 10^7 rows
+        y = np.clip(x, float(Fraction(L, agg.scale)), float(Fraction(H, agg.scale)))
+        np.multiply(y, float(agg.scale), out=y)
         negative = np.signbit(y)
         np.abs(y, out=y)
         y += 0.5
@@ -242,17 +245,24 @@ def _fixed(agg: Aggregate, x: np.ndarray) -> "np.ndarray | list[int]":
 
 
 def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsStage") -> list[tuple[np.ndarray, Any, int, np.ndarray]]:
-    """Per statistic: (group ids, stat id, shift, values) over the kept rows (sparse for quantile cells)."""
+    """Per statistic: (group ids, stat id, shift, values) over the kept rows (sparse for quantile cells).
+
+    One code path whatever the data: every row is computed, and a row that is not kept (bounding) or has no
+    value (NULL under "drop") is weighted 0, never filtered out. Shortcuts for "every row kept" or "no NULL"
+    made one NULL row cost a visibly slower masked pass (a timing side channel outside the DP output).
+    """
     G = len(part.words)
-    everything = bool(keep.all())
-    gid = part.gid if everything else part.gid[keep]
+    gid = part.gid
     out: list[tuple[np.ndarray, Any, int, np.ndarray]] = []
     all_g = np.arange(G, dtype=np.int64)
 
     def dense(stat: int, parts: Parts) -> None:
         out.extend((all_g, stat, shift, arr) for arr, shift in parts)
 
-    rows = np.bincount(gid, minlength=G).astype(np.int64)
+    def count(w: np.ndarray) -> np.ndarray:  # rows weighted 0/1 per group: float sums of < 2^53 ones, exact
+        return np.bincount(gid, weights=w, minlength=G).astype(np.int64)
+
+    rows = count(keep)
     dense(ROWS, [(rows, 0)])
     if stage.count_units:
         dense(UNITS, [(units.astype(np.int64), 0)])
@@ -264,43 +274,39 @@ def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsSt
             continue
         assert agg.column is not None
         rule = stage.null_rule(agg.column)
-        x = part.x[agg.column] if everything else part.x[agg.column][keep]
+        x = part.x[agg.column]
         present = ~np.isnan(x)
-        whole = bool(present.all())
-        g = gid if rule.value is not None or whole else gid[present]
-        xs = x if whole else x[present]
+        xs = np.where(present, x, 0.0)  # a NULL reads 0 (weighted 0, or replaced by the imputed value below)
+        w = keep if rule.value is not None else keep & present
         if agg.kind is Kind.QUANTILE:
             assert agg.bins is not None
             ck = ("cell", agg.column, agg.lo, agg.hi, agg.bins)
             if ck not in cache:
                 cl = cells(agg, xs, grid_thresholds(agg))
                 if rule.value is not None:
-                    full = np.full(len(x), agg.cell_of(rule.value), dtype=np.int64)
-                    full[present] = cl
-                    cl = full
-                code, counts = np.unique(g * agg.bins + cl, return_counts=True)
-                cache[ck] = (code // agg.bins, code % agg.bins, counts.astype(np.int64))
+                    cl = np.where(present, cl, np.int64(agg.cell_of(rule.value)))
+                code, inverse = np.unique(gid * agg.bins + cl, return_inverse=True)
+                counts = np.bincount(inverse.reshape(-1), weights=w, minlength=len(code)).astype(np.int64)
+                occupied = np.flatnonzero(counts)
+                code = code[occupied]
+                cache[ck] = (code // agg.bins, code % agg.bins, counts[occupied])
             qg, qc, qn = cache[ck]
             out.append((qg, base + qc, 0, qn))  # sparse: occupied (group, cell) pairs only
             continue
-        dense(base, [(rows if g is gid else np.bincount(g, minlength=G).astype(np.int64), 0)])
+        dense(base, [(rows if rule.value is not None else count(w), 0)])
         vk = ("v", agg.column, agg.scale_bits, agg.L, agg.H)
         if vk not in cache:
             v = _fixed(agg, xs)
-            if rule.value is not None:
-                imputed = agg.fixed_point(rule.value)
-                if isinstance(v, np.ndarray):
-                    full = np.full(len(x), imputed, dtype=np.int64)
-                    full[present] = v
-                else:
-                    it = iter(v)
-                    full = [next(it) if p else imputed for p in present.tolist()]
-                v = full
             m = max(abs(agg.L), abs(agg.H))
             if isinstance(v, np.ndarray):
-                cache[vk] = (exact_bincount(g, v, G, m), (lambda v=v, g=g, m=m: square_parts(g, v, G, m)))
+                if rule.value is not None:
+                    v = np.where(present, v, np.int64(agg.fixed_point(rule.value)))
+                v = v * w  # |v| <= m < 2^52: 0 for a row that is not counted
+                cache[vk] = (exact_bincount(gid, v, G, m), (lambda v=v, m=m: square_parts(gid, v, G, m)))
             else:
-                cache[vk] = (object_parts(g, v, G), (lambda v=v, g=g: object_parts(g, [t * t for t in v], G)))
+                imputed = 0 if rule.value is None else agg.fixed_point(rule.value)
+                v = [(t if p else imputed) if k else 0 for t, p, k in zip(v, present.tolist(), w.tolist())]
+                cache[vk] = (object_parts(gid, v, G), (lambda v=v: object_parts(gid, [t * t for t in v], G)))
         t_parts, q_make = cache[vk]
         dense(base + 1, t_parts)
         if agg.kind is Kind.VARIANCE:
