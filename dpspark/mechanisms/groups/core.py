@@ -238,10 +238,10 @@ def _fixed(agg: Aggregate, x: np.ndarray) -> "np.ndarray | list[int]":
         v = y.astype(np.int64)
         np.negative(v, out=v, where=negative)
         return v
-    out = []
-    for d in x.tolist():
-        out.append(H if d == float("inf") else L if d == float("-inf") else agg.fixed_point(Fraction(d)))
-    return out
+    # past 2^52 exact Python ints; clipped first to +-2^k >= max(|L|, |H|) / S (a power of two: exact) so
+    # that +-inf need no branch of their own and :meth:`Aggregate.fixed_point` clips exactly
+    lim = 2.0 ** (max(abs(L), abs(H)).bit_length() - agg.scale_bits)
+    return [agg.fixed_point(Fraction(d)) for d in np.clip(x, -lim, lim).tolist()]
 
 
 def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsStage") -> list[tuple[np.ndarray, Any, int, np.ndarray]]:
@@ -305,7 +305,8 @@ def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsSt
                 cache[vk] = (exact_bincount(gid, v, G, m), (lambda v=v, m=m: square_parts(gid, v, G, m)))
             else:
                 imputed = 0 if rule.value is None else agg.fixed_point(rule.value)
-                v = [(t if p else imputed) if k else 0 for t, p, k in zip(v, present.tolist(), w.tolist())]
+                v = [k * (p * t + (1 - p) * imputed)  # branch-free: the same bytecodes for every row
+                     for t, p, k in zip(v, present.astype(np.int64).tolist(), w.astype(np.int64).tolist())]
                 cache[vk] = (object_parts(gid, v, G), (lambda v=v: object_parts(gid, [t * t for t in v], G)))
         t_parts, q_make = cache[vk]
         dense(base + 1, t_parts)
