@@ -40,10 +40,16 @@ _INT64_LIMIT = 1 << 63
 SORTED_MIN = 4
 
 
+def limb_step(bound: int) -> int:
+    """Values per chunk whose limb sums provably stay below 2^62: the high limb of |v| <= bound is at most
+    (bound >> LIMB) + 1 in magnitude (2^37 for a unit's total near 2^63), the low one below 2^LIMB."""
+    return max(1, min(1 << 36, (1 << 62) // ((bound >> LIMB) + 1)))
+
+
 def exact_sum(values: np.ndarray, bound: int) -> int:
-    """The exact sum of int64 ``values`` with |v| <= bound (< 2^52): int64 when len x bound < 2^63, else limbs."""
+    """The exact sum of int64 ``values`` with |v| <= bound (< 2^63): int64 when len x bound < 2^63, else limbs."""
     total = 0
-    step = 1 << 36  # limb sums of <= 2^36 values of magnitude <= 2^26 stay below 2^62
+    step = limb_step(bound)  # chunk limb sums stay below 2^62, whatever the bound (a unit total: up to 2^63)
     for start in range(0, len(values), step):
         part = values[start:start + step]
         if len(part) * bound < _INT64_LIMIT:

@@ -198,3 +198,16 @@ def test_fixed_point_emits_no_warning_and_clips_exactly(bits: int) -> None:
     assert list(v) == [agg.fixed_point(Fraction(d)) if np.isfinite(d) else (agg.H if d > 0 else agg.L)
                        for d in x.tolist()]
     del stage
+
+
+# ------------------------------------------------------------------------------------------------ answers
+@pytest.mark.parametrize("bound", [1, 2**26 - 1, 2**26, 2**51, 2**52, 2**62, 2**63 - 1])
+def test_answers_limb_chunks_cannot_wrap_at_any_public_bound(bound: int) -> None:
+    """exact_sum's chunk of limbs: step x max |high limb| and step x 2^26 stay below 2^63 for every bound a
+    query allows (|lo|, |hi| < 2^63): on main a fixed 2^36-value chunk of unit totals near 2^63 could wrap."""
+    from dpspark.mechanisms.answers.arrow_totals import LIMB, exact_sum, limb_step
+
+    step = limb_step(bound)
+    assert step >= 1 and step * ((bound >> LIMB) + 1) < 2**63 and step * 2**LIMB < 2**63
+    v = np.array([bound, -bound, bound, bound - 1, -(bound // 3)], dtype=np.int64)
+    assert exact_sum(v, bound) == sum(int(t) for t in v.tolist())
