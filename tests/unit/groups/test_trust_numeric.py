@@ -211,3 +211,23 @@ def test_answers_limb_chunks_cannot_wrap_at_any_public_bound(bound: int) -> None
     assert step >= 1 and step * ((bound >> LIMB) + 1) < 2**63 and step * 2**LIMB < 2**63
     v = np.array([bound, -bound, bound, bound - 1, -(bound // 3)], dtype=np.int64)
     assert exact_sum(v, bound) == sum(int(t) for t in v.tolist())
+
+
+def test_bounding_takes_one_code_path_when_a_unit_gains_a_row() -> None:
+    """D: every unit has one row; D': one unit has a second row in another group (within k = 2 and c = 1,
+    so nothing is dropped). main returned early for D (a timing signal: one-row units or not)."""
+    import dataclasses
+
+    stage = dataclasses.replace(_stage(), unit_column="u", max_groups_per_unit=2)
+    x = np.array(BASE)
+    words = np.array([[0, 0, 0, 1], [0, 0, 0, 2]], dtype=np.uint8)
+    gid = np.array([i % 2 for i in range(len(BASE))], dtype=np.int64)
+    runs = {}
+    for name, uid in {"D": [0, 1, 2, 3, 4, 5], "D'": [0, 1, 2, 3, 4, 4]}.items():
+        u = np.array(uid, dtype=np.int64)
+        part = core.Part(gid=gid, words=words, x={"x": x, "y": x}, uid=u, units=int(u.max()) + 1,
+                         unit_hash=np.arange(1, int(u.max()) + 2, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+        keep, units = core.bound(part, stage, bytes(16))
+        assert keep.all()
+        runs[name] = _opcodes(lambda: core.bound(part, stage, bytes(16)))
+    assert len(runs["D"]) > 20 and runs["D"] == runs["D'"]
