@@ -248,8 +248,9 @@ def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsSt
     """Per statistic: (group ids, stat id, shift, values) over the kept rows (sparse for quantile cells).
 
     One code path whatever the data: every row is computed, and a row that is not kept (bounding) or has no
-    value (NULL under "drop") is weighted 0, never filtered out. Shortcuts for "every row kept" or "no NULL"
-    made one NULL row cost a visibly slower masked pass (a timing side channel outside the DP output).
+    value (NULL under "drop") is sent to a spare group G that is cut off at the end, never filtered out.
+    Shortcuts for "every row kept" or "no NULL" made one NULL row cost a visibly slower masked pass (a
+    timing side channel outside the DP output).
     """
     G = len(part.words)
     gid = part.gid
@@ -257,12 +258,16 @@ def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsSt
     all_g = np.arange(G, dtype=np.int64)
 
     def dense(stat: int, parts: Parts) -> None:
-        out.extend((all_g, stat, shift, arr) for arr, shift in parts)
+        out.extend((all_g, stat, shift, arr[:G]) for arr, shift in parts)  # the spare group G dropped
 
-    def count(w: np.ndarray) -> np.ndarray:  # rows weighted 0/1 per group: float sums of < 2^53 ones, exact
-        return np.bincount(gid, weights=w, minlength=G).astype(np.int64)
+    def ids(w: np.ndarray) -> np.ndarray:  # each row's group, or the spare group G where w is False
+        return np.where(w, gid, np.int64(G))
 
-    rows = count(keep)
+    def count(g: np.ndarray) -> np.ndarray:
+        return np.bincount(g, minlength=G + 1).astype(np.int64)
+
+    kept_ids = ids(keep)
+    rows = count(kept_ids)
     dense(ROWS, [(rows, 0)])
     if stage.count_units:
         dense(UNITS, [(units.astype(np.int64), 0)])
@@ -276,8 +281,8 @@ def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsSt
         rule = stage.null_rule(agg.column)
         x = part.x[agg.column]
         present = ~np.isnan(x)
-        xs = np.where(present, x, 0.0)  # a NULL reads 0 (weighted 0, or replaced by the imputed value below)
-        w = keep if rule.value is not None else keep & present
+        xs = np.where(present, x, 0.0)  # a NULL reads 0 (in group G, or replaced by the imputed value below)
+        g = kept_ids if rule.value is not None else ids(keep & present)
         if agg.kind is Kind.QUANTILE:
             assert agg.bins is not None
             ck = ("cell", agg.column, agg.lo, agg.hi, agg.bins)
@@ -285,15 +290,14 @@ def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsSt
                 cl = cells(agg, xs, grid_thresholds(agg))
                 if rule.value is not None:
                     cl = np.where(present, cl, np.int64(agg.cell_of(rule.value)))
-                code, inverse = np.unique(gid * agg.bins + cl, return_inverse=True)
-                counts = np.bincount(inverse.reshape(-1), weights=w, minlength=len(code)).astype(np.int64)
-                occupied = np.flatnonzero(counts)
-                code = code[occupied]
-                cache[ck] = (code // agg.bins, code % agg.bins, counts[occupied])
+                code, counts = np.unique(g * agg.bins + cl, return_counts=True)
+                real = code < G * agg.bins  # the spare group's codes are the last: cut them off
+                code, counts = code[real], counts[real]
+                cache[ck] = (code // agg.bins, code % agg.bins, counts.astype(np.int64))
             qg, qc, qn = cache[ck]
             out.append((qg, base + qc, 0, qn))  # sparse: occupied (group, cell) pairs only
             continue
-        dense(base, [(rows if rule.value is not None else count(w), 0)])
+        dense(base, [(rows if rule.value is not None else count(g), 0)])
         vk = ("v", agg.column, agg.scale_bits, agg.L, agg.H)
         if vk not in cache:
             v = _fixed(agg, xs)
@@ -301,13 +305,13 @@ def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsSt
             if isinstance(v, np.ndarray):
                 if rule.value is not None:
                     v = np.where(present, v, np.int64(agg.fixed_point(rule.value)))
-                v = v * w  # |v| <= m < 2^52: 0 for a row that is not counted
-                cache[vk] = (exact_bincount(gid, v, G, m), (lambda v=v, m=m: square_parts(gid, v, G, m)))
+                cache[vk] = (exact_bincount(g, v, G + 1, m), (lambda v=v, g=g, m=m: square_parts(g, v, G + 1, m)))
             else:
                 imputed = 0 if rule.value is None else agg.fixed_point(rule.value)
-                v = [k * (p * t + (1 - p) * imputed)  # branch-free: the same bytecodes for every row
-                     for t, p, k in zip(v, present.astype(np.int64).tolist(), w.astype(np.int64).tolist())]
-                cache[vk] = (object_parts(gid, v, G), (lambda v=v: object_parts(gid, [t * t for t in v], G)))
+                v = [p * t + (1 - p) * imputed  # branch-free: the same bytecodes for every row
+                     for t, p in zip(v, present.astype(np.int64).tolist())]
+                cache[vk] = (object_parts(g, v, G + 1),
+                             (lambda v=v, g=g: object_parts(g, [t * t for t in v], G + 1)))
         t_parts, q_make = cache[vk]
         dense(base + 1, t_parts)
         if agg.kind is Kind.VARIANCE:
