@@ -231,3 +231,21 @@ def test_bounding_takes_one_code_path_when_a_unit_gains_a_row() -> None:
         assert keep.all()
         runs[name] = _opcodes(lambda: core.bound(part, stage, bytes(16)))
     assert len(runs["D"]) > 20 and runs["D"] == runs["D'"]
+
+
+def test_arrow_floats_reads_like_to_numpy_with_and_without_nulls() -> None:
+    """engine.numeric.arrow_floats (one read path) gives what to_numpy gave: NaN for NULL, NaN and bad text,
+    sliced arrays at their offset, chunked columns, a NULL-typed column."""
+    import pyarrow as pa
+
+    from dpspark.engine.numeric import arrow_floats, arrow_numeric
+
+    cases = [pa.array([1.5, None, float("nan"), float("inf"), -0.0]), pa.array([1, 2, None], pa.int64()),
+             pa.array(list(range(10)), pa.int32()).slice(3, 4), pa.array([1.0, None, 3.0]).slice(1, 2),
+             pa.array(["1e3", "x", None, "-2"]), pa.array([None, None], pa.null()), pa.array([True, None, False]),
+             pa.chunked_array([pa.array([1.0, None]), pa.array([2.0])]), pa.array([], pa.float64())]
+    for a in cases:
+        want = np.asarray(arrow_numeric(a).to_numpy(zero_copy_only=False), dtype=np.float64)
+        got = arrow_floats(a)
+        assert got.dtype == np.float64 and got.shape == want.shape
+        assert np.array_equal(got, want, equal_nan=True) and np.array_equal(np.signbit(got), np.signbit(want))
