@@ -26,6 +26,7 @@ from dpspark.errors import DPSparkError
 from dpspark.exact import parse_rational
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
     from pyspark.sql import Column
 
@@ -105,6 +106,27 @@ def arrow_numeric(values: "pa.Array | pa.ChunkedArray") -> "pa.Array | pa.Chunke
         return pc.cast(values, pa.float64())
     x = pc.cast(values, pa.float64(), safe=False)  # no range check: huge integers round, never raise
     return pc.if_else(pc.is_nan(x), pa.scalar(None, pa.float64()), x)
+
+
+def arrow_floats(values: "pa.Array | pa.ChunkedArray") -> "np.ndarray":
+    """:func:`arrow_numeric` as a float64 numpy array, NaN for NULL, by one path whatever the NULLs.
+
+    ``to_numpy`` is zero-copy without a NULL and a filling copy with one: a read whose cost moves with one
+    row. Here the values buffer is always read as it is and the validity always applied by ``np.where``.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    x = arrow_numeric(values)
+    if isinstance(x, pa.ChunkedArray):
+        x = x.combine_chunks()
+    n = len(x)
+    data = x.buffers()[1]
+    raw = (np.zeros(n) if data is None  # a NULL-typed column (public schema): no values buffer
+           else np.frombuffer(data, dtype=np.float64, count=x.offset + n)[x.offset:])
+    valid = np.asarray(pc.is_valid(x).to_numpy(zero_copy_only=False), dtype=bool)
+    return np.where(valid, raw, np.nan)
 
 
 # ------------------------------------------------------------------------------------------------ Spark

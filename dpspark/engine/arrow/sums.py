@@ -41,7 +41,11 @@ def fixed_values(values: "pa.Array | pa.ChunkedArray", scale_bits: int, bound: i
     from dpspark.engine.numeric import arrow_numeric
 
     x = arrow_numeric(values).fill_null(0.0).to_numpy()  # report: input preprocessing, as on Spark
-    scaled = x * float(1 << scale_bits)  # report
+    # clip to +-2^k >= bound before scaling (round is monotone and the final clip fixes the integer bound, so
+    # this is the same map): x 2^b then cannot overflow, and no value raises numpy's overflow warning (whether
+    # it appears would depend on the data: a side channel outside the DP output)
+    lim = 2.0 ** (int(bound).bit_length() - scale_bits)  # report: a power of two >= bound / 2^b (exact)
+    scaled = np.clip(x, -lim, lim) * float(1 << scale_bits)  # report
     return np.clip(round_half_away(scaled), -bound, bound).astype(np.int64)  # report
 
 

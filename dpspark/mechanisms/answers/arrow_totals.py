@@ -21,6 +21,7 @@ limbs (v = hi 2^26 + lo) that fold into Python ints.
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any, Sequence
 
 import numpy as np
@@ -39,10 +40,16 @@ _INT64_LIMIT = 1 << 63
 SORTED_MIN = 4
 
 
+def limb_step(bound: int) -> int:
+    """Values per chunk whose limb sums provably stay below 2^62: the high limb of |v| <= bound is at most
+    (bound >> LIMB) + 1 in magnitude (2^37 for a unit's total near 2^63), the low one below 2^LIMB."""
+    return max(1, min(1 << 36, (1 << 62) // ((bound >> LIMB) + 1)))
+
+
 def exact_sum(values: np.ndarray, bound: int) -> int:
-    """The exact sum of int64 ``values`` with |v| <= bound (< 2^52): int64 when len x bound < 2^63, else limbs."""
+    """The exact sum of int64 ``values`` with |v| <= bound (< 2^63): int64 when len x bound < 2^63, else limbs."""
     total = 0
-    step = 1 << 36  # limb sums of <= 2^36 values of magnitude <= 2^26 stay below 2^62
+    step = limb_step(bound)  # chunk limb sums stay below 2^62, whatever the bound (a unit total: up to 2^63)
     for start in range(0, len(values), step):
         part = values[start:start + step]
         if len(part) * bound < _INT64_LIMIT:
@@ -79,8 +86,12 @@ def fixed_values(rows: Rows, s: Scalar, bound: int) -> np.ndarray:
     if key not in rows.cache:
         x = rows.numeric(s.column)  # type: ignore[arg-type]
         valid = ~np.isnan(x)
-        y = np.where(valid, x, 0.0) * float(1 << s.scale_bits)  # report: input preprocessing (power of two)
-        y = np.clip(y, -float(bound), float(bound))  # report: exact, bound < 2^52; +-inf become the bound
+        # clip to [-bound, bound] / 2^b before scaling (both exact doubles: bound < 2^52, b <= 64): the product
+        # then cannot overflow, so no value can raise numpy's overflow warning (its presence would depend on the
+        # data, and on Spark a worker prints it); clip(x) 2^b = clip(x 2^b) exactly, +-inf become the bound
+        lim = float(Fraction(bound, 1 << s.scale_bits))  # report: input preprocessing (exact)
+        y = np.clip(np.where(valid, x, 0.0), -lim, lim)  # report: input preprocessing (exact)
+        y *= float(1 << s.scale_bits)  # report: exact (a power of two, |y| <= bound)
         v = round_half_away(y).astype(np.int64)
         imputed = s.imputed(bound)
         rows.cache[key] = v if imputed is None else np.where(valid, v, np.int64(imputed))

@@ -110,13 +110,11 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
     gwords, key_gid = core.unique_words(words_by_key[member_np])  # distinct keys may share an index
     gid_of_key = np.full(len(member_np), -1, dtype=np.int64)
     gid_of_key[member_np] = key_gid.reshape(-1)
-    sel = np.flatnonzero(keep)
-    every = len(sel) == rows
-    part = core.Part(gid=gid_of_key[kid if every else kid[sel]], words=gwords,
-                     x=x if every else {c: a[sel] for c, a in x.items()})
+    sel = np.flatnonzero(keep)  # always taken (no "every row kept" shortcut: one path whatever the keys)
+    part = core.Part(gid=gid_of_key[kid[sel]], words=gwords, x={c: a[sel] for c, a in x.items()})
     if unit is not None:
         assert uid is not None
-        part.uid, part.units, part.hash_units = uid if every else uid[sel], n_ids, hash_units
+        part.uid, part.units, part.hash_units = uid[sel], n_ids, hash_units
     elif part.rows > stage.max_units:  # every row a unit: the n rows first in keyed row-hash order
         part = truncate_rows(part, stage, secret)
     return finish(part, stage, secret)

@@ -229,9 +229,20 @@ def part_values(p: Part, aggs: Mapping[str, Aggregate], raw: Mapping[str, list[n
     raise GroupsError(f"unknown statistic {label!r}")  # pragma: no cover
 
 
+def _exact(bound: int, *cols: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``cols`` as they are when ``bound`` (a public bound on every product formed from them) fits int64 with
+    room to spare, else as Python ints: a product that could wrap is never formed in int64."""
+    return cols if bound < INT64_SAFE else tuple(_obj(c) for c in cols)
+
+
 def check_columns(aggs: Sequence[Aggregate], raw: Mapping[str, list[np.ndarray]], max_rows: int,
                   rows: np.ndarray | None) -> None:
-    """The engine's statistics lie in their public ranges (vectorised :func:`aggregates.check_raw`); value-free."""
+    """The engine's statistics lie in their public ranges (vectorised :func:`aggregates.check_raw`); value-free.
+
+    Exact at any size: each product (N L, N H, N top, T^2, N Q) is formed in int64 only when the public
+    bounds (max_rows, L, H) prove it fits, else on Python ints; an int64 product that wraps would make a
+    correct statistic look out of range, and the release fail after the spend at a data-dependent size.
+    """
     for agg in aggs:
         if agg.kind is Kind.QUANTILE or agg.name not in raw:
             continue
@@ -247,15 +258,14 @@ def check_columns(aggs: Sequence[Aggregate], raw: Mapping[str, list[np.ndarray]]
             raise bad
         if agg.kind is Kind.COUNT or not len(N):
             continue
-        T = cols[1]
-        if bool(np.any(T < N * agg.L)) or bool(np.any(T > N * agg.H)):
+        M = max(abs(agg.L), abs(agg.H))  # 0 <= N <= max_rows from here: |N L|, |N H|, |T| <= max_rows M
+        N1, T = _exact(max_rows * M, N, cols[1])
+        if bool(np.any(T < N1 * agg.L)) or bool(np.any(T > N1 * agg.H)):
             raise bad
         if agg.kind is Kind.VARIANCE:
-            Q = cols[2]
-            top = max(agg.L ** 2, agg.H ** 2)
-            if bool(np.any(Q < 0)) or bool(np.any(Q > N * top)):
+            top = M * M  # max(L^2, H^2); then 0 <= Q <= N top and |T| <= N M: T^2, N Q <= (max_rows M)^2
+            N2, T2, Q = _exact((max_rows * M) ** 2, N, cols[1], cols[2])
+            if bool(np.any(Q < 0)) or bool(np.any(Q > N2 * top)):
                 raise bad
-            if (max_rows * top) ** 2 >= INT64_SAFE:  # T^2 and N Q may leave int64: exact ints
-                N, T, Q = _obj(N), _obj(T), _obj(Q)
-            if bool(np.any(T * T > N * Q)):
+            if bool(np.any(T2 * T2 > N2 * Q)):
                 raise bad

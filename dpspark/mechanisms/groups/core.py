@@ -117,8 +117,8 @@ def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, 
     if part.uid is None or part.rows == 0:
         return keep, np.bincount(part.gid, minlength=G)
     nu = part.units
-    if np.bincount(part.uid, minlength=nu).max() <= 1:  # every unit has one row: one group, one row each
-        return keep, np.bincount(part.gid, minlength=G)
+    # no "every unit has one row" shortcut: one unit with a second row would switch to this slower path, a
+    # timing signal outside the DP output; the path below gives the same result for one-row units
     code = part.uid.astype(np.int64) * G + part.gid
     enc = pc.dictionary_encode(pa.array(code))  # a hash table, not a sort: pair ids in first-seen order
     pid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -221,13 +221,16 @@ def cells(agg: Aggregate, x: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
 
 
 def _fixed(agg: Aggregate, x: np.ndarray) -> "np.ndarray | list[int]":
-    """v = clip(round(x S), L, H) per non-NULL value: int64 below 2^52, else Python ints."""
+    """v = clip(round(x S), L, H) per value (no NaN): int64 below 2^52, else Python ints. Warning-free."""
     L, H = agg.L, agg.H
     if max(abs(L), abs(H)) < FAST_BOUND:
-        # exact: a power of two, bounds below 2^52; then round half away from zero as sign(y) floor(|y| + 1/2),
-        # exact because |y| + 1/2 is a double for |y| < 2^52 (the ulp there is at most 1/2); in place, 10^7 rows
-        y = np.multiply(x, float(agg.scale))
-        np.clip(y, float(L), float(H), out=y)
+        # clip x to [L / S, H / S] first (exact doubles: bounds below 2^52 over a power of two), then scale:
+        # x S is then exact and cannot overflow, so no value can raise numpy's overflow warning (a warning is
+        # a side channel: whether it appears would depend on the data); the result is clip(x S, L, H) exactly.
+        # Then round half away from zero as sign(y) floor(|y| + 1/2), exact because |y| + 1/2 is a double for
+        # |y| < 2^52 (the ulp there is at most 1/2); in place, 10^7 rows
+        y = np.clip(x, float(Fraction(L, agg.scale)), float(Fraction(H, agg.scale)))
+        np.multiply(y, float(agg.scale), out=y)
         negative = np.signbit(y)
         np.abs(y, out=y)
         y += 0.5
@@ -235,24 +238,36 @@ def _fixed(agg: Aggregate, x: np.ndarray) -> "np.ndarray | list[int]":
         v = y.astype(np.int64)
         np.negative(v, out=v, where=negative)
         return v
-    out = []
-    for d in x.tolist():
-        out.append(H if d == float("inf") else L if d == float("-inf") else agg.fixed_point(Fraction(d)))
-    return out
+    # past 2^52 exact Python ints; clipped first to +-2^k >= max(|L|, |H|) / S (a power of two: exact) so
+    # that +-inf need no branch of their own and :meth:`Aggregate.fixed_point` clips exactly
+    lim = 2.0 ** (max(abs(L), abs(H)).bit_length() - agg.scale_bits)
+    return [agg.fixed_point(Fraction(d)) for d in np.clip(x, -lim, lim).tolist()]
 
 
 def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsStage") -> list[tuple[np.ndarray, Any, int, np.ndarray]]:
-    """Per statistic: (group ids, stat id, shift, values) over the kept rows (sparse for quantile cells)."""
+    """Per statistic: (group ids, stat id, shift, values) over the kept rows (sparse for quantile cells).
+
+    One code path whatever the data: every row is computed, and a row that is not kept (bounding) or has no
+    value (NULL under "drop") is sent to a spare group G that is cut off at the end, never filtered out.
+    Shortcuts for "every row kept" or "no NULL" made one NULL row cost a visibly slower masked pass (a
+    timing side channel outside the DP output).
+    """
     G = len(part.words)
-    everything = bool(keep.all())
-    gid = part.gid if everything else part.gid[keep]
+    gid = part.gid
     out: list[tuple[np.ndarray, Any, int, np.ndarray]] = []
     all_g = np.arange(G, dtype=np.int64)
 
     def dense(stat: int, parts: Parts) -> None:
-        out.extend((all_g, stat, shift, arr) for arr, shift in parts)
+        out.extend((all_g, stat, shift, arr[:G]) for arr, shift in parts)  # the spare group G dropped
 
-    rows = np.bincount(gid, minlength=G).astype(np.int64)
+    def ids(w: np.ndarray) -> np.ndarray:  # each row's group, or the spare group G where w is False
+        return np.where(w, gid, np.int64(G))
+
+    def count(g: np.ndarray) -> np.ndarray:
+        return np.bincount(g, minlength=G + 1).astype(np.int64)
+
+    kept_ids = ids(keep)
+    rows = count(kept_ids)
     dense(ROWS, [(rows, 0)])
     if stage.count_units:
         dense(UNITS, [(units.astype(np.int64), 0)])
@@ -264,43 +279,39 @@ def statistics(part: Part, keep: np.ndarray, units: np.ndarray, stage: "GroupsSt
             continue
         assert agg.column is not None
         rule = stage.null_rule(agg.column)
-        x = part.x[agg.column] if everything else part.x[agg.column][keep]
+        x = part.x[agg.column]
         present = ~np.isnan(x)
-        whole = bool(present.all())
-        g = gid if rule.value is not None or whole else gid[present]
-        xs = x if whole else x[present]
+        xs = np.where(present, x, 0.0)  # a NULL reads 0 (in group G, or replaced by the imputed value below)
+        g = kept_ids if rule.value is not None else ids(keep & present)
         if agg.kind is Kind.QUANTILE:
             assert agg.bins is not None
             ck = ("cell", agg.column, agg.lo, agg.hi, agg.bins)
             if ck not in cache:
                 cl = cells(agg, xs, grid_thresholds(agg))
                 if rule.value is not None:
-                    full = np.full(len(x), agg.cell_of(rule.value), dtype=np.int64)
-                    full[present] = cl
-                    cl = full
+                    cl = np.where(present, cl, np.int64(agg.cell_of(rule.value)))
                 code, counts = np.unique(g * agg.bins + cl, return_counts=True)
+                real = code < G * agg.bins  # the spare group's codes are the last: cut them off
+                code, counts = code[real], counts[real]
                 cache[ck] = (code // agg.bins, code % agg.bins, counts.astype(np.int64))
             qg, qc, qn = cache[ck]
             out.append((qg, base + qc, 0, qn))  # sparse: occupied (group, cell) pairs only
             continue
-        dense(base, [(rows if g is gid else np.bincount(g, minlength=G).astype(np.int64), 0)])
+        dense(base, [(rows if rule.value is not None else count(g), 0)])
         vk = ("v", agg.column, agg.scale_bits, agg.L, agg.H)
         if vk not in cache:
             v = _fixed(agg, xs)
-            if rule.value is not None:
-                imputed = agg.fixed_point(rule.value)
-                if isinstance(v, np.ndarray):
-                    full = np.full(len(x), imputed, dtype=np.int64)
-                    full[present] = v
-                else:
-                    it = iter(v)
-                    full = [next(it) if p else imputed for p in present.tolist()]
-                v = full
             m = max(abs(agg.L), abs(agg.H))
             if isinstance(v, np.ndarray):
-                cache[vk] = (exact_bincount(g, v, G, m), (lambda v=v, g=g, m=m: square_parts(g, v, G, m)))
+                if rule.value is not None:
+                    v = np.where(present, v, np.int64(agg.fixed_point(rule.value)))
+                cache[vk] = (exact_bincount(g, v, G + 1, m), (lambda v=v, g=g, m=m: square_parts(g, v, G + 1, m)))
             else:
-                cache[vk] = (object_parts(g, v, G), (lambda v=v, g=g: object_parts(g, [t * t for t in v], G)))
+                imputed = 0 if rule.value is None else agg.fixed_point(rule.value)
+                v = [p * t + (1 - p) * imputed  # branch-free: the same bytecodes for every row
+                     for t, p in zip(v, present.astype(np.int64).tolist())]
+                cache[vk] = (object_parts(g, v, G + 1),
+                             (lambda v=v, g=g: object_parts(g, [t * t for t in v], G + 1)))
         t_parts, q_make = cache[vk]
         dense(base + 1, t_parts)
         if agg.kind is Kind.VARIANCE:

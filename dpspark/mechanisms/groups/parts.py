@@ -27,14 +27,14 @@ def one_chunk(a: "pa.Array | pa.ChunkedArray") -> pa.Array:
 
 def numeric_values(table: pa.Table, columns: "tuple[str, ...] | list[str]") -> dict[str, np.ndarray]:
     """float64 per row of each value column, NaN for NULL (NULL, NaN and unparseable text alike)."""
-    from dpspark.engine.numeric import arrow_numeric
+    from dpspark.engine.numeric import arrow_floats
 
     out = {}
     for c in columns:
         col = one_chunk(table.column(c))
         if pa.types.is_dictionary(col.type):
             col = col.dictionary_decode()
-        out[c] = np.asarray(arrow_numeric(col).to_numpy(zero_copy_only=False), dtype=np.float64)
+        out[c] = arrow_floats(col)  # issue 31 §4: one read path whatever the NULLs
     return out
 
 
