@@ -22,6 +22,22 @@ _SECTION_TEXTS = ("values",)
 _UNITS_KEYS = ("units_used", "units_paired")
 
 
+def noise_unit(label: str, data_bits: int, matrix_bits: int) -> tuple[str, int] | None:
+    """(what a noise addition's pass summed, log2 of its integer unit in the data's units) from its label, or None.
+
+    Sums of preconditioned, centred rows y = M x have unit 2^-(data + matrix bits); sums of their outer products
+    the square of that; a count of units unit 1.
+    """
+    y_bits = int(data_bits) + int(matrix_bits)
+    if label.endswith(("sums", "mean")):
+        return f"{label}: each coordinate of a sum of preconditioned rows, in the data's units", y_bits
+    if label.startswith(("PCE", "PPC", "covariance")) and not label.endswith("count"):
+        return f"{label}: each entry of a sum of outer products, in the data's units squared", 2 * y_bits
+    if label.endswith("count"):
+        return f"{label}: a count of units", 0
+    return None
+
+
 def _int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 

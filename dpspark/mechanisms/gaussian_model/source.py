@@ -54,6 +54,7 @@ class Moments:
 
     kept: int
     upper: tuple[int, ...]  # sum y_i y_j for i <= j, row-major upper triangle
+    clipped: int = 0  # rows the ball clip moved (clipped moments only)
 
 
 def upper_pairs(d: int) -> list[tuple[int, int]]:
@@ -262,7 +263,7 @@ def centred_rows(matrix: IntMatrix, x: np.ndarray, centre: Sequence[int]) -> np.
 
 
 def clipped_moments_of(matrix: IntMatrix, x: np.ndarray, centre: Sequence[int], bound_sq: int) -> Moments:
-    """Exact (rows not clipped, upper triangle of sum y' y'^T) for y' = the ball clip (:func:`ball_clip`) of
+    """Exact (rows not clipped, upper triangle of sum y' y'^T, rows clipped) for y' = the ball clip (:func:`ball_clip`) of
     y = M x - c at ||y'||^2 <= bound_sq, over the integer rows x."""
     d = len(matrix)
     if x.shape[0] == 0:
@@ -272,7 +273,7 @@ def clipped_moments_of(matrix: IntMatrix, x: np.ndarray, centre: Sequence[int], 
         gram = [[sum(int(a) * int(b) for a, b in zip(y[:, i], y[:, j])) for j in range(d)] for i in range(d)]
     else:
         gram = exact_gram(y)
-    return Moments(int(x.shape[0] - clipped), tuple(gram[i][j] for i, j in upper_pairs(d)))
+    return Moments(int(x.shape[0] - clipped), tuple(gram[i][j] for i, j in upper_pairs(d)), int(clipped))
 
 
 def clipped_sums_of(matrix: IntMatrix, x: np.ndarray, centre: Sequence[int], bound_sq: int) -> list[int]:

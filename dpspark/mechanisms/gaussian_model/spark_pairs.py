@@ -69,13 +69,13 @@ def _centred_rows(args: tuple):  # type: ignore[no-untyped-def]
 
 
 def _clipped_moment_rows(args: tuple):  # type: ignore[no-untyped-def]
-    """The ball-clipped second moments of a batch as (idx, value) rows: idx -1 the unclipped count."""
+    """The ball-clipped second moments of a batch as (idx, value) rows: idx -2 the clipped count, -1 the unclipped."""
 
     def rows(x: np.ndarray) -> tuple[list[int], list[int]]:
         from dpspark.mechanisms.gaussian_model.source import clipped_moments_of
 
         mom = clipped_moments_of(args[0], x, args[1], args[2])
-        return list(range(-1, len(mom.upper))), [mom.kept, *mom.upper]
+        return list(range(-2, len(mom.upper))), [mom.clipped, mom.kept, *mom.upper]
 
     return rows
 
@@ -315,7 +315,7 @@ class SparkGaussianSource:
         check_pass_capacity(2 * max(self.max_terms, d), bound_sq)
         totals = self._arrow_totals(_clipped_moment_rows((matrix, [int(c) for c in centre], int(bound_sq))))
         self._pass()
-        return Moments(totals.get(-1, 0), tuple(totals.get(k, 0) for k in range(len(upper_pairs(d)))))
+        return Moments(totals.get(-1, 0), tuple(totals.get(k, 0) for k in range(len(upper_pairs(d)))), totals.get(-2, 0))
 
     def clipped_sums(self, matrix: IntMatrix, centre: Sequence[int], bound_sq: int) -> list[int]:
         """Exact ball-clipped sums of the singles (numpy kernels in mapInArrow, exact decimal sums)."""
