@@ -26,8 +26,9 @@ import math
 from fractions import Fraction
 from typing import Any, Sequence
 
-#: the share of each covariance pass's rho spent on its noisy count of clipped rows
-CLIP_SHARE = Fraction(1, 10)
+from dpspark.mechanisms.gaussian_model.budget import CLIP_SHARE  # noqa: F401 - the share, stated with its use
+from dpspark.mechanisms.gaussian_model.covariance import ROW_BETA_COVARIANCE, tail_sq
+
 #: false-alarm rate of each term of the warning's level
 WARN_FALSE_ALARM = 1e-8  # report
 
@@ -51,8 +52,6 @@ def chi2_sf(d: int, x: float) -> float:
 
 def gaussian_clip_rate(d: int) -> float:
     """r = Pr[chi^2_d > tail_sq(d, 1/20)]: the most a pass clips Gaussian rows, per row (module docstring)."""
-    from dpspark.mechanisms.gaussian_model.covariance import ROW_BETA_COVARIANCE, tail_sq
-
     return chi2_sf(d, float(tail_sq(d, ROW_BETA_COVARIANCE)))  # report
 
 

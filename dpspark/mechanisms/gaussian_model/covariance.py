@@ -147,7 +147,7 @@ def covariance_pass(run: Run, matrix: IntMatrix, centre: np.ndarray, threshold: 
                     count: int, label: str) -> tuple[np.ndarray, VectorNoise]:
     """One pass: the noisy, PSD-projected estimate of M Sigma M^T (real units) from the singles centred on
     mu~ and ball-clipped at ||y||^2 <= threshold (real units), and the noise plan used."""
-    from dpspark.mechanisms.gaussian_model.clipping import CLIP_SHARE
+    from dpspark.mechanisms.gaussian_model.budget import CLIP_SHARE
 
     d, sc = run.bounds.d, run.scales
     t_int = sc.threshold_int(threshold)

@@ -100,7 +100,7 @@ def _clip_move(d: int, n: int, a: float, s: float, p: float) -> float:
 
 def _cov_plan(d: int, t_real: Fraction, rho: Fraction, one_sq: int, max_units: int) -> VectorNoise:
     """The noise plan a covariance pass makes at threshold T (real units): covariance_pass's own arguments."""
-    from dpspark.mechanisms.gaussian_model.clipping import CLIP_SHARE
+    from dpspark.mechanisms.gaussian_model.budget import CLIP_SHARE
 
     t_int = (Fraction(t_real) * one_sq).__floor__()  # the pass's matrix gets all but its clipped count's share
     return plan_noise(d * (d + 1) // 2, pass_l2_sq(d, t_int), rho * (1 - CLIP_SHARE), 2 * max_units * t_int)
