@@ -17,10 +17,12 @@ Budget: zCDP. ``privacy.epsilon`` and ``privacy.delta`` (required) give rho =
 Every round is calibrated so that its certified rho under Substitute(n) is <= rho (and so under AddRemove(n),
 where Delta^2 is at most as large); rounds compose in parallel over disjoint batches, so the release is
 rho-zCDP under both relations (:mod:`dpspark.mechanisms.product.rounds` for the proof), stated with the CKS20
-(eps, delta) conversions. Options: ``alpha`` (target TV distance, default 1/10), ``samples`` (sampler:
-one sample per disjoint group of batches, same budget), ``beta`` of ``[privacy]`` is the learner's failure
-probability. The plan refuses (before any data is read) when max_units is below the n the accuracy needs,
-without advising a max_units above the data's size. Units beyond max_units are not removed (every unit is
+(eps, delta) conversions. Options: ``alpha`` (target TV distance; sampler: default 1/10; learner: optional,
+issue 36 - unset, the learner never refuses and states per-feature error bars at beta from its noisy unit
+count, :func:`dpspark.mechanisms.product.learner.error_bars`), ``samples`` (sampler: one sample per disjoint
+group of batches, same budget), ``beta`` of ``[privacy]`` is the learner's failure probability. A plan with an
+alpha refuses (before any data is read) when max_units is below the n that alpha needs, without advising a
+max_units above the data's size. Units beyond max_units are not removed (every unit is
 read); the privacy claim holds whatever their number, the accuracy claims assume at most max_units.
 """
 
