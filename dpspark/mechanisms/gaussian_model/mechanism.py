@@ -374,8 +374,8 @@ class _GaussianBase(Mechanism):
         nz = run.noises[i]
         summary = clip_summary(run.passes, d, singles, float(nz.grid * nz.sampler.sigma))  # report
         return {"noisy_singles": singles, "gaussian_rate": f"{gaussian_clip_rate(d):.3g}",  # report
-                "passes": [{"pass": s["pass"], "noisy_clipped": s["clipped"], "above_gaussian": s["above_gaussian"]}
-                           for s in summary],
+                "passes": [{"pass": s["pass"], "noisy_clipped": s["clipped"], "above_gaussian": s["above_gaussian"],
+                            "gaussian_rate": f"{s['rate']:.3g}"} for s in summary],  # report
                 "warning": clip_warning(summary, self.g["columns"], d)}
 
     algorithm: ClassVar[str] = ""

@@ -107,11 +107,16 @@ class GaussianModelLookup(StatementLookup):
         return str(clip.get("warning", "")) if isinstance(clip, dict) else ""
 
     def clipped_rows(self) -> list[tuple[str, int, int]]:
-        """Per covariance pass: (pass, noisy clipped rows, noisy singles); empty in releases before issue 36."""
+        """Per pass: (pass, noisy clipped rows, noisy singles); empty in releases before issue 36."""
         clip = self.section.get("clipping")
         if not isinstance(clip, dict):
             return []
         return [(str(p["pass"]), int(p["noisy_clipped"]), int(clip["noisy_singles"])) for p in clip.get("passes", [])]
+
+    def _gaussian_rates(self) -> list[float]:
+        clip = self.section.get("clipping") or {}
+        default = float(clip.get("gaussian_rate", "0.05"))  # report
+        return [float(p.get("gaussian_rate", default)) for p in clip.get("passes", [])]  # report
 
     def to_pandas(self) -> Any:
         """One row per modelled column: ``column``, ``mean`` and one ``cov_<column>`` per column (the covariance
@@ -187,9 +192,9 @@ class GaussianModelLookup(StatementLookup):
                  ("values", s["values"])]
         clipped = self.clipped_rows()
         if clipped:
-            shown = "; ".join(f"{p}: about {c} of {n} ({c / n:.1%})" for p, c, n in clipped)  # report
-            rate = float(self.section["clipping"].get("gaussian_rate", "0.05"))  # report
-            lines.append(("clipped rows", f"{shown} (noisy counts; Gaussian rows: at most {rate:.2%} of them)"))  # report
+            shown = "; ".join(f"{p}: about {c} of {n} ({c / n:.1%}; Gaussian rows <= {r:.2%})"  # report
+                              for (p, c, n), r in zip(clipped, self._gaussian_rates()))
+            lines.append(("clipped rows", f"{shown} (noisy counts)"))
         if self.clipping_warning:
             lines.append(("warning", self.clipping_warning))
         return lines

@@ -3,8 +3,8 @@ states its accuracy in the data's units and in words a user can act on.
 
 * The clipped count reads singles only: a unit moves it by at most one (l2 sensitivity 1). MUTANT: counting
   every row of every unit moves it by a unit's row count - caught.
-* Its noise: the certified rho of the implemented discrete Gaussian at sensitivity 1 is <= CLIP_SHARE of the
-  pass's rho, the pass's matrix keeps the rest, and the run's rho is the exact sum within the budget. MUTANT: the
+* Its noise (every pass: coarse mean, covariance passes, mean): the certified rho of the implemented discrete
+  Gaussian at sensitivity 1 is <= CLIP_SHARE of the pass's rho, the pass's matrix or sums keep the rest, and the run's rho is the exact sum within the budget. MUTANT: the
   count charged on top of the pass (the matrix at the whole pass rho) - exceeds the pass's budget, caught.
 * The warning: none on Gaussian rows (false alarm <= 3e-8 per pass, a few passes: <= 1e-6), and one on a
   log-normal column; chi^2 tails against known quantiles.
@@ -25,7 +25,7 @@ import pytest
 
 from dpspark.mechanisms.gaussian_model import clipping as cl
 from dpspark.mechanisms.gaussian_model.fixed import identity
-from dpspark.mechanisms.gaussian_model.source import ArraySource, clipped_moments_of
+from dpspark.mechanisms.gaussian_model.source import ArraySource, clipped_moments_of, clipped_sums_of
 from dpspark.noise.dgauss import l2_rho
 
 KEY = bytes(range(16))
@@ -42,6 +42,8 @@ def test_clipped_count_moves_by_at_most_one_per_unit() -> None:
                               (np.full((3, d), 99.0), [4, 4, 4], 0)):
         other = ArraySource(np.vstack([rows, extra]), 0, KEY, None, np.r_[np.arange(4), ids])
         assert clipped_moments_of(identity(d, 0), other._singles, [0] * d, t).clipped - c0 == moved
+        # the mean steps' count (clipped_sums_of with_count) is the same count
+        assert clipped_sums_of(identity(d, 0), other._singles, [0] * d, t, with_count=True)[-1] - c0 == moved
     # MUTANT: counting every row of every unit (not the singles) moves by the unit's row count
     every = clipped_moments_of(identity(d, 0), np.vstack([rows, np.full((3, d), 99.0)]).astype(np.int64), [0] * d, t)
     assert every.clipped - c0 == 3 > 1
@@ -62,10 +64,10 @@ def test_clip_count_noise_is_certified_within_the_pass_budget() -> None:
     x = np.random.default_rng(1).multivariate_normal([3, -2], [[9.0, 2.0], [2.0, 25.0]], size=2000)
     _, run = _run(x, rho)
     assert run.rho == sum((n.rho for n in run.noises), Fraction(0)) <= rho
-    cov_rho = SPLITS["gaussian_learner"].parts(rho)[2]
-    planned = round_rhos(cov_rho, predicted_rounds(2, Fraction(400), 2000, cov_rho))
-    passes = [p for p in run.passes if "clipped" in p]
-    assert len(passes) == len(planned) >= 1
+    _, coarse_rho, cov_rho, mean_rho = SPLITS["gaussian_learner"].parts(rho)
+    planned = [coarse_rho] + round_rhos(cov_rho, predicted_rounds(2, Fraction(400), 2000, cov_rho)) + [mean_rho]
+    passes = [p for p in run.passes if "clipped" in p]  # the coarse mean, the covariance passes, the mean
+    assert len(passes) == len(planned) == len(run.passes) >= 3
     by_label = {n.label: n for n in run.noises}
     for p, pass_rho in zip(passes, planned):
         clip, matrix = by_label[f"{p['pass']}: clipped rows count"], by_label[p["pass"]]
@@ -74,7 +76,7 @@ def test_clip_count_noise_is_certified_within_the_pass_budget() -> None:
         assert clip.rho <= cl.CLIP_SHARE * pass_rho and matrix.rho <= (1 - cl.CLIP_SHARE) * pass_rho
         assert clip.rho + matrix.rho <= pass_rho
         assert Fraction(p["clipped_sigma"]) == clip.sampler.sigma
-        # MUTANT: the count charged on top of a pass whose matrix keeps the whole pass rho
+        # MUTANT: the count charged on top of a pass whose matrix (sums) keeps the whole pass rho
         whole = plan_noise(matrix.dims, matrix.l2_sq, pass_rho, 10**6, "mutant")
         assert whole.rho + clip.rho > pass_rho
 

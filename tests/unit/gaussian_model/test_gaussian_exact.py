@@ -159,11 +159,11 @@ def test_composed_rho_is_the_sum_of_every_noise_addition_and_each_sensitivity_is
         noise = by_label[p["pass"]]
         if "norm_bound_sq" in p:
             assert noise.l2_sq == pass_l2_sq(3, p["norm_bound_sq"]) and noise.dims == 6
-            clip = by_label[f"{p['pass']}: clipped rows count"]  # issue 36: each covariance pass's clipped rows
-            assert clip.l2_sq == 1 and clip.dims == 1 and Fraction(p["clipped_rho"]) == clip.rho
         else:
             assert noise.l2_sq == p["radius_sq"] and noise.dims == 3
-    assert len(run.noises) == 1 + len(run.passes) + sum("norm_bound_sq" in p for p in run.passes)
+        clip = by_label[f"{p['pass']}: clipped rows count"]  # issue 36: every pass's clipped rows
+        assert clip.l2_sq == 1 and clip.dims == 1 and Fraction(p["clipped_rho"]) == clip.rho
+    assert len(run.noises) == 1 + 2 * len(run.passes)
     names = [p["pass"] for p in run.passes]
     rounds = predicted_rounds(3, Fraction(400), 3000, Fraction(1, 4))
     assert names == ["coarse mean"] + [f"covariance round {r + 1}" for r in range(rounds)] + ["covariance final", "mean"]
