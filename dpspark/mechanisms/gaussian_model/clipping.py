@@ -1,8 +1,8 @@
 """How many rows each pass clipped: a noisy count per pass, and the warning a user needs (issue 36 §2).
 
 Every pass over the singles ball-clips them: the mean steps (:mod:`.mean`) at a radius >= g, g^2 =
-tail_sq(d, 1/100), around a private centre, and the covariance passes as follows. A covariance pass ball-clips every single y = A (x - mu~) at ||y||^2 <= T, T >= tau = tail_sq(d, 1/20)
-(:mod:`.covariance`). For Gaussian rows with A Sigma A^T <= I (the public A_0 = I / sqrt(kappa) and, on the
+tail_sq(d, 1/100), around a private centre, and the covariance passes as follows. A covariance pass
+ball-clips every single y = A (x - mu~) at ||y||^2 <= T, T >= tau = tail_sq(d, 1/20) (:mod:`.covariance`). For Gaussian rows with A Sigma A^T <= I (the public A_0 = I / sqrt(kappa) and, on the
 preconditioning rounds' allowance, every later A) and the centre's error within the widening of T,
 ||y||^2 > T implies ||A (x - mu)||^2 > tau, and ||A (x - mu)||^2 is at most a chi^2_d variable: a Gaussian row is
 clipped w.p. <= r = Pr[chi^2_d > tau] (about 0.2% at d = 3; the 1/20 is Laurent-Massart's looser bound). A

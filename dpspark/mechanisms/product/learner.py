@@ -34,8 +34,8 @@ Accuracy [derived; KLSU state it up to O(.)]
 --------------------------------------------
 L = ln(8(d + n)R / beta) rounded up; n = max_units, N the units the data hold (N <= n). Events (each
 failing w.p. <= 2e^{-L}, + the implemented law's floor mass for a draw): each count |N~ - N| <= t0 =
-sigma_0 sqrt(2L) (round 1's for the ladder, the final round's own for the final estimates); for every coordinate |c_j - p_j N| <= sqrt(2 v_j N L) + 2L/3 (Bernstein, v_j = p_j(1-p_j),
-one event per coordinate: all rounds read the same counts); every noise draw |Z| <= sigma sqrt(2L); and no
+sigma_0 sqrt(2L) (round 1's for the ladder, the final round's own for the final estimates); for every
+coordinate |c_j - p_j N| <= sqrt(2 v_j N L) + 2L/3 (Bernstein, v_j = p_j(1-p_j), one event per coordinate: all rounds read the same counts); every noise draw |Z| <= sigma sqrt(2L); and no
 record exceeds a ceiling (one Bernstein event per record and level, the fixed sets of the ladder module:
 (R - 1) n events of e^{-L}). On them an estimate of a coordinate with bias <= ubar, variance <= v and noise
 <= sigma errs by at most (sqrt(2vNL) + 2L/3 + sigma sqrt(2L) + ubar t0) / (N - t0), decreasing in N:

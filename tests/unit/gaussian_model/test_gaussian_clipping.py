@@ -4,8 +4,8 @@ states its accuracy in the data's units and in words a user can act on.
 * The clipped count reads singles only: a unit moves it by at most one (l2 sensitivity 1). MUTANT: counting
   every row of every unit moves it by a unit's row count - caught.
 * Its noise (every pass: coarse mean, covariance passes, mean): the certified rho of the implemented discrete
-  Gaussian at sensitivity 1 is <= CLIP_SHARE of the pass's rho, the pass's matrix or sums keep the rest, and the run's rho is the exact sum within the budget. MUTANT: the
-  count charged on top of the pass (the matrix at the whole pass rho) - exceeds the pass's budget, caught.
+  Gaussian at sensitivity 1 is <= CLIP_SHARE of the pass's rho, the pass's matrix or sums keep the rest, and
+  the run's rho is the exact sum within the budget. MUTANT: the count charged on top of the pass (the matrix at the whole pass rho) - exceeds the pass's budget, caught.
 * The warning: none on Gaussian rows (false alarm <= 3e-8 per pass, a few passes: <= 1e-6), and one on a
   log-normal column; chi^2 tails against known quantiles.
 * rel.accuracy's noise claim is in the data's units (main wrote the fixed-point integers, ~1e16), and the
