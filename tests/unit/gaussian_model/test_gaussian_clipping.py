@@ -162,3 +162,19 @@ def test_release_states_clipping_the_warning_and_data_units(tmp_path: Path, caps
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         rel.covariance()  # reading the model itself does not warn
+
+
+def test_section_check_refuses_a_malformed_clipping_record() -> None:
+    from dpspark.mechanisms.gaussian_model.section import _check_clipping
+    from dpspark.release.errors import ReleaseFormatError
+
+    good = {"noisy_singles": 100, "gaussian_rate": "0.000947", "warning": "",
+            "passes": [{"pass": "covariance final", "noisy_clipped": 3, "above_gaussian": False,
+                        "gaussian_rate": "0.000947"}]}
+    _check_clipping(good, "m")
+    for bad in ({**good, "noisy_singles": 0}, {**good, "warning": None}, {**good, "gaussian_rate": "x"},
+                {**good, "passes": [{**good["passes"][0], "noisy_clipped": "3"}]},
+                {**good, "passes": [{**good["passes"][0], "noisy_clipped": -1}]},
+                {**good, "passes": [{**good["passes"][0], "above_gaussian": 1}]}, []):
+        with pytest.raises(ReleaseFormatError, match="section.clipping"):
+            _check_clipping(bad, "m")
