@@ -93,9 +93,10 @@ class ArrowGaussianSource(ArraySource):
         self.backend.pass_done()
         return out
 
-    def clipped_sums(self, matrix: IntMatrix, centre: Sequence[int], bound_sq: int) -> list[int]:
+    def clipped_sums(self, matrix: IntMatrix, centre: Sequence[int], bound_sq: int,
+                     with_count: bool = False) -> list[int]:
         self.backend.progress(f"pass {self.passes + 1}: clipped sums on Arrow")
-        out = super().clipped_sums(matrix, centre, bound_sq)
+        out = super().clipped_sums(matrix, centre, bound_sq, with_count)
         self.backend.pass_done()
         return out
 

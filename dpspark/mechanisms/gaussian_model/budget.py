@@ -21,6 +21,10 @@ class BudgetSplit:
         return count, coarse, cov, rho - count - coarse - cov
 
 
+#: the share of each covariance pass's rho spent on its noisy count of clipped rows (the matrix gets the rest;
+#: :mod:`~dpspark.mechanisms.gaussian_model.clipping`)
+CLIP_SHARE = Fraction(1, 10)
+
 SPLITS = {
     "gaussian_covariance": BudgetSplit(Fraction(1, 50), Fraction(1, 16), 1 - Fraction(1, 50) - Fraction(1, 16)),
     "gaussian_mean": BudgetSplit(Fraction(1, 50), Fraction(1, 16), Fraction(3, 8)),

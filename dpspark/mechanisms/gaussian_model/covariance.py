@@ -147,12 +147,19 @@ def covariance_pass(run: Run, matrix: IntMatrix, centre: np.ndarray, threshold: 
                     count: int, label: str) -> tuple[np.ndarray, VectorNoise]:
     """One pass: the noisy, PSD-projected estimate of M Sigma M^T (real units) from the singles centred on
     mu~ and ball-clipped at ||y||^2 <= threshold (real units), and the noise plan used."""
+    from dpspark.mechanisms.gaussian_model.budget import CLIP_SHARE
+
     d, sc = run.bounds.d, run.scales
     t_int = sc.threshold_int(threshold)
     mom = run.source.clipped_moments(matrix, centre_int(matrix, centre, sc), t_int)
+    # the rows clipped (sensitivity 1), drawn first so the pass's matrix stays the last noise (clipping.py)
+    clipped = run.noisy([mom.clipped], 1, rho * CLIP_SHARE, run.bounds.max_units, f"{label}: clipped rows count")[0]
+    clip_noise = run.noises[-1]
     vec = [v if i == j else 2 * v for (i, j), v in zip(upper_pairs(d), mom.upper)]
-    noisy = run.noisy(vec, pass_l2_sq(d, t_int), rho, 2 * run.bounds.max_units * t_int, label)
-    run.passes.append({"pass": label, "norm_bound_sq": t_int, "rho": str(run.noises[-1].rho)})
+    noisy = run.noisy(vec, pass_l2_sq(d, t_int), rho * (1 - CLIP_SHARE), 2 * run.bounds.max_units * t_int, label)
+    run.passes.append({"pass": label, "norm_bound_sq": t_int, "rho": str(run.noises[-1].rho), "clipped": clipped,
+                       "clipped_sigma": str(clip_noise.grid * clip_noise.sampler.sigma),
+                       "clipped_rho": str(clip_noise.rho), "clip_radius_sq": str(threshold)})
     s = np.zeros((d, d), dtype=np.float64)  # report
     for (i, j), v in zip(upper_pairs(d), noisy):
         s[i, j] = s[j, i] = float(v) if i == j else float(v) / 2.0  # report

@@ -27,6 +27,7 @@ from math import isqrt
 
 import numpy as np
 
+from dpspark.mechanisms.gaussian_model.budget import CLIP_SHARE
 from dpspark.mechanisms.gaussian_model.covariance import (ROW_BETA_MEAN, Run, centre_int, floored_inverse,
                                                           initial_matrix, noise_sd, tail_sq)
 from dpspark.mechanisms.gaussian_model.fixed import IntMatrix, as_real, ceil_frac, quantise_matrix
@@ -50,9 +51,14 @@ def l2_mean_step(run: Run, matrix: IntMatrix, centre: np.ndarray, radius: Fracti
     one = float(1 << sc.y_bits)  # report
     t_int = ceil_frac(radius * radius * (1 << (2 * sc.y_bits)))
     c_int = centre_int(matrix, centre, sc)
-    sums = run.source.clipped_sums(matrix, c_int, t_int)
-    noisy = run.noisy(sums, t_int, rho, run.bounds.max_units * (isqrt(t_int) + 1), label)
-    run.passes.append({"pass": label, "radius_sq": t_int, "centre": c_int, "rho": str(run.noises[-1].rho)})
+    sums = run.source.clipped_sums(matrix, c_int, t_int, with_count=True)
+    # the rows clipped (sensitivity 1, CLIP_SHARE of the step's rho), drawn before the sums (clipping.py)
+    clipped = run.noisy(sums[-1:], 1, rho * CLIP_SHARE, run.bounds.max_units, f"{label}: clipped rows count")[0]
+    clip_noise = run.noises[-1]
+    noisy = run.noisy(sums[:-1], t_int, rho * (1 - CLIP_SHARE), run.bounds.max_units * (isqrt(t_int) + 1), label)
+    run.passes.append({"pass": label, "radius_sq": t_int, "centre": c_int, "rho": str(run.noises[-1].rho),
+                       "clipped": clipped, "clipped_sigma": str(clip_noise.grid * clip_noise.sampler.sigma),
+                       "clipped_rho": str(clip_noise.rho)})
     mean_y = (np.array(c_int, dtype=np.float64) + np.array(noisy, dtype=np.float64) / float(count)) / one  # report
     est = floored_inverse(matrix, sc.matrix_bits, mean_y)  # report: post-processing (A^-1 mean_y, never singular)
     return Centre(est, matrix, noise_sd(run.noises[-1]) / (float(count) * one))  # report

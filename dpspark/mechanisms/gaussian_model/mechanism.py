@@ -75,7 +75,9 @@ from dpspark.mechanisms.gaussian_model.covariance import (ROUND_SHARE, PublicBou
 from dpspark.mechanisms.gaussian_model.budget import SPLITS
 from dpspark.mechanisms.gaussian_model.fixed import ceil_frac, choose_scales, default_data_bits, ln_upper
 from dpspark.mechanisms.gaussian_model.mean import coarse_mean, fine_mean, whitening
-from dpspark.mechanisms.gaussian_model.sample_size import DERIVED, NOT_DERIVED, release_events, release_sample_size, tested_beta
+from dpspark.mechanisms.gaussian_model.sample_size import (DERIVED, NOT_DERIVED, mechanism_scales, release_error_bound,
+                                                          release_events, release_sample_size, tested_beta)
+from dpspark.mechanisms.gaussian_model.section import noise_unit
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, StageInfo
 from dpspark.mechanisms.zcdp_budget import converted_epsilon, rho_option, rho_within
 from dpspark.noise.grid import sqrt_upper
@@ -201,13 +203,43 @@ class _GaussianBase(Mechanism):
         if at is not None:
             text = f"{metric} <= {self.alpha} with probability >= 1 - {self.accuracy_beta} once n >= {at} units"
         elif self.size_kind() in DERIVED:
-            text = (f"{metric} <= {self.alpha} w.p. >= 1 - {self.accuracy_beta} is not reached at max_units = "
-                    f"{self.bounds.max_units}" + (f"; it is with max_units = {alone}" if alone else ""))
+            text = self.too_small_text(metric, alone)
         else:
             text = f"{metric}: {NOT_DERIVED}"
         return {"alpha": self.alpha, "beta": self.accuracy_beta, "metric": metric, "sample_size": at,
                 "sample_size_if_max_units_is_n": alone, "threshold_beta": self.bounds.beta, "text": text,
                 "derivation": "dpspark.mechanisms.gaussian_model.sample_size"}
+
+    def supported_target(self) -> float | None:
+        """The smallest error the stated bound reaches at n = max_units units (w.p. >= 1 - beta), None if none."""
+        import math
+
+        b = self.bounds
+        try:
+            sc = mechanism_scales(b.d, b.radius, b.kappa, b.max_units, self.g["scale_bits"])
+            err = release_error_bound(self.size_kind(), b.max_units, b.d, self.accuracy_beta, self.rho, b.kappa,
+                                      b.radius, sc, b.max_units)  # report
+        except ValueError:
+            return None
+        return err if math.isfinite(err) else None  # report
+
+    def too_small_text(self, metric: str, alone: int | None) -> str:
+        """The target is out of reach: the data (at most max_units units) are too small for it; say what they support."""
+        n = self.bounds.max_units
+        need = f" (it needs about {alone} units)" if alone else ""
+        best = self.supported_target()
+        if best is None:
+            supports = "no error target is reached at this size, rho and kappa"
+        else:
+            from dpspark.text import bound_text
+
+            shown = bound_text(Fraction(best))  # report: the float bound, rounded up
+            shown = "<= " + shown[2:] if shown.startswith("= ") else shown
+            supports = (f"at most {n} units support {metric} {shown} w.p. >= 1 - {self.accuracy_beta}: set "
+                        "gaussian.alpha to that or more, or raise the budget")
+        return (f"the data are too small for the target {metric} <= {self.alpha} w.p. >= 1 - {self.accuracy_beta}"
+                f"{need}: max_units = {n} says they hold at most {n} units, and raising max_units above the data's "
+                f"size does not help; {supports}")
 
     def plan(self) -> dict[str, Any]:
         return {"mechanism": self.name, "rho": self.rho, "dimension": self.bounds.d, "radius": self.bounds.radius,
@@ -313,20 +345,46 @@ class _GaussianBase(Mechanism):
         last = run.noises[-1]
         x = ln_upper(Fraction(2 * last.dims) / self.spec.beta)
         bound = last.grid * ceil_frac(last.sampler.sigma * sqrt_upper(2 * x, 32))
-        claim = AccuracyClaim("abs_error", bound, self.spec.beta, "simultaneous",
-                              condition=f"noise added to each coordinate of the last pass ({last.label}), in its integer "
-                                        "units (the discrete Gaussian is sigma-subgaussian, CKS20); the model's error "
-                                        "follows KLSU Thm 1.1 at large enough n")
+        unit = noise_unit(last.label, self.scales.data_bits, self.scales.matrix_bits)
+        what, bits = unit if unit is not None else (f"{last.label}, in its integer units", 0)
+        # in the data's units (as inspect writes it), never the fixed-point integers (issue 36 §2)
+        claim = AccuracyClaim("abs_error", Fraction(bound, 1 << bits), self.spec.beta, "simultaneous",
+                              condition=f"noise added to each coordinate of the last pass ({what}; the discrete "
+                                        "Gaussian is sigma-subgaussian, CKS20); the model's error follows KLSU "
+                                        "Thm 1.1 at large enough n")
+        clipping = self.clipping(run)
+        notes = self.accuracy_target()["text"]
+        if clipping["warning"]:
+            notes = clipping["warning"] + ". " + notes
         section = {"dimension": d, "columns": self.g["columns"], "estimates": sorted(est), "rho": run.rho,
                    "rho_by_noise": [n.rho for n in run.noises], "passes": run.source.passes,
                    "pass_log": run.passes, "noise": [n.describe() for n in run.noises], "radius": self.bounds.radius,
                    "kappa": self.bounds.kappa, "data_bits": self.scales.data_bits, "matrix_bits": self.scales.matrix_bits,
                    "values": "float64 (post-processing of the exact noisy integers)", "units_used": "every single (a unit with exactly one row)"}
+        if clipping["passes"]:
+            section["clipping"] = clipping
         return StatementRelease(
             algorithm=self.algorithm, parameters=self.plan(),
             privacy=standard_statements(primary, delta=self.spec.delta),
-            accuracy=AccuracyStatement([claim, *self.model_claims()], notes=self.accuracy_target()["text"]),
+            accuracy=AccuracyStatement([claim, *self.model_claims()], notes=notes),
             section=section, tables=tables)
+
+    def clipping(self, run: Run) -> dict[str, Any]:
+        """The covariance passes' clipped rows (noisy single count minus each pass's noisy kept count) and the
+        warning when more were clipped than Gaussian rows would be (:mod:`.clipping`; post-processing)."""
+        from dpspark.mechanisms.gaussian_model.clipping import clip_summary, clip_warning, gaussian_clip_rate
+
+        i = next((k for k, nz in enumerate(run.noises) if nz.label == "single count"), None)
+        if i is None:
+            return {"passes": [], "warning": ""}
+        d = self.bounds.d
+        singles = max(1, run.outputs[i][0])
+        nz = run.noises[i]
+        summary = clip_summary(run.passes, d, singles, float(nz.grid * nz.sampler.sigma))  # report
+        return {"noisy_singles": singles, "gaussian_rate": f"{gaussian_clip_rate(d):.3g}",  # report
+                "passes": [{"pass": s["pass"], "noisy_clipped": s["clipped"], "above_gaussian": s["above_gaussian"],
+                            "gaussian_rate": f"{s['rate']:.3g}"} for s in summary],  # report
+                "warning": clip_warning(summary, self.g["columns"], d)}
 
     algorithm: ClassVar[str] = ""
 

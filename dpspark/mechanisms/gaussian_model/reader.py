@@ -100,10 +100,32 @@ class GaussianModelLookup(StatementLookup):
         cov = np.eye(d) if cov is None else cov
         return gen.multivariate_normal(mu, cov, size=k, method="eigh")
 
+    @property
+    def clipping_warning(self) -> str:
+        """The release's warning that a covariance pass clipped more rows than Gaussian rows would ("" if none)."""
+        clip = self.section.get("clipping")
+        return str(clip.get("warning", "")) if isinstance(clip, dict) else ""
+
+    def clipped_rows(self) -> list[tuple[str, int, int]]:
+        """Per pass: (pass, noisy clipped rows, noisy singles); empty in releases before issue 36."""
+        clip = self.section.get("clipping")
+        if not isinstance(clip, dict):
+            return []
+        return [(str(p["pass"]), int(p["noisy_clipped"]), int(clip["noisy_singles"])) for p in clip.get("passes", [])]
+
+    def _gaussian_rates(self) -> list[float]:
+        clip = self.section.get("clipping") or {}
+        default = float(clip.get("gaussian_rate", "0.05"))  # report
+        return [float(p.get("gaussian_rate", default)) for p in clip.get("passes", [])]  # report
+
     def to_pandas(self) -> Any:
         """One row per modelled column: ``column``, ``mean`` and one ``cov_<column>`` per column (the covariance
         row). The values are the release's own float64 numbers (the manifest states they are post-processing of
-        the exact noisy integers), so there is no exact string beside them; a missing estimate is absent."""
+        the exact noisy integers), so there is no exact string beside them; a missing estimate is absent. When a
+        covariance pass clipped more rows than Gaussian rows would, the frame's ``attrs["warning"]`` says so and
+        a UserWarning is issued."""
+        import warnings
+
         import pandas as pd
 
         cols: dict[str, Any] = {"column": self.columns}
@@ -112,7 +134,11 @@ class GaussianModelLookup(StatementLookup):
         if self._cov is not None:
             for j, name in enumerate(self.columns):
                 cols[f"cov_{name}"] = self._cov[:, j].tolist()
-        return pd.DataFrame(cols)
+        frame = pd.DataFrame(cols)
+        if self.clipping_warning:
+            frame.attrs["warning"] = self.clipping_warning
+            warnings.warn(self.clipping_warning, UserWarning, stacklevel=2)
+        return frame
 
     # --- words --------------------------------------------------------------------------------
     def _last_pass_unit(self) -> tuple[str, int] | None:
@@ -120,15 +146,9 @@ class GaussianModelLookup(StatementLookup):
         noise = self.section.get("noise") or []
         if not noise:
             return None
-        label = str(noise[-1].get("label", ""))
-        y_bits = int(self.section["data_bits"]) + int(self.section["matrix_bits"])
-        if label.endswith(("sums", "mean")):  # sums of preconditioned, centred rows y = M x: unit 2^-(data + matrix bits)
-            return f"{label}: each coordinate of a sum of preconditioned rows, in the data's units", y_bits
-        if label.startswith(("PCE", "PPC", "covariance")):  # sums of outer products of preconditioned rows
-            return f"{label}: each entry of a sum of outer products, in the data's units squared", 2 * y_bits
-        if label.endswith("count"):
-            return f"{label}: a count of units", 0
-        return None
+        from dpspark.mechanisms.gaussian_model.section import noise_unit
+
+        return noise_unit(str(noise[-1].get("label", "")), self.section["data_bits"], self.section["matrix_bits"])
 
     def accuracy_words(self, exact: bool = False) -> str:
         """The accuracy in words, the noise bound of the last pass in the data's units (not fixed-point units)."""
@@ -144,8 +164,9 @@ class GaussianModelLookup(StatementLookup):
         what, bits = unit
         lines = []
         for c in acc.claims:
-            if c.quantity == "abs_error" and c.scope == "simultaneous" and "integer units" in c.condition:
-                b = bound_text(Fraction(c.bound) / (1 << bits))
+            old_units = "integer units" in c.condition  # releases before issue 36 stated the fixed-point integers
+            if c.quantity == "abs_error" and c.scope == "simultaneous" and (old_units or "data's units" in c.condition):
+                b = bound_text(Fraction(c.bound) / (1 << bits) if old_units else Fraction(c.bound))
                 b = "<= " + b[2:] if b.startswith("= ") else b
                 lines.append(f"noise of the last pass ({what}) {b} for every coordinate at once, with probability "
                              f">= {confidence(c.beta)} (the discrete Gaussian is sigma-subgaussian, CKS20); the "
@@ -169,4 +190,11 @@ class GaussianModelLookup(StatementLookup):
                  ("fixed point", f"data 2^-{s['data_bits']}, preconditioner 2^-{s['matrix_bits']}"),
                  ("passes", str(s["passes"])),
                  ("values", s["values"])]
+        clipped = self.clipped_rows()
+        if clipped:
+            shown = "; ".join(f"{p}: about {c} of {n} ({c / n:.1%}; Gaussian rows <= {r:.2%})"  # report
+                              for (p, c, n), r in zip(clipped, self._gaussian_rates()))
+            lines.append(("clipped rows", f"{shown} (noisy counts)"))
+        if self.clipping_warning:
+            lines.append(("warning", self.clipping_warning))
         return lines

@@ -47,7 +47,7 @@ import math
 from fractions import Fraction
 from math import isqrt
 
-from dpspark.mechanisms.gaussian_model.budget import SPLITS
+from dpspark.mechanisms.gaussian_model.budget import CLIP_SHARE, SPLITS
 from dpspark.mechanisms.gaussian_model.covariance import ROW_BETA_MEAN, max_threshold, tail_sq
 from dpspark.mechanisms.gaussian_model.fixed import GaussianSpecError, Scales, ceil_frac, choose_scales, default_data_bits
 from dpspark.mechanisms.gaussian_model.model_noise import VectorNoise, plan_noise
@@ -122,7 +122,7 @@ def mean_known_bound(d: int, n: int, rho: Fraction, radius: Fraction, kappa: Fra
     norm_m = min(1.0 + 2.0**-10, 1.0 + q)  # report: ||M|| <= 1 + q (Sigma >= I), capped as the algorithm caps it
     r0 = Fraction(radius) * Fraction(math.ceil(norm_m * (1 << 20)), 1 << 20) + g
     t0_int = ceil_frac(r0 * r0 * (1 << (2 * yb)))
-    coarse = plan_noise(d, t0_int, coarse_rho, max_units * (isqrt(t0_int) + 1))
+    coarse = plan_noise(d, t0_int, coarse_rho * (1 - CLIP_SHARE), max_units * (isqrt(t0_int) + 1))
     t0 = noise_tail(coarse, p)  # report
     zbar = math.sqrt(lm(d, p) / n)  # report
     b0 = clip_move_bound(d, n, amp, float(g), p)  # report
@@ -138,7 +138,7 @@ def mean_known_bound(d: int, n: int, rho: Fraction, radius: Fraction, kappa: Fra
 
     r_clip, r_noise = r_of(n + t_c), r_of(n_lo)  # report
     t1_int = ceil_frac(Fraction(r_noise) ** 2 * (1 << (2 * yb)))
-    fine = plan_noise(d, t1_int, mean_rho, max_units * (isqrt(t1_int) + 1))
+    fine = plan_noise(d, t1_int, mean_rho * (1 - CLIP_SHARE), max_units * (isqrt(t1_int) + 1))
     t1 = noise_tail(fine, p)  # report
     b1 = clip_move_bound(d, n, amp, r_clip - delta0, p)  # report
     priv = (math.sqrt(d) * t1 / (n_lo * one) + r_noise * t_c / n_lo + b1) / (1.0 - q)  # report

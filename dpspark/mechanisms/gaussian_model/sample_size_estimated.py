@@ -74,7 +74,7 @@ from fractions import Fraction
 from math import isqrt
 
 from dpspark.mechanisms.gaussian_model import tails
-from dpspark.mechanisms.gaussian_model.budget import SPLITS
+from dpspark.mechanisms.gaussian_model.budget import CLIP_SHARE, SPLITS
 from dpspark.mechanisms.gaussian_model.covariance import (ROW_BETA_COVARIANCE, ROW_BETA_MEAN, PublicBounds, initial_matrix,
                                                           pass_l2_sq, predicted_rounds, round_rhos, tail_sq)
 from dpspark.mechanisms.gaussian_model.fixed import Scales, ceil_frac
@@ -100,8 +100,8 @@ def _clip_move(d: int, n: int, a: float, s: float, p: float) -> float:
 
 def _cov_plan(d: int, t_real: Fraction, rho: Fraction, one_sq: int, max_units: int) -> VectorNoise:
     """The noise plan a covariance pass makes at threshold T (real units): covariance_pass's own arguments."""
-    t_int = (Fraction(t_real) * one_sq).__floor__()
-    return plan_noise(d * (d + 1) // 2, pass_l2_sq(d, t_int), rho, 2 * max_units * t_int)
+    t_int = (Fraction(t_real) * one_sq).__floor__()  # the pass's matrix gets all but its clipped count's share
+    return plan_noise(d * (d + 1) // 2, pass_l2_sq(d, t_int), rho * (1 - CLIP_SHARE), 2 * max_units * t_int)
 
 
 def estimated_bounds(kind: str, d: int, n: int, rho: Fraction, radius: Fraction, kappa: Fraction, scales: Scales,
@@ -139,7 +139,7 @@ def estimated_bounds(kind: str, d: int, n: int, rho: Fraction, radius: Fraction,
     g = sqrt_upper(tail_sq(d, ROW_BETA_MEAN), 32)
     r0 = Fraction(radius) * Fraction(math.ceil(min(1.0 + 2.0**-10, a0) * (1 << 20)), 1 << 20) + g
     t0_int = ceil_frac(r0 * r0 * one_sq)
-    coarse = plan_noise(d, t0_int, coarse_rho, max_units * (isqrt(t0_int) + 1))
+    coarse = plan_noise(d, t0_int, coarse_rho * (1 - CLIP_SHARE), max_units * (isqrt(t0_int) + 1))
     clip_unit = (2.0 + rd) / one  # report: the exact integer clip is within 2 + sqrt d units of the ideal one
     b0 = _clip_move(d, n, 1.0, float(g) - a0 * data_round, p) + clip_unit  # report
     r0_hi = math.sqrt(t0_int) / one * tails.UP  # report
@@ -207,7 +207,7 @@ def estimated_bounds(kind: str, d: int, n: int, rho: Fraction, radius: Fraction,
     r_clip = gf + off_lo  # report
     r_noise = g + Fraction(math.ceil(off_hi * (1 << 20)), 1 << 20)
     t1_int = ceil_frac(r_noise * r_noise * one_sq)
-    fine = plan_noise(d, t1_int, mean_rho, max_units * (isqrt(t1_int) + 1))
+    fine = plan_noise(d, t1_int, mean_rho * (1 - CLIP_SHARE), max_units * (isqrt(t1_int) + 1))
     b1 = _clip_move(d, n, amp, r_clip - delta1 - norm_m * data_round, p) + clip_unit  # report
     r1 = math.sqrt(t1_int) / one * tails.UP  # report
     e_m = ((tails.vector_norm(fine, p) / (n_lo * one) + r1 * t_c / n_lo + b1) / s_lo + data_round) * tails.UP  # report

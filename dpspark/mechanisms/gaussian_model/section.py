@@ -22,6 +22,22 @@ _SECTION_TEXTS = ("values",)
 _UNITS_KEYS = ("units_used", "units_paired")
 
 
+def noise_unit(label: str, data_bits: int, matrix_bits: int) -> tuple[str, int] | None:
+    """(what a noise addition's pass summed, log2 of its integer unit in the data's units) from its label, or None.
+
+    Sums of preconditioned, centred rows y = M x have unit 2^-(data + matrix bits); sums of their outer products
+    the square of that; a count of units unit 1.
+    """
+    y_bits = int(data_bits) + int(matrix_bits)
+    if label.endswith(("sums", "mean")):
+        return f"{label}: each coordinate of a sum of preconditioned rows, in the data's units", y_bits
+    if label.startswith(("PCE", "PPC", "covariance")) and not label.endswith("count"):
+        return f"{label}: each entry of a sum of outer products, in the data's units squared", 2 * y_bits
+    if label.endswith("count"):
+        return f"{label}: a count of units", 0
+    return None
+
+
 def _int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -49,9 +65,31 @@ def check_gaussian_section(section: dict[str, Any], manifest: Any, name: str) ->
     if (not isinstance(estimates, list) or not estimates or not all(isinstance(e, str) for e in estimates)
             or estimates != sorted(set(estimates)) or not set(estimates) <= set(ESTIMATES)):
         raise ReleaseFormatError(f"{name}: section.estimates must list some of {list(ESTIMATES)} once, sorted")
+    if "clipping" in section:
+        _check_clipping(section["clipping"], name)
     tables = sorted(f[: -len(".parquet")] for f in manifest.files if f.endswith(".parquet"))
     if tables != estimates:
         raise ReleaseFormatError(f"{name}: the release's tables {tables} differ from section.estimates {estimates}")
+
+
+def _check_clipping(clip: Any, name: str) -> None:
+    """The clipped-row counts (issue 36; absent before): noisy ints, pass names, flags, a rate and the warning text."""
+    ok = (isinstance(clip, dict) and _int(clip.get("noisy_singles")) and clip["noisy_singles"] >= 1
+          and isinstance(clip.get("warning"), str) and isinstance(clip.get("gaussian_rate"), str)
+          and isinstance(clip.get("passes"), list))
+    if ok:
+        for p in clip["passes"]:
+            ok = ok and isinstance(p, dict) and isinstance(p.get("pass"), str) and _int(p.get("noisy_clipped")) \
+                and p["noisy_clipped"] >= 0 and isinstance(p.get("above_gaussian"), bool) \
+                and isinstance(p.get("gaussian_rate", ""), str)
+    if ok:
+        try:
+            [float(clip["gaussian_rate"])] + [float(p.get("gaussian_rate", "0")) for p in clip["passes"]]  # report
+        except ValueError:
+            ok = False
+    if not ok:
+        raise ReleaseFormatError(f"{name}: section.clipping must hold noisy_singles (int >= 1), gaussian_rate, "
+                                 "warning (strings) and passes (pass, noisy_clipped >= 0, above_gaussian)")
 
 
 def rederive_gaussian_model(m: Any, name: str) -> None:

@@ -54,6 +54,7 @@ class Moments:
 
     kept: int
     upper: tuple[int, ...]  # sum y_i y_j for i <= j, row-major upper triangle
+    clipped: int = 0  # rows the ball clip moved (clipped moments only)
 
 
 def upper_pairs(d: int) -> list[tuple[int, int]]:
@@ -262,7 +263,7 @@ def centred_rows(matrix: IntMatrix, x: np.ndarray, centre: Sequence[int]) -> np.
 
 
 def clipped_moments_of(matrix: IntMatrix, x: np.ndarray, centre: Sequence[int], bound_sq: int) -> Moments:
-    """Exact (rows not clipped, upper triangle of sum y' y'^T) for y' = the ball clip (:func:`ball_clip`) of
+    """Exact (rows not clipped, upper triangle of sum y' y'^T, rows clipped) for y' = the ball clip (:func:`ball_clip`) of
     y = M x - c at ||y'||^2 <= bound_sq, over the integer rows x."""
     d = len(matrix)
     if x.shape[0] == 0:
@@ -272,15 +273,17 @@ def clipped_moments_of(matrix: IntMatrix, x: np.ndarray, centre: Sequence[int], 
         gram = [[sum(int(a) * int(b) for a, b in zip(y[:, i], y[:, j])) for j in range(d)] for i in range(d)]
     else:
         gram = exact_gram(y)
-    return Moments(int(x.shape[0] - clipped), tuple(gram[i][j] for i, j in upper_pairs(d)))
+    return Moments(int(x.shape[0] - clipped), tuple(gram[i][j] for i, j in upper_pairs(d)), int(clipped))
 
 
-def clipped_sums_of(matrix: IntMatrix, x: np.ndarray, centre: Sequence[int], bound_sq: int) -> list[int]:
-    """Exact column sums of the ball-clipped y = M x - c (:func:`ball_clip`, ||y'||^2 <= bound_sq)."""
+def clipped_sums_of(matrix: IntMatrix, x: np.ndarray, centre: Sequence[int], bound_sq: int,
+                    with_count: bool = False) -> list[int]:
+    """Exact column sums of the ball-clipped y = M x - c (:func:`ball_clip`, ||y'||^2 <= bound_sq); with
+    ``with_count``, followed by the number of rows clipped."""
     if x.shape[0] == 0:
-        return [0] * len(matrix)
-    y, _ = ball_clip(centred_rows(matrix, x, centre), bound_sq)
-    return exact_column_sums(y)
+        return [0] * (len(matrix) + with_count)
+    y, clipped = ball_clip(centred_rows(matrix, x, centre), bound_sq)
+    return exact_column_sums(y) + ([int(clipped)] if with_count else [])
 
 
 class ArraySource:
@@ -341,9 +344,10 @@ class ArraySource:
         self.passes += 1
         return clipped_moments_of(matrix, self._singles, centre, bound_sq)
 
-    def clipped_sums(self, matrix: IntMatrix, centre: Sequence[int], bound_sq: int) -> list[int]:
+    def clipped_sums(self, matrix: IntMatrix, centre: Sequence[int], bound_sq: int,
+                     with_count: bool = False) -> list[int]:
         self.passes += 1
-        return clipped_sums_of(matrix, self._singles, centre, bound_sq)
+        return clipped_sums_of(matrix, self._singles, centre, bound_sq, with_count)
 
     def centred_sums(self, matrix: IntMatrix, centres: Sequence[int], radius: int) -> list[int]:
         self.passes += 1

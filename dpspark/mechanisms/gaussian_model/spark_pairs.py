@@ -69,13 +69,13 @@ def _centred_rows(args: tuple):  # type: ignore[no-untyped-def]
 
 
 def _clipped_moment_rows(args: tuple):  # type: ignore[no-untyped-def]
-    """The ball-clipped second moments of a batch as (idx, value) rows: idx -1 the unclipped count."""
+    """The ball-clipped second moments of a batch as (idx, value) rows: idx -2 the clipped count, -1 the unclipped."""
 
     def rows(x: np.ndarray) -> tuple[list[int], list[int]]:
         from dpspark.mechanisms.gaussian_model.source import clipped_moments_of
 
         mom = clipped_moments_of(args[0], x, args[1], args[2])
-        return list(range(-1, len(mom.upper))), [mom.kept, *mom.upper]
+        return list(range(-2, len(mom.upper))), [mom.clipped, mom.kept, *mom.upper]
 
     return rows
 
@@ -86,8 +86,8 @@ def _clipped_sum_rows(args: tuple):  # type: ignore[no-untyped-def]
     def rows(x: np.ndarray) -> tuple[list[int], list[int]]:
         from dpspark.mechanisms.gaussian_model.source import clipped_sums_of
 
-        values = clipped_sums_of(args[0], x, args[1], args[2])
-        return list(range(len(values))), values
+        values = clipped_sums_of(args[0], x, args[1], args[2], with_count=True)
+        return list(range(len(values) - 1)) + [-1], values  # idx -1: the rows clipped
 
     return rows
 
@@ -315,14 +315,16 @@ class SparkGaussianSource:
         check_pass_capacity(2 * max(self.max_terms, d), bound_sq)
         totals = self._arrow_totals(_clipped_moment_rows((matrix, [int(c) for c in centre], int(bound_sq))))
         self._pass()
-        return Moments(totals.get(-1, 0), tuple(totals.get(k, 0) for k in range(len(upper_pairs(d)))))
+        return Moments(totals.get(-1, 0), tuple(totals.get(k, 0) for k in range(len(upper_pairs(d)))), totals.get(-2, 0))
 
-    def clipped_sums(self, matrix: IntMatrix, centre: Sequence[int], bound_sq: int) -> list[int]:
-        """Exact ball-clipped sums of the singles (numpy kernels in mapInArrow, exact decimal sums)."""
+    def clipped_sums(self, matrix: IntMatrix, centre: Sequence[int], bound_sq: int,
+                     with_count: bool = False) -> list[int]:
+        """Exact ball-clipped sums of the singles (numpy kernels in mapInArrow, exact decimal sums); with
+        ``with_count``, followed by the number of rows clipped."""
         self.progress(f"pass {self.passes + 1}: clipped sums on Spark")
         totals = self._arrow_totals(_clipped_sum_rows((matrix, [int(c) for c in centre], int(bound_sq))))
         self._pass()
-        return [totals.get(j, 0) for j in range(len(matrix))]
+        return [totals.get(j, 0) for j in range(len(matrix))] + ([totals.get(-1, 0)] if with_count else [])
 
     def centred_sums(self, matrix: IntMatrix, centres: Sequence[int], radius: int) -> list[int]:
         from pyspark.sql import functions as F

@@ -11,9 +11,16 @@ coordinates, the ones KLSU's truncation is for, share one small ceiling and most
 * bucket 1 (oriented p~ >= 3/16 in round 1): q_j = clamp(p~_j, [1/8, 9/16]);
 * bucket r = 2..R-1: q_j = clamp(p~_j, [u_r/4, u_r]);   * the rest (bucket R): q_j = clamp(p~_j, [0, u_R]);
 
-with p~_j = c~_j / max(N~, 1) from the final round; flipped coordinates release 1 - q_j. Dividing by the
-noisy count of the same units (not by max_units) keeps q unbiased when the data hold fewer units than
-max_units (issue 25).
+with p~_j = c~_j / max(N~_F, 1) from the final round, N~_F the final round's own noisy count of the units
+(FINAL_COUNT_SHARE of its add/remove budget; round 1's count, at KAPPA of the ladder's budget, only steers
+the ladder); flipped coordinates release 1 - q_j. Dividing by the noisy count of the same units (not by
+max_units) keeps q unbiased when the data hold fewer units than max_units (issue 25).
+
+Per-feature error bars (issue 36, :func:`error_bars`): from public values only (the noisy counts, the sigmas,
+the buckets), b_j with Pr[|q_j - f_j| > b_j] <= beta, f_j the data's own frequency of column j: the bar the
+data's size supports, stated whatever alpha is. privacy.alpha is optional: unset, the plan never refuses
+(its 1/10 only shapes the final round's weights) and no TV claim is made; set, the TV claim below is made
+and a max_units below its n_needed is refused before any data is read.
 
 Privacy claim
 -------------
@@ -26,9 +33,9 @@ outputs only, so the rounds compose adaptively (Bun-Steinke 2016, Lemma 2.3) to 
 Accuracy [derived; KLSU state it up to O(.)]
 --------------------------------------------
 L = ln(8(d + n)R / beta) rounded up; n = max_units, N the units the data hold (N <= n). Events (each
-failing w.p. <= 2e^{-L}, + the implemented law's floor mass for a draw): the count |N~ - N| <= t0 =
-sigma_0 sqrt(2L); for every coordinate |c_j - p_j N| <= sqrt(2 v_j N L) + 2L/3 (Bernstein, v_j = p_j(1-p_j),
-one event per coordinate: all rounds read the same counts); every noise draw |Z| <= sigma sqrt(2L); and no
+failing w.p. <= 2e^{-L}, + the implemented law's floor mass for a draw): each count |N~ - N| <= t0 =
+sigma_0 sqrt(2L) (round 1's for the ladder, the final round's own for the final estimates); for every
+coordinate |c_j - p_j N| <= sqrt(2 v_j N L) + 2L/3 (Bernstein, v_j = p_j(1-p_j), one event per coordinate: all rounds read the same counts); every noise draw |Z| <= sigma sqrt(2L); and no
 record exceeds a ceiling (one Bernstein event per record and level, the fixed sets of the ladder module:
 (R - 1) n events of e^{-L}). On them an estimate of a coordinate with bias <= ubar, variance <= v and noise
 <= sigma errs by at most (sqrt(2vNL) + 2L/3 + sigma sqrt(2L) + ubar t0) / (N - t0), decreasing in N:
@@ -62,6 +69,13 @@ from dpspark.rng import RandomSource
 _ORIENT = True
 #: the ladder's share of rho (the final round gets the rest)
 LADDER_SHARE = Fraction(1, 4)
+#: the final round's own noisy count of the units: this share of its add/remove budget (its groups keep the
+#: rest; under substitution the count is free). The final estimates divide by it: round 1's count has
+#: KAPPA of the ladder's budget only, and its noise (times q) would dominate the error of every estimate
+FINAL_COUNT_SHARE = Fraction(1, 8)
+#: the per-feature error bars' split of beta: the ladder's draws of a coordinate (and its count) get this,
+#: the final draw and the final count half of the rest each
+BAR_LADDER_SHARE = Fraction(1, 8)
 
 u = ld.u
 
@@ -118,6 +132,7 @@ class LearnerPlan:
     final: ld.FinalPlan
     errors: tuple[Fraction, ...]
     n_needed: int
+    final_sigma0: Fraction = Fraction(0)
 
     @classmethod
     def build(cls, d: int, n: int, rho: RationalLike, alpha: RationalLike, beta: RationalLike, *,
@@ -134,8 +149,10 @@ class LearnerPlan:
         errors = tuple(final_error(r, R, d, alpha_f) for r in range(1, R + 1))
         ceilings = [final_worst_ceiling(r, d, L) for r in range(1, R + 1)]
         need = [Fraction(rd.sensitivity_sq(d, c)) / e**2 for c, e in zip(ceilings, errors)]
-        final = ld.FinalPlan.build(rho_f * (1 - LADDER_SHARE), need, ceilings, d, n, Fraction(0))
-        plan = cls(d, n, rho_f, alpha_f, beta_f, batches, R, L, ladder, final, errors, 0)
+        rho_final = rho_f * (1 - LADDER_SHARE)
+        final = ld.FinalPlan.build(rho_final, need, ceilings, d, n, FINAL_COUNT_SHARE)
+        plan = cls(d, n, rho_f, alpha_f, beta_f, batches, R, L, ladder, final, errors, 0,
+                   rd.count_sigma(rho_final, n, FINAL_COUNT_SHARE))
         object.__setattr__(plan, "n_needed", plan.units_needed())
         if enforce and n < plan.n_needed:
             raise rd.NeedMoreUnits(rd.need_more_units_text(plan.n_needed, n, "accuracy (alpha, beta)"))
@@ -143,27 +160,35 @@ class LearnerPlan:
 
     @property
     def t0(self) -> Fraction:
-        """The bound on the count's noise: sigma_0 sqrt(2L)."""
+        """The bound on the ladder's count noise: sigma_0 sqrt(2L)."""
         return self.ladder.sigma0 * rd.sqrt_up(2 * self.L)
 
-    def requirements(self) -> list[tuple[str, Fraction, Fraction, Fraction, Fraction]]:
-        """(name, variance bound v, sigma, bias bound ubar, target error) of every estimate the claim needs."""
+    @property
+    def t0_final(self) -> Fraction:
+        """The bound on the final round's count noise: its sigma_0 sqrt(2L)."""
+        return self.final_sigma0 * rd.sqrt_up(2 * self.L)
+
+    def requirements(self) -> list[tuple[str, Fraction, Fraction, Fraction, Fraction, Fraction]]:
+        """(name, variance bound v, sigma, bias bound ubar, target error, count noise bound) of every estimate
+        the claim needs (the ladder divides by round 1's count, the final round by its own)."""
         out = []
         for r in range(1, self.R):  # ladder rounds at their worst sigma
             ub = Fraction(1) if r == 1 else u(r)
             out.append((f"bucketing {r}", min(ub, Fraction(1, 4)), self.ladder.worst_sigmas[r - 1], ub,
-                        Fraction(1, 16) if r == 1 else u(r) / 8))
+                        Fraction(1, 16) if r == 1 else u(r) / 8, self.t0))
         for r in range(1, self.R + 1):  # the final round, bucket r at its guaranteed sigma*
             ub = ld.upper_bias(r)
-            out.append((f"final, bucket {r}", min(ub, Fraction(1, 4)), self.final.star[r - 1], ub, self.errors[r - 1]))
+            out.append((f"final, bucket {r}", min(ub, Fraction(1, 4)), self.final.star[r - 1], ub, self.errors[r - 1],
+                        self.t0_final))
         return out
 
     def units_needed(self) -> int:
         """The smallest N at which every requirement holds (each error bound decreases in N)."""
         best = 2
-        for _, v, sigma, ub, e in self.requirements():
-            def ok(N: int, v: Fraction = v, sigma: Fraction = sigma, ub: Fraction = ub, e: Fraction = e) -> bool:
-                err = estimate_error(v, sigma, ub, self.t0, N, self.L)
+        for _, v, sigma, ub, e, t0 in self.requirements():
+            def ok(N: int, v: Fraction = v, sigma: Fraction = sigma, ub: Fraction = ub, e: Fraction = e,
+                   t0: Fraction = t0) -> bool:
+                err = estimate_error(v, sigma, ub, t0, N, self.L)
                 return err is not None and err <= e
             best = max(best, rd.smallest_units(ok))
         return best
@@ -172,9 +197,9 @@ class LearnerPlan:
         """Pr[some event of the module docstring fails] <= this (exact rational; <= beta)."""
         d, R, n = self.d, self.R, self.n
         eL = self.beta / (8 * (d + n) * R)  # >= e^{-L}
-        sigmas = list(self.ladder.worst_sigmas) + list(self.final.worst_sigmas) + [self.ladder.sigma0]
+        sigmas = list(self.ladder.worst_sigmas) + list(self.final.worst_sigmas) + [self.ladder.sigma0, self.final_sigma0]
         fm = max(rd.floor_mass(rd.gaussian(s, n)) for s in sigmas)
-        draws = 1 + R * d
+        draws = 2 + R * d
         return eL * (2 * draws + 2 * d + (R - 1) * n) + draws * fm
 
     def describe(self) -> dict[str, Any]:
@@ -186,7 +211,7 @@ class LearnerPlan:
                       "an upper bound: the accuracy claim holds for n_needed <= N <= max_units units)"),
             "failure_bound": str(self.failure_bound()),
             "rounds": self.ladder.describe() + [
-                {"name": "final", "rho": str(self.final.rho),
+                {"name": "final", "rho": str(self.final.rho), "count_sigma": str(self.final_sigma0),
                  "buckets": [{"bucket": r, "budget_weight": str(self.final.omega[r - 1]),
                               "guaranteed_sigma": str(self.final.star[r - 1]),
                               "required_error": str(self.errors[r - 1])} for r in range(1, self.R + 1)]}],
@@ -195,12 +220,15 @@ class LearnerPlan:
 
 @dataclass
 class LearnerRun:
-    """The public outcome: q (exact rationals, original orientation) and the bucket structure."""
+    """The public outcome: q (exact rationals, original orientation), the bucket structure, the per-feature
+    error bars (:func:`error_bars`) and whether no record can have been truncated (every ceiling >= its group)."""
 
     q: list[Fraction]
     flips: list[bool]
     locked_in: list[int]          # per coordinate: its bucket (R = the rest)
     rounds: list[dict[str, Any]] = field(default_factory=list)
+    bars: list[Fraction] = field(default_factory=list)
+    untruncated: bool = True
 
 
 def _ceiling_of(plan: LearnerPlan, bucket: list[int]):  # type: ignore[no-untyped-def]
@@ -230,14 +258,57 @@ def run_learner(plan: LearnerPlan, aggregate: rd.Aggregate, rng: RandomSource) -
         return sigma * sigma * sum((Fraction(sizes[r]) / ld.upper_bias(r) for r in g), Fraction(0))
 
     groups = ld.choose_groups(plan.final, lad.bucket, ceiling_of, objective)
-    query = ld.final_query(groups, flips, R - 1, "final", 0, B, B, count=False)
-    noise = rd.RoundNoise(query.parts, tuple(g.sigma for g in groups), None, plan.n)
-    noisy, _ = rd.release_round(aggregate(query), noise, rng)
+    query = ld.final_query(groups, flips, R - 1, "final", 0, B, B, count=True)
+    noise = rd.RoundNoise(query.parts, tuple(g.sigma for g in groups), plan.final_sigma0, plan.n)
+    noisy, n_final = rd.release_round(aggregate(query), noise, rng)
+    count = rd.positive(n_final)
     q: list[Fraction] = [Fraction(0)] * d
     for j, cj in zip(query.active, noisy):
         lo, hi = interval(lad.bucket[j], R)
-        p = clamp(Fraction(cj, lad.count), lo, hi)
+        p = clamp(Fraction(cj, count), lo, hi)
         q[j] = 1 - p if flips[j] else p
     rounds = lad.rounds + [{"name": "final", "coordinates": d, "batches": [0, B],
                             "buckets": [list(g.buckets) for g in groups], **noise.record()}]
-    return LearnerRun(q, flips, list(lad.bucket), rounds)
+    sigma_of = {j: g.sigma for g in groups for j in g.members}
+    bars = error_bars(plan, lad.rounds, lad.bucket, lad.count, [sigma_of[j] for j in range(d)], int(n_final or 0))
+    untruncated = all(grp["ceiling"] >= grp["size"] for r in rounds for grp in r["groups"])
+    return LearnerRun(q, flips, list(lad.bucket), rounds, bars, untruncated)
+
+
+def error_bars(plan: LearnerPlan, ladder_rounds: list[dict[str, Any]], bucket: list[int], ladder_count: int,
+               sigmas: list[Fraction], final_count: int) -> list[Fraction]:
+    """b_j with Pr[|q_j - f_j| > b_j] <= beta for each feature j, f_j the fraction of the units read whose
+    column j is 1 (no record truncated); exact, from public values only (sigmas, buckets, the noisy counts).
+
+    The final estimate is p~ = (c + Z) / N~ with N~ = N + Z_c its own noisy count, so p~ - f = (Z - f Z_c) / N~
+    EXACTLY (oriented f; no true count in the bound). With |Z| <= t, |Z_c| <= t_c and f in the clamp interval
+    [lo, hi] of the coordinate's bucket, |q - f| <= min(|p~ - f|, hi - lo) <= min((t + hi t_c) / N~, hi - lo)
+    (clamping to an interval holding f moves q towards f). f lies in the interval when every ladder estimate
+    of j was within the ladder module's margin (1/16 in round 1, u_r/8 in round r), which holds when
+    (t_1 + t_0) / N~_1 <= 1/16 and (t_r + u_r t_0) / N~_1 <= u_r/8 (round r's active coordinates have oriented
+    f <= u_r; the ladder's estimates are (Z_r - f Z_0) / N~_1 off). This is checked on the public values;
+    when it fails, or a noisy count is below 1, the bar is the trivial 1.
+    The t's are exact quantiles of the implemented laws (:func:`~.rounds.abs_quantile`): the ladder's draws of j
+    and round 1's count share BAR_LADDER_SHARE beta, the final draw and the final count half the rest each.
+    """
+    beta, R = plan.beta, plan.R
+    ladder_tail = beta * BAR_LADDER_SHARE / R  # round 1's count and at most R - 1 ladder draws of j
+    final_tail = beta * (1 - BAR_LADDER_SHARE) / 2
+    radius = plan.n
+    t0 = rd.abs_quantile(rd.gaussian(plan.ladder.sigma0, radius), ladder_tail)
+    tc = rd.abs_quantile(rd.gaussian(plan.final_sigma0, radius), final_tail)
+    margin_ok = {}  # ladder round r -> whether its estimates were within the margin (public)
+    for r, rec in enumerate(ladder_rounds, start=1):
+        t = rd.abs_quantile(rd.gaussian(Fraction(rec["groups"][0]["sigma"]), radius), ladder_tail)
+        f_hi, margin = (Fraction(1), Fraction(1, 16)) if r == 1 else (u(r), u(r) / 8)
+        margin_ok[r] = ladder_count >= 1 and Fraction(t) + f_hi * t0 <= margin * ladder_count
+    bars = []
+    for j in range(plan.d):
+        lo, hi = interval(bucket[j], R)
+        rounds_of_j = range(1, min(bucket[j], R - 1) + 1)  # the ladder rounds j was active in
+        if final_count < 1 or not all(margin_ok.get(r, False) for r in rounds_of_j):
+            bars.append(Fraction(1))
+            continue
+        t = rd.abs_quantile(rd.gaussian(sigmas[j], radius), final_tail)
+        bars.append(min(Fraction(t + hi * tc, final_count), hi - lo))
+    return bars

@@ -17,10 +17,12 @@ Budget: zCDP. ``privacy.epsilon`` and ``privacy.delta`` (required) give rho =
 Every round is calibrated so that its certified rho under Substitute(n) is <= rho (and so under AddRemove(n),
 where Delta^2 is at most as large); rounds compose in parallel over disjoint batches, so the release is
 rho-zCDP under both relations (:mod:`dpspark.mechanisms.product.rounds` for the proof), stated with the CKS20
-(eps, delta) conversions. Options: ``alpha`` (target TV distance, default 1/10), ``samples`` (sampler:
-one sample per disjoint group of batches, same budget), ``beta`` of ``[privacy]`` is the learner's failure
-probability. The plan refuses (before any data is read) when max_units is below the n the accuracy needs,
-without advising a max_units above the data's size. Units beyond max_units are not removed (every unit is
+(eps, delta) conversions. Options: ``alpha`` (target TV distance; sampler: default 1/10; learner: optional,
+issue 36 - unset, the learner never refuses and states per-feature error bars at beta from its noisy unit
+count, :func:`dpspark.mechanisms.product.learner.error_bars`), ``samples`` (sampler: one sample per disjoint
+group of batches, same budget), ``beta`` of ``[privacy]`` is the learner's failure probability. A plan with an
+alpha refuses (before any data is read) when max_units is below the n that alpha needs, without advising a
+max_units above the data's size. Units beyond max_units are not removed (every unit is
 read); the privacy claim holds whatever their number, the accuracy claims assume at most max_units.
 """
 
@@ -77,7 +79,8 @@ class _Product(Mechanism):
         self.d = len(self.columns)
         self.n = spec.max_units
         self.rho = rho_within(spec.epsilon, spec.delta, spec.options.get("rho"))
-        self.alpha = parse_alpha(spec.options.get("alpha", "1/10"))
+        alpha = spec.options.get("alpha")
+        self.alpha = parse_alpha("1/10" if alpha is None else alpha)
 
     def input_columns(self) -> tuple[str, ...]:
         """The d binary columns (or the one array column) and the unit column."""
@@ -221,12 +224,17 @@ class ProductLearner(_Product):
     composition: ClassVar[str] = ("every round reads all the units and the rounds compose sequentially "
                                   "(adaptively): rho/4 for the ladder, 3 rho/4 for the final round")
 
+    options: ClassVar[dict[str, Any]] = {**_Product.options, "alpha": None}
+
     def __init__(self, spec: Any) -> None:
         from dpspark.mechanisms.product.learner import LearnerPlan
 
+        # alpha is the analyst's target: only a target they set can be refused. Unset, the release runs at any
+        # size and states the per-feature error bars the data's size supports (the plan's shapes use 1/10)
+        self.alpha_set = spec.options.get("alpha") is not None
         super().__init__(spec)
         try:
-            self.plan_obj = LearnerPlan.build(self.d, self.n, self.rho, self.alpha, spec.beta)
+            self.plan_obj = LearnerPlan.build(self.d, self.n, self.rho, self.alpha, spec.beta, enforce=self.alpha_set)
         except rd.NeedMoreUnits as exc:
             raise MechanismSpecError(str(exc)) from None
 
@@ -234,28 +242,61 @@ class ProductLearner(_Product):
         return [f"bucketing {r}" for r in range(1, self.plan_obj.R)] + ["final"]
 
     def plan(self) -> dict[str, Any]:
-        return {"mechanism": self.name, "rho": str(self.rho), "nulls": self.input.nulls,
-                "nulls_rule": self.input.nulls_text(), **self.plan_obj.describe()}
+        out = {"mechanism": self.name, "rho": str(self.rho), "nulls": self.input.nulls,
+               "nulls_rule": self.input.nulls_text(), **self.plan_obj.describe()}
+        if not self.alpha_set:  # no TV target: the plan's alpha only shapes the final round's budget weights
+            out["alpha"] = f"not set: no TV claim (the final round's budget weights are those of alpha = {self.alpha})"
+            for key in ("n_needed", "failure_bound"):
+                out.pop(key, None)
+            out["units"] = ("every round reads all units; estimates divide by a noisy count of them (max_units is "
+                            "only an upper bound)")
+        return out
 
-    def accuracy_statement(self) -> Any:
+    def accuracy_statement(self, run: Any = None) -> Any:
+        """The TV claim when privacy.alpha is set; after the run (``run``), the per-feature error bars."""
         from dpspark.privacy import AccuracyClaim, AccuracyStatement
 
         plan = self.plan_obj
-        claim = AccuracyClaim.tv_distance(
-            self.alpha, plan.n_needed, beta=plan.failure_bound(),
-            condition=(f"the data hold N units with {plan.n_needed} <= N <= {self.n} (max_units is an upper bound, "
-                       f"not the count), i.i.d. draws from a product distribution P on {{0,1}}^{self.d}; TV(P, Q) "
-                       "between P and the released product distribution Q, with KL(P_A || Q_A) <= alpha^2/2 on "
-                       "A = {p_j >= 1/d} (KLSU Thm 5.2 with the constants derived in "
-                       "dpspark.mechanisms.product.learner)"))
-        return AccuracyStatement([claim], notes="q is exact (rationals) and divides by a noisy count of the units, "
-                                 "so fewer units than max_units cost accuracy, not bias; synthetic rows drawn from "
-                                 "q are post-processing and cost no privacy")
+        claims = []
+        if self.alpha_set:  # the analyst's own target first
+            claims.append(AccuracyClaim.tv_distance(
+                self.alpha, plan.n_needed, beta=plan.failure_bound(),
+                condition=(f"the data hold N units with {plan.n_needed} <= N <= {self.n} (max_units is an upper "
+                           f"bound, not the count), i.i.d. draws from a product distribution P on {{0,1}}^{self.d}; "
+                           "TV(P, Q) between P and the released product distribution Q, with KL(P_A || Q_A) <= "
+                           "alpha^2/2 on A = {p_j >= 1/d} (KLSU Thm 5.2 with the constants derived in "
+                           "dpspark.mechanisms.product.learner)")))
+        if run is not None and run.bars:
+            truncation = ("no record was truncated (every ceiling of this release is at least its group's size)"
+                          if run.untruncated else
+                          "a record with more ones among a group's columns than the group's ceiling (rounds_run) "
+                          "counts as zeros there: for i.i.d. product-distributed rows each record does so with "
+                          f"probability <= e^-{plan.L}")
+            claims.append(AccuracyClaim(
+                "abs_error", max(run.bars), plan.beta, "per_query",
+                condition=("per feature j: |q_j - f_j| <= error_bars[j] (the section's error_bars, the error_bar "
+                           "column of to_pandas(); this bound is the largest), f_j the fraction of the units read "
+                           "whose column j is 1; the noise's error only, from exact quantiles of the implemented "
+                           "noise laws and the final round's noisy unit count (not the true count, not max_units); "
+                           f"{truncation} (dpspark.mechanisms.product.learner.error_bars)")))
+        bars = ("" if run is not None else "the release states each feature's error bar, from its noisy unit "
+                "count; ")
+        tv = ("" if self.alpha_set else "set privacy.alpha for a TV-distance claim against a product distribution "
+              "(it is refused before any data is read when max_units cannot hold the units it needs); ")
+        return AccuracyStatement(claims, notes=bars + tv + "q is exact (rationals) and divides by a noisy count of "
+                                 "the units, so fewer units than max_units cost accuracy, not bias; flipped marks "
+                                 "the columns the algorithm estimated as 1 - q (those more often 1 than 0): "
+                                 "bookkeeping, q is always Pr[column = 1]; synthetic rows drawn from q are "
+                                 "post-processing and cost no privacy")
 
     def accuracy_summary(self) -> dict[str, Any]:
-        return {"alpha": str(self.alpha), "beta": str(self.plan_obj.failure_bound()),
-                "n_needed": self.plan_obj.n_needed,
-                "units": "an upper bound: the claim holds for n_needed <= N <= max_units units, never biased below"}
+        out = {"beta": str(self.spec.beta),
+               "error_bars": "per feature, stated after the run from its noisy unit count (the release's error_bars)",
+               "units": "an upper bound: the claim holds for n_needed <= N <= max_units units, never biased below"}
+        if self.alpha_set:
+            out.update({"alpha": str(self.alpha), "tv_beta": str(self.plan_obj.failure_bound()),
+                        "n_needed": self.plan_obj.n_needed})
+        return out
 
     def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> Any:
         from dpspark.mechanisms.product.learner import run_learner
@@ -270,6 +311,7 @@ class ProductLearner(_Product):
             algorithm="ProductLearner (KLSU PPDE, Alg 7, Thm 5.2)",
             parameters={**self.plan(), "locked_in_round": run.locked_in, "rounds_run": run.rounds},
             privacy=self.statements(),
-            accuracy=self.accuracy_statement(),
-            section={"q": list(run.q), "columns": list(self.columns), "flipped": run.flips},
+            accuracy=self.accuracy_statement(run),
+            section={"q": list(run.q), "columns": list(self.columns), "flipped": run.flips,
+                     "error_bars": list(run.bars)},
         )

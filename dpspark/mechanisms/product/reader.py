@@ -2,10 +2,12 @@
 
 Section format::
 
-    {"q": ["a/b", ...], "columns": [...], "flipped": [bool, ...]}
+    {"q": ["a/b", ...], "columns": [...], "flipped": [bool, ...], "error_bars": ["a/b", ...]}
 
 ``q[j]`` is the exact probability that column j is 1; ``flipped`` records which columns the algorithm
-oriented (public, post-processing of its first noisy round). Drawing synthetic rows from q
+oriented (public, post-processing of its first noisy round: it estimated 1 - q for the columns more often
+1 than 0); ``error_bars[j]`` bounds |q_j - f_j|, f_j the fraction of the units whose column j is 1, with
+probability >= 1 - beta (releases before issue 36 have no error_bars). Drawing synthetic rows from q
 (:meth:`DistributionLookup.sample`) is post-processing of the release: it costs no privacy, however many
 rows are drawn.
 """
@@ -48,6 +50,11 @@ def bernoulli_matrix(q: list[Fraction], k: int, rng: "RandomSource") -> np.ndarr
     return out
 
 
+#: what the flipped column means, where the user reads it (to_pandas().attrs, inspect, the notebook view)
+FLIPPED_TEXT = ("the algorithm estimated Pr[column = 0] for these columns (more often 1 than 0, per its first "
+                "noisy round) and released q = 1 - that: q is Pr[column = 1] for every column; bookkeeping only")
+
+
 class DistributionLookup(StatementLookup):
     """An opened "distribution" release: :attr:`q` (exact), :meth:`probabilities`, :meth:`sample`."""
 
@@ -60,6 +67,18 @@ class DistributionLookup(StatementLookup):
     def columns(self) -> list[str]:
         """The columns, in the order of q."""
         return list(self.section["columns"])
+
+    @property
+    def error_bars(self) -> list[Fraction] | None:
+        """Per column, the exact bound on |q_j - f_j| at the release's beta (None in releases before issue 36)."""
+        bars = self.section.get("error_bars")
+        return None if bars is None else [_fraction(x) for x in bars]
+
+    def _beta_text(self) -> str:
+        from dpspark.text import confidence
+
+        claims = [c for c in self.manifest.accuracy.claims if c.quantity == "abs_error" and c.scope == "per_query"]
+        return f"(each at confidence >= {confidence(claims[0].beta)})" if claims else ""
 
     def probabilities(self) -> np.ndarray:
         """q as float64 (for plots and reports; the exact values are :attr:`q`)."""
@@ -80,21 +99,40 @@ class DistributionLookup(StatementLookup):
 
     def to_pandas(self) -> Any:
         """One row per column: ``column``, ``q`` (Pr[column = 1], a float for reading), ``q_exact`` (the exact
-        rational as "p/q") and ``flipped`` (the algorithm oriented the column; public post-processing)."""
+        rational as "p/q"), ``error_bar`` / ``error_bar_exact`` (|q - f| <= it at the release's beta, f the
+        column's frequency among the units; absent in releases before issue 36) and ``flipped`` (the algorithm
+        estimated 1 - q for this column, one more often 1 than 0; q is Pr[column = 1] either way)."""
         import pandas as pd
 
         from dpspark.lookup.frames import exact_columns
 
-        return pd.DataFrame({"column": self.columns, **exact_columns("q", self.q),
-                             "flipped": [bool(f) for f in self.section.get("flipped", [False] * len(self.q))]})
+        bars = self.error_bars
+        cols: dict[str, Any] = {"column": self.columns, **exact_columns("q", self.q)}
+        if bars is not None:
+            cols.update(exact_columns("error_bar", bars))
+        cols["flipped"] = [bool(f) for f in self.section.get("flipped", [False] * len(self.q))]
+        frame = pd.DataFrame(cols)
+        frame.attrs["flipped"] = FLIPPED_TEXT
+        if bars is not None:
+            frame.attrs["error_bar"] = f"|q - f| <= error_bar {self._beta_text()}, f the column's frequency among the units"
+        return frame
 
     def describe_lines(self) -> list[tuple[str, str]]:
         """``dpspark inspect`` lines: the columns, q (first 10, as decimals) and the free-sampling note."""
         q = self.q
         shown = ", ".join(f"{c}={float(x):.4g}" for c, x in zip(self.columns, q[:10]))  # report
         more = f", ... ({len(q)} in all)" if len(q) > 10 else ""
-        return [
-            ("columns", f"{len(q)} binary columns"),
-            ("q", shown + more),
-            ("synthetic rows", "sample(k, rng) draws rows from q: post-processing, no privacy cost"),
-        ]
+        lines = [("columns", f"{len(q)} binary columns"), ("q", shown + more)]
+        bars = self.error_bars
+        if bars is not None:
+            from dpspark.text import bound_text
+
+            worst = bound_text(max(bars))
+            worst = worst[2:] if worst.startswith("= ") else worst
+            lines.append(("error bars", f"per column, |q - f| <= its error_bar (to_pandas()) {self._beta_text()}, "
+                                        f"f the column's frequency among the units; the largest {worst}"))
+        flips = [c for c, f in zip(self.columns, self.section.get("flipped", [])) if f]
+        if flips:
+            lines.append(("flipped", f"{', '.join(flips[:10])}{' ...' if len(flips) > 10 else ''}: {FLIPPED_TEXT}"))
+        lines.append(("synthetic rows", "sample(k, rng) draws rows from q: post-processing, no privacy cost"))
+        return lines

@@ -195,11 +195,12 @@ def nominal_sigma(size: int, ceil_c: int, rho: Fraction, reserve: Fraction = KAP
     return _grid_sigma(max(Fraction(sub), Fraction(ar) / (1 - reserve)) / (2 * rho))
 
 
-def count_sigma(rho: Fraction, radius: int) -> Fraction:
-    """The smallest grid sigma_0 whose certified rho(1) is <= KAPPA rho (the count coordinate of a round)."""
-    sigma = _grid_sigma(1 / (2 * KAPPA * rho))
+def count_sigma(rho: Fraction, radius: int, share: Fraction = KAPPA) -> Fraction:
+    """The smallest grid sigma_0 whose certified rho(1) is <= ``share`` rho (the count coordinate of a round;
+    its groups were calibrated with ``reserve = share``)."""
+    sigma = _grid_sigma(1 / (2 * share * rho))
     for _ in range(100):  # public bound (as group_sigma)
-        if gaussian(sigma, radius).zcdp_rho(1) <= KAPPA * rho:
+        if gaussian(sigma, radius).zcdp_rho(1) <= share * rho:
             return sigma
         sigma = _grid_sigma(sigma * sigma * Fraction(1001, 1000) ** 2)
     raise DPSparkError("no grid sigma certifies the count's rho")  # pragma: no cover
@@ -208,6 +209,28 @@ def count_sigma(rho: Fraction, radius: int) -> Fraction:
 def noise_sigma(size: int, ceil_c: int, rho: Fraction, radius: int) -> Fraction:
     """One group taking a whole round's budget, no count (the benchmarks' naive mean)."""
     return group_sigma(size, ceil_c, rho, radius, Fraction(0))
+
+
+def abs_tail(mech: DiscreteGaussian, t: int) -> Fraction:
+    """Pr[|Z| > t] of the implemented law, exactly (scaled-CDF differences): (F(-t-1) + 2^bits - F(t)) / 2^bits."""
+    if t >= mech.R:
+        return Fraction(0)
+    return Fraction(mech.scaled_cdf(-t - 1) + mech.d - mech.scaled_cdf(t), mech.d)
+
+
+def abs_quantile(mech: DiscreteGaussian, tail: Fraction) -> int:
+    """The smallest integer t >= 0 with Pr[|Z| > t] <= ``tail`` under the implemented law (exact; a bisection
+    over [0, R], at most bitlen(R) + 1 steps: a public bound)."""
+    lo, hi = 0, mech.R  # invariant: abs_tail(hi) <= tail (0 at R)
+    for _ in range(mech.R.bit_length() + 1):
+        if lo >= hi:
+            break
+        mid = (lo + hi) // 2
+        if abs_tail(mech, mid) <= tail:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
 
 
 def second_moment_upper(mech: DiscreteGaussian) -> Fraction:

@@ -12,6 +12,8 @@ from dpspark.release.rederive import check_rho, privacy_checked, within_budget
 
 KIND = "distribution"
 _KEYS = {"q", "columns", "flipped"}
+#: releases since issue 36 also state each feature's error bar (older ones are read without it)
+_KEYS_WITH_BARS = _KEYS | {"error_bars"}
 
 
 def _fraction(x: Any) -> Fraction:
@@ -22,8 +24,9 @@ def _fraction(x: Any) -> Fraction:
 
 
 def check_distribution_section(section: dict[str, Any], manifest: Any, name: str) -> None:
-    """Manifest check: the three keys, one q per column, every q an exact rational in [0, 1]."""
-    columns = section_keys_and_columns(section, _KEYS, "columns", "distribution", name)
+    """Manifest check: the three keys (and error_bars), one q (and bar) per column, every one an exact rational in [0, 1]."""
+    keys = _KEYS_WITH_BARS if isinstance(section, dict) and "error_bars" in section else _KEYS
+    columns = section_keys_and_columns(section, keys, "columns", "distribution", name)
     q, flipped = section["q"], section["flipped"]
     if not isinstance(q, list) or len(q) != len(columns):
         raise ReleaseFormatError(f"{name}: distribution.q must hold one probability per column")
@@ -35,6 +38,17 @@ def check_distribution_section(section: dict[str, Any], manifest: Any, name: str
         raise ReleaseFormatError(f"{name}: distribution.q holds a value that is not an exact rational") from None
     if not all(0 <= v <= 1 for v in values):
         raise ReleaseFormatError(f"{name}: distribution.q holds a value outside [0, 1]")
+    if "error_bars" in section:
+        bars = section["error_bars"]
+        if not isinstance(bars, list) or len(bars) != len(columns):
+            raise ReleaseFormatError(f"{name}: distribution.error_bars must hold one bar per column")
+        try:
+            bar_values = [_fraction(x) for x in bars]
+        except (ValueError, ZeroDivisionError):
+            raise ReleaseFormatError(f"{name}: distribution.error_bars holds a value that is not an exact "
+                                     "rational") from None
+        if not all(0 <= v <= 1 for v in bar_values):
+            raise ReleaseFormatError(f"{name}: distribution.error_bars holds a value outside [0, 1]")
 
 
 def rederive_distribution(m: Any, name: str) -> None:

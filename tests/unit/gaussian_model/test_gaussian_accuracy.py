@@ -123,7 +123,8 @@ def test_preconditioning_rounds_pay_off_at_kappa_1e4() -> None:
 
 def test_plan_states_the_derived_sample_size_and_the_release_its_claims(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The plan (dry-run) states N for the estimated-covariance kinds and for a known covariance, the model-error
-    claims carry it (both metrics for the learner); at a max_units below N the plan says N is not reached there."""
+    claims carry it (both metrics for the learner); at a max_units below N the plan says the data are too small
+    for the target (issue 36: not advice to raise max_units)."""
     from dpspark.api.config import ReleaseSpec
     from dpspark.mechanisms.registry import construct
 
@@ -142,7 +143,8 @@ def test_plan_states_the_derived_sample_size_and_the_release_its_claims(tmp_path
         small = construct(ReleaseSpec.from_dict({**base, "privacy": {**base["privacy"], "mechanism": kind,
                                                                     "max_units": n // 2}}))
         assert small.plan()["accuracy_target"]["sample_size"] is None and small.model_claims() == []
-        assert "is not reached at max_units" in small.plan()["accuracy_target"]["text"]
+        text = small.plan()["accuracy_target"]["text"]
+        assert "the data are too small for the target" in text and "it is with max_units" not in text
     known = {**base, "gaussian": {**base["gaussian"], "covariance": [["1", "0", "0"], ["0", "1", "0"], ["0", "0", "1"]]},
              "privacy": {**base["privacy"], "mechanism": "gaussian_mean"}}
     mk = construct(ReleaseSpec.from_dict(known))

@@ -153,11 +153,17 @@ def test_composed_rho_is_the_sum_of_every_noise_addition_and_each_sensitivity_is
     est, run = learn_in_memory("gaussian_learner", x, Fraction(10), Fraction(400), Fraction(1, 2))
     assert run.rho == sum((n.rho for n in run.noises), Fraction(0)) <= Fraction(1, 2)
     assert run.noises[0].l2_sq == 1 and run.noises[0].label == "single count"
-    for p, noise in zip(run.passes, run.noises[1:]):
+    by_label = {n.label: n for n in run.noises}
+    assert len(by_label) == len(run.noises)
+    for p in run.passes:
+        noise = by_label[p["pass"]]
         if "norm_bound_sq" in p:
             assert noise.l2_sq == pass_l2_sq(3, p["norm_bound_sq"]) and noise.dims == 6
         else:
             assert noise.l2_sq == p["radius_sq"] and noise.dims == 3
+        clip = by_label[f"{p['pass']}: clipped rows count"]  # issue 36: every pass's clipped rows
+        assert clip.l2_sq == 1 and clip.dims == 1 and Fraction(p["clipped_rho"]) == clip.rho
+    assert len(run.noises) == 1 + 2 * len(run.passes)
     names = [p["pass"] for p in run.passes]
     rounds = predicted_rounds(3, Fraction(400), 3000, Fraction(1, 4))
     assert names == ["coarse mean"] + [f"covariance round {r + 1}" for r in range(rounds)] + ["covariance final", "mean"]

@@ -60,7 +60,7 @@ def test_answers_frame_has_floats_and_the_exact_strings(root: Path) -> None:
 def test_distribution_frame(root: Path) -> None:
     rel = open_release(release_of("product_learner", root))
     frame = rel.to_pandas()
-    assert list(frame.columns) == ["column", "q", "q_exact", "flipped"]
+    assert list(frame.columns) == ["column", "q", "q_exact", "error_bar", "error_bar_exact", "flipped"]
     assert [Fraction(q) for q in frame["q_exact"]] == rel.q and list(frame["column"]) == rel.columns
     assert all(_close(f, q) for f, q in zip(frame["q"], rel.q))
 

@@ -89,12 +89,14 @@ def test_gaussian_learner_states_its_accuracy_in_the_datas_units(root: Path,
     m = json.loads((rel / "manifest.json").read_text())
     claim = m["accuracy"]["statement"]["claims"][0]
     bound = Fraction(int(claim["bound"]["num"]), int(claim["bound"]["den"]))
-    scale = 1 << (m["section"]["data_bits"] + m["section"]["matrix_bits"])  # the last pass sums y = M x
+    # issue 36: the manifest's claim itself is in the data's units (the last pass sums y = M x, unit
+    # 2^-(data + matrix bits)), so rel.accuracy and inspect agree; before, it held the fixed-point integers
+    assert bound < 10**6  # the fixed-point integers were ~2^(data + matrix bits) = 2^40 or more times larger
     out = inspect(rel, capsys)
     assert "integer units" not in out
     line = next(x for x in out.splitlines() if "noise of the last pass (mean: each coordinate" in x)
     shown = Fraction(re.search(r"<= ([0-9.e-]+) for every coordinate", line).group(1))
-    assert bound / scale <= shown <= bound / scale * Fraction(101, 100)  # rounded up, 3 significant digits
+    assert bound <= shown <= bound * Fraction(101, 100)  # rounded up, 3 significant digits
 
 
 def test_dry_run_of_answers_prints_readable_bounds_per_query(tmp_path: Path,

@@ -251,7 +251,7 @@ def test_learner_release_is_unbiased_below_max_units(tmp_path: Path, monkeypatch
         final = rounds[-1]
         sigma = {j: Fraction(g["sigma"]) for g, bs in zip(final["groups"], final["buckets"])
                  for j in range(len(P25)) if buckets[j] in bs}
-        t0 = Fraction(rounds[0]["count_sigma"]) * rd.sqrt_up(2 * L6)
+        t0 = Fraction(rounds[-1]["count_sigma"]) * rd.sqrt_up(2 * L6)  # the final round's own count
         tol = [(sigma[j] * rd.sqrt_up(2 * L6) + max(p_hat[j], 1 - p_hat[j]) * t0) / (N - t0) for j in range(len(P25))]
         return list(rel.q), tol
 
