@@ -271,8 +271,8 @@ def unit_cut(rows: "DataFrame", stage: "GroupsStage", secret: bytes) -> UnitCut 
     order = [F.col(HASH), F.col(UNIT_HASH)]
     top = ranked.orderBy(*order).limit(n + 1)  # one partition: the rank window moves nothing
     # partitioned by HASH & 0 (0 on every row, but not foldable): Spark drops a literal partition key and then
-    # logs "WARN WindowExec: No Partition Defined" - a console line present iff the input has more than
-    # max_units rows (this job runs only then), a data-dependent side channel
+    # logs "WARN WindowExec: No Partition Defined" (this job once ran only when the input had more than
+    # max_units rows, so the line was a data-dependent side channel)
     rank = F.row_number().over(Window.partitionBy(F.col(HASH).bitwiseAND(F.lit(0))).orderBy(*order))
     last = {r[RANK]: (r[HASH], r[UNIT_HASH])
             for r in top.withColumn(RANK, rank).filter(F.col(RANK) >= n).select(RANK, HASH, UNIT_HASH).collect()}
@@ -338,12 +338,13 @@ def groups_spark(df: "DataFrame", stage: "GroupsStage", secret: bytes) -> "list[
 
     unit = stage.unit_column
     rows = _read(df, stage)
+    # the truncation job runs whatever the input's size (each cut is None when nothing is over n): a job that
+    # ran only when the input held more than max_units rows showed in the release's time and in Spark's logs
     ucut = rcut = None
-    if df.count() > stage.max_units:  # an upper bound on the units (metadata only for Parquet)
-        if unit is not None:
-            ucut = unit_cut(rows, stage, secret)
-        else:
-            rcut = row_cut(rows, stage, secret)
+    if unit is not None:
+        ucut = unit_cut(rows, stage, secret)
+    else:
+        rcut = row_cut(rows, stage, secret)
     if unit is not None:
         rows = rows.repartition(spark_ref(unit))
     out_schema = StructType([StructField(INDEX, BinaryType(), False), StructField(STAT, IntegerType(), False),
