@@ -83,30 +83,9 @@ class Charge:
 
 
 def check_ledger_charge(spec: "ReleaseSpec", mech: Any, principal: str | None) -> None:
-    """The ledger's refusals of this exact charge (rho when stated, the principal's limit), writing nothing.
+    """The ledger's refusals of this exact charge (rho when stated, the principal's limit), writing nothing
+    (:func:`dpspark.engine.checks.check_ledger`: a missing ledger file is checked as an empty one)."""
+    from dpspark.engine.checks import check_ledger
+    from dpspark.ledger import resolve_principal
 
-    A missing ledger file is checked as an empty one, without creating it.
-    """
-    if spec.budget is None:
-        return
-    import tempfile
-    from pathlib import Path
-
-    from dpspark.ledger import Ledger, resolve_principal
-    from dpspark.ledger.statement import spend_rho
-
-    budget = spec.budget
-    rho = spend_rho(spec, mech)
-    principal = resolve_principal(principal)
-
-    def check(path: Path) -> None:
-        Ledger(path).check_spend(
-            budget.dataset, spec.epsilon, spec.delta or 0, unit=spec.unit_column,
-            config_total_epsilon=budget.total_epsilon, config_total_delta=budget.total_delta,
-            max_units=spec.max_units, rho=rho, principal=principal)
-
-    if Path(budget.ledger).exists():
-        check(Path(budget.ledger))
-    else:
-        with tempfile.TemporaryDirectory() as tmp:
-            check(Path(tmp) / "ledger.sqlite")
+    check_ledger(spec, mech, resolve_principal(principal), named=True)

@@ -19,24 +19,30 @@ __all__ = ["check_input_columns", "check_input_schema", "check_ledger", "check_t
            "is_text_format"]
 
 
-def check_ledger(cfg: "ReleaseSpec", mech: Any = None) -> None:
-    """The ledger's refusals (totals, unit, budget left) for this spend, checked without spending.
+def check_ledger(cfg: "ReleaseSpec", mech: Any = None, principal: Any = None, *, named: bool = False) -> None:
+    """The ledger's refusals (totals, unit, budget left, the principal's limits) for this spend, checked
+    without spending and without creating a missing ledger file.
 
     ``mech``: the plan's mechanism, whose exact rho (when it states rho-zCDP) the spend records.
+    ``named``: the charge's check, whose ``principal`` is resolved (``dpspark.ledger.resolve_principal``; None
+    is an unnamed analyst, refused where the dataset has limits); not named: the plan's check, before the
+    charge knows its principal, which checks no principal's limits.
     """
     if cfg.budget is None:
         return
     from dpspark.ledger import Ledger
     from dpspark.ledger.statement import spend_rho
+    from dpspark.ledger.store import ANY_PRINCIPAL
 
     budget = cfg.budget
     rho = spend_rho(cfg, mech)
+    who = principal if named else ANY_PRINCIPAL
 
     def check(path: Path) -> None:
         Ledger(path).check_spend(
             budget.dataset, cfg.epsilon, cfg.delta or 0, unit=cfg.unit_column,
             config_total_epsilon=budget.total_epsilon, config_total_delta=budget.total_delta,
-            max_units=cfg.max_units, rho=rho,
+            max_units=cfg.max_units, rho=rho, principal=who,
         )
 
     if budget.ledger.exists():

@@ -8,8 +8,9 @@ where the whole filter is TRUE):
 * a number literal compares with the column's float64 reading (:mod:`dpspark.engine.numeric`: NaN, NULL and
   unparseable text are NULL) in IEEE order, against the literal's nearest double; ``-0.0 = 0.0``;
 * string and boolean tests are the Arrow tests of :mod:`dpspark.engine.predicate` (byte-wise UTF-8 order);
-* NOT, AND and OR follow Kleene's logic on (true, null) pairs of boolean arrays; a batch without NULLs in
-  the columns a filter reads never builds the null arrays.
+* NOT, AND and OR follow Kleene's logic on (true, null) pairs of boolean arrays; a test on a column's values
+  always builds its null array, NULLs or not (one path whatever the data; None only where a test can never
+  be NULL, which is public: IS NULL).
 
 :class:`Rows` is one batch's columns as the kernels read them, each computed once and cached; ``take(order)``
 gives the same rows in another order (a sorted view), permuting each column lazily and once.
@@ -67,11 +68,11 @@ class Rows:
         return self.cache[key]
 
     def nulls(self, column: str) -> np.ndarray | None:
-        """Where the numeric reading is NULL (None: nowhere)."""
+        """Where the numeric reading is NULL: always an array, so that one NULL row never switches the
+        evaluation to another path (a timing difference that would answer whether the batch holds one)."""
         key = ("nan", column)
         if key not in self.cache:
-            nan = np.isnan(self.numeric(column))
-            self.cache[key] = nan if nan.any() else None
+            self.cache[key] = np.isnan(self.numeric(column))
         return self.cache[key]
 
     def raw(self, column: str) -> "pa.Array":
@@ -118,10 +119,9 @@ class ArrowRows(Rows):
         return pc.cast(values, values.type.value_type) if t.is_dictionary(values.type) else values
 
     def _numeric(self, column: str) -> np.ndarray:
-        from dpspark.engine.numeric import arrow_numeric
+        from dpspark.engine.numeric import arrow_floats
 
-        x = arrow_numeric(self._column(column)).to_numpy(zero_copy_only=False)
-        return np.asarray(x, dtype=np.float64)
+        return arrow_floats(self._column(column))  # one read path whatever the NULLs (no copy only without one)
 
     def _raw(self, column: str) -> "pa.Array":
         return self._column(column)
@@ -235,7 +235,7 @@ def _arrow_leaf(leaf: Any, rows: Rows) -> Pair:
     one = pa.RecordBatch.from_arrays([col], names=[leaf.column])
     res = _arrow(leaf, one, {})
     t = np.asarray(pc.fill_null(res, False).to_numpy(zero_copy_only=False), dtype=bool)
-    null = np.asarray(res.is_null().to_numpy(zero_copy_only=False), dtype=bool) if res.null_count else None
+    null = np.asarray(res.is_null().to_numpy(zero_copy_only=False), dtype=bool)  # always: one path whatever the NULLs
     return t, null
 
 

@@ -36,7 +36,7 @@ class ArrowGaussianSource(ArraySource):
     """The :class:`~dpspark.mechanisms.gaussian_model.source.GaussianSource` of an Arrow input (module docstring)."""
 
     def __init__(self, backend: "ArrowBackend", stage: "GaussianPairsStage") -> None:
-        from dpspark.engine.numeric import NullRule, arrow_numeric
+        from dpspark.engine.numeric import NullRule, arrow_floats
 
         self.backend = backend
         columns, unit = list(stage.columns), stage.unit_column
@@ -48,7 +48,7 @@ class ArrowGaussianSource(ArraySource):
         d = len(columns)
         values = np.empty((table.num_rows, d), dtype=np.float64)
         for j, c in enumerate(columns):  # NULL (NaN, unparseable text included) -> NaN: "missing"
-            values[:, j] = arrow_numeric(table.column(c)).to_numpy(zero_copy_only=False)
+            values[:, j] = arrow_floats(table.column(c))  # one read path whatever the NULLs
         del table
         rule = stage.nulls if stage.nulls is not None else NullRule(Fraction(0))
         values, codes = apply_nulls(values, codes, rule)
