@@ -71,6 +71,8 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
     check_input(dataset.schema, stage)
     cols, unit = list(stage.key_columns), stage.unit_column
     table = scan_table(dataset, stage.columns)
+    if stage.filter is not None:  # rule 0 (stage docstring): a row passes only where the filter is TRUE
+        table = table.filter(stage.filter.arrow_mask(table), null_selection_behavior="drop")
     valid = None
     for c in cols + ([unit] if unit else []):
         if table.column(c).null_count:

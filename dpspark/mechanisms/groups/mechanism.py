@@ -179,6 +179,7 @@ class GroupsMechanism(Mechanism):
             if row.get("column") is not None:
                 row["nulls"] = rules[row["column"]].describe()
         return {"mechanism": self.name, "by": list(self.groups.by),
+                "filter": None if self.groups.filter is None else self.groups.filter.text,
                 "keys": "public" if self.key_rows is not None else "private selection",
                 "groups_listed": None if self.key_rows is None else len(self.key_rows),
                 "noise_requested": self.groups.noise, **desc}
@@ -232,6 +233,7 @@ class GroupsMechanism(Mechanism):
     def input_columns(self) -> tuple[str, ...]:
         """The key columns, the value columns and the unit column."""
         cols = [*self.groups.by, *(a.column for a in self.aggs.aggregates if a.column is not None)]
+        cols += self.groups.filter.columns() if self.groups.filter is not None else ()
         return tuple(dict.fromkeys(cols)) + super().input_columns()
 
     def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
@@ -246,6 +248,10 @@ class GroupsMechanism(Mechanism):
             problem = numeric_type_problem(schema.field(agg.column).type, agg.column, text_input=text_input)
             if problem:
                 return f"aggregate {agg.name!r}: {problem}"
+        if self.groups.filter is not None:  # the filter's types, as an answers query's (metadata only)
+            problem = self.groups.filter.type_problem(schema, text_input=text_input)
+            if problem:
+                return f"groups.filter {self.groups.filter.text!r}: {problem}"
         return None
 
     def excess_units_text(self) -> str:
@@ -261,7 +267,7 @@ class GroupsMechanism(Mechanism):
                            max_units=spec.max_units, max_groups_per_unit=g.bounds.k,
                            max_rows_per_group=g.bounds.c, aggregates=tuple(self.aggs.aggregates),
                            out_of_universe=spec.out_of_universe, count_units=self.key_rows is None,
-                           nulls=tuple(self.aggs.nulls))
+                           nulls=tuple(self.aggs.nulls), filter=g.filter)
 
     def stages(self) -> list[StageInfo]:
         from dpspark.mechanisms.groups.stage import GroupsStage
