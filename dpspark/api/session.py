@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Collection, Mapping
 
 from dpspark.api.charge import Charge, SessionBudgetExceeded
 from dpspark.errors import DPSparkError
@@ -47,12 +47,13 @@ class Session:
     ``show_data_errors``: a failed data pass shows its original error instead of the fixed, value-free
     one (for a curator who owns the data only: the details can quote rows). A release without ``output=`` is
     written to a scratch folder removed when the Python process exits (:mod:`dpspark.api.scratch`);
-    ``keep_releases`` keeps those folders.
+    ``keep_releases`` keeps those folders. ``tables``/``public_tables``: named tables for :meth:`sql` (the one
+    table not listed public is the private data; positional ``data`` is named ``data`` there).
     """
 
     def __init__(
         self,
-        data: Any,
+        data: Any = None,
         *,
         max_units: int,
         unit_column: str | None = None,
@@ -64,7 +65,10 @@ class Session:
         progress: Any = None,
         show_data_errors: bool = False,
         keep_releases: bool = False,
+        tables: Mapping[str, Any] | None = None,
+        public_tables: Collection[str] = (),
     ) -> None:
+        from dpspark.api.session_sql import SessionTables
         from dpspark.privacy import AddRemove, Budget
 
         if (ledger is None) != (dataset is None):
@@ -79,7 +83,9 @@ class Session:
         self.show_data_errors = show_data_errors
         #: releases without ``output=`` outlive the process (else they are removed at exit: dpspark.api.scratch)
         self.keep_releases = keep_releases
-        self._data = _as_table(data)
+        #: the private table's SQL name and the public tables (:meth:`sql`); the private one is the session's data
+        self.tables = SessionTables.of(data, tables, public_tables)
+        self._data = _as_table(self.tables.data)
         self._spark = spark
         self._own_spark = False
         self._df: "DataFrame | None" = None
@@ -221,12 +227,13 @@ class Session:
 
     def release(self, *, mechanism: str, epsilon: Any, output: str | os.PathLike[str] | None = None,
                 sections: Mapping[str, Any] | None = None, keys: list[str] | str | None = None,
-                universe: Mapping[str, Any] | None = None, **privacy: Any) -> Any:
+                universe: Mapping[str, Any] | None = None, explain: bool = False, **privacy: Any) -> Any:
         """Run one release of any registered mechanism and open it.
 
         ``sections`` holds the mechanism's own config sections (e.g. ``{"queries": [...]}``); ``keys``
         and ``universe`` are for keyed mechanisms; every ``[privacy]`` field is a keyword. The session
         budget is charged the configured (epsilon, delta) before any data is read (never refunded).
+        ``explain``: return the plan's text (passes, budget split, noise, error bars); nothing is read or spent.
         """
         from dpspark.engine.runner import plan_release, run_release
         from dpspark.lookup import open_release
@@ -235,6 +242,8 @@ class Session:
                          sections=sections, certify=False, **privacy)
         arrow = self.arrow_source()  # pandas, Arrow and local files: the Arrow engine when the mechanism runs there
         plan = plan_release(spec, have_spark=arrow is None, given_table=arrow is not None)  # the one construction
+        if explain:
+            return plan.text
         charge = self.charge_for(spec)
         charge.check()  # the session budget first: nothing is checked further, read or spent when it cannot pay
         plan.check(create_parent=True)  # the output path and the ledger
@@ -246,6 +255,13 @@ class Session:
                           text_input=self.text_input(), charge=charge, show_data_errors=self.show_data_errors)
         self.releases.append(out)
         return open_release(out)
+
+    def sql(self, query: str, *, output: str | os.PathLike[str] | None = None, explain: bool = False) -> Any:
+        """Run a ``SELECT WITH DIFFERENTIAL_PRIVACY`` query (docs/sql.md) as the ``groups`` (or answers) call it
+        compiles to, and open the release; ``explain``: the plan's text, nothing read or spent."""
+        from dpspark.api.session_sql import run_sql
+
+        return run_sql(self, query, output=output, explain=explain)
 
     def answers(self, *, k: int, mechanism: str = "bounded_noise", epsilon: Any, delta: Any, **privacy: Any) -> Any:
         """Declare k adaptive scalar answers up front (charged once now); ``.answer(query)`` answers one at a time.
