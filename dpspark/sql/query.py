@@ -96,6 +96,8 @@ def check_query(text: Any, *, private: Collection[str], public: Collection[str] 
     if not isinstance(tree, exp.Select):
         raise SqlError(f"only a SELECT WITH DIFFERENTIAL_PRIVACY query runs; this is a {_statement_kind(tree)} "
                        "statement")
+    if tree.args.get("with_"):
+        raise SqlError(_REFUSED["with_"])
     for node in tree.walk():
         if isinstance(node, exp.Window):
             raise SqlError(f"a window ({sql_text(node)}) is not supported: windows are not DP aggregates; "
