@@ -88,3 +88,16 @@ def test_a_bad_filter_is_refused_before_the_spend(tmp_path: Path, where: str, wo
             s.groups(by="carrier", keys=["AA"], aggregates=AGGS, epsilon="1", output=tmp_path / "o", where=where)
         assert s.remaining.epsilon == LogEpsilon.of(3) and not s.releases
     assert not (tmp_path / "o").exists()
+
+
+def test_quantiles_only_with_public_keys_and_a_delta_plan_and_run(tmp_path: Path) -> None:
+    """Regression (found by the DP SQL fuzz): no noisy statistic but quantiles, public keys and a delta divided
+    the delta by zero parts (a ZeroDivisionError, a foreign exception, when the plan was built)."""
+    import dpspark
+    from dpspark.rng import SeededRandom
+
+    with dpspark.Session(_frame(), max_units=10_000, rng=SeededRandom(SEED)) as s:
+        rel = s.groups(by="carrier", keys=["AA", "B6"], epsilon="1", delta="1e-9", output=tmp_path / "q",
+                       aggregates=[{"name": "med", "kind": "quantile", "column": "distance", "q": "1/2", "lo": "0",
+                                    "hi": "4000"}])
+    assert rel.keys() == ["AA", "B6"]
