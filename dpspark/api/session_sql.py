@@ -55,11 +55,12 @@ class SessionTables:
         return cls(name, tables[name] if private else data, {p: tables[p] for p in public_names})
 
 
-def public_arrow(table: Any, columns: list[str]) -> Any:
-    """A public table's ``columns`` as a pyarrow Table (pandas, Arrow, a local file or a Spark DataFrame)."""
+def public_arrow(table: Any, columns: list[str] | None = None) -> Any:
+    """A public table's ``columns`` (None: all) as a pyarrow Table (pandas, Arrow, a local file or Spark)."""
     import pyarrow as pa
 
     if hasattr(table, "sparkSession") and hasattr(table, "schema"):
+        columns = list(table.columns) if columns is None else columns
         missing = [c for c in columns if c not in table.columns]
         if not missing:
             return table.select(*columns).toArrow()
@@ -74,6 +75,7 @@ def public_arrow(table: Any, columns: list[str]) -> Any:
     if not isinstance(table, pa.Table):
         raise SessionTablesError("a public table is a pandas DataFrame, a pyarrow Table, a local file or a Spark "
                                 "DataFrame")
+    columns = table.column_names if columns is None else columns
     missing = [c for c in columns if c not in table.column_names]
     if missing:
         raise SessionTablesError(f"the public table has no column(s) {', '.join(map(repr, missing))}")
@@ -114,13 +116,20 @@ def run_sql(session: Any, query: str, *, output: Any = None, explain: bool = Fal
     if call.family == "answers":
         return session.release(output=output, explain=explain, **kwargs)
     by = list(kwargs["by"])
+    dim = None
+    if call.join is not None:
+        name, on, how = call.join
+        dim = public_arrow(tables.public[name])
+        kwargs["join"] = {"table": dim, "on": list(on), "how": how}
     if call.keys_table is not None:
         kwargs["keys"] = distinct_keys(public_arrow(tables.public[call.keys_table], by), by)
     else:
+        import pyarrow as pa
+
         schema, text = private_schema(session)
         if text:  # CSV/JSON keys are read as text by both engines
-            import pyarrow as pa
-
             schema = pa.schema([pa.field(c, pa.string()) if c in by else schema.field(c) for c in schema.names])
+        if dim is not None:  # key columns may come from the public table
+            schema = pa.schema(list(schema) + [f for f in dim.schema if f.name not in schema.names])
         kwargs["universe"] = key_universe(tuple(by), schema)
     return session.groups(output=output, explain=explain, **kwargs)

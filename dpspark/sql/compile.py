@@ -4,7 +4,8 @@
   same query and that call build the same spec and, under one seed, the same release). Each aggregate's
   ``contribution_bounds_per_group => (lo, hi)`` clips every value to [lo, hi]; a unit adds at most
   ``max_rows_per_group`` rows (default 1) to each of at most ``max_groups_contributed`` groups (default 1).
-  Keys: a public table (``OPTIONS (keys = t)``) lists them; without it they are selected privately from
+  A public ``JOIN`` (inner or left, on columns of the same name) becomes the call's ``join``. Keys: a
+  public table (``OPTIONS (keys = t)``) lists them; without it they are selected privately from
   the universe of the key columns' type (:func:`key_universe`, from the schema: metadata only).
 * Without ``GROUP BY``: global answers (the ``answers`` family: ``bounded_noise``, or ``gaussian`` with
   ``noise = 'zcdp'``), one query per aggregate, each with the WHERE as its filter. There the bounds clip
@@ -38,6 +39,11 @@ class SqlCall:
     family: str
     kwargs: dict[str, Any] = field(default_factory=dict)
     keys_table: str | None = None
+
+    @property
+    def join(self) -> tuple[str, tuple[str, ...], str] | None:
+        """The public join: (public table, join columns, "inner" or "left"), or None."""
+        return self.query.join
 
     @property
     def private_keys(self) -> bool:
@@ -92,6 +98,8 @@ def _groups(q: DPQuery, public: Collection[str], common: dict[str, Any]) -> SqlC
 
 def _answers(q: DPQuery, common: dict[str, Any]) -> SqlCall:
     o = q.options
+    if q.join is not None:
+        raise SqlError(f"JOIN {q.join[0]} in a query without GROUP BY is not supported yet: add a GROUP BY")
     for name, what in (("keys", "keys"), ("max_groups_per_unit", "max_groups_contributed")):
         if getattr(o, name) is not None:
             raise SqlError(f"OPTIONS {what} applies to GROUP BY queries; this query has no GROUP BY")

@@ -34,7 +34,6 @@ _REFUSED = {
     "qualify": "QUALIFY is not supported: windows are not DP aggregates",
     "windows": "a WINDOW clause is not supported: windows are not DP aggregates",
     "laterals": "LATERAL is not supported: query one table",
-    "joins": "JOIN is not supported yet: query the private table alone (public joins are not built yet)",
     "kind": "SELECT AS STRUCT/VALUE is not supported: select group columns and DP aggregates",
     "into": "SELECT INTO is not supported: the release is written to its output folder",
     "prewhere": "PREWHERE is not supported: use WHERE",
@@ -51,7 +50,7 @@ _REFUSED = {
     "exclude": "SELECT * EXCEPT is not supported: name the columns",
     "operation_modifiers": "query modifiers are not supported",
 }
-_ALLOWED = {"expressions", "from_", "where", "group", "hint"}
+_ALLOWED = {"expressions", "from_", "where", "group", "hint", "joins"}
 _NAMED_ARGS = ("contribution_bounds_per_group",)
 _NEEDS_BOUNDS = ("SUM", "AVG", "VAR_POP", "STDDEV_POP", "PERCENTILE_CONT")
 
@@ -79,6 +78,8 @@ class DPQuery:
     by: tuple[str, ...]
     aggregates: tuple[SqlAggregate, ...]
     where: Predicate | None
+    #: a public join: (the public table, the join columns, "inner" or "left"), or None
+    join: tuple[str, tuple[str, ...], str] | None = None
 
 
 def _statement_kind(tree: Any) -> str:
@@ -116,10 +117,12 @@ def check_query(text: Any, *, private: Collection[str], public: Collection[str] 
         raise SqlError(_REFUSED.get(key, f"the query's {key} clause is not supported"))
     options = parse_options(hint)
     table, alias = _from(tree, private, public)
+    join = _join(tree, table, alias, private, public)
+    tables = {table, alias} | ({join[0], join[3]} if join else set())
 
     def column(node: Any) -> str:
         qualifier = node.table
-        if qualifier and qualifier not in (table, alias):
+        if qualifier and qualifier not in tables:
             raise SqlError(f"column {sql_text(node)}: unknown table {qualifier!r}; the query reads {table!r}")
         if not isinstance(node.this, exp.Identifier):
             raise SqlError(f"{sql_text(node)} is not a column name")
@@ -145,7 +148,68 @@ def check_query(text: Any, *, private: Collection[str], public: Collection[str] 
         raise SqlError("two aggregates have the same name: give each its own AS name")
     where = tree.args.get("where")
     predicate = where_filter(where.this, column) if where is not None else None
-    return DPQuery(text, table, options, by, tuple(aggregates), predicate)
+    return DPQuery(text, table, options, by, tuple(aggregates), predicate, join[:3] if join else None)
+
+
+def _join(tree: Any, table: str, alias: str | None, private: Collection[str],
+          public: Collection[str]) -> tuple[str, tuple[str, ...], str, str | None] | None:
+    """(the public table, the join columns, "inner"/"left", its alias) of the query's one JOIN, or None."""
+    joins = tree.args.get("joins") or []
+    if not joins:
+        return None
+    if len(joins) > 1:
+        raise SqlError("more than one JOIN is not supported: join the private table with one public table")
+    j = joins[0]
+    node = j.this
+    if not isinstance(node, exp.Table) or not isinstance(node.this, exp.Identifier) or any(
+            v for k, v in node.args.items() if k not in ("this", "alias")):
+        raise SqlError(f"JOIN {sql_text(node)} is not supported: join one public table of the session by name")
+    name = str(node.name)
+    if name in private:
+        raise SqlError(f"JOIN {name}: a join of the private table with itself is not supported")
+    if name not in public:
+        raise SqlError(f"JOIN {name}: {name!r} is not a public table of the session; a private join (two private "
+                       "tables on the unit) is not supported yet; only public tables (public_tables=) join")
+    side, kind = (j.args.get("side") or "").upper(), (j.args.get("kind") or "").upper()
+    if kind not in ("", "INNER", "OUTER") or side not in ("", "LEFT") or (kind == "OUTER" and side != "LEFT"):
+        raise SqlError(f"{' '.join(w for w in (side, kind) if w)} JOIN is not supported: write JOIN (inner) or "
+                       "LEFT JOIN")
+    for key in ("method", "global_", "hint", "match_condition", "directed", "pivots"):
+        if j.args.get(key):
+            raise SqlError(f"JOIN {name}: the {key} modifier is not supported")
+    dim_alias = node.alias or None
+    using = j.args.get("using")
+    on = j.args.get("on")
+    if bool(using) == (on is not None):
+        raise SqlError(f"JOIN {name}: give USING (column, ...) or ON {table}.column = {name}.column")
+    if using:
+        cols = tuple(name_of(c, f"JOIN {name} USING") for c in using)
+    else:
+        cols = tuple(_on_columns(on, {table, alias} - {None}, {name, dim_alias} - {None}, name))
+    if len(set(cols)) != len(cols):
+        raise SqlError(f"JOIN {name}: a join column is named twice")
+    return name, cols, "left" if side == "LEFT" else "inner", dim_alias
+
+
+def _on_columns(on: Any, mine: set[Any], theirs: set[Any], name: str) -> list[str]:
+    """The columns of ``ON a.c = b.c [AND ...]`` (the same name on both sides: the join dpspark runs)."""
+    items = list(on.flatten()) if isinstance(on, exp.And) else [on]
+    cols = []
+    for item in items:
+        if isinstance(item, exp.Paren):
+            item = item.this
+        if not (isinstance(item, exp.EQ) and isinstance(item.this, exp.Column)
+                and isinstance(item.expression, exp.Column)):
+            raise SqlError(f"JOIN {name} ON {sql_text(item)}: a public join is on equal columns, "
+                           f"ON <private>.column = {name}.column")
+        a, b = item.this, item.expression
+        if a.table in theirs and b.table in mine:
+            a, b = b, a
+        if not (a.table in mine and b.table in theirs) or a.name != b.name:
+            raise SqlError(f"JOIN {name} ON {sql_text(item)}: join a private column with the public column of the "
+                           f"same name, qualified: ON <private>.c = {name}.c (or USING (c))")
+        cols.append(str(a.name))
+    return cols
 
 
 def _from(tree: Any, private: Collection[str], public: Collection[str]) -> tuple[str, str | None]:

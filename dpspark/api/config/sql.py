@@ -63,7 +63,7 @@ def _tables(raw: Mapping[str, Any], source: Path) -> tuple[str, dict[str, Any], 
     return private[0], inp, public
 
 
-def _public_table(sec: Mapping[str, Any], name: str, columns: list[str], source: Path) -> Any:
+def _public_table(sec: Mapping[str, Any], name: str, columns: list[str], source: Path, every: bool = False) -> Any:
     """A public table's ``columns`` read with pyarrow (public: not the data)."""
     import pyarrow as pa
     import pyarrow.dataset as ds
@@ -81,7 +81,7 @@ def _public_table(sec: Mapping[str, Any], name: str, columns: list[str], source:
     missing = [c for c in columns if c not in table.column_names]
     if missing:
         raise fail(source, f"tables.{name} has no column(s) {', '.join(map(repr, missing))}")
-    return table.select(columns)
+    return table if every else table.select(columns)
 
 
 def expand_sql(raw: Mapping[str, Any], source: Path) -> dict[str, Any]:
@@ -121,12 +121,24 @@ def expand_sql(raw: Mapping[str, Any], source: Path) -> dict[str, Any]:
     by = list(kw.pop("by"))
     out["aggregates"] = kw.pop("aggregates")
     groups: dict[str, Any] = {"by": by}
+    dim = None
+    if call.join is not None:
+        jname, on, how = call.join
+        dim = _public_table(public[jname], jname, [], source, every=True)
+        path = public[jname]["path"]
+        groups["join"] = {"path": path if os.path.isabs(path) else str((source.parent / path).resolve()),
+                          "on": list(on), "how": how}
     if call.keys_table is not None:
         table = _public_table(public[call.keys_table], call.keys_table, by, source)
         rows = list(dict.fromkeys(zip(*(table.column(c).to_pylist() for c in by))))
         groups["keys"] = [r[0] if len(by) == 1 else list(r) for r in rows]
     else:
-        out["universe"] = key_universe(tuple(by), _private_schema(inp, by, source))
+        import pyarrow as pa
+
+        schema = _private_schema(inp, by, source)
+        if dim is not None:  # key columns may come from the public table
+            schema = pa.schema(list(schema) + [f for f in dim.schema if f.name not in schema.names])
+        out["universe"] = key_universe(tuple(by), schema)
     if "where" in kw:
         groups["filter"] = kw.pop("where")
     groups.update(kw)  # max_groups_per_unit, max_rows_per_group, noise, beta: the [groups] fields

@@ -14,6 +14,8 @@ parser on its raw section and names the file). Every check here is data-free.
 * ``noise`` - "auto" (default: the smallest error bar, docs/groups.md §D), "pure", "zcdp" (the discrete
   Gaussian; "gaussian" is the same) or "bounded";
 * ``beta`` - the error bars hold with probability >= 1 - beta (default: ``privacy.beta``);
+* ``join`` - a public join (:mod:`dpspark.mechanisms.groups.join`): ``{path = "<CSV/Parquet>", on = [...],
+  how = "inner" | "left"}`` (or ``table =`` a pyarrow/pandas table from Python);
 * ``filter`` - a row filter in the grammar of :mod:`dpspark.engine.predicate` (as an answers query's
   ``filter``): only rows where it is TRUE are read (a row-level transformation before contribution bounding).
 
@@ -35,7 +37,8 @@ from dpspark.exact import parse_rational
 from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError, GroupsTypeError, parse_aggregates
 
 #: the ``[groups]`` fields
-GROUP_FIELDS = ("by", "keys", "keys_file", "max_groups_per_unit", "max_rows_per_group", "noise", "beta", "filter")
+GROUP_FIELDS = ("by", "keys", "keys_file", "max_groups_per_unit", "max_rows_per_group", "noise", "beta", "filter",
+                "join")
 #: ``noise`` values and the plan's name for each
 NOISE_NAMES = {"auto": "auto", "pure": "pure", "zcdp": "gaussian", "gaussian": "gaussian", "bounded": "bounded"}
 #: most public keys a config lists (the release holds one row per key)
@@ -54,6 +57,8 @@ class GroupsSection:
     beta: Fraction | None
     #: the row filter (None: every row); data-free, parsed here
     filter: Predicate | None = None
+    #: the public join as given (the mechanism reads its table: relative paths resolve against the config)
+    join: Any = None
 
     @property
     def public_keys(self) -> bool:
@@ -149,7 +154,8 @@ def parse_groups_section(raw: Any) -> GroupsSection:
         if not 0 < beta < 1:
             raise GroupsError("groups.beta must lie in (0, 1)")
     bounds = Bounds(_int_field(raw, "max_groups_per_unit"), _int_field(raw, "max_rows_per_group"))
-    return GroupsSection(tuple(by), keys, keys_file, bounds, NOISE_NAMES[noise], beta, _filter(raw.get("filter")))
+    return GroupsSection(tuple(by), keys, keys_file, bounds, NOISE_NAMES[noise], beta, _filter(raw.get("filter")),
+                         raw.get("join"))
 
 
 def _filter(raw: Any) -> Predicate | None:

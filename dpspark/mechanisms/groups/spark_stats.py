@@ -236,6 +236,8 @@ def _read(df: "DataFrame", stage: "GroupsStage") -> "DataFrame":
     from dpspark.engine.predicate import spark_ref
     from dpspark.engine.spark.counts import check_columns
 
+    if stage.join is not None:  # rule 0 (stage docstring): a broadcast of the public table, no SQL text
+        df = stage.join.spark(df)
     check_columns(df, stage.columns)
     dtypes = {f.name: f.dataType for f in df.schema.fields}
     for c in stage.value_columns:

@@ -33,6 +33,15 @@ PUBLIC_KEYS = """SELECT WITH DIFFERENTIAL_PRIVACY
   SUM(hours, contribution_bounds_per_group => (0, 80)) AS hours
 FROM measurements
 GROUP BY region"""
+JOINED = """SELECT WITH DIFFERENTIAL_PRIVACY
+    OPTIONS (epsilon = 2, delta = 1e-9, privacy_unit_column = user_id, max_groups_contributed = 2)
+  zone,
+  COUNT(*) AS people,
+  AVG(income, contribution_bounds_per_group => (0, 400)) AS mean_income
+FROM measurements m
+LEFT JOIN zones z ON m.region = z.region
+WHERE z.zone != 'polar'
+GROUP BY zone"""
 GLOBAL = """SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-9, privacy_unit_column = user_id)
   COUNT(*) AS users,
   SUM(income, contribution_bounds_per_group => (0, 400)) AS income
@@ -57,13 +66,22 @@ def _api_public(s: Any, out: Path) -> Any:
                                 {"name": "hours", "kind": "sum", "column": "hours", "lo": "0", "hi": "80"}])
 
 
+def _api_joined(s: Any, out: Path) -> Any:
+    return s.groups(by=["zone"], universe={"kind": "string", "max_bytes": 31, "column": "zone"}, epsilon="2",
+                    delta="1e-9", max_groups_per_unit=2, where="zone != 'polar'", output=out,
+                    join={"table": zones_table(), "on": ["region"], "how": "left"},
+                    aggregates=[{"name": "people", "kind": "count"},
+                                {"name": "mean_income", "kind": "mean", "column": "income", "lo": "0", "hi": "400"}])
+
+
 def _api_global(s: Any, out: Path) -> Any:
     return s.release(mechanism="bounded_noise", epsilon="1", delta="1e-9", output=out, sections={"queries": [
         {"name": "users", "kind": "count", "hi": 1, "filter": "hours > 40"},
         {"name": "income", "kind": "sum", "column": "income", "lo": "0", "hi": "400", "filter": "hours > 40"}]})
 
 
-EXAMPLES = {"private": (PRIVATE_KEYS, _api_private), "public": (PUBLIC_KEYS, _api_public), "global": (GLOBAL, _api_global)}
+EXAMPLES = {"private": (PRIVATE_KEYS, _api_private), "public": (PUBLIC_KEYS, _api_public),
+            "joined": (JOINED, _api_joined), "global": (GLOBAL, _api_global)}
 
 
 def measurements(rows: int = 6000, users: int = 1500) -> Any:
@@ -81,6 +99,14 @@ def regions_table() -> Any:
     import pyarrow as pa
 
     return pa.table({"region": ["north", "east", "north", "islands"], "name": ["N", "E", "N2", "I"]})
+
+
+def zones_table() -> Any:
+    """A public dimension table: one row per region (unique join keys)."""
+    import pyarrow as pa
+
+    return pa.table({"region": ["north", "south", "east", "west", "polar"],
+                     "zone": ["cold", "warm", "warm", "mild", "polar"]})
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +129,9 @@ def session(data: Any, **kw: Any) -> Any:
     import dpspark
     from dpspark.rng import SeededRandom
 
-    return dpspark.Session(tables={"measurements": data, "regions": regions_table()}, public_tables=["regions"],
-                           max_units=100_000, unit_column="user_id", rng=SeededRandom(SEED), **kw)
+    return dpspark.Session(tables={"measurements": data, "regions": regions_table(), "zones": zones_table()},
+                           public_tables=["regions", "zones"], max_units=100_000, unit_column="user_id",
+                           rng=SeededRandom(SEED), **kw)
 
 
 def test_docs_examples_are_the_tested_ones() -> None:
@@ -126,12 +153,14 @@ def test_sql_equals_the_api_call_under_one_seed(files: dict[str, Path], tmp_path
         assert {a for a in ("people", "visits") if a in table} and any(c.endswith("_error") for c in table)
     if name == "public":  # the distinct regions of the public table, in first-seen order
         assert by_sql.keys() == ["north", "east", "islands"]
+    if name == "joined":  # every region has a zone: the three zones are selected (2,000+ rows each)
+        assert sorted(by_sql.keys()) == ["cold", "mild", "warm"]
     import dpspark
     from dpspark.rng import SeededRandom
 
-    with dpspark.Session(tables={"measurements": files["measurements"], "regions": regions_table()},
-                         public_tables=["regions"], max_units=100_000, unit_column="user_id",
-                         rng=SeededRandom(SEED + 1)) as s:
+    with dpspark.Session(tables={"measurements": files["measurements"], "regions": regions_table(),
+                                 "zones": zones_table()}, public_tables=["regions", "zones"], max_units=100_000,
+                         unit_column="user_id", rng=SeededRandom(SEED + 1)) as s:
         s.sql(query, output=tmp_path / "other")
     assert data_files(tmp_path / "other") != data_files(tmp_path / "sql")  # the comparison has teeth
 
@@ -192,7 +221,15 @@ REFUSED = {  # one per class of unsupported construct: (query, words its message
     "window": (Q + "COUNT(*) OVER () AS n FROM measurements", "window"),
     "union": (Q + "COUNT(*) AS n FROM measurements UNION ALL SELECT 1", "UNION"),
     "other statement": ("DELETE FROM measurements WHERE true", "DELETE"),
-    "join": (Q + "COUNT(*) AS n FROM measurements JOIN regions USING (region)", "JOIN"),
+    "private join": (Q + "COUNT(*) AS n FROM measurements JOIN users USING (user_id)", "JOIN users"),
+    "right join": (Q + "zone, COUNT(*) AS n FROM measurements RIGHT JOIN zones USING (region) GROUP BY zone",
+                   "RIGHT JOIN"),
+    "join on a non-equality": (Q + "zone, COUNT(*) AS n FROM measurements m JOIN zones z ON m.region < z.region "
+                               "GROUP BY zone", "equal columns"),
+    "join with duplicate keys": (Q + "name, COUNT(*) AS n FROM measurements JOIN regions USING (region) "
+                                 "GROUP BY name", "join key twice"),
+    "join key types differ": (Q + "zone, COUNT(*) AS n FROM measurements JOIN zones ON measurements.age = "
+                              "zones.age GROUP BY zone", "no column(s) 'age'"),
     "unknown table": (Q + "COUNT(*) AS n FROM orders", "unknown table 'orders'"),
     "public table": (Q + "COUNT(*) AS n FROM regions", "public table"),
     "ungrouped column": (Q + "region, COUNT(*) AS n FROM measurements", "neither aggregated nor in GROUP BY"),
@@ -245,3 +282,41 @@ def test_a_query_that_runs_is_charged_once(files: dict[str, Path], tmp_path: Pat
         s.sql(PRIVATE_KEYS, output=tmp_path / "out")
     spent = Ledger(ledger).spent("m")
     assert spent.epsilon == 1 and spent.delta == Fraction(1, 10**9)
+
+
+def test_a_join_clash_and_a_key_type_mismatch_are_refused_before_the_spend(files: dict[str, Path],
+                                                                           tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    import dpspark
+    from dpspark.errors import DPSparkError
+
+    clash = pa.table({"region": ["north"], "age": [3]})  # 'age' is a private column too
+    typed = pa.table({"region": [1, 2], "zone": ["a", "b"]})  # int keys against the private strings
+    for dim, words in ((clash, "also in the input"), (typed, "join column 'region' is string in the input and int64")):
+        with dpspark.Session(files["measurements"], max_units=100_000, unit_column="user_id",
+                             budget={"epsilon": "3"}) as s:
+            with pytest.raises(DPSparkError, match=words):
+                s.groups(by="region", keys=["north"], epsilon="1", join={"table": dim, "on": "region"},
+                         aggregates=[{"name": "n", "kind": "count"}], output=tmp_path / "o")
+            assert str(s.remaining) == "eps = 3, pure DP" and not s.releases
+
+
+def test_an_inner_join_drops_unmatched_rows_exactly(files: dict[str, Path], tmp_path: Path) -> None:
+    """Bounded noise holds with probability 1: the joined counts are checked against pandas' merge."""
+    import pyarrow as pa
+
+    import dpspark
+    from dpspark.rng import SeededRandom
+
+    dim = pa.table({"region": ["north", "east"], "zone": ["cold", "warm"]})
+    tab = measurements().to_pandas().merge(dim.to_pandas(), on="region")
+    truth = tab.groupby("zone").size().to_dict()
+    with dpspark.Session(files["measurements"], max_units=100_000, rng=SeededRandom(SEED)) as s:
+        rel = s.groups(by="zone", keys=["cold", "warm", "mild"], epsilon="1", delta="1e-8", noise="bounded",
+                       join={"table": dim, "on": "region"}, aggregates=[{"name": "n", "kind": "count"}],
+                       output=tmp_path / "j")
+    for key in rel.keys():
+        entry = rel.lookup(key)["n"]
+        assert abs(entry.value - truth.get(key, 0)) <= entry.always
+    assert rel.manifest.parameters["join"]["on"] == ["region"] and rel.manifest.parameters["join"]["rows"] == 2

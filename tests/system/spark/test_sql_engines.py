@@ -1,4 +1,4 @@
-"""DP SQL and ``groups`` filters on Spark: the same query gives the same release on Spark as on Arrow (and as its
+"""DP SQL, ``groups`` filters and public joins on Spark: the same query gives the same release on Spark as on Arrow (and as its
 ``Session.groups`` call) under one seed; the WHERE reaches Spark as a Column built from the parsed tree."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.system.arrow.test_sql_session import EXAMPLES, PRIVATE_KEYS, SEED, data_files, measurements, regions_table
+from tests.system.arrow.test_sql_session import (EXAMPLES, PRIVATE_KEYS, SEED, data_files, measurements,
+                                                 regions_table, zones_table)
 
 pytestmark = pytest.mark.spark
 
@@ -28,8 +29,9 @@ def _session(data: Any, spark: Any = None) -> Any:
     import dpspark
     from dpspark.rng import SeededRandom
 
-    return dpspark.Session(tables={"measurements": data, "regions": regions_table()}, public_tables=["regions"],
-                           max_units=100_000, unit_column="user_id", rng=SeededRandom(SEED), spark=spark)
+    return dpspark.Session(tables={"measurements": data, "regions": regions_table(), "zones": zones_table()},
+                           public_tables=["regions", "zones"], max_units=100_000, unit_column="user_id",
+                           rng=SeededRandom(SEED), spark=spark)
 
 
 @pytest.mark.parametrize("name", list(EXAMPLES))
