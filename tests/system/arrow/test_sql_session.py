@@ -116,7 +116,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("sql")
     pq.write_table(measurements(), tmp / "measurements.parquet")
     pq.write_table(regions_table(), tmp / "regions.parquet")
-    return {"measurements": tmp / "measurements.parquet", "regions": tmp / "regions.parquet"}
+    pq.write_table(zones_table(), tmp / "zones.parquet")
+    return {"measurements": tmp / "measurements.parquet", "regions": tmp / "regions.parquet",
+            "zones": tmp / "zones.parquet"}
 
 
 def data_files(rel: Path) -> dict[str, str]:
@@ -194,6 +196,22 @@ def test_toml_and_cli_equal_session_sql(files: dict[str, Path], tmp_path: Path, 
     from dpspark.lookup import open_release
 
     assert open_release(tmp_path / "cli").keys() == ["north", "east", "islands"]  # os.urandom noise: keys only
+
+
+def test_toml_join_equals_session_sql(files: dict[str, Path], tmp_path: Path) -> None:
+    from dpspark.api.config import load_config
+    from dpspark.engine.runner import plan_release, run_release
+    from dpspark.rng import SeededRandom
+
+    with session(files["measurements"]) as s:
+        s.sql(JOINED, output=tmp_path / "sql")
+    toml = tmp_path / "j.toml"
+    toml.write_text(f'[sql]\nquery = """{JOINED}"""\nmax_units = 100000\n'
+                    f'[tables.measurements]\npath = "{files["measurements"]}"\n'
+                    f'[tables.zones]\npath = "{files["zones"]}"\npublic = true\n'
+                    f'[output]\npath = "toml"\n', encoding="utf-8")
+    run_release(plan_release(load_config(toml), engine="arrow"), rng=SeededRandom(SEED))
+    assert data_files(tmp_path / "toml") == data_files(tmp_path / "sql")
 
 
 def test_explain_prints_the_plan_and_spends_nothing(files: dict[str, Path], tmp_path: Path, capsys: Any) -> None:
