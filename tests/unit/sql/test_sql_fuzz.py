@@ -89,7 +89,8 @@ def _aggregate(rng: random.Random, i: int, clean: bool, grouped: bool) -> str:
 
 def generated(rng: random.Random, clean: bool) -> str:
     """One query of the supported subset (``clean``), or one with a few constructs outside it."""
-    by = rng.sample(["region", "age", "flag"], rng.choice([0, 1, 1, 2]))
+    joined = rng.random() < 0.25
+    by = rng.sample(["region", "age", "flag"] + (["zone"] if joined else []), rng.choice([0, 1, 1, 2]))
     opts = [rng.choice(["epsilon = 1", "epsilon = 0.5", "epsilon = 1e-1"]), "privacy_unit_column = user_id"]
     if by and rng.random() < 0.4:
         opts.append("keys = keys")
@@ -107,6 +108,10 @@ def generated(rng: random.Random, clean: bool) -> str:
     rng.shuffle(items)
     clause = "WITH DIFFERENTIAL_PRIVACY OPTIONS (" + ", ".join(opts) + ") " if clean or rng.random() < 0.9 else ""
     text = f"SELECT {clause}{', '.join(items)} FROM {'t' if clean else rng.choice(TABLES)}"
+    if joined:  # a public join (dims: unique regions); now and then one outside the subset
+        text += rng.choice([" JOIN dims USING (region)", " LEFT JOIN dims d ON t.region = d.region"] if clean else
+                           [" JOIN dims USING (region)", " RIGHT JOIN dims USING (region)", " JOIN keys USING (region)",
+                            " JOIN dims ON t.age = dims.region", " CROSS JOIN dims", " JOIN dims USING (zone)"])
     if rng.random() < 0.6:
         text += " WHERE " + _condition(rng, clean)
     if by:
@@ -159,12 +164,14 @@ def run_fuzz(tmp_path: Path, seed: int, n: int) -> dict[str, int]:
     data = _table()
     keys = pa.table({"region": ["north", "south", "west"], "age": [18, 30, 40], "flag": [True, False, True],
                      "hours": [1, 2, 3]})
+    dims = pa.table({"region": ["north", "south", "east"], "zone": ["cold", "warm", "warm"]})
     counts = {"ran": 0, "refused": 0}
     budget = {"epsilon": "60", "delta": "1/1000"}
     s = None
     for i, query in enumerate(queries(seed, n)):
         if s is None or counts["ran"] % 50 == 49:  # a fresh session now and then: the budget never runs out
-            s = dpspark.Session(tables={"t": data, "keys": keys}, public_tables=["keys"], max_units=1000,
+            s = dpspark.Session(tables={"t": data, "keys": keys, "dims": dims}, public_tables=["keys", "dims"],
+                                max_units=1000,
                                 unit_column="user_id", rng=SeededRandom(i), budget=budget)
         before = s.remaining.measure
         out = tmp_path / f"r{i}"
