@@ -94,7 +94,8 @@ def add_sql_command(sub: Any, make: Any) -> None:
     p.add_argument("--output", default=None, help="the release folder")
     p.add_argument("--explain", action="store_true",
                    help="print the plan (budget split, bounds, noise, error bars, keys); read and spend nothing")
-    p.add_argument("--engine", choices=["arrow", "spark"], default=None, help="arrow (default for a local file) or spark")
+    p.add_argument("--engine", choices=["arrow", "spark"], default=None,
+                   help="arrow (default for a local file) or spark")
     p.add_argument("--master", default=None, help="run on an embedded local Spark with this master, e.g. local[2]")
     p.add_argument("--ledger", default=None, help="charge this privacy-budget ledger too (with --dataset)")
     p.add_argument("--dataset", default=None, help="the ledger's dataset id")

@@ -151,7 +151,8 @@ def key_universe(by: tuple[str, ...], schema: Any) -> dict[str, Any]:
             parts.append({"kind": "string", "max_bytes": MAX_KEY_BYTES, "column": c})
         elif pa.types.is_integer(t):
             bits = t.bit_width
-            lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if pa.types.is_signed_integer(t) else (0, (1 << bits) - 1)
+            signed = pa.types.is_signed_integer(t)
+            lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
             parts.append({"kind": "int_range", "lo": str(lo), "hi": str(hi), "column": c})
         else:
             raise SqlError(f"GROUP BY {c}: a column of type {t} cannot have its keys selected privately; list the "

@@ -4,7 +4,8 @@ Refused, each with a message that names the construct and says what to write ins
 raised before any data is read or any budget is spent): a statement other than one ``SELECT``, a query
 without the DP clause, ``SELECT *``, ``DISTINCT``, ``LIMIT``/``OFFSET``, ``ORDER BY``, ``HAVING``,
 ``QUALIFY``, a window (``OVER``), a subquery or a CTE, a join other than one inner or left join of a public
-table on equal columns of the same name, an unknown table or a public one in ``FROM``, a column neither aggregated nor in ``GROUP BY``, an unknown or non-DP
+table on equal columns of the same name, an unknown table or a public one in ``FROM``, a column neither
+aggregated nor in ``GROUP BY``, an unknown or non-DP
 function, a ``GROUP BY`` on anything but columns, an aggregate without a name, and an aggregate that needs
 bounds and has none (bounds chosen privately are not built yet).
 """

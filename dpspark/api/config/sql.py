@@ -157,7 +157,8 @@ def _private_schema(inp: Mapping[str, Any], by: list[str], source: Path) -> Any:
         raise fail(source, "GROUP BY without public keys on a catalog or remote table: list the keys in a public "
                            "table (OPTIONS (keys = <table>))")
     full = path if os.path.isabs(path) else str((source.parent / path).resolve())
-    schema, text = input_schema(full, inp.get("format"), {str(k): str(v) for k, v in (inp.get("options") or {}).items()})
+    options = {str(k): str(v) for k, v in (inp.get("options") or {}).items()}
+    schema, text = input_schema(full, inp.get("format"), options)
     if text:
         schema = pa.schema([pa.field(c, pa.string()) if c in by else schema.field(c) for c in schema.names])
     return schema

@@ -116,7 +116,8 @@ def parse_join(raw: Any, base: Any = None) -> PublicJoin | None:
         raise GroupsError("groups.join must be a table: {path = \"...\", on = [...], how = \"inner\" | \"left\"}")
     bad = sorted(set(raw) - {"table", "path", "on", "how"})
     if bad:
-        raise GroupsError(f"groups.join has unknown field(s) {', '.join(map(repr, bad))}; expected table or path, on, how")
+        raise GroupsError(f"groups.join has unknown field(s) {', '.join(map(repr, bad))}; expected table or path, "
+                          "on, how")
     if ("table" in raw) == ("path" in raw):
         raise GroupsError("groups.join needs the public table: table = <a table> or path = \"<file>\"")
     table = raw.get("table")

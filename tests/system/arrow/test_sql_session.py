@@ -61,7 +61,8 @@ def _api_private(s: Any, out: Path) -> Any:
 
 
 def _api_public(s: Any, out: Path) -> Any:
-    return s.groups(by=["region"], keys=["north", "east", "islands"], epsilon="1", max_rows_per_group=3, noise="pure", output=out,
+    return s.groups(by=["region"], keys=["north", "east", "islands"], epsilon="1", max_rows_per_group=3,
+                    noise="pure", output=out,
                     aggregates=[{"name": "visits", "kind": "count"},
                                 {"name": "hours", "kind": "sum", "column": "hours", "lo": "0", "hi": "80"}])
 

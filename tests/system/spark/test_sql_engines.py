@@ -1,5 +1,6 @@
-"""DP SQL, ``groups`` filters and public joins on Spark: the same query gives the same release on Spark as on Arrow (and as its
-``Session.groups`` call) under one seed; the WHERE reaches Spark as a Column built from the parsed tree."""
+"""DP SQL, ``groups`` filters and public joins on Spark: the same query gives the same release on Spark as on
+Arrow (and as its ``Session.groups`` call) under one seed; the WHERE reaches Spark as a Column built from the
+parsed tree, the public table as a broadcast DataFrame built from its Arrow data."""
 
 from __future__ import annotations
 
