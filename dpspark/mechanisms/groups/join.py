@@ -89,10 +89,9 @@ class PublicJoin:
         """The joined rows on Arrow (NULL keys match nothing)."""
         right = self.table.cast(pa.schema([pa.field(f.name, _plain(f.type)) for f in self.table.schema]))
         left = table
-        for c in self.on:
-            if pa.types.is_dictionary(left.schema.field(c).type):
-                left = left.set_column(left.schema.get_field_index(c), c, left.column(c).cast(_plain(
-                    left.schema.field(c).type)))
+        for i, f in enumerate(table.schema):  # Arrow's hash join takes no dictionary column: plain values
+            if pa.types.is_dictionary(f.type) or pa.types.is_large_string(f.type):
+                left = left.set_column(i, f.name, left.column(i).cast(_plain(f.type)))
         return left.join(right, list(self.on), join_type=HOWS[self.how], coalesce_keys=True)
 
     def spark(self, df: "DataFrame") -> "DataFrame":
