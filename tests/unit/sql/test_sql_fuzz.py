@@ -21,7 +21,7 @@ from dpspark.errors import DPSparkError
 COLUMNS = {"user_id": "int", "region": "str", "age": "int", "hours": "float", "flag": "bool"}
 TABLES = ["t", "t", "t", "keys", "other"]
 AGGS = ["COUNT", "SUM", "AVG", "VAR_POP", "STDDEV_POP", "PERCENTILE_CONT", "MAX", "MIN", "COUNT_IF", "APPROX_COUNT"]
-OPTIONS = ["epsilon = 1", "epsilon = 0.5", "epsilon = 1e-2", "epsilon = 0", "epsilon = -1", "epsilon = 100",
+OPTIONS = ["epsilon = 1", "epsilon = 0.5", "epsilon = 5e-1", "epsilon = 0", "epsilon = -1", "epsilon = 100",
            "delta = 1e-9", "delta = 1e-6", "delta = 0.5", "privacy_unit_column = user_id", "privacy_unit_column = age",
            "max_groups_contributed = 2", "max_groups_contributed = 0", "max_rows_per_group = 3",
            "max_rows_per_group = 1.5", "keys = keys", "keys = t", "noise = 'pure'", "noise = 'zcdp'",
