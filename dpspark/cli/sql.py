@@ -89,7 +89,7 @@ def add_sql_command(sub: Any, make: Any) -> None:
     p.add_argument("--table", action="append", metavar="NAME=PATH",
                    help="the private table the query reads FROM (a Parquet, CSV, ORC or JSON file)")
     p.add_argument("--public", action="append", metavar="NAME=PATH",
-                   help="a public table (keys = NAME in OPTIONS lists the keys); repeatable")
+                   help="a public table: JOIN it, or list the keys with OPTIONS (keys = NAME); repeatable")
     p.add_argument("--max-units", type=int, required=True, help="n: public bound on the number of privacy units")
     p.add_argument("--output", default=None, help="the release folder")
     p.add_argument("--explain", action="store_true",
