@@ -204,4 +204,5 @@ def test_fuzz_sample(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_fuzz_5000(tmp_path: Path) -> None:
     counts = run_fuzz(tmp_path, seed=2, n=5000)
+    print(f"fuzz: {counts['ran']} ran, {counts['refused']} refused before the spend")  # report
     assert counts["ran"] + counts["refused"] == 5000 and counts["ran"] >= 300
