@@ -48,7 +48,8 @@ class Session:
     one (for a curator who owns the data only: the details can quote rows). A release without ``output=`` is
     written to a scratch folder removed when the Python process exits (:mod:`dpspark.api.scratch`);
     ``keep_releases`` keeps those folders. ``tables``/``public_tables``: named tables for :meth:`sql` (the one
-    table not listed public is the private data; positional ``data`` is named ``data`` there).
+    table not listed public is the private data; positional ``data`` is named ``data`` there; with ``spark=``,
+    a name that is not a local path is a catalog table).
     """
 
     def __init__(
@@ -84,7 +85,7 @@ class Session:
         #: releases without ``output=`` outlive the process (else they are removed at exit: dpspark.api.scratch)
         self.keep_releases = keep_releases
         #: the private table's SQL name and the public tables (:meth:`sql`); the private one is the session's data
-        self.tables = SessionTables.of(data, tables, public_tables)
+        self.tables = SessionTables.of(data, tables, public_tables, spark)
         self._data = _as_table(self.tables.data)
         self._spark = spark
         self._own_spark = False

@@ -32,9 +32,13 @@ class SessionTables:
     public: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, data: Any, tables: Mapping[str, Any] | None, public_tables: Collection[str]) -> "SessionTables":
-        """Split ``tables`` into the one private table (or ``data``) and the public ones (SessionTablesError)."""
-        tables = dict(tables or {})
+    def of(cls, data: Any, tables: Mapping[str, Any] | None, public_tables: Collection[str],
+           spark: Any = None) -> "SessionTables":
+        """Split ``tables`` into the one private table (or ``data``) and the public ones (SessionTablesError).
+
+        With a SparkSession, a table given as a name that is not a local path (``"db.orders"``) is the catalog
+        table of that name (its metadata is read; no data)."""
+        tables = {name: _catalog(value, spark) for name, value in dict(tables or {}).items()}
         public_names = [public_tables] if isinstance(public_tables, str) else list(public_tables)
         unknown = [p for p in public_names if p not in tables]
         if unknown:
@@ -53,6 +57,20 @@ class SessionTables:
         if name in public_names:
             raise SessionTablesError(f"a public table is named {name!r}, the private table's name")
         return cls(name, tables[name] if private else data, {p: tables[p] for p in public_names})
+
+
+def _catalog(value: Any, spark: Any) -> Any:
+    """A catalog table's DataFrame for a name that is not a local path (with a SparkSession), else ``value``."""
+    if spark is None or not isinstance(value, str) or "://" in value or os.path.exists(value):
+        return value
+    failed = False
+    try:
+        return spark.table(value)
+    except Exception:  # pyspark raises its own AnalysisException classes; the name is public, no data is quoted
+        failed = True
+    if failed:
+        raise SessionTablesError(f"no local file and no catalog table is named {value!r}")
+    raise AssertionError("unreachable")
 
 
 def public_arrow(table: Any, columns: list[str] | None = None) -> Any:

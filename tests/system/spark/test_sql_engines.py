@@ -76,3 +76,21 @@ def test_a_spark_dataframe_filter_drops_the_rows_it_should(spark: Any, files: di
     for key in rel.keys():
         entry = rel.lookup(key)["n"]
         assert abs(entry.value - truth[key]) <= entry.always
+
+
+def test_catalog_tables_by_name(spark: Any, files: dict[str, Path], tmp_path: Path) -> None:
+    """With a SparkSession, Session(tables=...) takes catalog table names; the release equals the file's."""
+    import dpspark
+    from dpspark.errors import DPSparkError
+    from dpspark.rng import SeededRandom
+
+    spark.read.parquet(str(files["parquet"])).createOrReplaceTempView("sql_measurements_view")
+    with dpspark.Session(tables={"measurements": "sql_measurements_view", "regions": regions_table(),
+                                 "zones": zones_table()}, public_tables=["regions", "zones"], max_units=100_000,
+                         unit_column="user_id", rng=SeededRandom(SEED), spark=spark) as s:
+        s.sql(EXAMPLES["public"][0], output=tmp_path / "catalog")
+    with _session(files["parquet"], spark) as s:
+        s.sql(EXAMPLES["public"][0], output=tmp_path / "file")
+    assert data_files(tmp_path / "catalog") == data_files(tmp_path / "file")
+    with pytest.raises(DPSparkError, match="no_such_table"):
+        dpspark.Session(tables={"m": "no_such_table"}, max_units=10, spark=spark)
