@@ -43,6 +43,8 @@ def input_path(config: Path) -> Path | None:
     """The file a config reads (relative to the config's folder), or None for a catalog table."""
     raw = tomllib.loads(config.read_text(encoding="utf-8"))
     path = (raw.get("input") or {}).get("path")
+    if path is None and "sql" in raw:  # an [sql] config reads its one private table
+        path = next((t.get("path") for t in raw.get("tables", {}).values() if not t.get("public")), None)
     if path is None:
         return None
     p = Path(path)
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             ensure_input(inp)
     failures = 0
     for cfg in configs:
-        mechanism = tomllib.loads(cfg.read_text(encoding="utf-8"))["privacy"]["mechanism"]
+        mechanism = tomllib.loads(cfg.read_text(encoding="utf-8")).get("privacy", {}).get("mechanism", "sql")
         out = out_root / cfg.stem
         started = time.monotonic()
         where = ["--master", args.master] if args.master else []

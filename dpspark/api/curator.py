@@ -96,14 +96,19 @@ def _named_files(raw: Mapping[str, Any]) -> list[tuple[str, str]]:
                 walk(v, f"{where}[{i}]")
 
     groups = raw.get("groups")
-    if isinstance(groups, Mapping) and isinstance(groups.get("keys_file"), str):
-        found.append(("groups.keys_file", groups["keys_file"]))
+    if isinstance(groups, Mapping):
+        if isinstance(groups.get("keys_file"), str):
+            found.append(("groups.keys_file", groups["keys_file"]))
+        join = groups.get("join")
+        if isinstance(join, Mapping) and isinstance(join.get("path"), str):  # a public table is checked (unique
+            found.append(("groups.join.path", join["path"]))  # keys) and read: pointed at the data, both leak
     walk(raw.get("universe"), "universe")
     return found
 
 
 def check_analyst_files(raw: Mapping[str, Any], *, public_files: "frozenset[str]") -> None:
-    """Refuse an analyst's call that names a file to read (a key list, a universe's value file) unless the
+    """Refuse an analyst's call that names a file to read (a key list, a universe's value file, a public table
+    to join) unless the
     curator listed it as public when building the Session (``Session(..., public_files=[...])``).
 
     A key file's rows are released as public keys, in the clear: pointed at the data itself (or any file the

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Collection, Mapping, Sequence
 
 from dpspark.api.charge import Charge, SessionBudgetExceeded
 from dpspark.errors import DPSparkError
@@ -57,11 +57,14 @@ class Session:
     lists, universe value files), which the curator vouches are public; any other file named by a call is
     refused. The privacy unit (``unit_column``) and ``max_units`` are the Session's: a release cannot change
     them.
+    ``tables``/``public_tables``: named tables for :meth:`sql` (the one
+    table not listed public is the private data; positional ``data`` is named ``data`` there; with ``spark=``,
+    a name that is not a local path is a catalog table).
     """
 
     def __init__(
         self,
-        data: Any,
+        data: Any = None,
         *,
         max_units: int,
         unit_column: str | None = None,
@@ -77,7 +80,10 @@ class Session:
         keep_releases: bool = False,
         curator_checks: bool = False,
         public_files: "Sequence[str | os.PathLike[str]]" = (),
+        tables: Mapping[str, Any] | None = None,
+        public_tables: Collection[str] = (),
     ) -> None:
+        from dpspark.api.session_sql import SessionTables
         from dpspark.privacy import AddRemove, Budget
 
         if not isinstance(curator_checks, bool):
@@ -112,7 +118,9 @@ class Session:
         self.curator_checks = curator_checks
         #: the files an analyst's release may read (key lists, universe value files): the curator's list
         self.public_files = frozenset(os.path.realpath(os.fspath(f)) for f in public_files)
-        self._data = _as_table(data)
+        #: the private table's SQL name and the public tables (:meth:`sql`); the private one is the session's data
+        self.tables = SessionTables.of(data, tables, public_tables, spark)
+        self._data = _as_table(self.tables.data)
         self._spark = spark
         self._own_spark = False
         self._df: "DataFrame | None" = None
@@ -263,12 +271,13 @@ class Session:
 
     def release(self, *, mechanism: str, epsilon: Any, output: str | os.PathLike[str] | None = None,
                 sections: Mapping[str, Any] | None = None, keys: list[str] | str | None = None,
-                universe: Mapping[str, Any] | None = None, **privacy: Any) -> Any:
+                universe: Mapping[str, Any] | None = None, explain: bool = False, **privacy: Any) -> Any:
         """Run one release of any registered mechanism and open it.
 
         ``sections`` holds the mechanism's own config sections (e.g. ``{"queries": [...]}``); ``keys``
         and ``universe`` are for keyed mechanisms; every ``[privacy]`` field is a keyword. The session
         budget is charged the configured (epsilon, delta) before any data is read (never refunded).
+        ``explain``: return the plan's text (passes, budget split, noise, error bars); nothing is read or spent.
         """
         from dpspark.engine.runner import plan_release, run_release
         from dpspark.lookup import open_release
@@ -277,6 +286,8 @@ class Session:
                          sections=sections, certify=False, **privacy)
         arrow = self.arrow_source()  # pandas, Arrow and local files: the Arrow engine when the mechanism runs there
         plan = plan_release(spec, have_spark=arrow is None, given_table=arrow is not None)  # the one construction
+        if explain:
+            return plan.text
         charge = self.charge_for(spec)
         charge.check(plan)  # the session budget and the ledger's exact charge: nothing is read or spent when refused
         plan.check(create_parent=True)  # the output path and the ledger
@@ -288,6 +299,13 @@ class Session:
                           text_input=self.text_input(), charge=charge, show_data_errors=self.show_data_errors)
         self.releases.append(out)
         return open_release(out)
+
+    def sql(self, query: str, *, output: str | os.PathLike[str] | None = None, explain: bool = False) -> Any:
+        """Run a ``SELECT WITH DIFFERENTIAL_PRIVACY`` query (docs/sql.md) as the ``groups`` (or answers) call it
+        compiles to, and open the release; ``explain``: the plan's text, nothing read or spent."""
+        from dpspark.api.session_sql import run_sql
+
+        return run_sql(self, query, output=output, explain=explain)
 
     def answers(self, *, k: int, mechanism: str = "bounded_noise", epsilon: Any, delta: Any, **privacy: Any) -> Any:
         """Declare k adaptive scalar answers up front (charged once now); ``.answer(query)`` answers one at a time.
@@ -322,11 +340,14 @@ class Session:
                universe: Mapping[str, Any] | None = None, delta: Any = None,
                output: str | os.PathLike[str] | None = None, max_groups_per_unit: int | None = None,
                max_rows_per_group: int | None = None, noise: str | None = None, beta: Any = None,
-               keys_file: str | os.PathLike[str] | None = None, **privacy: Any) -> Any:
+               keys_file: str | os.PathLike[str] | None = None, where: str | None = None,
+               join: Mapping[str, Any] | None = None, **privacy: Any) -> Any:
         """Aggregates per group (mechanism ``groups``), opened: ``.to_pandas()``, ``.lookup(key)``.
 
         ``keys``: the public key rows (a list of values, of tuples for several ``by`` columns, or a pandas/Arrow
         table whose columns include ``by``); None with a ``universe`` selects the keys privately.
+        ``where``: a row filter in the filter grammar (``[groups] filter``; :mod:`dpspark.engine.predicate`).
+        ``join``: a public join, ``{"table": <pandas/Arrow table> or "path": ..., "on": [...], "how": "inner"}``.
         ``aggregates``: the ``[[aggregates]]`` dicts. The other keywords are the ``[groups]`` fields; every
         ``[privacy]`` field is a keyword too. Charged once (epsilon, delta) before any data is read, like
         :meth:`release`: the budget is spent once per aggregate, never per group.
@@ -338,7 +359,7 @@ class Session:
         if keys_file is not None:
             section["keys_file"] = str(Path(keys_file).resolve())
         for name, value in (("max_groups_per_unit", max_groups_per_unit), ("max_rows_per_group", max_rows_per_group),
-                            ("noise", noise), ("beta", beta)):
+                            ("noise", noise), ("beta", beta), ("filter", where), ("join", join)):
             if value is not None:
                 section[name] = value
         sections: dict[str, Any] = {"groups": section, "aggregates": [dict(a) for a in aggregates]}

@@ -192,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "dpspark budget --principal)")
     rel.add_argument("--use-active-spark", action="store_true", help=argparse.SUPPRESS)  # spark-submit entry point
     rel.set_defaults(func=_cmd_release)
+    from dpspark.cli.sql import add_sql_command
+
+    add_sql_command(sub, _sub)
     try:
         from dpspark.cli.lookup import add_release_commands
     except ImportError:  # pragma: no cover - the lookup commands ship with dpspark.release

@@ -125,6 +125,10 @@ def parse_config(
     so a spec no release can satisfy is refused here. The CLI and the :class:`~dpspark.Session` pass False:
     their plan (:func:`dpspark.engine.runner.prepare`) builds it, once per release, with the same errors.
     """
+    if "sql" in raw:  # a DP SQL query: expanded to the plain config its Session.groups (or answers) call builds
+        from dpspark.api.config.sql import expand_sql
+
+        raw = expand_sql(raw, source)
     mech_cls = mechanism_class_of(raw, source)
     own_sections = check_layout(raw, source, mech_cls, input_given=input_given)
     input_spec = parse_input(raw, source)

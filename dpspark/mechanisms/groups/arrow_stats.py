@@ -43,6 +43,8 @@ def check_input(schema: pa.Schema, stage: "GroupsStage") -> None:
     """Missing columns and non-numeric value columns are refused from the schema alone (no value read)."""
     from dpspark.engine.numeric import numeric_type_problem
 
+    if stage.join is not None:  # rule 0: the public table's columns join the input's
+        schema = stage.join.joined_schema(schema)
     names = set(schema.names)
     missing = [c for c in stage.columns if c not in names]
     if missing:
@@ -70,7 +72,11 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
         dataset = ds.dataset(dataset)
     check_input(dataset.schema, stage)
     cols, unit = list(stage.key_columns), stage.unit_column
-    table = scan_table(dataset, stage.columns)
+    table = scan_table(dataset, stage.input_columns)
+    if stage.join is not None:  # rule 0 (stage docstring): the public join, before the filter
+        table = stage.join.arrow(table)
+    if stage.filter is not None:  # rule 0 (stage docstring): a row passes only where the filter is TRUE
+        table = table.filter(stage.filter.arrow_mask(table), null_selection_behavior="drop")
     valid = None
     for c in cols + ([unit] if unit else []):
         if table.column(c).null_count:

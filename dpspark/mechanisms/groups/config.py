@@ -13,7 +13,11 @@ parser on its raw section and names the file). Every check here is data-free.
   (above 1 they need ``privacy.unit_column``);
 * ``noise`` - "auto" (default: the smallest error bar, docs/groups.md §D), "pure", "zcdp" (the discrete
   Gaussian; "gaussian" is the same) or "bounded";
-* ``beta`` - the error bars hold with probability >= 1 - beta (default: ``privacy.beta``).
+* ``beta`` - the error bars hold with probability >= 1 - beta (default: ``privacy.beta``);
+* ``join`` - a public join (:mod:`dpspark.mechanisms.groups.join`): ``{path = "<CSV/Parquet>", on = [...],
+  how = "inner" | "left"}`` (or ``table =`` a pyarrow/pandas table from Python);
+* ``filter`` - a row filter in the grammar of :mod:`dpspark.engine.predicate` (as an answers query's
+  ``filter``): only rows where it is TRUE are read (a row-level transformation before contribution bounding).
 
 ``[[aggregates]]``: tables ``name``, ``kind`` (count, sum, mean, variance, quantile), ``column``, ``lo``, ``hi``,
 ``scale_bits``, ``q``, ``bins`` (:func:`dpspark.mechanisms.groups.aggregates.parse_aggregate`) and ``nulls``
@@ -28,11 +32,13 @@ from fractions import Fraction
 from typing import Any
 
 from dpspark.engine.numeric import NullRule, NullRuleError, parse_null_rule
+from dpspark.engine.predicate import Predicate, PredicateError, parse_predicate
 from dpspark.exact import parse_rational
 from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError, GroupsTypeError, parse_aggregates
 
 #: the ``[groups]`` fields
-GROUP_FIELDS = ("by", "keys", "keys_file", "max_groups_per_unit", "max_rows_per_group", "noise", "beta")
+GROUP_FIELDS = ("by", "keys", "keys_file", "max_groups_per_unit", "max_rows_per_group", "noise", "beta", "filter",
+                "join")
 #: ``noise`` values and the plan's name for each
 NOISE_NAMES = {"auto": "auto", "pure": "pure", "zcdp": "gaussian", "gaussian": "gaussian", "bounded": "bounded"}
 #: most public keys a config lists (the release holds one row per key)
@@ -49,6 +55,10 @@ class GroupsSection:
     bounds: Bounds
     noise: str
     beta: Fraction | None
+    #: the row filter (None: every row); data-free, parsed here
+    filter: Predicate | None = None
+    #: the public join as given (the mechanism reads its table: relative paths resolve against the config)
+    join: Any = None
 
     @property
     def public_keys(self) -> bool:
@@ -149,7 +159,18 @@ def parse_groups_section(raw: Any) -> GroupsSection:
         if not 0 < beta < 1:
             raise GroupsError("groups.beta must lie in (0, 1)")
     bounds = Bounds(_int_field(raw, "max_groups_per_unit"), _int_field(raw, "max_rows_per_group"))
-    return GroupsSection(tuple(by), keys, keys_file, bounds, NOISE_NAMES[noise], beta)
+    return GroupsSection(tuple(by), keys, keys_file, bounds, NOISE_NAMES[noise], beta, _filter(raw.get("filter")),
+                         raw.get("join"))
+
+
+def _filter(raw: Any) -> Predicate | None:
+    """``groups.filter`` parsed by the filter grammar (None when absent); errors name the field."""
+    if raw is None:
+        return None
+    try:
+        return parse_predicate(raw)
+    except PredicateError as err:
+        raise GroupsError(f"groups.filter {raw!r}: {err}") from None
 
 
 def parse_aggregates_section(raw: Any) -> AggregatesSection:

@@ -108,6 +108,12 @@ class GroupsMechanism(Mechanism):
         if dup:
             raise MechanismSpecError(f"the release table would have column(s) {', '.join(map(repr, dup))} twice: "
                                      "rename an aggregate (its columns are <name>, <name>_float, <name>_error, ...)")
+        from dpspark.mechanisms.groups.join import parse_join
+
+        try:  # the public table is read now (public: not the data); its keys must be unique
+            self.join = parse_join(g.join, Path(spec.source).parent)
+        except GroupsError as err:
+            raise MechanismSpecError(str(err)) from None
         self.key_rows, self.universe = self._keys(spec)
         try:
             self.planned: "GroupsPlan" = self._plan()
@@ -179,6 +185,8 @@ class GroupsMechanism(Mechanism):
             if row.get("column") is not None:
                 row["nulls"] = rules[row["column"]].describe()
         return {"mechanism": self.name, "by": list(self.groups.by),
+                "filter": None if self.groups.filter is None else self.groups.filter.text,
+                "join": None if self.join is None else self.join.describe(),
                 "keys": "public" if self.key_rows is not None else "private selection",
                 "groups_listed": None if self.key_rows is None else len(self.key_rows),
                 "noise_requested": self.groups.noise, **desc}
@@ -232,6 +240,9 @@ class GroupsMechanism(Mechanism):
     def input_columns(self) -> tuple[str, ...]:
         """The key columns, the value columns and the unit column."""
         cols = [*self.groups.by, *(a.column for a in self.aggs.aggregates if a.column is not None)]
+        cols += self.groups.filter.columns() if self.groups.filter is not None else ()
+        if self.join is not None:  # the join columns come from the input, the public table's own from it
+            cols = [*self.join.on, *(c for c in cols if c not in self.join.added)]
         return tuple(dict.fromkeys(cols)) + super().input_columns()
 
     def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
@@ -239,6 +250,11 @@ class GroupsMechanism(Mechanism):
         from dpspark.engine.numeric import numeric_type_problem
         from dpspark.universe.keytypes import key_type_problem
 
+        if self.join is not None:  # the stage reads the joined rows: check their schema
+            problem = self.join.schema_problem(schema)
+            if problem:
+                return problem
+            schema = self.join.joined_schema(schema)
         problem = key_type_problem(self.universe, self.groups.by, schema, text_input=text_input)
         if problem:  # e.g. int keys on a string column never match: a release of pure noise, refused here
             return f"groups.{'keys' if self.groups.public_keys else 'by'}: {problem}"
@@ -250,6 +266,10 @@ class GroupsMechanism(Mechanism):
             problem = numeric_type_problem(schema.field(agg.column).type, agg.column, text_input=text_input)
             if problem:
                 return f"aggregate {agg.name!r}: {problem}"
+        if self.groups.filter is not None:  # the filter's types, as an answers query's (metadata only)
+            problem = self.groups.filter.type_problem(schema, text_input=text_input)
+            if problem:
+                return f"groups.filter {self.groups.filter.text!r}: {problem}"
         return None
 
     def excess_units_text(self) -> str:
@@ -265,7 +285,7 @@ class GroupsMechanism(Mechanism):
                            max_units=spec.max_units, max_groups_per_unit=g.bounds.k,
                            max_rows_per_group=g.bounds.c, aggregates=tuple(self.aggs.aggregates),
                            out_of_universe=spec.out_of_universe, count_units=self.key_rows is None,
-                           nulls=tuple(self.aggs.nulls))
+                           nulls=tuple(self.aggs.nulls), filter=g.filter, join=self.join)
 
     def stages(self) -> list[StageInfo]:
         from dpspark.mechanisms.groups.stage import GroupsStage

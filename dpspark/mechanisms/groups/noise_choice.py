@@ -55,7 +55,7 @@ def shares_of(measure: Measure, fractions: list[Fraction], delta_parts: int) -> 
     if measure.epsilon.exp != 1:
         raise GroupsError("the budget's epsilon must be a rational")
     eps = measure.epsilon.as_fraction()
-    reserve = measure.delta / delta_parts if measure.delta else Fraction(0)
+    reserve = measure.delta / delta_parts if measure.delta and delta_parts else Fraction(0)  # 0 parts: quantiles only
     return [Share(epsilon=eps * f, delta=reserve) for f in fractions]
 
 

@@ -236,6 +236,8 @@ def _read(df: "DataFrame", stage: "GroupsStage") -> "DataFrame":
     from dpspark.engine.predicate import spark_ref
     from dpspark.engine.spark.counts import check_columns
 
+    if stage.join is not None:  # rule 0 (stage docstring): a broadcast of the public table, no SQL text
+        df = stage.join.spark(df)
     check_columns(df, stage.columns)
     dtypes = {f.name: f.dataType for f in df.schema.fields}
     for c in stage.value_columns:
@@ -248,6 +250,8 @@ def _read(df: "DataFrame", stage: "GroupsStage") -> "DataFrame":
         raise InputError(f"key column(s) {', '.join(map(repr, cols))}: a Spark type the universe cannot "
                          "encode") from None
     encode_keys(empty, stage.universe, cols, "drop")  # a KeyTypeError names the column and its type only
+    if stage.filter is not None:  # rule 0 (stage docstring): a Column built from the parsed tree, no SQL text
+        df = df.filter(stage.filter.spark_column(dtypes))
     not_null = F.lit(True)
     for c in cols + ([unit] if unit else []):
         not_null = not_null & spark_ref(c).isNotNull()

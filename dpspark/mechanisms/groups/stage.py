@@ -5,6 +5,13 @@ Kernels: :func:`dpspark.mechanisms.groups.arrow_stats.groups_kernel` and
 (:mod:`dpspark.mechanisms.groups.core`) on every unit's rows, so they return identical results for the
 same seed. The rules, in order:
 
+0. with a public ``join`` (:class:`~dpspark.mechanisms.groups.join.PublicJoin`), each row is joined to at
+   most one row of a public table with unique keys (a row-level transformation, as the filter below); then,
+   with a ``filter`` (:class:`~dpspark.engine.predicate.Predicate`), only the rows where it is TRUE are read
+   (SQL three-valued logic, the same on both engines). A row-level transformation: whether a row passes
+   depends on that row alone, so a unit's filtered rows are a function of its own rows, adding or removing
+   a unit still adds or removes only that unit's (filtered) rows, and every guarantee below is unchanged
+   (the filter is public: it is in the manifest);
 1. rows with a NULL key column (or a NULL unit) are dropped;
 2. more than ``max_units`` units: the n units with the smallest keyed hash of the unit id are kept (the
    CountsStage "truncate" rule, counting every unit with a non-NULL key);
@@ -31,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dpspark.engine.predicate import Predicate
 from dpspark.engine.stages import FamilyStage
 from dpspark.mechanisms.groups.aggregates import Aggregate
 
@@ -59,6 +67,8 @@ class GroupsStage(FamilyStage):
     out_of_universe: str = "drop"
     count_units: bool = False
     nulls: tuple[tuple[str, Any], ...] = ()
+    filter: Predicate | None = None
+    join: Any = None
 
     def __post_init__(self) -> None:
         if self.out_of_universe not in ("drop", "error"):
@@ -77,9 +87,17 @@ class GroupsStage(FamilyStage):
 
     @property
     def columns(self) -> list[str]:
-        """Every input column the stage reads."""
+        """Every input column the stage reads (the filter's too)."""
         extra = [self.unit_column] if self.unit_column else []
-        return list(dict.fromkeys([*self.key_columns, *extra, *self.value_columns]))
+        used = self.filter.columns() if self.filter is not None else ()
+        on = self.join.on if self.join is not None else ()
+        return list(dict.fromkeys([*self.key_columns, *extra, *self.value_columns, *used, *on]))
+
+    @property
+    def input_columns(self) -> list[str]:
+        """The columns read from the input (the public join's own columns come from its table)."""
+        added = set(self.join.added) if self.join is not None else set()
+        return [c for c in self.columns if c not in added]
 
     def null_rule(self, column: str) -> Any:
         """The declared :class:`~dpspark.engine.numeric.NullRule` of a value column (default: drop)."""

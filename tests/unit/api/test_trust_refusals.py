@@ -119,6 +119,10 @@ CASES: dict[str, Case] = {
     "keys_file_not_public": Case(lambda s, out: s.groups(by="region", keys_file=out.parent / "in.csv", aggregates=COUNT,
                                                          epsilon="1", noise="pure", output=out),
                                  CuratorOptionError, r"groups.keys_file names a file to read"),
+    "join_path_not_public": Case(lambda s, out: s.groups(by="region", keys=["north"], aggregates=COUNT, epsilon="1",
+                                                         noise="pure", output=out,
+                                                         join={"path": str(out.parent / "in.csv"), "on": ["user"]}),
+                                 CuratorOptionError, r"groups.join.path names a file to read"),
     "universe_file_not_public": Case(hist(universe={"kind": "categorical", "file": "cities.csv"}), CuratorOptionError,
                                      r"universe.file names a file to read"),
     # adaptive answers: k is checked before the charge

@@ -1,0 +1,146 @@
+"""A public join of a ``groups`` release: the private rows joined with a public table on unique keys.
+
+A public table (a dimension table: stores, regions, a product catalogue) is not the data: it is read when
+the release is planned, and its key uniqueness is checked then, before any spend. Each private row is
+joined to at most one public row (``inner``: rows without a match are dropped; ``left``: they keep NULLs
+in the public columns). Whether a row is kept, and the columns it gains, depend on that row alone: a
+row-level transformation, so adding or removing a unit adds or removes only that unit's (joined) rows and
+every guarantee of the stage is unchanged (the same argument as a filter). A public table with duplicate
+keys would multiply rows, so it is refused.
+
+Both engines join the same way: Arrow with ``pyarrow.Table.join``, Spark with a broadcast of the public
+table (a DataFrame built from its Arrow table, never from SQL text); NULL keys match nothing on both.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from dpspark.mechanisms.groups.aggregates import GroupsError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+HOWS = {"inner": "inner", "left": "left outer"}
+#: most rows of a public table (it is held in memory and broadcast)
+MAX_PUBLIC_ROWS = 1_000_000
+
+
+@dataclass(frozen=True, eq=False)
+class PublicJoin:
+    """The public table (Arrow), the join columns and the kind ("inner" or "left")."""
+
+    table: pa.Table
+    on: tuple[str, ...]
+    how: str = "inner"
+
+    def __post_init__(self) -> None:
+        if self.how not in HOWS:
+            raise GroupsError(f"groups.join.how must be one of {tuple(HOWS)}, got {self.how!r}")
+        if not self.on or not all(isinstance(c, str) and c for c in self.on) or len(set(self.on)) != len(self.on):
+            raise GroupsError("groups.join.on must name the join column(s): a name or a list of distinct names")
+        missing = [c for c in self.on if c not in self.table.column_names]
+        if missing:
+            raise GroupsError(f"groups.join: the public table has no column(s) {', '.join(map(repr, missing))}")
+        if self.table.num_rows > MAX_PUBLIC_ROWS:
+            raise GroupsError(f"groups.join: a public table has at most {MAX_PUBLIC_ROWS} rows")
+        keys = list(zip(*(self.table.column(c).to_pylist() for c in self.on)))
+        if len(set(keys)) != len(keys):
+            raise GroupsError("groups.join: the public table lists a join key twice; a public join needs unique "
+                              "keys (duplicates would multiply each private row)")
+
+    @property
+    def added(self) -> tuple[str, ...]:
+        """The public table's columns a joined row gains (all but the join columns)."""
+        return tuple(c for c in self.table.column_names if c not in self.on)
+
+    def describe(self) -> dict[str, Any]:
+        """The join in the manifest: columns, kind, and the public table's size and digest (it is public)."""
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, self.table.schema) as w:
+            w.write_table(self.table)
+        return {"on": list(self.on), "how": self.how, "rows": self.table.num_rows, "columns": list(self.added),
+                "sha256": hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()}
+
+    def schema_problem(self, schema: pa.Schema) -> str | None:
+        """Why the private input of ``schema`` cannot be joined (metadata only), or None."""
+        for c in self.on:
+            if c not in schema.names:
+                return f"groups.join: the input has no join column {c!r}"
+            mine, theirs = _plain(schema.field(c).type), _plain(self.table.schema.field(c).type)
+            if mine != theirs:
+                return (f"groups.join: join column {c!r} is {mine} in the input and {theirs} in the public table; "
+                        "give the public table's column the input's type")
+        clash = [c for c in self.added if c in schema.names]
+        if clash:
+            return (f"groups.join: the public table's column(s) {', '.join(map(repr, clash))} are also in the input; "
+                    "rename them in the public table")
+        return None
+
+    def joined_schema(self, schema: pa.Schema) -> pa.Schema:
+        """The input's schema with the public columns appended (what the stage reads after the join)."""
+        return pa.schema(list(schema) + [self.table.schema.field(c) for c in self.added])
+
+    def arrow(self, table: pa.Table) -> pa.Table:
+        """The joined rows on Arrow (NULL keys match nothing)."""
+        right = self.table.cast(pa.schema([pa.field(f.name, _plain(f.type)) for f in self.table.schema]))
+        left = table
+        for i, f in enumerate(table.schema):  # Arrow's hash join takes no dictionary column: plain values
+            if pa.types.is_dictionary(f.type) or pa.types.is_large_string(f.type):
+                left = left.set_column(i, f.name, left.column(i).cast(_plain(f.type)))
+        return left.join(right, list(self.on), join_type=HOWS[self.how], coalesce_keys=True)
+
+    def spark(self, df: "DataFrame") -> "DataFrame":
+        """The joined rows on Spark: a broadcast of the public table (its Arrow data, no SQL text)."""
+        from pyspark.sql import functions as F
+
+        dim = df.sparkSession.createDataFrame(self.table)
+        return df.join(F.broadcast(dim), on=list(self.on), how="inner" if self.how == "inner" else "left")
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    t = t.value_type if pa.types.is_dictionary(t) else t
+    return pa.string() if pa.types.is_large_string(t) else t
+
+
+def parse_join(raw: Any, base: Any = None) -> PublicJoin | None:
+    """``groups.join``: ``{table = <Arrow/pandas table> | path = "<CSV/Parquet>", on = [...], how = "inner"}``."""
+    if raw is None or isinstance(raw, PublicJoin):
+        return raw
+    if not isinstance(raw, dict):
+        raise GroupsError("groups.join must be a table: {path = \"...\", on = [...], how = \"inner\" | \"left\"}")
+    bad = sorted(set(raw) - {"table", "path", "on", "how"})
+    if bad:
+        raise GroupsError(f"groups.join has unknown field(s) {', '.join(map(repr, bad))}; expected table or path, "
+                          "on, how")
+    if ("table" in raw) == ("path" in raw):
+        raise GroupsError("groups.join needs the public table: table = <a table> or path = \"<file>\"")
+    table = raw.get("table")
+    if table is None:
+        table = _read(raw["path"], base)
+    elif hasattr(table, "columns") and hasattr(table, "dtypes") and not isinstance(table, pa.Table):
+        table = pa.Table.from_pandas(table, preserve_index=False)
+    if not isinstance(table, pa.Table):
+        raise GroupsError("groups.join.table must be a pyarrow Table or a pandas DataFrame")
+    on = raw.get("on")
+    on = (on,) if isinstance(on, str) else tuple(on) if isinstance(on, (list, tuple)) else ()
+    return PublicJoin(table.combine_chunks(), on, raw.get("how", "inner"))
+
+
+def _read(path: Any, base: Any) -> pa.Table:
+    from pathlib import Path
+
+    import pyarrow.dataset as ds
+
+    if not isinstance(path, str) or not path:
+        raise GroupsError("groups.join.path must be a CSV or Parquet file")
+    p = Path(path) if base is None or Path(path).is_absolute() else Path(base) / path
+    fmt = "csv" if p.suffix.lower() == ".csv" else "parquet"
+    try:
+        return ds.dataset(str(p), format=fmt).to_table()
+    except (OSError, ValueError, pa.ArrowException) as err:
+        raise GroupsError(f"groups.join: cannot read {p} ({type(err).__name__})") from None

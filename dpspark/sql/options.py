@@ -1,0 +1,79 @@
+"""``WITH DIFFERENTIAL_PRIVACY OPTIONS (...)``: BigQuery's names mapped to dpspark's fields; anything else refused.
+
+==========================  =============================================================================
+option                      dpspark field
+==========================  =============================================================================
+``epsilon``                 the release's epsilon (exact, from the literal's text; required)
+``delta``                   the release's delta (exact; needed for private key selection and global answers)
+``privacy_unit_column``     ``privacy.unit_column`` (must be the session's unit column, if it has one)
+``max_groups_contributed``  ``groups.max_groups_per_unit`` (k)
+``max_rows_per_group``      ``groups.max_rows_per_group`` (c; a dpspark extension)
+``keys``                    a public table whose ``GROUP BY`` columns list the keys (a dpspark extension)
+``noise``                   ``groups.noise``: 'auto', 'pure', 'zcdp', 'gaussian' or 'bounded' (extension)
+``beta``                    ``privacy.beta``: the error bars hold with probability >= 1 - beta (extension)
+==========================  =============================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from dpspark.sql.errors import SqlError
+from dpspark.sql.literals import name_of, number_text, sql_text, whole_number
+
+OPTION_NAMES = ("epsilon", "delta", "privacy_unit_column", "max_groups_contributed", "max_rows_per_group", "keys",
+                "noise", "beta")
+
+
+@dataclass(frozen=True)
+class Options:
+    """The validated OPTIONS (exact decimal strings for epsilon, delta and beta)."""
+
+    epsilon: str
+    delta: str | None = None
+    unit_column: str | None = None
+    max_groups_per_unit: int | None = None
+    max_rows_per_group: int | None = None
+    keys: str | None = None
+    noise: str | None = None
+    beta: str | None = None
+
+
+def _rational_text(node: Any, where: str) -> str:
+    """epsilon/delta/beta: a number literal's exact text, or a string such as '1/3'."""
+    if isinstance(node, exp.Literal) and node.is_string:
+        return str(node.this)
+    return number_text(node, where)
+
+
+def parse_options(clause: Any) -> Options:
+    """The DP clause's options (:class:`SqlError` naming an unknown, repeated or malformed one)."""
+    seen: dict[str, Any] = {}
+    for item in clause.expressions:
+        if not isinstance(item, exp.EQ):
+            raise SqlError(f"OPTIONS: {sql_text(item)} is not 'name = value'")
+        name = name_of(item.this, "OPTIONS").lower()
+        if name not in OPTION_NAMES:
+            raise SqlError(f"OPTIONS: unknown option {name!r}; the options are {', '.join(OPTION_NAMES)}")
+        if name in seen:
+            raise SqlError(f"OPTIONS: {name} is given twice")
+        seen[name] = item.expression
+    if "epsilon" not in seen:
+        raise SqlError("OPTIONS: epsilon is missing; write OPTIONS (epsilon = 1, ...)")
+    kw: dict[str, Any] = {"epsilon": _rational_text(seen["epsilon"], "OPTIONS epsilon")}
+    for key in ("delta", "beta"):
+        if key in seen:
+            kw[key] = _rational_text(seen[key], f"OPTIONS {key}")
+    if "privacy_unit_column" in seen:
+        kw["unit_column"] = name_of(seen["privacy_unit_column"], "OPTIONS privacy_unit_column")
+    for key, field in (("max_groups_contributed", "max_groups_per_unit"), ("max_rows_per_group", "max_rows_per_group")):
+        if key in seen:
+            kw[field] = whole_number(seen[key], f"OPTIONS {key}")
+    if "keys" in seen:
+        kw["keys"] = name_of(seen["keys"], "OPTIONS keys")
+    if "noise" in seen:
+        kw["noise"] = name_of(seen["noise"], "OPTIONS noise")
+    return Options(**kw)
