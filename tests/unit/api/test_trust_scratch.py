@@ -128,15 +128,20 @@ def test_sigterm_in_a_forked_child_leaves_the_parents_releases() -> None:
     body = """
         pid = os.fork()
         if pid == 0:
+            os.write(1, b"child-ready\\n")  # one write each: the two processes share the pipe
             time.sleep(60)
             os._exit(0)
-        print(pid, flush=True)
+        os.write(1, b"%d\\n" % pid)
         os.waitpid(pid, 0)
         print("parent-exists", root.exists(), flush=True)
     """
     proc, release = _start(_script(body))
     assert proc.stdout is not None
-    child = int(proc.stdout.readline())
+    # the child must be running Python code before the signal: CPython clears the signals that arrive between
+    # fork() and its after-fork setup in the child (a SIGTERM sent then is lost, whatever the handler)
+    lines = {proc.stdout.readline().strip(), proc.stdout.readline().strip()}
+    lines.discard("child-ready")
+    child = int(lines.pop())
     os.kill(child, signal.SIGTERM)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0 and "parent-exists True" in out, err
