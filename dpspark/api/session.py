@@ -284,11 +284,13 @@ class Session:
 
         spec = self.spec(keys=keys, universe=universe, mechanism=mechanism, epsilon=epsilon, output=output,
                          sections=sections, certify=False, **privacy)
+        charge = self.charge_for(spec)
+        if not explain:  # the session budget before the plan, whose calibration can take a while: a refusal is quick
+            charge.check()
         arrow = self.arrow_source()  # pandas, Arrow and local files: the Arrow engine when the mechanism runs there
         plan = plan_release(spec, have_spark=arrow is None, given_table=arrow is not None)  # the one construction
         if explain:
             return plan.text
-        charge = self.charge_for(spec)
         charge.check(plan)  # the session budget and the ledger's exact charge: nothing is read or spent when refused
         plan.check(create_parent=True)  # the output path and the ledger
         if plan.engine != "arrow":  # Spark-only mechanisms get a Spark DataFrame

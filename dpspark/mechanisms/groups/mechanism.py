@@ -184,9 +184,10 @@ class GroupsMechanism(Mechanism):
         for row in desc["aggregates"]:
             if row.get("column") is not None:
                 row["nulls"] = rules[row["column"]].describe()
-        return {"mechanism": self.name, "by": list(self.groups.by),
-                "filter": None if self.groups.filter is None else self.groups.filter.text,
-                "join": None if self.join is None else self.join.describe(),
+        # a filter and a join are stated when given (absent otherwise, so a release without them reads as before)
+        given = {**({"filter": self.groups.filter.text} if self.groups.filter is not None else {}),
+                 **({"join": self.join.describe()} if self.join is not None else {})}
+        return {"mechanism": self.name, "by": list(self.groups.by), **given,
                 "keys": "public" if self.key_rows is not None else "private selection",
                 "groups_listed": None if self.key_rows is None else len(self.key_rows),
                 "noise_requested": self.groups.noise, **desc}

@@ -28,7 +28,7 @@ FAST = ["bernoulli_sampler.toml"]
 SLOW = ["kary_sampler.toml", "product_sampler.toml", "product_learner.toml", "product_learner_array.toml",
         "answers_bounded_noise.toml",
         "answers_gaussian.toml", "gaussian_covariance.toml", "gaussian_mean.toml", "gaussian_learner.toml",
-        "groups-public-keys.toml", "groups-private-keys.toml"]
+        "groups-public-keys.toml", "groups-private-keys.toml", "sql_measurements.toml"]
 CASES = [pytest.param(c, id=c) for c in FAST] + [pytest.param(c, id=c, marks=pytest.mark.slow) for c in SLOW]
 
 

@@ -136,8 +136,9 @@ def test_product_learner_through_session(spark, tmp_path: Path) -> None:
     gen = np.random.default_rng(9)
     x = gen.random((n, len(P))) < np.array(P)
     frame = pd.DataFrame({"id": np.arange(n), **{f"x{j}": x[:, j] for j in range(len(P))}})
-    with Session(frame, max_units=n, budget={"epsilon": "8", "delta": "1/1000000"}, rng=SeededRandom(7)) as s:
-        rel = s.release(mechanism="product_learner", epsilon="4", delta="1/1000000000", unit_column="id",
+    with Session(frame, max_units=n, unit_column="id", budget={"epsilon": "8", "delta": "1/1000000"},
+                 rng=SeededRandom(7)) as s:
+        rel = s.release(mechanism="product_learner", epsilon="4", delta="1/1000000000",
                         alpha="1", beta="1/10", sections={"columns": {"names": [f"x{j}" for j in range(len(P))]}},
                         output=tmp_path / "q")
         assert isinstance(rel, DistributionLookup)

@@ -275,8 +275,9 @@ def test_product_learner_array_release_through_session(spark, tmp_path: Path, ca
     table = pa.table({"id": pa.array(np.arange(n), pa.int64()), "f": pa.ListArray.from_arrays(offsets, flat)})
     pq.write_table(table, tmp_path / "in.parquet")
     frame = spark.read.parquet(str(tmp_path / "in.parquet"))
-    with Session(frame, max_units=n, budget={"epsilon": "8", "delta": "1/1000000"}, rng=SeededRandom(7)) as s:
-        rel = s.release(mechanism="product_learner", epsilon="4", delta="1/1000000000", unit_column="id",
+    with Session(frame, max_units=n, unit_column="id", budget={"epsilon": "8", "delta": "1/1000000"},
+                 rng=SeededRandom(7)) as s:
+        rel = s.release(mechanism="product_learner", epsilon="4", delta="1/1000000000",
                         alpha="1", beta="1/10", sections={"columns": {"array": "f", "width": len(p)}},
                         output=tmp_path / "q")
     assert isinstance(rel, DistributionLookup)
@@ -294,13 +295,14 @@ def test_session_refuses_a_bad_dataframe_schema_before_the_spend(spark, tmp_path
     from dpspark.api.session import Session
 
     frame = spark.createDataFrame([(1, "not an array", 1)], "id long, f string, x00 int")
-    with Session(frame, max_units=100000, budget={"epsilon": "8", "delta": "1/1000000"}, rng=SeededRandom(7)) as s:
+    with Session(frame, max_units=100000, unit_column="id", budget={"epsilon": "8", "delta": "1/1000000"},
+                 rng=SeededRandom(7)) as s:
         left = s.budget.remaining
         bad = [({"array": "f", "width": 3}, "array"), ({"array": "g", "width": 3}, "'g'"),
                ({"names": ["x00", "x01"]}, "'x01'")]
         for columns, said in bad:
             with pytest.raises(DPSparkError, match=said) as err:
-                s.release(mechanism="product_learner", epsilon="4", delta="1/1000000000", unit_column="id",
+                s.release(mechanism="product_learner", epsilon="4", delta="1/1000000000",
                           alpha="1", beta="1/10", sections={"columns": columns}, output=tmp_path / "q")
             assert "before any budget is spent" in str(err.value)
         assert s.budget.remaining == left  # nothing was spent
