@@ -1,10 +1,12 @@
 """Lookups in a compact histogram: h(x) = G(iota(p(phi(x)))).
 
-Evaluation paths (exact, dpspark.gf): one key uses ``horner``; a batch uses
+Evaluation paths (exact, dpspark.gf): a few keys (:func:`use_numpy`) use
+:mod:`dpspark.gf.numpy_eval`, byte-window tables in numpy, so a lookup never
+waits for numba to compile or even load (issue 35 §1); a batch uses
 ``horner_many`` (aggregated-reduction Horner, a few keys per pass over the
 coefficients) unless :func:`use_multipoint` predicts the subproduct-tree
-``multipoint_eval`` to be cheaper. Both paths give identical values; only the
-time differs.
+``multipoint_eval`` to be cheaper. Every path gives identical values (tests
+compare them); only the time differs.
 """
 
 from __future__ import annotations
@@ -13,13 +15,24 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpspark.mechanisms.compact.construct import points_of_indexes
+from dpspark.gf import numpy_eval
+from dpspark.gf.field import GF2m
 from dpspark.mechanisms.compact.empty_bin import EmptyBinSampler
-from dpspark.gf import GF2m, horner, horner_many, multipoint_eval
-from dpspark.gf.warmup import ensure_compiled
 
 #: Batches of fewer keys always use Horner (see :func:`use_multipoint` for larger ones).
 MULTIPOINT_MIN = 4096
+#: Most point-coefficient pairs evaluated by numpy_eval (about 0.6 s of CPU at m = 128 on the bench machine).
+NUMPY_MAX_WORK = 1 << 22
+
+
+def use_numpy(keys: int, ell: int) -> bool:
+    """Whether ``keys`` points on ``ell`` coefficients are evaluated without numba (one key always is).
+
+    numpy_eval costs about 0.15 us per point and coefficient at m = 128 (10^5 coefficients: 60 ms per key,
+    scripts/bench/first_use.py); the numba kernels cost about 2 ns, but importing numba and loading the
+    kernels from its cache takes about 1 s of CPU, and compiling them on a fresh install 20 s or more.
+    """
+    return keys == 1 or keys * ell <= NUMPY_MAX_WORK
 
 
 def use_multipoint(keys: int, ell: int) -> bool:
@@ -48,6 +61,8 @@ def evaluate(field: GF2m, coeffs: np.ndarray, indexes: Sequence[int]) -> list[in
         raise ValueError(f"indexes must lie in [0, 2^{field.m})")
     if not idx:
         return []
+    from dpspark.mechanisms.compact.construct import points_of_indexes  # the build's module: numba
+
     vals = evaluate_points(field, coeffs, points_of_indexes(field, idx))
     ints = field.to_int(vals)
     assert isinstance(ints, list)
@@ -61,9 +76,12 @@ def evaluate_points(field: GF2m, coeffs: np.ndarray, points: np.ndarray) -> np.n
     k = points.shape[0]
     if k == 0:
         return field.zeros(0)
+    if use_numpy(k, coeffs.shape[0]):
+        return numpy_eval.evaluate_many(field.m, coeffs, points)
+    from dpspark.gf import horner_many, multipoint_eval
+    from dpspark.gf.warmup import ensure_compiled
+
     ensure_compiled(compile_now=False)  # one progress line when numba's cache is cold
-    if k == 1:
-        return horner(field, coeffs, points[0]).reshape(1, field.w)
     if use_multipoint(k, coeffs.shape[0]):
         return multipoint_eval(field, coeffs, points)
     return horner_many(field, coeffs, points)
