@@ -3,7 +3,8 @@
 numba compiles a kernel on its first call and stores the machine code in its
 on-disk cache (``__pycache__`` next to the package, or ``NUMBA_CACHE_DIR``);
 later processes load it in milliseconds. The first compact build in a fresh
-install therefore spends tens of seconds compiling. Two ways keep that off
+install therefore spends a minute or more of CPU compiling (more under load), and says so with the
+elapsed time (:func:`heartbeat`). Two ways keep that off
 the user's critical path without output:
 
 * ``python -m dpspark.gf.warmup`` compiles everything into the cache (run it
@@ -18,10 +19,12 @@ releases never import dpspark.gf or numba (a test checks this).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import ModuleType
 
 _DONE = False
@@ -144,6 +147,33 @@ def compile_all() -> float:
     return secs + time.perf_counter() - t0  # report
 
 
+#: Seconds between two "still compiling" lines.
+HEARTBEAT_SECONDS = 30.0
+
+
+@contextlib.contextmanager
+def heartbeat(say: Callable[[str], None], what: str, every: float = HEARTBEAT_SECONDS) -> Iterator[None]:
+    """While the block runs, say every ``every`` seconds what is running and the elapsed time.
+
+    The compile is CPU-bound, so its duration depends on the machine's load (65 s quiet, 580-625 s at load
+    15-22, issue 35): the lines report measured time and promise none.
+    """
+    stop = threading.Event()
+    t0 = time.monotonic()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            say(f"dpspark: still {what}: {time.monotonic() - t0:.0f} s elapsed")  # report
+
+    thread = threading.Thread(target=beat, name="dpspark-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def ensure_compiled(progress: Callable[[str], None] | None = None, compile_now: bool = True) -> None:
     """Once per process: if numba's cache lacks a kernel, print one line and (``compile_now``) compile all.
 
@@ -167,8 +197,9 @@ def ensure_compiled(progress: Callable[[str], None] | None = None, compile_now: 
     if not compile_now:
         say("dpspark: compiling the GF(2^m) lookup kernels once (later runs load them from numba's cache)")
         return
-    say("dpspark: compiling the GF(2^m) kernels once (about a minute; later runs load them from numba's cache)")
-    secs = compile_build()
+    say("dpspark: compiling the GF(2^m) kernels into numba's cache (once per install; later runs load them)")
+    with heartbeat(say, "compiling the GF(2^m) kernels"):
+        secs = compile_build()
     say(f"dpspark: kernels ready after {secs:.0f} s")  # report
 
 
