@@ -21,18 +21,20 @@ from dpspark.mechanisms.compact.empty_bin import EmptyBinSampler
 
 #: Batches of fewer keys always use Horner (see :func:`use_multipoint` for larger ones).
 MULTIPOINT_MIN = 4096
-#: Most point-coefficient pairs evaluated by numpy_eval (about 0.6 s of CPU at m = 128 on the bench machine).
-NUMPY_MAX_WORK = 1 << 22
+#: Most point-coefficient pairs, times (m/64)^2, evaluated by numpy_eval: about 1.2 s of CPU at every m.
+NUMPY_MAX_WORK = 1 << 24
 
 
-def use_numpy(keys: int, ell: int) -> bool:
+def use_numpy(keys: int, ell: int, m: int = 128) -> bool:
     """Whether ``keys`` points on ``ell`` coefficients are evaluated without numba (one key always is).
 
-    numpy_eval costs about 0.15 us per point and coefficient at m = 128 (10^5 coefficients: 60 ms per key,
-    scripts/bench/first_use.py); the numba kernels cost about 2 ns, but importing numba and loading the
-    kernels from its cache takes about 1 s of CPU, and compiling them on a fresh install 20 s or more.
+    numpy_eval's CPU cost per point grows as l (m/64)^2: at l = 10^5 + 1 it measured 13 ms (m = 64), 34 ms
+    (m = 128) and 0.16 s (m = 256); at l = 10^6 + 1, 0.07, 0.25 and 1.3 s (scripts/bench/first_use.py's
+    machine, process CPU). The numba kernels cost about 2 ns per point and coefficient, but importing numba
+    and loading them from its cache costs about 1 s of CPU, and compiling them on a fresh install 20 s or more.
     """
-    return keys == 1 or keys * ell <= NUMPY_MAX_WORK
+    w = m // 64
+    return keys == 1 or keys * ell * w * w <= NUMPY_MAX_WORK
 
 
 def use_multipoint(keys: int, ell: int) -> bool:
@@ -76,7 +78,7 @@ def evaluate_points(field: GF2m, coeffs: np.ndarray, points: np.ndarray) -> np.n
     k = points.shape[0]
     if k == 0:
         return field.zeros(0)
-    if use_numpy(k, coeffs.shape[0]):
+    if use_numpy(k, coeffs.shape[0], field.m):
         return numpy_eval.evaluate_many(field.m, coeffs, points)
     from dpspark.gf import horner_many, multipoint_eval
     from dpspark.gf.warmup import ensure_compiled

@@ -59,3 +59,11 @@ def test_numpy_evaluation_imports_no_numba() -> None:
     field = GF2m(128)
     assert int(value) == field.to_int(horner(field, np.ones((70, 2), np.uint64), field.from_int(3)))
     assert numba_loaded == "False"
+
+
+def test_the_numpy_path_takes_one_key_always_and_batches_up_to_a_fixed_work() -> None:
+    from dpspark.mechanisms.compact.evaluation import NUMPY_MAX_WORK, use_numpy
+
+    assert use_numpy(1, 10**9, 256)  # one key never waits for numba, whatever the release's size
+    assert use_numpy(16, NUMPY_MAX_WORK // 64, 128) and not use_numpy(17, NUMPY_MAX_WORK // 64, 128)
+    assert use_numpy(4, NUMPY_MAX_WORK // 64, 256) and not use_numpy(5, NUMPY_MAX_WORK // 64, 256)
