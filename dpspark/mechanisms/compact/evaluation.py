@@ -11,6 +11,7 @@ compare them); only the time differs.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,20 +22,33 @@ from dpspark.mechanisms.compact.empty_bin import EmptyBinSampler
 
 #: Batches of fewer keys always use Horner (see :func:`use_multipoint` for larger ones).
 MULTIPOINT_MIN = 4096
+#: Most keys of a batch evaluated by numpy_eval (each costs 2.5 ms at m = 128 even for a short polynomial).
+NUMPY_MAX_KEYS = 8
 #: Most point-coefficient pairs, times (m/64)^2, evaluated by numpy_eval: about 1.2 s of CPU at every m.
 NUMPY_MAX_WORK = 1 << 24
 
 
-def use_numpy(keys: int, ell: int, m: int = 128) -> bool:
-    """Whether ``keys`` points on ``ell`` coefficients are evaluated without numba (one key always is).
+def _numba_lookup_ready() -> bool:
+    """Whether this process already holds the numba Horner kernels (compiled or loaded from the cache)."""
+    module = sys.modules.get("dpspark.gf.horner_kernels")
+    return module is not None and any(getattr(module, name).signatures
+                                      for name in ("horner_agg", "horner_agg_vec") if hasattr(module, name))
 
-    numpy_eval's CPU cost per point grows as l (m/64)^2: at l = 10^5 + 1 it measured 13 ms (m = 64), 34 ms
-    (m = 128) and 0.16 s (m = 256); at l = 10^6 + 1, 0.07, 0.25 and 1.3 s (scripts/bench/first_use.py's
-    machine, process CPU). The numba kernels cost about 2 ns per point and coefficient, but importing numba
-    and loading them from its cache costs about 1 s of CPU, and compiling them on a fresh install 20 s or more.
+
+def use_numpy(keys: int, ell: int, m: int = 128) -> bool:
+    """Whether ``keys`` points on ``ell`` coefficients are evaluated without numba.
+
+    numpy_eval's CPU cost per key is about 2.5 ms plus 0.3 us per coefficient at m = 128, both growing as
+    (m/64)^2: at l = 10^5 + 1 it measured 13 ms (m = 64), 34 ms (m = 128) and 0.16 s (m = 256); at
+    l = 10^6 + 1, 0.07, 0.25 and 1.3 s (process CPU). The numba kernels cost about 2 ns per key and
+    coefficient, but importing numba and loading them from its cache costs about 1 s of CPU, and compiling
+    them on a fresh install 20 s or more. So numpy takes one key, or a few keys of bounded work, unless
+    this process has the numba kernels already. Either path gives the same values.
     """
+    if _numba_lookup_ready():
+        return False
     w = m // 64
-    return keys == 1 or keys * ell * w * w <= NUMPY_MAX_WORK
+    return keys == 1 or (keys <= NUMPY_MAX_KEYS and keys * ell * w * w <= NUMPY_MAX_WORK)
 
 
 def use_multipoint(keys: int, ell: int) -> bool:
