@@ -28,6 +28,11 @@ def test_the_warmup_command_refuses_unknown_arguments() -> None:
         W.main(["--everything"])
 
 
+def test_no_helper_without_an_idle_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(W.os, "getloadavg", lambda: (64.0, 64.0, 64.0))
+    assert W.start_helper() is None
+
+
 @pytest.mark.slow  # compiles the transposed FFT and the inversion from an empty cache: 40 s of CPU or more
 def test_the_helper_fills_the_same_cache_with_its_kernels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "numba"
@@ -35,6 +40,7 @@ def test_the_helper_fills_the_same_cache_with_its_kernels(tmp_path: Path, monkey
     assert _missing(cache, "_walk", "inv_arrays")
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(cache))
     monkeypatch.chdir(tmp_path)  # the helper finds this dpspark through PYTHONPATH, not the working directory
+    monkeypatch.setattr(W.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # as on an idle machine
     helper = W.start_helper()
     if helper is None:
         pytest.skip("one CPU: no helper process")
