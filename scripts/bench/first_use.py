@@ -130,7 +130,7 @@ def main() -> int:
         compact_input(data, args.n, args.keys)
     cache = tempfile.mkdtemp(prefix="dpspark-numba-")  # the cold release fills it; the golden builds reuse it
     env = {"NUMBA_CACHE_DIR": cache}
-    release = out / "release-compact"
+    release = out / "release-compact-cold"  # with --skip-cold-build: a previous run's release, if any
     if not args.skip_cold_build:
         for label in ("cold", "warm"):
             target = out / f"release-compact-{label}"
