@@ -30,15 +30,19 @@ ensure_venv() {
   if [ ! -x "$PY" ]; then
     local base; base="$(find_python)"
     log "creating $VENV with $base"
+    local t_venv=$SECONDS
     "$base" -m venv "$VENV"
     "$PY" -m pip install -q --upgrade pip
+    log "created $VENV in $((SECONDS - t_venv)) s"
   fi
   local stamp="$VENV/.dpspark-installed-$extras"
   local want; want="$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    log "installing dpspark[$extras] into .venv (first run builds pyspark: about a minute)"
+    log "installing dpspark[$extras] into .venv with pip (pyspark is a large download; pip is quiet until done)"
+    local t0=$SECONDS
     "$PY" -m pip install -q --no-cache-dir -e "$ROOT[$extras]"
     echo "$want" > "$stamp"
+    log "installed dpspark[$extras] in $((SECONDS - t0)) s"
   fi
 }
 

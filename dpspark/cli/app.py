@@ -94,21 +94,19 @@ def _release(args: argparse.Namespace, progress: "StderrProgress") -> int:
         from dpspark.engine.spark.java import ensure_java_home
 
         ensure_java_home()
-        from dpspark.engine.spark.local import active_session
+        from dpspark.engine.spark.local import active_session, started_session
 
-        progress("starting Spark (the JVM takes 10-20 s)")
-        spark = active_session("dpspark-release")
+        spark = started_session(progress, "Spark", lambda: active_session("dpspark-release"))
     elif args.remote:
         from dpspark.engine.spark.remote import remote_session
 
         spark = remote = remote_session(args.remote)
     elif args.master:
-        from dpspark.engine.spark.local import local_session
-
         from dpspark.engine.runner import job_spark_conf
+        from dpspark.engine.spark.local import local_session, started_session
 
-        progress("starting local Spark (the JVM takes 10-20 s)")
-        spark = local_session("dpspark-release", args.master, conf=job_spark_conf(cfg))
+        spark = started_session(progress, "local Spark", lambda: local_session(
+            "dpspark-release", args.master, conf=job_spark_conf(cfg)))
     from dpspark.release.signature import signing
 
     try:

@@ -178,10 +178,10 @@ def run_release(
         from dpspark.engine.spark.counts import read_input  # a DataFrame over the input: schema only, nothing read
 
         if spark is None:
-            from dpspark.engine.spark.local import local_session
+            from dpspark.engine.spark.local import local_session, started_session
 
-            show("starting local Spark (the JVM takes 10-20 s)")
-            spark = local_session("dpspark-release", "local[*]", conf=job_spark_conf(spec))
+            spark = started_session(show, "local Spark", lambda: local_session(
+                "dpspark-release", "local[*]", conf=job_spark_conf(spec)))
         data = read_input(spark, spec.input)
     if data is not None:
         check_input_schema(plan.mechanism, frame_schema(data), "the input DataFrame", text_input=bool(text_input))

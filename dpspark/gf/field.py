@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from dpspark.gf import kernels as K
+from dpspark.gf.lazy_kernels import K
 # the moduli live in a module of their own (no numpy, no numba), so reading a release's modulus is cheap
 from dpspark.gf.moduli import MODULI, modulus_int, modulus_string  # noqa: F401 - re-exported here
 

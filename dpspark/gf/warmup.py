@@ -3,7 +3,8 @@
 numba compiles a kernel on its first call and stores the machine code in its
 on-disk cache (``__pycache__`` next to the package, or ``NUMBA_CACHE_DIR``);
 later processes load it in milliseconds. The first compact build in a fresh
-install therefore spends tens of seconds compiling. Two ways keep that off
+install therefore spends a minute or more of CPU compiling (more under load), and says so with the
+elapsed time (:func:`heartbeat`). Two ways keep that off
 the user's critical path without output:
 
 * ``python -m dpspark.gf.warmup`` compiles everything into the cache (run it
@@ -18,10 +19,14 @@ releases never import dpspark.gf or numba (a test checks this).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import ModuleType
 
 _DONE = False
@@ -106,6 +111,71 @@ def compile_build() -> float:
     return time.perf_counter() - t0  # report
 
 
+def compile_helper_part() -> float:
+    """The build kernels a helper process compiles while the build's own process compiles the rest; wall seconds.
+
+    The transposed-FFT walk (about 40% of a build's compile CPU, first needed once the tree is built) and
+    the batch inversion (needed after that), called with the argument types :func:`compile_build` uses, so
+    the build's process finds them in numba's cache when it gets there.
+    """
+    import numpy as np
+
+    from dpspark.gf import GF2m
+    from dpspark.gf import transposed_fft as TF
+
+    t0 = time.perf_counter()
+    field = GF2m(128)
+    y = np.zeros((1 << 4, field.w), np.uint64)
+    y[:, 0] = np.arange(1, 17, dtype=np.uint64)
+    TF.inverse_t(field, TF.forward_t(field, y, 4), 4)
+    field.inv(y)
+    return time.perf_counter() - t0  # report
+
+
+def start_helper() -> subprocess.Popen[bytes] | None:
+    """A second process running :func:`compile_helper_part` into the same cache; None without an idle core.
+
+    numba compiles on one core while holding the GIL, so a second core only helps from another process.
+    numba writes each cache file to a temporary name and renames it, so the two processes never see a
+    half-written entry; a kernel the build reaches before the helper has stored it is compiled twice, which
+    costs time, never correctness. The helper imports this same dpspark (PYTHONPATH) and cache (environment).
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    if cpus < 2 or os.getloadavg()[0] > cpus - 1:
+        # no idle core: the two processes would share one and only add the helper's start-up (measured:
+        # 79 s wall for 79 s of CPU at load 1.5-2.8 on 2 cores, against 88 s for 86 s without a helper)
+        return None
+    import dpspark
+
+    env = dict(os.environ)
+    root = str(Path(dpspark.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([root, *filter(None, [env.get("PYTHONPATH")])])
+    try:
+        return subprocess.Popen([sys.executable, "-m", "dpspark.gf.warmup", "--helper"], env=env,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+
+
+def compile_build_with_helper() -> float:
+    """:func:`compile_build`, with :func:`start_helper` compiling part of it on a second core; wall seconds.
+
+    The helper is stopped when the build's own compile is done (it may still be storing a kernel the build
+    compiled itself by then; cache files are replaced atomically, so stopping it loses nothing).
+    """
+    helper = start_helper()
+    try:
+        return compile_build()
+    finally:
+        if helper is not None:
+            if helper.poll() is None:
+                helper.terminate()
+            helper.wait()
+
+
 def compile_lookup() -> float:
     """Run the lookup kernels (Horner paths, multipoint evaluation) once; wall seconds."""
     import numpy as np
@@ -144,6 +214,33 @@ def compile_all() -> float:
     return secs + time.perf_counter() - t0  # report
 
 
+#: Seconds between two "still compiling" lines.
+HEARTBEAT_SECONDS = 30.0
+
+
+@contextlib.contextmanager
+def heartbeat(say: Callable[[str], None], what: str, every: float = HEARTBEAT_SECONDS) -> Iterator[None]:
+    """While the block runs, say every ``every`` seconds what is running and the elapsed time.
+
+    The compile is CPU-bound, so its duration depends on the machine's load (65 s quiet, 580-625 s at load
+    15-22, issue 35): the lines report measured time and promise none.
+    """
+    stop = threading.Event()
+    t0 = time.monotonic()
+
+    def beat() -> None:
+        while not stop.wait(every):
+            say(f"dpspark: still {what}: {time.monotonic() - t0:.0f} s elapsed")  # report
+
+    thread = threading.Thread(target=beat, name="dpspark-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def ensure_compiled(progress: Callable[[str], None] | None = None, compile_now: bool = True) -> None:
     """Once per process: if numba's cache lacks a kernel, print one line and (``compile_now``) compile all.
 
@@ -167,13 +264,21 @@ def ensure_compiled(progress: Callable[[str], None] | None = None, compile_now: 
     if not compile_now:
         say("dpspark: compiling the GF(2^m) lookup kernels once (later runs load them from numba's cache)")
         return
-    say("dpspark: compiling the GF(2^m) kernels once (about a minute; later runs load them from numba's cache)")
-    secs = compile_build()
+    say("dpspark: compiling the GF(2^m) kernels into numba's cache (once per install; later runs load them)")
+    with heartbeat(say, "compiling the GF(2^m) kernels"):
+        secs = compile_build_with_helper()
     say(f"dpspark: kernels ready after {secs:.0f} s")  # report
 
 
-def main() -> None:
-    """``python -m dpspark.gf.warmup``: compile all kernels into numba's cache now."""
+def main(argv: list[str] | None = None) -> None:
+    """``python -m dpspark.gf.warmup``: compile all kernels into numba's cache now (``--helper``: only
+    :func:`compile_helper_part`, the second process of :func:`compile_build_with_helper`)."""
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--helper"]:
+        compile_helper_part()
+        return
+    if args:
+        raise SystemExit("usage: python -m dpspark.gf.warmup [--helper]")
     missing = cache_missing()
     secs = compile_all()
     state = "compiled" if missing else "already cached; loaded"

@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -59,6 +60,19 @@ DEFAULT_DRIVER_MEMORY = "3g"
 
 class SparkStartError(DPSparkError, RuntimeError):
     """The local Spark session could not start (bad master URL, Java gateway failure, port in use, ...)."""
+
+
+def started_session(show: Callable[[str], None], what: str, start: Callable[[], SparkSession]) -> SparkSession:
+    """``start()`` between two progress lines: what is starting, then the measured seconds it took.
+
+    The start-up time depends on the machine and its load (a JVM took 84-170 s at load 15-22, issue 36 §7),
+    so no line promises a duration; the second one states the elapsed time. Nothing here reads data.
+    """
+    show(f"starting {what} (a JVM; the time it took follows when it is up)")
+    t0 = time.monotonic()
+    spark = start()
+    show(f"{what} up after {time.monotonic() - t0:.1f} s")  # report
+    return spark
 
 
 def local_session(

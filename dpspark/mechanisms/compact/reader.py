@@ -1,12 +1,12 @@
 """Lookups in a compact release: count(x) = G(iota(p(phi(x)))) for every key of the universe.
 
 The coefficients are read from the memory-mapped Arrow file into one
-(l, m/64) uint64 array (no Python list); one key is a Horner evaluation
-(dpspark.gf's table kernel), a batch goes through
-:func:`dpspark.mechanisms.compact.evaluation.evaluate_points` (multipoint evaluation for large
-batches), then G decodes the field values exactly
-(:class:`dpspark.mechanisms.compact.decode.CountDecoder`). Needs numpy, pyarrow and numba;
-never Spark.
+(l, m/64) uint64 array (no Python list); a few keys are evaluated
+(:mod:`dpspark.gf.numpy_eval`, numpy only), a batch goes through
+:func:`dpspark.mechanisms.compact.evaluation.evaluate_points` (numba kernels, multipoint evaluation for
+large batches), then G decodes the field values exactly
+(:class:`dpspark.mechanisms.compact.decode.CountDecoder`). Needs numpy and pyarrow (numba only for
+large batches); never Spark.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from dpspark.mechanisms.compact.decode import CountDecoder
 from dpspark.mechanisms.compact.evaluation import evaluate_points
-from dpspark.gf import GF2m
+from dpspark.gf.field import GF2m
 from dpspark.lookup.keys import (
     KeyNotInUniverseError,
     check_invalid_policy,

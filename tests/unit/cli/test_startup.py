@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[3]
 #: never needed to read a release: Spark, the plotting and data-frame libraries, the JIT and its SciPy
 HEAVY = ("pyspark", "py4j", "pandas", "matplotlib", "numba", "scipy", "dpspark.engine", "dpspark.api",
          "dpspark.mechanisms.registry")
-#: kinds whose reading needs no GF arithmetic (a compact lookup evaluates its polynomial: numba, from cache)
+#: every kind (a compact lookup of a few keys evaluates its polynomial with numpy alone: dpspark.gf.numpy_eval)
 KINDS = ("dense", "stability", "pure_sparse", "bounded_noise", "kary_sampler", "bernoulli_sampler",
          "product_learner", "gaussian_learner", "groups", "compact")
 
@@ -73,9 +73,11 @@ def _commands(releases: dict[str, Path]) -> list[list[str]]:
 
 @pytest.mark.parametrize("argv", [("lookup", "dense", "Lima"), ("inspect", "dense"), ("inspect", "compact"),
                                   ("inspect", "bounded_noise"), ("inspect", "gaussian_learner"),
-                                  ("lookup", "groups", "a")])
+                                  ("lookup", "groups", "a"), ("lookup", "compact", "Lima", "Oslo"),
+                                  ("verify", "compact")])
 def test_a_read_command_alone_loads_no_heavy_module(releases: dict[str, Path], argv: tuple[str, ...]) -> None:
-    """One fresh interpreter per command: what that command alone imports (a compact inspect: no numba)."""
+    """One fresh interpreter per command: what that command alone imports (a compact inspect, lookup or verify:
+    no numba, so no compiler run and no cache load, issue 35 §1)."""
     (result,) = _run("plain", [[argv[0], str(releases[argv[1]]), *argv[2:]]])
     assert result["rc"] == 0, result
     assert result["loaded"] == [], (argv, result["loaded"])

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""First-use speed (issue 35 §1 and the plan bullet of §2): what a new user waits for, against its goal.
+
+Usage: .venv/bin/python scripts/bench/first_use.py [--n 100000] [--keys 10000] [--repeats 3]
+                                                   [--skip-cold-build] [--out bench-results/first_use]
+
+Every case is a fresh process (``dpspark ...`` run as ``python -c "from dpspark.cli.app import main; ..."``
+with this checkout on PYTHONPATH), timed end to end (wall), with the 1-minute load average at its start and the CPU seconds of the process and its children (a cold
+build's helper compile process included; CPU time barely depends on the machine's load, wall time does):
+
+* ``compact release, cold numba cache``: a CLI compact release (m = 128, n = max_units = --n, --keys distinct
+  string keys, one row per unit) with NUMBA_CACHE_DIR an empty temporary directory, i.e. a fresh clone
+  (goal <= 60 s, compilation included); then the same release again with that cache now warm;
+* ``first lookup of one key``: ``dpspark lookup`` of one key of that release in a fresh process with an empty
+  numba cache (goal <= 1 s);
+* ``start-up``: ``dpspark inspect``, ``lookup`` and ``verify`` of a small release of every kind (the golden
+  cases, tests/support/golden.py), best of --repeats (goal <= 0.5 s);
+* ``plan a groups release``: :func:`dpspark.mechanisms.groups.algorithm.plan_groups` of five additive
+  aggregates with private keys, first call in a fresh process, timed inside it (goal <= 0.1 s; the row's
+  CPU figure is the whole process's, imports included).
+
+Prints a table (case, goal, figure, load) and writes ``<out>/first_use.json``. Floats are timing reports only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+CLI = "import sys; from dpspark.cli.app import main; raise SystemExit(main(sys.argv[1:]))"
+KINDS = ("dense", "stability", "pure_sparse", "bounded_noise", "kary_sampler", "bernoulli_sampler",
+         "product_learner", "gaussian_learner", "groups", "compact")
+
+COMPACT = """[input]
+path = "{data}"
+[keys]
+columns = ["city"]
+[universe]
+kind = "string"
+max_bytes = 6
+[privacy]
+mechanism = "compact"
+epsilon = "1"
+max_units = {n}
+unit_column = "user"
+m = 128
+[output]
+path = "{out}"
+"""
+
+PLAN = """
+import time
+t0 = time.perf_counter()
+from dpspark.mechanisms.groups.algorithm import plan_groups
+t1 = time.perf_counter()
+aggs = [{"name": "n", "kind": "count"},
+        {"name": "s", "kind": "sum", "column": "x", "lo": "0", "hi": "100"},
+        {"name": "m", "kind": "mean", "column": "x", "lo": "0", "hi": "100"},
+        {"name": "s2", "kind": "sum", "column": "y", "lo": "-5", "hi": "100"},
+        {"name": "m2", "kind": "mean", "column": "y", "lo": "-5", "hi": "100"}]
+plan_groups(aggs, {"epsilon": "1", "delta": "1e-9"}, max_units=10**6, private_keys=True)
+print(time.perf_counter() - t1)
+"""
+
+
+def _children_cpu() -> float:
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return use.ru_utime + use.ru_stime  # report
+
+
+def run(argv: list[str], env: dict[str, str] | None = None, code: str = CLI) -> tuple[float, float, int, str, float]:
+    """(wall seconds, load at start, exit code, output, CPU seconds of the process and its helpers)."""
+    full = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    load = os.getloadavg()[0]
+    cpu0 = _children_cpu()
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code, *argv], env=full, capture_output=True, text=True, cwd=ROOT)
+    took = time.perf_counter() - t0  # report
+    return took, load, done.returncode, done.stdout + done.stderr, _children_cpu() - cpu0
+
+
+def compact_input(path: Path, n: int, keys: int) -> None:
+    """n rows, one per unit, over ``keys`` distinct city strings of at most 6 bytes (synthetic, seeded)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    gen = np.random.default_rng(35)  # report: synthetic input only
+    names = np.array([f"c{i:05d}" for i in range(keys)])
+    city = names[gen.integers(0, keys, n)]
+    pq.write_table(pa.table({"user": np.arange(n, dtype=np.int64), "city": city}), path)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=100_000)
+    ap.add_argument("--keys", type=int, default=10_000)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--skip-cold-build", action="store_true", help="skip the cold compact release (minutes)")
+    ap.add_argument("--out", default="bench-results/first_use")
+    args = ap.parse_args()
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
+
+    def record(case: str, goal: float, took: float, load: float, rc: int, log: str, cpu: float,
+               **extra: Any) -> None:
+        rows.append({"case": case, "goal_s": goal, "seconds": round(took, 3), "cpu_s": round(cpu, 3),
+                     "load1": round(load, 2), "exit": rc,
+                     "when_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **extra})
+        if rc:
+            print(log[-2000:], file=sys.stderr)
+
+    # ---- compact: cold release, warm release, first lookup of one key ---------------------------------
+    data = out / f"compact_{args.n}_{args.keys}.parquet"
+    if not data.exists():
+        compact_input(data, args.n, args.keys)
+    cache = tempfile.mkdtemp(prefix="dpspark-numba-")  # the cold release fills it; the golden builds reuse it
+    env = {"NUMBA_CACHE_DIR": cache}
+    release = out / "release-compact-cold"  # with --skip-cold-build: a previous run's release, if any
+    if not args.skip_cold_build:
+        for label in ("cold", "warm"):
+            target = out / f"release-compact-{label}"
+            config = out / f"compact-{label}.toml"
+            config.write_text(COMPACT.format(data=data, n=args.n, out=target))
+            shutil.rmtree(target, ignore_errors=True)
+            took, load, rc, log, cpu = run(["release", "--config", str(config)], env)
+            record(f"compact release n={args.n}, {label} numba cache", 60.0 if label == "cold" else 0.0,
+                   took, load, rc, log, cpu, compile_lines=[x for x in log.splitlines() if "compil" in x])
+            release = target
+    if release.exists():
+        with tempfile.TemporaryDirectory(prefix="dpspark-numba-") as empty:
+            took, load, rc, log, cpu = run(["lookup", str(release), "c00001"], {"NUMBA_CACHE_DIR": empty})
+            record("first lookup of one key (empty numba cache)", 1.0, took, load, rc, log, cpu,
+                   printed_compiling="compiling" in log)
+
+    # ---- start-up of the read commands, every kind ------------------------------------------------------
+    os.environ["NUMBA_CACHE_DIR"] = cache  # before numba is imported here: the golden compact build loads, not compiles
+    from tests.support.golden import CASES, run_case
+
+    small = out / "kinds"
+    releases = {}
+    for kind in KINDS:
+        path = small / kind / "release"
+        releases[kind] = path if path.exists() else run_case(dataclasses.replace(CASES[kind], engine="arrow"),
+                                                             small / kind)
+    for kind, path in releases.items():
+        for command in ("inspect", "lookup", "verify"):
+            if command == "lookup" and kind not in ("dense", "stability", "pure_sparse", "compact", "groups"):
+                continue
+            argv = [command, str(path)] + (["a"] if command == "lookup" and kind == "groups" else
+                                           ["Lima"] if command == "lookup" else [])
+            best = None
+            for _ in range(args.repeats):
+                result = run(argv)
+                if best is None or result[0] < best[0]:
+                    best = result
+            assert best is not None
+            record(f"start-up: {command} {kind}", 0.5, *best)
+
+    # ---- planning a groups release ----------------------------------------------------------------------
+    took, load, rc, log, cpu = run([], code=PLAN)
+    record("plan a groups release (5 aggregates)", 0.1, float(log.strip().splitlines()[-1]) if rc == 0 else took,
+           load, rc, log, cpu)
+
+    print(f"{'case':52s} {'goal s':>7s} {'wall s':>8s} {'cpu s':>7s} {'load1':>6s} exit")
+    for r in rows:
+        goal = f"{r['goal_s']:.1f}" if r["goal_s"] else "-"
+        print(f"{r['case']:52s} {goal:>7s} {r['seconds']:8.3f} {r['cpu_s']:7.2f} {r['load1']:6.2f} {r['exit']}")
+    shutil.rmtree(cache, ignore_errors=True)
+    written = out / "first_use.json"
+    written.write_text(json.dumps(rows, indent=2))
+    print(f"wrote {written}")
+    return 0 if all(r["exit"] == 0 for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

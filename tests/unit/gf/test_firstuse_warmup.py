@@ -1,0 +1,49 @@
+"""Issue 35 §1: a cold build compiles part of its kernels in a helper process, into the same numba cache."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dpspark.gf import warmup as W
+
+ROOT = Path(__file__).resolve().parents[3]
+CHECK = ("import sys; from dpspark.gf import warmup as W; "
+         "print(W.cache_missing(frozenset(sys.argv[1:])))")
+
+
+def _missing(cache: Path, *names: str) -> bool:
+    proc = subprocess.run([sys.executable, "-c", CHECK, *names], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+                                            "NUMBA_CACHE_DIR": str(cache)})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip() == "True"
+
+
+def test_the_warmup_command_refuses_unknown_arguments() -> None:
+    with pytest.raises(SystemExit, match="usage"):
+        W.main(["--everything"])
+
+
+def test_no_helper_without_an_idle_core(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(W.os, "getloadavg", lambda: (64.0, 64.0, 64.0))
+    assert W.start_helper() is None
+
+
+@pytest.mark.slow  # compiles the transposed FFT and the inversion from an empty cache: 40 s of CPU or more
+def test_the_helper_fills_the_same_cache_with_its_kernels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "numba"
+    cache.mkdir()
+    assert _missing(cache, "_walk", "inv_arrays")
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(cache))
+    monkeypatch.chdir(tmp_path)  # the helper finds this dpspark through PYTHONPATH, not the working directory
+    monkeypatch.setattr(W.os, "getloadavg", lambda: (0.0, 0.0, 0.0))  # as on an idle machine
+    helper = W.start_helper()
+    if helper is None:
+        pytest.skip("one CPU: no helper process")
+    assert helper.wait(timeout=1800) == 0
+    assert not _missing(cache, "_walk", "inv_arrays")  # a build's process loads these instead of compiling them
+    assert _missing(cache, "afft_forward")  # the build's own share is left to it
