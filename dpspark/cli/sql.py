@@ -71,13 +71,15 @@ def _cmd_sql(args: argparse.Namespace) -> int:
             print("checks           the query compiles; nothing was read and nothing was spent")
             return 0
         plan.check(create_parent=True)
+        charge = Charge()
+        charge.check(plan)  # the ledger's exact charge (rho, the principal's limits), before Spark starts
         spark = None
         if plan.engine != "arrow":
-            from dpspark.engine.spark.local import local_session
+            from dpspark.engine.spark.local import local_session, started_session
 
-            progress("starting local Spark (the JVM takes 10-20 s)")
-            spark = local_session("dpspark-sql", args.master or "local[*]")
-        out = run_release(plan, spark=spark, progress=progress, charge=Charge())
+            spark = started_session(progress, "local Spark",
+                                    lambda: local_session("dpspark-sql", args.master or "local[*]"))
+        out = run_release(plan, spark=spark, progress=progress, charge=charge)
     print(out)
     return 0
 
