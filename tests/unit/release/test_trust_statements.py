@@ -10,11 +10,13 @@ replacement's e^eps halved) and ``verify`` said the statements re-derive.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Iterator
+from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -40,60 +42,19 @@ def releases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
-def statements_of(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each named statement's JSON object, in either statement form (a statement envelope or a counts manifest)."""
-    privacy = doc["privacy"]
-    if "statements" in privacy:
-        return {name: entry["statement"] for name, entry in privacy["statements"].items()}
-    return {name: privacy[name] for name in ("add_remove", "replacement") if name in privacy}
+def _fuzz_readers() -> ModuleType:
+    """scripts/fuzz_readers.py, whose statement edits (each exact number doubled and halved, resealed) are the
+    ones its fuzz counts: one definition for the fuzzer and this test."""
+    spec = importlib.util.spec_from_file_location("fuzz_readers", REPO / "scripts" / "fuzz_readers.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.import_readers()  # the readers it seals and opens with: this process's dpspark
+    return module
 
 
-def exact_numbers(obj: Any, path: tuple = ()) -> Iterator[tuple[tuple, Any]]:
-    """(path, value) of every exact number under ``obj``: ints and rational strings (the float views and texts aside)."""
-    if isinstance(obj, dict):
-        for key, value in obj.items():
-            if key not in ("approx", "text", "epsilon_float", "delta_log2"):
-                yield from exact_numbers(value, path + (key,))
-    elif isinstance(obj, list):
-        for i, value in enumerate(obj):
-            yield from exact_numbers(value, path + (i,))
-    elif isinstance(obj, int) and not isinstance(obj, bool):
-        yield path, obj
-    elif isinstance(obj, str):
-        try:
-            Fraction(obj)
-        except (ValueError, ZeroDivisionError):
-            return
-        yield path, obj
-
-
-def scaled(value: Any, factor: Fraction) -> Any:
-    """``value`` times ``factor``, in its own JSON form (an int stays an int where it can, a string a string)."""
-    x = Fraction(value) * factor
-    if isinstance(value, int):
-        return int(x) if x.denominator == 1 else str(x)
-    return str(x)
-
-
-def edits(doc: dict[str, Any]) -> list[tuple[str, tuple, Any, Any]]:
-    """Every (statement, path, old value, new value): each exact number doubled and halved."""
-    out = []
-    for name, statement in statements_of(doc).items():
-        for path, value in exact_numbers(statement):
-            for factor in (Fraction(2), Fraction(1, 2)):
-                new = scaled(value, factor)
-                if new != value and Fraction(new) != Fraction(value):
-                    out.append((name, path, value, new))
-    return out
-
-
-def edited(doc: dict[str, Any], name: str, path: tuple, new: Any) -> bytes:
-    doc = json.loads(json.dumps(doc))
-    cur = statements_of(doc)[name]
-    for key in path[:-1]:
-        cur = cur[key]
-    cur[path[-1]] = new
-    return seal_manifest(doc)
+FUZZ = _fuzz_readers()
+statements_of = FUZZ.statements_of
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -103,17 +64,17 @@ def test_every_statement_edit_is_refused_after_a_reseal(releases: dict[str, Path
     original = (release / "manifest.json").read_bytes()
     doc = json.loads(original)
     open_release(release)  # the untouched release is good
-    all_edits = edits(doc)
+    all_edits = FUZZ.statement_edits(doc)
     assert len(all_edits) >= 8, all_edits  # the statements hold exact numbers to edit
     accepted = []
-    for name, path, old, new in all_edits:
-        (release / "manifest.json").write_bytes(edited(doc, name, path, new))
+    for edit in all_edits:
+        (release / "manifest.json").write_bytes(FUZZ.edited_manifest(doc, edit))
         try:
             open_release(release)
         except ReleaseFormatError as err:
             assert "manifest.json" in str(err) or str(release) in str(err)
             continue
-        accepted.append((name, path, old, new))
+        accepted.append(edit)
     assert accepted == []
 
 
