@@ -155,3 +155,24 @@ def make_release(kind: str, root: Path) -> Path:
     """A fresh release of fixture ``kind`` under ``root`` (``root / kind``)."""
     root.mkdir(parents=True, exist_ok=True)
     return MAKERS[kind](root / kind)
+
+
+def copy_release(fixtures: dict[str, Path], kind: str, tmp_path: Path) -> Path:
+    """A copy of fixture release ``kind`` under ``tmp_path`` (tests damage copies, never the shared fixture)."""
+    import shutil
+
+    out = tmp_path / kind
+    shutil.copytree(fixtures[kind], out)
+    return out
+
+
+def reseal(release: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    """Change the manifest, then reseal it with hashlib alone (what anyone can do: the seal is sha256 over the
+    bytes, not a signature)."""
+    import json
+
+    from dpspark.release.manifest import seal_manifest
+
+    doc = json.loads((release / "manifest.json").read_bytes())
+    change(doc)
+    (release / "manifest.json").write_bytes(seal_manifest(doc))

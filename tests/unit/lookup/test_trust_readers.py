@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -21,28 +20,16 @@ import pytest
 from dpspark.cli.app import main as cli
 from dpspark.lookup import open_release
 from dpspark.release.errors import ReleaseFormatError
-from dpspark.release.manifest import seal_manifest
 from dpspark.release.statements import MAX_STATEMENT_TEXT
 from dpspark.text import readable_text
 from tests.support.release_fixtures import make_release
+from tests.support.release_fixtures import copy_release as _copy, reseal as _edit
 
 
 @pytest.fixture(scope="module")
 def fixtures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("kinds")
     return {kind: make_release(kind, root) for kind in ("sample_kary", "answers_gaussian", "sparse")}
-
-
-def _copy(fixtures: dict[str, Path], kind: str, tmp_path: Path) -> Path:
-    out = tmp_path / kind
-    shutil.copytree(fixtures[kind], out)
-    return out
-
-
-def _edit(release: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    doc = json.loads((release / "manifest.json").read_bytes())
-    change(doc)
-    (release / "manifest.json").write_bytes(seal_manifest(doc))
 
 
 # --- digit runs and text bounds ---------------------------------------------------------------------------

@@ -11,10 +11,9 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-import shutil
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -24,9 +23,9 @@ import pytest
 from dpspark.cli.app import main as cli
 from dpspark.lookup import open_release
 from dpspark.release.errors import ReleaseFormatError
-from dpspark.release.manifest import seal_manifest
 from tests.support.every_kind import MECHANISMS
 from tests.support.release_fixtures import KINDS, STATEMENT_KINDS, make_release
+from tests.support.release_fixtures import copy_release as _copy, reseal as _edit
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -35,19 +34,6 @@ REPO = Path(__file__).resolve().parents[3]
 def fixtures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("kinds")
     return {kind: make_release(kind, root) for kind in KINDS}
-
-
-def _copy(fixtures: dict[str, Path], kind: str, tmp_path: Path) -> Path:
-    out = tmp_path / kind
-    shutil.copytree(fixtures[kind], out)
-    return out
-
-
-def _edit(release: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    """Change the manifest, then reseal it with hashlib alone (what anyone can do)."""
-    doc = json.loads((release / "manifest.json").read_bytes())
-    change(doc)
-    (release / "manifest.json").write_bytes(seal_manifest(doc))
 
 
 def _write_table(release: Path, name: str, table: pa.Table) -> None:

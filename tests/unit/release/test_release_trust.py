@@ -9,13 +9,12 @@ signature (``trusted_keys``, ``dpspark verify --key``) or the ledger (``dpspark 
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import subprocess
 import sys
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -25,13 +24,13 @@ from dpspark.cli.app import main as cli
 from dpspark.lookup import open_release
 from dpspark.privacy.measures import ZCDP
 from dpspark.release.errors import ReleaseExistsError, ReleaseFormatError
-from dpspark.release.manifest import seal_manifest
 
 try:  # imported lazily so that the re-derivation tests run (and fail) on a dpspark without signatures
     from dpspark.release.signature import ReleaseSignatureError, generate_keypair, sign_release
 except ImportError:  # pragma: no cover - old main
     ReleaseSignatureError = generate_keypair = sign_release = None  # type: ignore[assignment,misc]
 from tests.support.release_fixtures import KINDS, make_release
+from tests.support.release_fixtures import copy_release as _copy, reseal as _reseal
 
 
 @pytest.fixture(scope="module")
@@ -46,19 +45,6 @@ def keys(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
     key, pub = generate_keypair(root / "team")
     _, other = generate_keypair(root / "other")
     return key, pub, other
-
-
-def _copy(fixtures: dict[str, Path], kind: str, tmp_path: Path) -> Path:
-    out = tmp_path / kind
-    shutil.copytree(fixtures[kind], out)
-    return out
-
-
-def _reseal(release: Path, change: Callable[[dict[str, Any]], None]) -> None:
-    """Edit the manifest and recompute its seal with hashlib alone (seal_manifest is sha256 over the bytes)."""
-    doc = json.loads((release / "manifest.json").read_bytes())
-    change(doc)
-    (release / "manifest.json").write_bytes(seal_manifest(doc))
 
 
 def _frac(obj: dict[str, Any]) -> Fraction:
