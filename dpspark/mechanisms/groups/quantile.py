@@ -28,6 +28,17 @@ Privacy. For neighbours D, D', Pr[j | D] / Pr[j | D'] <= rho^(-Delta_T) rho^(-De
 (McSherry-Talwar 2007, Thm 6, with the floors' two one-sided errors), and a unit changes k groups:
 **pure eps = ln(r^(2 k Delta_T)) + 4 k eta + bias_epsilon(k)** (ln(1/(1-eta)) <= 2 eta).
 
+Why the factor 2 stays (issue 34 §4). McSherry-Talwar's monotone case (eps Delta instead of 2 eps Delta) needs
+every score to move the same way between neighbours. This score does not: a row added at x moves the q n
+target of every candidate, so candidates between x and the quantile get *closer* (S falls) while the others
+get farther (S rises). The loss is tight on a fine grid already at one row: D = {v_B}, D' = D + {v_1} (median)
+lowers the score of v_1..v_(B-1) by Delta_T and raises v_0's by Delta_T, so Pr[v_0 | D] / Pr[v_0 | D'] =
+r^(Delta_T) (1 + (B - 1)) / (1 + (B - 1) r^(-Delta_T)) -> r^(2 Delta_T) as B grows (0.995 of the stated eps at
+B = 256, eps = 1; the 0.5-0.79 an n <= 8 check found is the B <= 4 value of this ratio). The general certified
+bound r^(Delta_T) (1 + B) / (1 + B r^(-Delta_T)) (at least one candidate has score 0 and weight w_0 in both
+laws, no weight exceeds w_0) gains only ln((r^Delta_T + B) / (1 + B)) (1% of eps at B = 64, eps = 1): not
+worth a second statement. tests/unit/groups/test_quantile_tight.py holds the enumeration oracle.
+
 Draw: ONE uniform. X = rng.bits(Lw), Lw = bitlen((B+1) w_0) + lam, u = floor(X W / 2^Lw) + 1 in [1, W]
 (the rng's multiply-shift reduction with a public length: every u has probability within a factor
 1 +- 2^-lam of 1/W), and the output is the least j with w_0 + ... + w_j >= u, found in exactly
