@@ -120,7 +120,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
 def _plot_bars(args: argparse.Namespace, panels: list[dict[str, Any]], test_rng: bool) -> int:
     """Draw a reader's bar panels (one per quantity: ``title``, ``labels``, ``values``, ``errors``, ``ylabel``,
-    ``xlabel``) with error bars, one under the other, as a PNG."""
+    ``xlabel``, optionally ``muted``: bars drawn grey) with error bars, one under the other, as a PNG."""
     import matplotlib
     import matplotlib.pyplot as plt
     import numpy as np
@@ -134,7 +134,9 @@ def _plot_bars(args: argparse.Namespace, panels: list[dict[str, Any]], test_rng:
         fig, axes = plt.subplots(len(panels), 1, figsize=(width, 3.2 * len(panels)), squeeze=False)
         for ax, p in zip(axes[:, 0], panels):
             positions = np.arange(len(p["values"]))
-            ax.bar(positions, p["values"], yerr=p["errors"], capsize=3, color="#4c72b0", ecolor="#333333")
+            muted = p.get("muted") or [False] * len(p["values"])
+            colors = ["#c8c8c8" if m else "#4c72b0" for m in muted]  # grey: a value its own bar calls uninformative
+            ax.bar(positions, p["values"], yerr=p["errors"], capsize=3, color=colors, ecolor="#333333")
             ax.set_xticks(positions)
             labels = [drawable_label(lab, drawable) for lab in p["labels"]]
             ax.set_xticklabels([lab if len(lab) <= 24 else lab[:23] + "~" for lab in labels], rotation=60,

@@ -127,7 +127,8 @@ class GroupsLookup(StatementLookup):
         The error bar's column names its unit: ``<name>_error`` is in the value's units, a quantile's
         ``<name>_rank_error`` in rows of rank (the released value is within that many rows of the true quantile's
         rank, not within that many value units). A count whose values are all integers is an integer column
-        (pandas ``Int64``); other values are floats.
+        (pandas ``Int64``); other values are floats. A quantile of a release that also has a count gets
+        ``<name>_uninformative`` (:meth:`uninformative`) after its bar.
         """
         import pandas as pd
 
@@ -135,6 +136,7 @@ class GroupsLookup(StatementLookup):
 
         cols: dict[str, Any] = {c: self._table.column(c).to_pylist() for c in self.by}
         exact: dict[str, Any] = {}
+        flags = self.uninformative()
         for a in self.aggregates:
             n = a["name"]
             entries = [e[n] for e in self._entries.values()]
@@ -143,8 +145,32 @@ class GroupsLookup(StatementLookup):
                 both = exact_columns(col, values)
                 cols[col] = _integers(values) if a["kind"] == "count" else both[col]
                 exact[f"{col}_exact"] = both[f"{col}_exact"]
+            if n in flags:
+                cols[f"{n}_uninformative"] = flags[n]
             exact[f"{n}_confidence"] = [float(e.confidence) for e in entries]  # report
         return pd.DataFrame({**cols, **exact})
+
+    def uninformative(self) -> dict[str, list[bool]]:
+        """Per quantile (when the release has a count), per group in table order: True where the quantile's stated
+        rank bar is >= the group's released count (or the count is <= 0).
+
+        The bar says the released point's rank is within e rows of the requested rank; when e >= N~ that covers
+        every rank of the group, so the point says nothing about the group's values (a near-uniform draw on the
+        grid). Post-processing of released values only. The count counts every kept row, and a quantile's rows
+        are those with a value, so with nulls the flag errs towards False (it never flags an informative value
+        for a reason the bar does not give).
+        """
+        count = next((a["name"] for a in self.aggregates if a["kind"] == "count"), None)
+        if count is None:
+            return {}
+        out: dict[str, list[bool]] = {}
+        for a in self.aggregates:
+            if a["error_unit"] != "rank_rows":
+                continue
+            n = a["name"]
+            out[n] = [e[n].error is None or e[count].value is None or e[n].error >= e[count].value
+                      for e in self._entries.values()]
+        return out
 
     def html_note(self) -> str:
         """Under the values in a notebook: what a quantile's error column counts (rows of rank, not values)."""
@@ -183,20 +209,26 @@ class GroupsLookup(StatementLookup):
 
     def plot_bars(self, top: int) -> list[dict[str, Any]]:
         """``dpspark plot``: one panel per aggregate, the first ``top`` groups in table order, with error bars
-        (a quantile's bar is in rows of rank, so it is drawn without one)."""
+        (a quantile's bar is in rows of rank, so it is drawn without one; ``muted``: the bars drawn grey, a
+        quantile's value that :meth:`uninformative` flags)."""
         keys = list(self._entries)[:top]
         labels = [", ".join(str(v) for v in k) for k in keys]
+        flags = self.uninformative()
         panels = []
         for a in self.aggregates:
             n = a["name"]
             entries = [self._entries[k][n] for k in keys]
             rank = a["error_unit"] == "rank_rows"
+            grey = flags.get(n, [False] * len(self._entries))[:top]
+            title = f"{n} ({a['kind']}, {a['noise']}): " + (
+                "rank error in rows, not drawn" if rank else f"bars hold w.p. >= {self._confidence()}")
+            if any(grey):
+                title += "; grey: rank bar >= the group's count (uninformative)"
             panels.append({
-                "title": f"{n} ({a['kind']}, {a['noise']}): "
-                         + ("rank error in rows, not drawn" if rank else f"bars hold w.p. >= {self._confidence()}"),
-                "labels": labels, "xlabel": ", ".join(self.by), "ylabel": n,
+                "title": title, "labels": labels, "xlabel": ", ".join(self.by), "ylabel": n,
                 "values": [0.0 if e.value is None else float(e.value) for e in entries],  # report
                 "errors": [0.0 if rank or e.error is None else float(e.error) for e in entries],  # report
+                "muted": grey,
             })
         return panels
 
