@@ -12,7 +12,7 @@ tuple o_1 <= ... <= o_m, the gaps are g_j = L_(o_j) - L_(o_(j-1)) (L_(o_0) = 0, 
 
     s_j = |Q g_j - t_j n|,   V_j = min(s_j, cap),   weight w(o) = prod_j w_(V_j)   (j = 1..m+1),
 
-w_V the dyadic table of :mod:`.quantile` for the base r (2^P rho^V (1 - eta) <= w_V <= 2^P rho^V, rho = 1/r).
+w_V the dyadic table of :mod:`.dyadic` for the base r (2^P rho^V (1 - eta) <= w_V <= 2^P rho^V, rho = 1/r).
 One unit adds c' <= c rows to the group: n grows by c', the gap holding each new row by 1, so each s_j moves
 by at most c' t_j plus Q c' for the gaps that get rows, and sum_j |ds_j| <= 2 c (Q - t_min) =: Delta
 (a row in gap j moves s_j by at most Q - t_j and every other s_i by t_i, and sum_(i != j) t_i = Q - t_j);
@@ -45,48 +45,10 @@ from typing import Any, Sequence
 
 from dpspark.exact import clog2
 from dpspark.mechanisms.groups.aggregates import GroupsError
+from dpspark.mechanisms.groups.dyadic import ETA_BITS, dyadic_table
 from dpspark.mechanisms.groups.laws import exp_eps_below
 from dpspark.privacy import LogEpsilon
 from dpspark.rng import RandomSource, bias_epsilon
-
-#: per-gap scores are clamped where (B + 1) rho^cap <= 2^-CAP_BITS
-CAP_BITS = 64
-#: relative precision of the weight table: eta = 2^-ETA_BITS
-ETA_BITS = 64
-#: the largest weight table (entries)
-MAX_CAP = 1 << 22
-
-
-def dyadic_table(base: Fraction, count: int, what: str) -> tuple[int, int, list[int]]:
-    """(cap, P, table) for rho = 1 / base: the least cap with count rho^cap <= 2^-CAP_BITS, P with
-    2^P rho^cap >= cap 2^ETA_BITS, and w_V = floor(w_(V-1) rho), w_0 = 2^P (each entry within eta below
-    2^P rho^V). Public inputs only."""
-    p, q = base.numerator, base.denominator
-
-    def small(u: int) -> bool:
-        return count * q**u << CAP_BITS <= p**u
-
-    hi = 1
-    while not small(hi):
-        hi *= 2
-        if hi > 2 * MAX_CAP:
-            raise GroupsError(f"{what}: the weight table would exceed {MAX_CAP} entries at this epsilon share")
-    lo = hi // 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if small(mid) else (mid, hi)
-    cap = hi
-    pc, qc = p**cap, q**cap
-    need = cap * pc << ETA_BITS
-    P = max(1, need.bit_length() - qc.bit_length() + 1)
-    while (qc << P) < need:
-        P += 1
-    w, table = 1 << P, []
-    for _ in range(cap + 1):
-        table.append(w)
-        w = w * q // p
-    return cap, P, table
-
 
 def _draw(weights: Sequence[int], bits: int, rng: RandomSource) -> int:
     """The least i with w_0 + ... + w_i >= u, u = floor(X W / 2^bits) + 1 from ONE uniform X of ``bits`` bits (a

@@ -21,7 +21,8 @@ does not blow up the weight table; T moves by at most Delta_T = ceil(c s / d) (<
 Exact weights. With a rational base r = p/q' <= e^(x) (certified), x = eps~ / (2 k Delta_T), and rho = 1/r,
 the table w_V = floor(w_(V-1) rho), w_0 = 2^P (V = 0..cap) is computed in exact integers; each floor loses
 less than 1, so 2^P rho^V - V <= w_V <= 2^P rho^V, and P is chosen with 2^P rho^cap >= cap 2^64: every entry
-is within a relative eta = 2^-64 below the exact 2^P rho^V. A group's weights are w_(min(T_j, cap)) (the
+is within a relative eta = 2^-64 below the exact 2^P rho^V. The cap has (B + 1) rho^cap <= 2^-64; cap and P
+come from one-sided bounds on ln r, not from r^cap, and the table is memoised (dyadic.py). A group's weights are w_(min(T_j, cap)) (the
 utility -min(T_j, cap) has sensitivity Delta_T too), Pr[v_j] = w_j / sum_i w_i.
 
 Privacy. For neighbours D, D', Pr[j | D] / Pr[j | D'] <= rho^(-Delta_T) rho^(-Delta_T) / (1 - eta)^2
@@ -59,18 +60,14 @@ import numpy as np
 
 from dpspark.exact import clog2
 from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError
+from dpspark.mechanisms.groups.dyadic import CAP_BITS, ETA_BITS, MAX_CAP, dyadic_table
 from dpspark.mechanisms.groups.laws import exp_eps_below
 from dpspark.privacy import LogEpsilon
 from dpspark.rng import RandomSource, bias_epsilon
 
-#: the cap keeps every weight >= 2^-CAP_BITS w_0 / (B + 1), so rank-error bounds reach beta = 2^-CAP_BITS
-CAP_BITS = 64
-#: relative precision of the weight table: eta = 2^-ETA_BITS
-ETA_BITS = 64
 #: score quantisation keeps Delta_T near this many steps (at most one more)
 SCORE_STEPS = 64
-#: the largest weight table (entries)
-MAX_CAP = 1 << 22
+__all__ = ["CAP_BITS", "ETA_BITS", "MAX_CAP", "SCORE_STEPS", "QuantileLaw"]
 
 
 def _eta_extra(k: int) -> Fraction:
@@ -95,37 +92,9 @@ class QuantileLaw:
         if target <= 0:
             raise GroupsError(f"aggregate {agg.name!r}: epsilon share too small")
         self.base = exp_eps_below(target / (2 * self.k * self.delta_t))
-        p, q = self.base.numerator, self.base.denominator
-        # cap: least U with (B + 1) (q/p)^U <= 2^-CAP_BITS (doubling then bisection; public inputs only)
-        def small(u: int) -> bool:
-            return (self.B + 1) * q**u << CAP_BITS <= p**u
-        hi = 1
-        while not small(hi):
-            hi *= 2
-            if hi > 2 * MAX_CAP:
-                raise GroupsError(f"aggregate {agg.name!r}: the weight table would exceed {MAX_CAP} entries at this "
-                                  "epsilon share; raise epsilon or lower max_groups_per_unit / max_rows_per_group")
-        lo = hi // 2
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if small(mid) else (mid, hi)
-        self.cap = hi
-        if self.cap > MAX_CAP:
-            raise GroupsError(f"aggregate {agg.name!r}: the weight table would exceed {MAX_CAP} entries at this "
-                              "epsilon share; raise epsilon or lower max_groups_per_unit / max_rows_per_group")
-        # P with 2^P (q/p)^cap >= cap 2^ETA_BITS, checked exactly
-        pc, qc = p**self.cap, q**self.cap
-        need = self.cap * pc << ETA_BITS
-        P = max(1, need.bit_length() - qc.bit_length() + 1)
-        while (qc << P) < need:  # at most two rounds: the bit lengths pin P down
-            P += 1
-        self.P = P
-        w, table = 1 << P, []
-        for _ in range(self.cap + 1):  # w_V = floor(w_(V-1) q / p): each floor loses < 1
-            table.append(w)
-            w = w * q // p
-        self.table = table
-        self.w_bits = ((self.B + 1) * table[0]).bit_length() + lam
+        # the cap, the precision and the table: certified cheaply and memoised (dyadic.py)
+        self.cap, self.P, self.table = dyadic_table(self.base, self.B + 1, f"aggregate {agg.name!r}")
+        self.w_bits = ((self.B + 1) * self.table[0]).bit_length() + lam
         self.rounds = clog2(self.B + 2)
 
     # -- privacy and accuracy (data-free) --------------------------------------------------------
