@@ -26,7 +26,8 @@ in plan order over the released keys (the threshold's count is not drawn twice),
 
 Values (targets are the statistics of the clipped fixed-point values v = clip(round(x S), L, H)):
 
-* count: N~ (error e_N at beta); sum: T~ / S (plain), or (Y~ + C N~) / 2S centred on the count it shares,
+* count: round(N~) = floor(N~ + 1/2), an integer (the grid G = c/g makes N~ a multiple of 2.5 at c = 5), with
+  the bar floor(e_N + 1/2) (integer_counts.py); sum: T~ / S (plain), or (Y~ + C N~) / 2S centred on the count it shares,
   error (e_Y + |C| e_N) / 2S with each at beta/2 (union bound);
 * mean: C/2S + Y~ / (2 S N~) clamped to [L/S, H/S], with Y the centred sum; when N >= 1 and N~ > 0,
   |error| <= min(D/S, (e_Y + D e_N) / (2 S N~)) with probability >= 1 - beta (each statistic at beta/2;
@@ -49,6 +50,7 @@ from dpspark.exact import parse_rational
 from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError, Kind, parse_aggregates
 from dpspark.mechanisms.groups.basis import Basis, Part, check_columns, models, part_values, plan_parts, solo_override
 from dpspark.mechanisms.groups.columns import GroupColumns, GroupStats, gather
+from dpspark.mechanisms.groups.integer_counts import integer_bar, integer_count
 from dpspark.mechanisms.groups.noise_choice import StatisticNoise, choose, pure_epsilon, shares_of
 from dpspark.mechanisms.groups.quantile import QuantileLaw
 from dpspark.mechanisms.groups.selection import SelectionLaw
@@ -244,6 +246,9 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
             continue
         m = len(b.parts)
         bars = [plan.bar(i, beta / m) for i in b.parts]
+        if b.form == "count":
+            plan.errors[agg.name] = [integer_bar(bars[0])]
+            continue
         if b.form in ("centred", "zero"):
             plan.errors[agg.name] = [(bars[1] + abs(b.centre) * bars[0]) / 2]
         else:
@@ -318,8 +323,9 @@ def _additive(plan: GroupsPlan, agg: Aggregate, drawn: Mapping[int, Drawn], n: i
     errs = plan.errors[agg.name]
     sure = [lw.always for lw in law.laws]
     S, D, C = agg.scale, agg.D, agg.L + agg.H
-    if b.form == "count":
-        return [GroupValue(v, errs[0], conf, sure[0]) for v in _scaled(drawn[b.parts[0]], 1)]
+    if b.form == "count":  # integers by post-processing; errs[0] is already the widened bar (integer_count)
+        s = None if sure[0] is None else integer_bar(sure[0])
+        return [GroupValue(integer_count(v), errs[0], conf, s) for v in _scaled(drawn[b.parts[0]], 1)]
     if b.form == "plain":
         e, s = errs[0] / S, None if sure[0] is None else sure[0] / S
         return [GroupValue(v, e, conf, s) for v in _scaled(drawn[b.parts[0]], S)]
