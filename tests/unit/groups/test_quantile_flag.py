@@ -58,3 +58,15 @@ def test_the_flag_is_post_processing_of_released_values(tmp_path: Path, seed: in
     for key, flag in zip(rel.keys(), rel.uninformative()["med"]):
         got = rel.lookup(key)
         assert flag == (got["med"].error >= got["n"].value)
+
+
+def test_the_plot_command_draws_muted_bars(tmp_path: Path) -> None:
+    import argparse
+
+    pytest.importorskip("matplotlib")
+    from dpspark.cli.plot import _plot_bars
+
+    rel, _, _ = _release(tmp_path)
+    out = tmp_path / "bars.png"
+    assert _plot_bars(argparse.Namespace(output=str(out), dpi=40), rel.plot_bars(top=10), False) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
