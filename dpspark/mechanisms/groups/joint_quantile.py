@@ -7,16 +7,19 @@ points v_p = lo + (hi - lo) p / B, p = 0..B, a row counted in the cell of its ne
 integer weights and exact sampling.
 
 Score. q_1 < ... < q_m in (0, 1), Q = lcm of their denominators, t_j = Q (q_j - q_(j-1)) (q_0 = 0, q_(m+1) = 1:
-positive integers summing to Q). With L_p = rows in cells below p (a row in cell p is not below v_p) and a
-tuple o_1 <= ... <= o_m, the gaps are g_j = L_(o_j) - L_(o_(j-1)) (L_(o_0) = 0, L_(o_(m+1)) = n) and
+positive integers summing to Q). A candidate's position counts the rows below its cell twice and the rows in
+its cell once: R_p = 2 L_p + h_p (L_p rows in cells below p, h_p in p's cell; R is non-decreasing in p), so a
+point whose cell holds the quantile row is not penalised for it (as quantile.py's score; a half-rank
+resolution). With a tuple o_1 <= ... <= o_m, the gaps are g_j = R_(o_j) - R_(o_(j-1)) (R_(o_0) = 0,
+R_(o_(m+1)) = 2n) and
 
-    s_j = |Q g_j - t_j n|,   V_j = min(s_j, cap),   weight w(o) = prod_j w_(V_j)   (j = 1..m+1),
+    s_j = |Q g_j - 2 t_j n|,   V_j = min(s_j, cap),   weight w(o) = prod_j w_(V_j)   (j = 1..m+1),
 
 w_V the dyadic table of :mod:`.dyadic` for the base r (2^P rho^V (1 - eta) <= w_V <= 2^P rho^V, rho = 1/r).
-One unit adds c' <= c rows to the group: n grows by c', the gap holding each new row by 1, so each s_j moves
-by at most c' t_j plus Q c' for the gaps that get rows, and sum_j |ds_j| <= 2 c (Q - t_min) =: Delta
-(a row in gap j moves s_j by at most Q - t_j and every other s_i by t_i, and sum_(i != j) t_i = Q - t_j);
-min(., cap) keeps that. (Delta / Q = 2 (1 - min gap) is JointExp's add/remove sensitivity.)
+One row added in cell x moves R_p by 2 (x < p), 1 (x = p) or 0 (x > p), non-decreasing in p, so the gaps
+grow by e_j >= 0 with sum e_j = 2, and the targets by 2 t_j: sum_j |ds_j| <= sum_j |Q e_j - 2 t_j| <= 4 (Q - t_min)
+(the worst puts both units in one gap). A unit adds c rows: **Delta = 4 c (Q - t_min)**; min(., cap) keeps it.
+(Delta / 2Q = 2 (1 - min gap) is JointExp's add/remove sensitivity, in half-rank units.)
 
 Privacy. The output law is w(o) / sum w over all tuples (sampled exactly, below). For neighbours,
 w(o) / w'(o) <= rho^(-Delta) / (1 - eta)^(m+1) and the same for the normalisers, so with r <= e^(eps~/(2 k
@@ -24,16 +27,17 @@ Delta)) (certified) a unit changing k groups gives **pure eps = ln(r^(2 k Delta)
 bias_epsilon(k m)** (McSherry-Talwar 2007, Thm 6; ln(1/(1-eta)) <= 2 eta; m biased uniforms per group). The
 score is not monotone (quantile.py's docstring), so the factor 2 stays.
 
-Sampling (exact, strict time). Forward: alpha_1(p) = w(V_1 at g = L_p); alpha_j(p) = sum_(p' <= p)
-alpha_(j-1)(p') w_j(L_p - L_(p')), in exact integers (no rounding: the table is the only floor). The sum over
-p' with L_(p') < L_p is a convolution over ranks 0..n, done by one big-integer product (Kronecker substitution);
-the p' of p's own rank add a running prefix. Backward: o_m from weights alpha_m(p) w_(m+1)(n - L_p), then
-o_j given o_(j+1) = p from alpha_j(p') w_(j+1)(L_p - L_(p')) [p' <= p] over ALL p' (fixed work), each with ONE
+Sampling (exact, strict time). Forward: alpha_1(p) = w(V_1 at g = R_p); alpha_j(p) = sum_(p' <= p)
+alpha_(j-1)(p') w_j(R_p - R_(p')), in exact integers (no rounding: the table is the only floor). The sum over
+p' with R_(p') < R_p is a convolution over positions 0..2n, done by one big-integer product (Kronecker
+substitution); the p' of p's own position add a running prefix. Backward: o_m from weights alpha_m(p)
+w_(m+1)(2n - R_p), then o_j given o_(j+1) = p from alpha_j(p') w_(j+1)(R_p - R_(p')) [p' <= p] over ALL p'
+(fixed work), each with ONE
 uniform of a public bit length (:func:`_draw`): Pr[o] telescopes to w(o) / sum w. Work: O(m (B + R)) big
 integers with R = the public bound on a group's rows (ranks are padded to R), whatever the data.
 
-Rank error. Every tuple has rank |L_(o_j) - q_j n| <= S(o) / Q for each j (the rank is a partial sum of gaps,
-S = sum_j s_j). Pr[S(o) >= S_min + t] <= (1 + 2^-lam)^m C(B + m, m) rho^t / (1 - eta)^(m+1), S_min the best
+Rank error. Every tuple has |R_(o_j) / 2 - q_j n| <= S(o) / 2Q for each j (the position is a partial sum of
+gaps, S = sum_j s_j). Pr[S(o) >= S_min + t] <= (1 + 2^-lam)^m C(B + m, m) rho^t / (1 - eta)^(m+1), S_min the best
 tuple's score (<= (m + 1) Q / 2 + Q h_max, h_max the largest cell: atoms; 0-ish on continuous data).
 """
 
@@ -85,7 +89,7 @@ class JointQuantileLaw:
         self.Q = lcm(*(x.denominator for x in qs))
         edges = [Fraction(0), *qs, Fraction(1)]
         self.t = [int((b - a) * self.Q) for a, b in zip(edges, edges[1:])]
-        self.delta = 2 * c * (self.Q - min(self.t))
+        self.delta = 4 * c * (self.Q - min(self.t))
         target = epsilon - bias_epsilon(k * self.m, lam) - self._eta_extra()
         if target <= 0:
             raise GroupsError(f"{what}: epsilon share too small")
@@ -121,18 +125,18 @@ class JointQuantileLaw:
 
     # -- with data -------------------------------------------------------------------------------
     def _gap_weights(self, j: int, n: int) -> list[int]:
-        """w_(min(|Q g - t_j n|, cap)) for g = 0..n (gap j, 0-based over the m + 1 gaps)."""
-        Q, tn, cap, table = self.Q, self.t[j] * n, self.cap, self.table
-        return [table[min(abs(Q * g - tn), cap)] for g in range(self.max_rows + 1)]
+        """w_(min(|Q g - 2 t_j n|, cap)) for g = 0..2 max_rows (gap j, 0-based over the m + 1 gaps)."""
+        Q, tn, cap, table = self.Q, 2 * self.t[j] * n, self.cap, self.table
+        return [table[min(abs(Q * g - tn), cap)] for g in range(2 * self.max_rows + 1)]
 
     def weight(self, cells: Sequence[int], tup: Sequence[int]) -> int:
         """w(o) of one non-decreasing tuple (the oracle of the tests)."""
         ranks = self._ranks(cells)
-        n = ranks[-1] + cells[-1]
-        cuts = [0, *(ranks[p] for p in tup), n]
+        n = sum(cells)
+        cuts = [0, *(ranks[p] for p in tup), 2 * n]
         out = 1
         for j in range(self.m + 1):
-            out *= self.table[min(abs(self.Q * (cuts[j + 1] - cuts[j]) - self.t[j] * n), self.cap)]
+            out *= self.table[min(abs(self.Q * (cuts[j + 1] - cuts[j]) - 2 * self.t[j] * n), self.cap)]
         return out
 
     def _ranks(self, cells: Sequence[int]) -> list[int]:
@@ -142,19 +146,19 @@ class JointQuantileLaw:
             raise GroupsError("joint quantiles: a group's statistics are outside their public range (an engine bug)")
         out, acc = [], 0
         for h in cells:
-            out.append(acc)
+            out.append(2 * acc + h)  # R_p = 2 L_p + h_p
             acc += h
         return out
 
     def forward(self, cells: Sequence[int]) -> tuple[list[int], list[list[int]], list[list[int]]]:
-        """(L, alpha_1..alpha_m, gap weights) of the module docstring, exactly."""
+        """(R, alpha_1..alpha_m, gap weights) of the module docstring, exactly."""
         L = self._ranks(cells)
-        n = L[-1] + cells[-1]
+        n = sum(cells)
         gw = [self._gap_weights(j, n) for j in range(self.m + 1)]
         alphas = [[gw[0][x] for x in L]]
         for j in range(1, self.m):
             prev = alphas[-1]
-            by_rank = [0] * (self.max_rows + 1)  # beta(l) = sum of alpha over candidates of rank l
+            by_rank = [0] * (2 * self.max_rows + 1)  # beta(l) = sum of alpha over candidates of rank l
             for a, x in zip(prev, L):
                 by_rank[x] += a
             below = _convolve_strict(by_rank, gw[j])  # gamma(l) = sum_(l' < l) beta(l') w_j(l - l')
@@ -169,7 +173,7 @@ class JointQuantileLaw:
     def total(self, cells: Sequence[int]) -> int:
         """sum over all tuples of w(o) (the normaliser), from the forward pass."""
         L, alphas, gw = self.forward(cells)
-        n = L[-1] + cells[-1]
+        n = 2 * sum(cells)  # the last position, 2n
         return sum(a * gw[self.m][n - x] for a, x in zip(alphas[-1], L))
 
     def step_weights(self, L: list[int], alphas: list[list[int]], gw: list[list[int]], n: int, j: int,
@@ -185,7 +189,7 @@ class JointQuantileLaw:
     def draw(self, cells: Sequence[int], rng: RandomSource) -> list[int]:
         """o_1 <= ... <= o_m (grid indexes) with probability w(o) / sum w, m uniforms (module docstring)."""
         L, alphas, gw = self.forward(cells)
-        n = L[-1] + cells[-1]
+        n = 2 * sum(cells)  # the last position, 2n
         out = [0] * self.m
         p: int | None = None
         for j in range(self.m - 1, -1, -1):
@@ -197,7 +201,7 @@ class JointQuantileLaw:
         """The exact output law of :meth:`draw` (each step's uniform read as exact), by following every branch of
         the backward pass: for tests at small B and m."""
         L, alphas, gw = self.forward(cells)
-        n = L[-1] + cells[-1]
+        n = 2 * sum(cells)  # the last position, 2n
         out: dict[tuple[int, ...], Fraction] = {}
 
         def walk(j: int, p: int | None, suffix: tuple[int, ...], prob: Fraction) -> None:

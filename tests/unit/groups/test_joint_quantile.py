@@ -73,7 +73,7 @@ def _stated(law: JointQuantileLaw) -> Fraction:
 
 def test_privacy_ratio_by_enumeration_and_mutants() -> None:
     law = _law(eps="3", max_rows=5)
-    assert law.delta == 2 * (3 - 1)
+    assert law.delta == 4 * (3 - 1)
     worst = _worst(law, 5, 1)
     assert worst <= _stated(law)
     assert worst > law.base ** law.delta  # half the loss (the monotone claim) is caught
