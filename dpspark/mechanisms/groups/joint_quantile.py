@@ -34,7 +34,8 @@ substitution); the p' of p's own position add a running prefix. Backward: o_m fr
 w_(m+1)(2n - R_p), then o_j given o_(j+1) = p from alpha_j(p') w_(j+1)(R_p - R_(p')) [p' <= p] over ALL p'
 (fixed work), each with ONE
 uniform of a public bit length (:func:`_draw`): Pr[o] telescopes to w(o) / sum w. Work: O(m (B + R)) big
-integers with R = the public bound on a group's rows (ranks are padded to R), whatever the data.
+integers with R = the public bound on a group's rows (positions are padded to 2R + 1), or, when (B + 1)^2 is
+the smaller, a direct sum over candidate pairs, O(m B^2) whatever R; either way whatever the data.
 
 Rank error. Every tuple has |R_(o_j) / 2 - q_j n| <= S(o) / 2Q for each j (the position is a partial sum of
 gaps, S = sum_j s_j). Pr[S(o) >= S_min + t] <= (1 + 2^-lam)^m C(B + m, m) rho^t / (1 - eta)^(m+1), S_min the best
@@ -76,7 +77,7 @@ class JointQuantileLaw:
     """The joint exponential mechanism of m quantiles of one column (module docstring)."""
 
     def __init__(self, qs: Sequence[Fraction], B: int, c: int, k: int, epsilon: Fraction, lam: int,
-                 max_rows: int, what: str = "joint quantiles") -> None:
+                 max_rows: int, what: str = "joint quantiles", direct: bool | None = None) -> None:
         qs = [Fraction(x) for x in qs]
         if not qs or any(not 0 < x < 1 for x in qs) or any(a >= b for a, b in zip(qs, qs[1:])):
             raise GroupsError(f"{what}: give increasing quantiles in (0, 1)")
@@ -86,6 +87,9 @@ class JointQuantileLaw:
             raise GroupsError(f"{what}: max_rows must be an int >= 0")
         self.qs, self.B, self.c, self.k, self.lam, self.m = qs, B, c, k, lam, len(qs)
         self.max_rows = max_rows
+        # the forward pass: a Kronecker product over the 2 max_rows + 1 positions, or a direct sum over the
+        # (B + 1)^2 candidate pairs when that is cheaper (public parameters only)
+        self.direct = (B + 1) ** 2 <= 64 * (2 * max_rows + 1) if direct is None else direct
         self.Q = lcm(*(x.denominator for x in qs))
         edges = [Fraction(0), *qs, Fraction(1)]
         self.t = [int((b - a) * self.Q) for a, b in zip(edges, edges[1:])]
@@ -150,11 +154,13 @@ class JointQuantileLaw:
             acc += h
         return out
 
-    def forward(self, cells: Sequence[int]) -> tuple[list[int], list[list[int]], list[list[int]]]:
+    def forward(self, cells: Sequence[int]) -> tuple[list[int], list[list[int]], list[Any]]:
         """(R, alpha_1..alpha_m, gap weights) of the module docstring, exactly."""
         L = self._ranks(cells)
         n = sum(cells)
-        gw = [self._gap_weights(j, n) for j in range(self.m + 1)]
+        if self.direct:
+            return self._forward_direct(L, n)
+        gw: list[Any] = [self._gap_weights(j, n) for j in range(self.m + 1)]
         alphas = [[gw[0][x] for x in L]]
         for j in range(1, self.m):
             prev = alphas[-1]
@@ -168,6 +174,15 @@ class JointQuantileLaw:
                 rank = x
                 cur.append(below[x] + w0 * run)
             alphas.append(cur)
+        return L, alphas, gw
+
+    def _forward_direct(self, L: list[int], n: int) -> tuple[list[int], list[list[int]], list[Any]]:
+        """The forward pass as a direct sum over candidate pairs: O(m B^2) whatever the row bound and n."""
+        gw: list[Any] = [_GapWeights(self, j, n) for j in range(self.m + 1)]
+        alphas = [[gw[0][x] for x in L]]
+        for j in range(1, self.m):
+            prev, g = alphas[-1], gw[j]
+            alphas.append([sum(prev[i] * g[x - L[i]] for i in range(p + 1)) for p, x in enumerate(L)])
         return L, alphas, gw
 
     def total(self, cells: Sequence[int]) -> int:
@@ -221,6 +236,16 @@ class JointQuantileLaw:
         return {"noise": "joint_exponential_mechanism", "bins": self.B, "q": [str(x) for x in self.qs],
                 "base": str(self.base), "score_sensitivity": self.delta, "table_entries": self.cap + 1,
                 "table_bits": self.P, "uniform_bits": self.draw_bits}
+
+
+class _GapWeights:
+    """w_(min(|Q g - 2 t_j n|, cap)) on demand (the direct forward pass builds no list over the row bound)."""
+
+    def __init__(self, law: JointQuantileLaw, j: int, n: int) -> None:
+        self.Q, self.tn, self.cap, self.table = law.Q, 2 * law.t[j] * n, law.cap, law.table
+
+    def __getitem__(self, g: int) -> int:
+        return self.table[min(abs(self.Q * g - self.tn), self.cap)]
 
 
 def _convolve_strict(a: list[int], b: list[int]) -> list[int]:

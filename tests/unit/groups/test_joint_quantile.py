@@ -13,17 +13,19 @@ from dpspark.mechanisms.groups.joint_quantile import ETA_BITS, JointQuantileLaw,
 THIRDS = [Fraction(1, 3), Fraction(2, 3)]
 
 
-def _law(qs: list[Fraction] = THIRDS, B: int = 3, eps: str = "2", c: int = 1, max_rows: int = 6) -> JointQuantileLaw:
-    return JointQuantileLaw(qs, B, c, 1, Fraction(eps), 128, max_rows=max_rows)
+def _law(qs: list[Fraction] = THIRDS, B: int = 3, eps: str = "2", c: int = 1, max_rows: int = 6,
+         direct: bool = False) -> JointQuantileLaw:
+    return JointQuantileLaw(qs, B, c, 1, Fraction(eps), 128, max_rows=max_rows, direct=direct)
 
 
 def _tuples(law: JointQuantileLaw) -> list[tuple[int, ...]]:
     return list(combinations_with_replacement(range(law.B + 1), law.m))
 
 
-def test_the_sampler_law_is_the_weight_over_its_total() -> None:
+@pytest.mark.parametrize("direct", [False, True])
+def test_the_sampler_law_is_the_weight_over_its_total(direct: bool) -> None:
     for qs in (THIRDS, [Fraction(1, 4), Fraction(1, 2), Fraction(3, 4)], [Fraction(2, 5)]):
-        law = _law(qs)
+        law = _law(qs, direct=direct)
         for cells in ([1, 0, 2, 1], [0, 0, 0, 0], [3, 0, 0, 3], [0, 5, 0, 1]):
             weights = {t: law.weight(cells, t) for t in _tuples(law)}
             total = sum(weights.values())
@@ -124,3 +126,13 @@ def test_kronecker_convolution_equals_the_direct_sum() -> None:
 def test_rank_error_steps_are_monotone_in_beta() -> None:
     law = _law(eps="1", B=16, max_rows=50)
     assert law.score_steps(Fraction(1, 20)) <= law.score_steps(Fraction(1, 1000))
+
+
+def test_the_direct_pass_equals_the_kronecker_pass_and_ignores_the_row_bound() -> None:
+    qs = [Fraction(1, 5), Fraction(1, 2), Fraction(4, 5)]
+    cells = [0, 3, 1, 0, 7, 2, 0, 0, 5]
+    fast = JointQuantileLaw(qs, 8, 1, 1, Fraction(1), 128, max_rows=40, direct=False)
+    slow = JointQuantileLaw(qs, 8, 1, 1, Fraction(1), 128, max_rows=40, direct=True)
+    assert fast.forward(cells)[1] == slow.forward(cells)[1]
+    huge = JointQuantileLaw(qs, 8, 1, 1, Fraction(1), 128, max_rows=10**9)
+    assert huge.direct and huge.total(cells) == fast.total(cells)  # no work over 10^9 positions
