@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+
+# The suite exercises the certifiers themselves: the on-disk calibration memo (dpspark.noise.calibration_cache)
+# is off unless a developer opts in; its own tests turn it on in a temporary directory. Set before any test
+# starts a CLI subprocess, which inherits it.
+os.environ.setdefault("DPSPARK_CACHE_DIR", "off")
 
 
 @pytest.fixture(scope="session")
