@@ -221,9 +221,12 @@ def _leaf_pairs(f, blk, size, plain):  # type: ignore[no-untyped-def]
                 f[p, j] ^= f[p + 1, j]
 
 
-@njit(cache=CACHE, nogil=True)
 def afft_forward(f, t, tw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyped-def]
-    """In place: f (2^t coefficients) -> its values at the 2^t span points."""
+    """In place: f (2^t coefficients) -> its values at the 2^t span points.
+
+    A Python call of the block kernel (not a kernel of its own): called from a kernel, numba would compile the
+    block kernel again for the constant arguments' literal types, a second copy of the largest kernel here.
+    """
     afft_forward_block(f, 0, t, tw, tw_off, pts, pts_off, taps, -1)
 
 
@@ -272,9 +275,8 @@ def afft_forward_block(f, blk0, t, tw, tw_off, pts, pts_off, taps, only):  # typ
             _fwd_combine(f, blk, L, pts, pts_off, taps, acc, tmp)
 
 
-@njit(cache=CACHE, nogil=True)
 def afft_inverse(f, t, itw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyped-def]
-    """In place: values at the 2^t span points -> the 2^t coefficients."""
+    """In place: values at the 2^t span points -> the 2^t coefficients (a Python call, see :func:`afft_forward`)."""
     afft_inverse_block(f, 0, t, itw, tw_off, pts, pts_off, taps, -1)
 
 

@@ -187,9 +187,9 @@ def _inv_t_up(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-untyp
             f[blk + i, j] ^= v
 
 
-@njit(cache=CACHE, nogil=True)
 def _walk(f, t, pts, pts_off, taps, transposed_forward):  # type: ignore[no-untyped-def]
-    """Depth-first walk (explicit stack) applying E^T (transposed_forward) or E^-T in place."""
+    """Depth-first walk (explicit stack) applying E^T (transposed_forward) or E^-T in place: a Python call of
+    :func:`walk_block`, so one compiled copy serves every caller (see additive_fft.afft_forward)."""
     walk_block(f, 0, t, pts, pts_off, taps, transposed_forward, -1)
 
 

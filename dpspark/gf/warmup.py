@@ -33,12 +33,12 @@ _DONE = False
 
 #: Entry kernels a compact build compiles (checked in numba's cache before the first build).
 BUILD_KERNELS = frozenset({
-    "afft_forward", "afft_inverse", "count_zero_rows", "inv_arrays", "karatsuba_unreduced", "monic_level_lincomb",
+    "count_zero_rows", "inv_arrays", "karatsuba_unreduced", "monic_level_lincomb",
     "monic_level_products", "monic_level_scaled", "monic_level_scaled_kara", "mul_arrays", "newton_unwrap", "reduce_rows",
     "school_unreduced", "sqr_arrays", "afft_forward_block", "afft_inverse_block",
 })
 #: Entry kernels of dpspark.gf.transposed_fft (large builds only; a lookup's check does not import that module).
-TRANSPOSED_KERNELS = frozenset({"_walk", "walk_block"})
+TRANSPOSED_KERNELS = frozenset({"walk_block"})
 #: Entry kernels a lookup compiles beyond those.
 LOOKUP_KERNELS = frozenset({"horner_agg", "horner_agg_vec", "powers_table", "monic_divmod_school"})
 
