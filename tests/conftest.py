@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
+
+# The suite exercises the certifiers themselves: the on-disk calibration memo (dpspark.noise.calibration_cache)
+# is off unless a developer opts in; its own tests turn it on in a temporary directory. Set before any test
+# starts a CLI subprocess, which inherits it.
+os.environ.setdefault("DPSPARK_CACHE_DIR", "off")
 
 
 @pytest.fixture(scope="session")
@@ -32,8 +38,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     queue behind the shared one. So both marks must be exact.
     """
     for item in items:
-        uses_session = "spark" in getattr(item, "fixturenames", ())
+        uses_session = "spark" in getattr(item, "fixturenames", ()) or _asks_for_the_session(item)
         if uses_session and item.get_closest_marker("spark") is None:
             item.add_marker(pytest.mark.spark)
         if not uses_session and item.get_closest_marker("spark") is not None:
             item.add_marker(pytest.mark.spark_procs)
+
+
+_ASKS: dict[object, bool] = {}
+
+
+def _asks_for_the_session(item: pytest.Item) -> bool:
+    """A spark-marked test that takes the shared session with ``request.getfixturevalue("spark")`` (a
+    parametrized test whose Arrow cases need no JVM) uses the session too: as a ``spark_procs`` test it ran in
+    a parallel worker and started a JVM of its own there (30-40 s each in CI, issue 35 §4)."""
+    fn = getattr(item, "function", None)
+    if fn is None or item.get_closest_marker("spark") is None:
+        return False
+    if fn not in _ASKS:
+        import inspect
+
+        try:
+            source = inspect.getsource(fn)
+        except (OSError, TypeError):
+            source = ""
+        _ASKS[fn] = 'getfixturevalue("spark")' in source or "getfixturevalue('spark')" in source
+    return _ASKS[fn]

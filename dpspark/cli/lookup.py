@@ -10,14 +10,24 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpspark.cli.common import NO_VERIFY_HELP, command_parser
 from dpspark.cli.common import fail as _fail
 from dpspark.errors import DPSparkError, ParameterError
 from dpspark.lookup.display import format_table, safe_text
-from dpspark.universe import Universe
-from dpspark.universe.keytext import split_tuple_key  # noqa: F401 - part of this module's interface
+
+if TYPE_CHECKING:  # dpspark.universe costs 0.3-0.9 s to import: every `dpspark` command builds this parser
+    from dpspark.universe import Universe
+
+
+def __getattr__(name: str) -> Any:
+    """``split_tuple_key`` (part of this module's interface), imported on first use."""
+    if name == "split_tuple_key":
+        from dpspark.universe.keytext import split_tuple_key
+
+        return split_tuple_key
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 KEY_SYNTAX = """\
@@ -33,7 +43,7 @@ key syntax (parsed per the release's universe):
 
 
 
-def parse_key(universe: Universe, text: str, as_json: bool = False) -> Any:
+def parse_key(universe: "Universe", text: str, as_json: bool = False) -> Any:
     """A KEY argument as a key of ``universe`` (see :data:`KEY_SYNTAX`)."""
     if as_json:
         try:

@@ -221,15 +221,22 @@ def _leaf_pairs(f, blk, size, plain):  # type: ignore[no-untyped-def]
                 f[p, j] ^= f[p + 1, j]
 
 
-@njit(cache=CACHE, nogil=True)
 def afft_forward(f, t, tw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyped-def]
-    """In place: f (2^t coefficients) -> its values at the 2^t span points."""
-    afft_forward_block(f, 0, t, tw, tw_off, pts, pts_off, taps)
+    """In place: f (2^t coefficients) -> its values at the 2^t span points.
+
+    A Python call of the block kernel (not a kernel of its own): called from a kernel, numba would compile the
+    block kernel again for the constant arguments' literal types, a second copy of the largest kernel here.
+    """
+    afft_forward_block(f, 0, t, tw, tw_off, pts, pts_off, taps, -1)
 
 
 @njit(cache=CACHE, nogil=True)
-def afft_forward_block(f, blk0, t, tw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyped-def]
-    """The level-t forward step and everything below it on the block f[blk0 : blk0 + 2^t], in place."""
+def afft_forward_block(f, blk0, t, tw, tw_off, pts, pts_off, taps, only):  # type: ignore[no-untyped-def]
+    """The level-t forward step and everything below it on the block f[blk0 : blk0 + 2^t], in place.
+
+    ``only`` -1: all of it; 0: only the level-t prepare; 1: only the level-t combine (:func:`top_step`: the
+    same compiled code, so the two-thread transforms compile no kernel of their own).
+    """
     w = f.shape[1]
     acc = np.zeros(2 * w, U64)
     tmp = np.zeros((1, w), U64)
@@ -240,7 +247,7 @@ def afft_forward_block(f, blk0, t, tw, tw_off, pts, pts_off, taps):  # type: ign
     if t > 0:
         stack[0, 0] = blk0
         stack[0, 1] = t
-        stack[0, 2] = 0
+        stack[0, 2] = 1 if only == 1 else 0
         sp = 1
     while sp > 0:
         sp -= 1
@@ -248,6 +255,8 @@ def afft_forward_block(f, blk0, t, tw, tw_off, pts, pts_off, taps):  # type: ign
         L = stack[sp, 1]
         if stack[sp, 2] == 0:
             _fwd_prepare(f, blk, L, tw, tw_off, taps, acc, scratch)
+            if only == 0:
+                break
             stack[sp, 2] = 1
             sp += 1
             if L == 2:
@@ -266,15 +275,17 @@ def afft_forward_block(f, blk0, t, tw, tw_off, pts, pts_off, taps):  # type: ign
             _fwd_combine(f, blk, L, pts, pts_off, taps, acc, tmp)
 
 
-@njit(cache=CACHE, nogil=True)
 def afft_inverse(f, t, itw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyped-def]
-    """In place: values at the 2^t span points -> the 2^t coefficients."""
-    afft_inverse_block(f, 0, t, itw, tw_off, pts, pts_off, taps)
+    """In place: values at the 2^t span points -> the 2^t coefficients (a Python call, see :func:`afft_forward`)."""
+    afft_inverse_block(f, 0, t, itw, tw_off, pts, pts_off, taps, -1)
 
 
 @njit(cache=CACHE, nogil=True)
-def afft_inverse_block(f, blk0, t, itw, tw_off, pts, pts_off, taps):  # type: ignore[no-untyped-def]
-    """The level-t inverse step and everything below it on the block f[blk0 : blk0 + 2^t], in place."""
+def afft_inverse_block(f, blk0, t, itw, tw_off, pts, pts_off, taps, only):  # type: ignore[no-untyped-def]
+    """The level-t inverse step and everything below it on the block f[blk0 : blk0 + 2^t], in place.
+
+    ``only`` -1: all of it; 0: only the level-t split; 1: only the level-t join (see :func:`afft_forward_block`).
+    """
     w = f.shape[1]
     acc = np.zeros(2 * w, U64)
     tmp = np.zeros((1, w), U64)
@@ -284,7 +295,7 @@ def afft_inverse_block(f, blk0, t, itw, tw_off, pts, pts_off, taps):  # type: ig
     if t > 0:
         stack[0, 0] = blk0
         stack[0, 1] = t
-        stack[0, 2] = 0
+        stack[0, 2] = 1 if only == 1 else 0
         sp = 1
     while sp > 0:
         sp -= 1
@@ -292,6 +303,8 @@ def afft_inverse_block(f, blk0, t, itw, tw_off, pts, pts_off, taps):  # type: ig
         L = stack[sp, 1]
         if stack[sp, 2] == 0:
             _inv_split(f, blk, L, pts, pts_off, taps, acc, tmp)
+            if only == 0:
+                break
             stack[sp, 2] = 1
             sp += 1
             if L == 2:
@@ -311,24 +324,17 @@ def afft_inverse_block(f, blk0, t, itw, tw_off, pts, pts_off, taps):  # type: ig
 
 
 
-@njit(cache=CACHE, nogil=True)
 def top_step(f, t, tw, tw_off, pts, pts_off, taps, which):  # type: ignore[no-untyped-def]
     """One level-t step on the whole array: 0 forward prepare, 1 forward combine, 2 inverse split, 3 inverse join.
 
     With :func:`afft_forward_block` / :func:`afft_inverse_block` on the two halves in between, these
-    give the same transform as one walk; the halves are independent, so two threads can run them.
+    give the same transform as one walk; the halves are independent, so two threads can run them. The step
+    runs inside the block kernels themselves (their ``only`` argument): no kernel of its own to compile.
     """
-    w = f.shape[1]
-    acc = np.zeros(2 * w, U64)
-    tmp = np.zeros((1, w), U64)
-    if which == 0:
-        _fwd_prepare(f, 0, t, tw, tw_off, taps, acc, np.empty(f.shape, U64))
-    elif which == 1:
-        _fwd_combine(f, 0, t, pts, pts_off, taps, acc, tmp)
-    elif which == 2:
-        _inv_split(f, 0, t, pts, pts_off, taps, acc, tmp)
+    if which < 2:
+        afft_forward_block(f, 0, t, tw, tw_off, pts, pts_off, taps, which)
     else:
-        _inv_join(f, 0, t, tw, tw_off, taps, acc, np.empty(f.shape, U64))
+        afft_inverse_block(f, 0, t, tw, tw_off, pts, pts_off, taps, which - 2)
 
 def _solve_artin_schreier(field: GF2m, c: int) -> int:
     """A root y of y^2 + y = c in GF(2^m), by Gaussian elimination on the GF(2)-linear map."""

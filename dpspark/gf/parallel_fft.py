@@ -39,7 +39,7 @@ def forward(field: GF2m, coeffs: np.ndarray, t: int) -> np.ndarray:
     f = field.zeros(1 << t)
     f[: coeffs.shape[0]] = coeffs
     AF.top_step(f, t, tab.tw, tab.tw_off, tab.pts, tab.pts_off, field.taps, 0)
-    _halves(AF.afft_forward_block, f, t, tab.tw, tab.tw_off, tab.pts, tab.pts_off, field.taps)
+    _halves(AF.afft_forward_block, f, t, tab.tw, tab.tw_off, tab.pts, tab.pts_off, field.taps, -1)
     AF.top_step(f, t, tab.tw, tab.tw_off, tab.pts, tab.pts_off, field.taps, 1)
     return f
 
@@ -51,7 +51,7 @@ def inverse(field: GF2m, values: np.ndarray, t: int) -> np.ndarray:
     tab = AF.tables(field, t)
     f = np.array(values, dtype=np.uint64, copy=True)
     AF.top_step(f, t, tab.itw, tab.tw_off, tab.pts, tab.pts_off, field.taps, 2)
-    _halves(AF.afft_inverse_block, f, t, tab.itw, tab.tw_off, tab.pts, tab.pts_off, field.taps)
+    _halves(AF.afft_inverse_block, f, t, tab.itw, tab.tw_off, tab.pts, tab.pts_off, field.taps, -1)
     AF.top_step(f, t, tab.itw, tab.tw_off, tab.pts, tab.pts_off, field.taps, 3)
     return f
 
@@ -63,6 +63,6 @@ def transposed(field: GF2m, y: np.ndarray, t: int, forward_t: bool) -> np.ndarra
     tab = AF.tables(field, t)
     f = np.array(y, dtype=np.uint64, copy=True)
     TF.top_step(f, t, tab.pts, tab.pts_off, field.taps, 0 if forward_t else 2)
-    _halves(TF.walk_block, f, t, tab.pts, tab.pts_off, field.taps, forward_t)
+    _halves(TF.walk_block, f, t, tab.pts, tab.pts_off, field.taps, forward_t, -1)
     TF.top_step(f, t, tab.pts, tab.pts_off, field.taps, 1 if forward_t else 3)
     return f

@@ -187,31 +187,24 @@ def _inv_t_up(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-untyp
             f[blk + i, j] ^= v
 
 
-@njit(cache=CACHE, nogil=True)
 def _walk(f, t, pts, pts_off, taps, transposed_forward):  # type: ignore[no-untyped-def]
-    """Depth-first walk (explicit stack) applying E^T (transposed_forward) or E^-T in place."""
-    walk_block(f, 0, t, pts, pts_off, taps, transposed_forward)
+    """Depth-first walk (explicit stack) applying E^T (transposed_forward) or E^-T in place: a Python call of
+    :func:`walk_block`, so one compiled copy serves every caller (see additive_fft.afft_forward)."""
+    walk_block(f, 0, t, pts, pts_off, taps, transposed_forward, -1)
 
 
-@njit(cache=CACHE, nogil=True)
 def top_step(f, t, pts, pts_off, taps, which):  # type: ignore[no-untyped-def]
-    """One level-t step on the whole array: 0 C^T, 1 P^T T^T, 2 T^-T P, 3 C^-T (see additive_fft.top_step)."""
-    w = f.shape[1]
-    acc = np.zeros(2 * w, U64)
-    tmp = np.zeros((1, w), U64)
-    if which == 0:
-        _fwd_t_down(f, 0, t, pts, pts_off, taps, acc, tmp)
-    elif which == 1:
-        _fwd_t_up(f, 0, t, np.empty(f.shape, U64))
-    elif which == 2:
-        _inv_t_down(f, 0, t, np.empty(f.shape, U64))
-    else:
-        _inv_t_up(f, 0, t, pts, pts_off, taps, acc, tmp)
+    """One level-t step on the whole array: 0 C^T, 1 P^T T^T, 2 T^-T P, 3 C^-T (see additive_fft.top_step),
+    run inside :func:`walk_block` (its ``only`` argument), so it compiles no kernel of its own."""
+    walk_block(f, 0, t, pts, pts_off, taps, which < 2, which % 2)
 
 
 @njit(cache=CACHE, nogil=True)
-def walk_block(f, blk0, t, pts, pts_off, taps, transposed_forward):  # type: ignore[no-untyped-def]
-    """E^T or E^-T of level t on the block f[blk0 : blk0 + 2^t], in place."""
+def walk_block(f, blk0, t, pts, pts_off, taps, transposed_forward, only):  # type: ignore[no-untyped-def]
+    """E^T or E^-T of level t on the block f[blk0 : blk0 + 2^t], in place.
+
+    ``only`` -1: all of it; 0: only the level-t first step; 1: only its last step (:func:`top_step`).
+    """
     w = f.shape[1]
     acc = np.zeros(2 * w, U64)
     tmp = np.zeros((1, w), U64)
@@ -221,7 +214,7 @@ def walk_block(f, blk0, t, pts, pts_off, taps, transposed_forward):  # type: ign
     if t > 0:
         stack[0, 0] = blk0
         stack[0, 1] = t
-        stack[0, 2] = 0
+        stack[0, 2] = 1 if only == 1 else 0
         sp = 1
     while sp > 0:
         sp -= 1
@@ -232,6 +225,8 @@ def walk_block(f, blk0, t, pts, pts_off, taps, transposed_forward):  # type: ign
                 _fwd_t_down(f, blk, L, pts, pts_off, taps, acc, tmp)
             else:
                 _inv_t_down(f, blk, L, scratch)
+            if only == 0:
+                break
             stack[sp, 2] = 1
             sp += 1
             if L == 2:

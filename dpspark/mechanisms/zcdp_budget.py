@@ -48,6 +48,31 @@ def rho_within(epsilon: Any, delta: Any, rho: Any = None) -> Fraction:
                 f"privacy.rho = {r} is ({float(got):.6g}, {d})-DP (CKS20, certified), above privacy.epsilon = {eps}; "  # report
                 "lower rho or raise epsilon")
         return r
+    from dpspark.noise.calibration_cache import memoised
+
+    # a pure function of (eps, delta) and the conversion's code: memoised on disk (30 certified conversions,
+    # about 2 s in a cold process); a refusal is never stored
+    return memoised("zcdp_rho", (eps, d, RHO_BITS), CONVERSION_MODULES, lambda: _largest_rho(eps, d),
+                    str, _rho_decoder(eps, d))
+
+
+#: the modules whose source decides :func:`_largest_rho` (the on-disk memo's key includes their digest)
+CONVERSION_MODULES = ("dpspark.mechanisms.zcdp_budget", "dpspark.privacy.conversions", "dpspark.privacy.measures")
+
+
+def _rho_decoder(eps: Fraction, d: Fraction):  # type: ignore[no-untyped-def]
+    def decode(raw: Any) -> Fraction:
+        if not isinstance(raw, str):
+            raise TypeError("not a rational string")
+        rho = Fraction(raw)
+        if not 0 < rho <= eps or (rho * (1 << RHO_BITS)).denominator != 1:
+            raise ValueError("not a rho on the grid below epsilon")
+        return rho
+    return decode
+
+
+def _largest_rho(eps: Fraction, d: Fraction) -> Fraction:
+    """The largest rho = j / 2^30 whose certified conversion is <= eps at d (a bisection: 30 conversions)."""
     scale = 1 << RHO_BITS
     lo, hi = 0, max(1, int(eps * scale))  # rho <= eps always (eps >= rho for any delta < 1)
     if converted_epsilon(Fraction(1, scale), d) > eps:

@@ -31,6 +31,7 @@ search only proposes (M, J, theta). Derivations: docs/bounded-noise.md.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -576,7 +577,90 @@ def _search_float(model: _FloatModel, delta: Fraction, hint: int | None = None) 
     return hi, th, J, frac
 
 
+#: the modules whose source decides a calibration (the on-disk memo's key includes their digest)
+CERTIFIER_MODULES = ("dpspark.noise.bounded_calibrate", "dpspark.noise.bounded_pld", "dpspark.noise.bounded",
+                     "dpspark.exact")
+_FRACTION_FIELDS = ("epsilon", "delta", "certified_delta", "theta")
+_INT_FIELDS = ("M", "k", "sensitivity", "grid", "grid_sensitivity", "bits", "J", "R", "bound95")
+
+
+def _encode(cal: Calibration) -> dict[str, Any]:
+    """A Calibration as exact JSON (ints, rational strings) for the on-disk memo."""
+    out: dict[str, Any] = {f: getattr(cal, f) for f in _INT_FIELDS}
+    out.update({f: str(getattr(cal, f)) for f in _FRACTION_FIELDS})
+    out.update(family=cal.family, method=cal.method, path=cal.path, tabulable=cal.tabulable, notes=list(cal.notes))
+    return out
+
+
+def _decoder(k: int, eps: Fraction, dlt: Fraction, sensitivity: int, family: str, method: str,
+             grid: int | None) -> Callable[[Any], Calibration]:
+    """Rebuild a stored Calibration, refusing (ValueError) one that does not answer these exact parameters."""
+
+    def decode(raw: Any) -> Calibration:
+        ints = {f: raw[f] for f in _INT_FIELDS}
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in ints.values()):
+            raise ValueError("a count is not an integer")
+        fracs = {f: Fraction(raw[f]) for f in _FRACTION_FIELDS}
+        strs = {f: raw[f] for f in ("family", "method", "path")}
+        notes = raw["notes"]
+        if (not all(isinstance(v, str) for v in strs.values()) or not isinstance(raw["tabulable"], bool)
+                or not isinstance(notes, list) or not all(isinstance(n, str) for n in notes)):
+            raise ValueError("a field has the wrong type")
+        if ((ints["k"], fracs["epsilon"], fracs["delta"], ints["sensitivity"], strs["family"], strs["method"])
+                != (k, eps, dlt, sensitivity, family, method) or (grid is not None and ints["grid"] != grid)):
+            raise ValueError("it answers other parameters")
+        M, g = ints["M"], ints["grid"]
+        if (not 0 < fracs["certified_delta"] <= dlt or M < 2 or g < 1
+                or ints["grid_sensitivity"] != -(-sensitivity // g) or ints["R"] != g * (M - 1) + g // 2
+                or raw["tabulable"] != (M <= MAX_TABLE_M)):
+            raise ValueError("its numbers are inconsistent")
+        return Calibration(**ints, **fracs, **strs, tabulable=raw["tabulable"], notes=list(notes))
+
+    return decode
+
+
+def _flint_release() -> str:
+    """The installed python-flint's dist-info name (its arb decides certificates), without importing flint."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("flint")
+    if spec is None or not spec.origin:
+        return "?"
+    site = os.path.dirname(os.path.dirname(spec.origin))
+    try:
+        return ",".join(sorted(n for n in os.listdir(site) if n.lower().startswith("python_flint-")))
+    except OSError:
+        return "?"
+
+
 def calibrate(
+    k: int,
+    epsilon: RationalLike,
+    delta: RationalLike,
+    sensitivity: int = 1,
+    family: str = "p2",
+    method: str = "chernoff",
+    grid: int | None = None,
+) -> Calibration:
+    """:func:`calibrate_now`, memoised on disk by its exact public parameters (:mod:`dpspark.noise.calibration_cache`).
+
+    Invalid parameters are refused here as by :func:`calibrate_now`; only a certified result is stored.
+    """
+    plain = all(type(x) is int and x >= 1 for x in (k, sensitivity, 1 if grid is None else grid))
+    if not plain or type(family) is not str or type(method) is not str:
+        return calibrate_now(k, epsilon, delta, sensitivity, family, method, grid)  # refused there (or unusual)
+    eps = parse_rational(epsilon, "epsilon")
+    dlt = parse_rational(delta, "delta")
+    from dpspark.noise.calibration_cache import memoised
+
+    return memoised(
+        "bounded_calibration", (k, eps, dlt, sensitivity, family, method, "auto" if grid is None else grid,
+                                _flint_release()), CERTIFIER_MODULES,
+        lambda: calibrate_now(k, eps, dlt, sensitivity, family, method, grid), _encode,
+        _decoder(k, eps, dlt, sensitivity, family, method, grid))
+
+
+def calibrate_now(
     k: int,
     epsilon: RationalLike,
     delta: RationalLike,

@@ -149,3 +149,25 @@ def test_two_thread_transforms_are_identical(m: int, monkeypatch: pytest.MonkeyP
         assert np.array_equal(PF.inverse(F, a, t), A.inverse(F, a, t))
         assert np.array_equal(PF.transposed(F, a, t, True), T.forward_t(F, a, t))
         assert np.array_equal(PF.transposed(F, a, t, False), T.inverse_t(F, a, t))
+
+
+def test_the_two_thread_top_steps_compile_no_kernel_of_their_own() -> None:
+    """The top-level steps of the two-thread transforms run inside the block kernels (their ``only`` argument):
+    on main each was a numba kernel of its own, about 100 CPU s of compiling that no warmup covered (issue 35)."""
+    from numba.core.registry import CPUDispatcher
+
+    from dpspark.gf import additive_fft as AF
+    from dpspark.gf import transposed_fft as TF
+
+    assert not isinstance(AF.top_step, CPUDispatcher) and not isinstance(TF.top_step, CPUDispatcher)
+    F = GF2m(64)
+    rng = np.random.default_rng(11)
+    a = rand(rng, F, 1 << 4)
+    tab = AF.tables(F, 4)
+    whole, steps = a.copy(), a.copy()
+    AF.afft_forward_block(whole, 0, 4, tab.tw, tab.tw_off, tab.pts, tab.pts_off, F.taps, -1)
+    AF.top_step(steps, 4, tab.tw, tab.tw_off, tab.pts, tab.pts_off, F.taps, 0)
+    for blk in (0, 8):
+        AF.afft_forward_block(steps, blk, 3, tab.tw, tab.tw_off, tab.pts, tab.pts_off, F.taps, -1)
+    AF.top_step(steps, 4, tab.tw, tab.tw_off, tab.pts, tab.pts_off, F.taps, 1)
+    assert np.array_equal(whole, steps) and not np.array_equal(whole, a)
