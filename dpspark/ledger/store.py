@@ -57,7 +57,17 @@ from typing import Any
 
 from dpspark.errors import ParameterError
 from dpspark.exact import RationalLike, parse_rational
-from dpspark.ledger.compose import REFRESH_WINDOWS, Budget, refusal, rho_total, spent, window_start
+from dpspark.ledger.compose import (
+    FILTER_RULES,
+    REFRESH_WINDOWS,
+    Budget,
+    entry_rho,
+    left as _filter_left,
+    refusal,
+    rho_total,
+    spent,
+    window_start,
+)
 from dpspark.ledger.principal import check_principal
 from dpspark.privacy.mixed_composition import Entry, converted_upper
 from dpspark.ledger.errors import (
@@ -69,10 +79,12 @@ from dpspark.ledger.errors import (
     UnitMismatch,
 )
 
-SCHEMA_ID = "dpspark-budget-ledger/4"
+SCHEMA_ID = "dpspark-budget-ledger/5"
 #: schema 1 had no units table, schema 2 no pinned n, schema 3 no rho, principal, release id, rho totals,
 #: per-query limits or refresh; a writable open migrates them (pins nothing, every old row stays (epsilon, delta))
-OLD_SCHEMA_IDS = ("dpspark-budget-ledger/1", "dpspark-budget-ledger/2", "dpspark-budget-ledger/3")
+#: schema 4 had no filter rule per total (rule, share) and no noise law per row (law): its totals stay basic
+OLD_SCHEMA_IDS = ("dpspark-budget-ledger/1", "dpspark-budget-ledger/2", "dpspark-budget-ledger/3",
+                  "dpspark-budget-ledger/4")
 ROW_UNIT = "row"
 _UNITS_TABLE = """
 CREATE TABLE IF NOT EXISTS units (
@@ -89,12 +101,16 @@ CREATE TABLE IF NOT EXISTS principal_limits (
     delta_total TEXT NOT NULL,
     rho_total TEXT,
     updated_at TEXT NOT NULL,
+    rule TEXT,
+    share_epsilon TEXT,
+    share_delta TEXT,
     PRIMARY KEY (dataset_id, principal)
 )"""
 #: columns added by schema 4 (table -> TEXT columns); older ledgers gain them on a writable open
 _NEW_COLUMNS = {
-    "budgets": ("rho_total", "query_epsilon", "query_delta", "query_rho", "refresh"),
-    "releases": ("rho", "principal", "release_id"),
+    "budgets": ("rho_total", "query_epsilon", "query_delta", "query_rho", "refresh", "rule", "share_epsilon",
+                "share_delta"),
+    "releases": ("rho", "principal", "release_id", "law"),
 }
 RELEASE_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -118,7 +134,10 @@ CREATE TABLE budgets (
     query_epsilon TEXT,
     query_delta TEXT,
     query_rho TEXT,
-    refresh TEXT
+    refresh TEXT,
+    rule TEXT,
+    share_epsilon TEXT,
+    share_delta TEXT
 );
 CREATE TABLE releases (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -132,7 +151,8 @@ CREATE TABLE releases (
     finished_at TEXT,
     rho TEXT,
     principal TEXT,
-    release_id TEXT
+    release_id TEXT,
+    law TEXT
 );
 CREATE INDEX releases_by_dataset ON releases (dataset_id, id);
 CREATE UNIQUE INDEX releases_by_release_id ON releases (release_id);
@@ -240,36 +260,69 @@ def _parse_fraction(text: str) -> Fraction:
     return Fraction(text)
 
 
-def _declared(epsilon: RationalLike | None, delta: RationalLike, rho: RationalLike | None, what: str) -> Budget:
-    """A declared total or limit: exactly one of epsilon and rho (delta: the total delta, or rho's display delta)."""
+def _declared(epsilon: RationalLike | None, delta: RationalLike, rho: RationalLike | None, what: str,
+              rule: str | None = None, share: tuple[RationalLike, RationalLike] | None = None) -> Budget:
+    """A declared total or limit: exactly one of epsilon and rho (delta: the total delta, or rho's display delta).
+
+    ``rule`` (an (epsilon, delta) total's filter, :mod:`dpspark.ledger.compose`): ``basic`` (default) or
+    ``zcdp``; ``share``: with ``zcdp``, the (epsilon, delta) kept for releases composed basically."""
     if (epsilon is None) == (rho is None):
         raise ParameterError(f"a {what} is declared in epsilon (with delta) or in rho, exactly one of them")
     d = _amount(delta, f"{what} delta", below_one=True)
+    if rule is not None and rule not in FILTER_RULES:
+        raise ParameterError(f"a {what}'s rule is one of {', '.join(FILTER_RULES)}, got {rule!r}")
     if rho is not None:
+        if rule == "basic" or share is not None:
+            raise ParameterError(f"a {what} in rho is a zCDP filter: it takes no rule 'basic' and no share")
         return rho_total(_amount(rho, f"{what} rho"), d)
-    return Budget(_amount(epsilon, f"{what} epsilon"), d)
+    eps = _amount(epsilon, f"{what} epsilon")
+    if share is not None and rule != "zcdp":
+        raise ParameterError(f"a share of the {what} needs rule 'zcdp'")
+    if rule != "zcdp":
+        return Budget(eps, d)
+    se, sd = (_amount(share[0], f"{what} share epsilon"), _amount(share[1], f"{what} share delta", below_one=True)) \
+        if share is not None else (Fraction(0), Fraction(0))
+    if se > eps or sd >= d:
+        raise ParameterError(f"a zcdp {what}'s share ({se}, {sd}) must leave epsilon >= 0 and delta > 0 of the "
+                             f"{what} ({eps}, {d}) for its rho part (a zcdp filter needs delta > 0)")
+    return Budget(eps, d, None, "zcdp", (se, sd))
 
 
 def total_from(obj: Any) -> Budget:
     """A total from ``{"epsilon": ..., "delta": ...}`` or ``{"rho": ...[, "delta": display delta]}`` (exact values)."""
-    if not isinstance(obj, Mapping) or not obj or not set(obj) <= {"epsilon", "delta", "rho"}:
-        raise ParameterError('a total is {"epsilon": ..., "delta": ...} or {"rho": ...}, exact strings or Fractions')
-    return _declared(obj.get("epsilon"), obj.get("delta", 0), obj.get("rho"), "total")
+    if not isinstance(obj, Mapping) or not obj or not set(obj) <= {"epsilon", "delta", "rho", "rule", "share"}:
+        raise ParameterError('a total is {"epsilon": ..., "delta": ...[, "rule": "basic"|"zcdp", "share": [eps, '
+                             'delta]]} or {"rho": ...}, exact strings or Fractions')
+    share = obj.get("share")
+    if share is not None and (not isinstance(share, (list, tuple)) or len(share) != 2):
+        raise ParameterError('a total\'s "share" is [epsilon, delta]')
+    return _declared(obj.get("epsilon"), obj.get("delta", 0), obj.get("rho"), "total", obj.get("rule"),
+                     None if share is None else (share[0], share[1]))
 
 
 def _raises(old: Budget, new: Budget) -> bool:
     """Whether ``new`` raises ``old`` (or changes its form, which is not comparable)."""
-    if (old.rho is None) != (new.rho is None):
+    if (old.rho is None) != (new.rho is None) or (old.rule, old.share) != (new.rule, new.share):
         return True
     if new.rho is not None:
         return new.rho > old.rho  # type: ignore[operator]
     return new.epsilon > old.epsilon or new.delta > old.delta
 
 
+def _rule_columns(b: Budget) -> tuple[str | None, str | None, str | None]:
+    """The stored (rule, share_epsilon, share_delta) of a total or limit: NULLs for basic and rho."""
+    if b.rho is None and b.rule == "zcdp":
+        return "zcdp", str(b.share[0]), str(b.share[1])
+    return None, None, None
+
+
 def _flags(total: Budget) -> str:
     if total.rho is not None:
         return f"--total-rho {total.rho}" + (f" --delta-total {total.delta}" if total.delta else "")
-    return f"--total {total.epsilon} --delta-total {total.delta}"
+    flags = f"--total {total.epsilon} --delta-total {total.delta}"
+    if total.rule == "zcdp":
+        flags += f" --rule zcdp --share-epsilon {total.share[0]} --share-delta {total.share[1]}"
+    return flags
 
 
 def _entry_words(e: Entry) -> str:
@@ -297,7 +350,8 @@ def _exceeded_amounts(entries: list[Entry], new: Entry, total: Budget) -> dict[s
     left = _left(total, spent(entries, total))
     assert left is not None
     if total.rho is not None:
-        rho = new.rho if new.rho is not None else new.epsilon * new.epsilon / 2
+        rho = entry_rho(new)
+        rho = rho if rho is not None else Fraction(0)
         return {"requested": (rho,), "remaining": (max(left.rho or Fraction(0), Fraction(0)),), "total": (total.rho,)}
     zero = Fraction(0)
     return {"requested": (new.epsilon, new.delta), "remaining": (max(left.epsilon, zero), max(left.delta, zero)),
@@ -308,11 +362,7 @@ def _left(total: Budget | None, got: Any) -> Budget | None:
     """What is left of ``total`` after the composition ``got`` (negative parts: overspent)."""
     if total is None:
         return None
-    if total.rho is not None:
-        rho = got.budget.rho if got.rule == "zcdp" else None
-        return Budget(Fraction(0), Fraction(0), total.rho - rho if rho is not None else -total.rho)
-    spent_delta = got.composed.parts.delta if got.composed is not None else got.budget.delta
-    return Budget(total.epsilon - got.budget.epsilon, total.delta - spent_delta)
+    return _filter_left(total, got)
 
 
 class Ledger:
@@ -419,6 +469,10 @@ class Ledger:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} TEXT")
         conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS releases_by_release_id ON releases (release_id)")
         conn.execute(_LIMITS_TABLE)
+        have = Ledger._columns(conn, "principal_limits")  # schema 4: no rule per limit
+        for name in ("rule", "share_epsilon", "share_delta"):
+            if name not in have:
+                conn.execute(f"ALTER TABLE principal_limits ADD COLUMN {name} TEXT")
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_ID,))
 
     @staticmethod
@@ -472,7 +526,7 @@ class Ledger:
         )
 
     _BUDGET_COLUMNS = ("epsilon_total", "delta_total", "rho_total", "query_epsilon", "query_delta", "query_rho",
-                       "refresh")
+                       "refresh", "rule", "share_epsilon", "share_delta")
 
     def _budget_row(self, conn: sqlite3.Connection, dataset_id: str) -> tuple[Any, ...] | None:
         cols = self._select(conn, "budgets", self._BUDGET_COLUMNS)
@@ -482,13 +536,21 @@ class Ledger:
         row = self._budget_row(conn, dataset_id)
         if row is None:
             return None
-        return self._stored_total(row[0], row[1], row[2], f"total of {dataset_id!r}")
+        return self._stored_total(row[0], row[1], row[2], f"total of {dataset_id!r}", row[7], row[8], row[9])
 
-    def _stored_total(self, eps: Any, delta: Any, rho: Any, what: str) -> Budget:
+    def _stored_total(self, eps: Any, delta: Any, rho: Any, what: str, rule: Any = None, share_eps: Any = None,
+                      share_delta: Any = None) -> Budget:
+        """A stored total or limit; no rule (every total stored before filters, schema <= 4) is ``basic``."""
         d = self._stored_fraction(delta, f"{what} (delta)")
         if rho is not None:
             return rho_total(self._stored_fraction(rho, f"{what} (rho)"), d)
-        return Budget(self._stored_fraction(eps, f"{what} (epsilon)"), d)
+        eps_v = self._stored_fraction(eps, f"{what} (epsilon)")
+        if rule is None or rule == "basic":
+            return Budget(eps_v, d)
+        if rule != "zcdp":
+            raise LedgerUnreadable(f"budget ledger {self.path} holds an unknown rule {rule!r} for the {what}")
+        return Budget(eps_v, d, None, "zcdp", (self._stored_fraction(share_eps or "0", f"{what} (share epsilon)"),
+                                               self._stored_fraction(share_delta or "0", f"{what} (share delta)")))
 
     def _query_limit(self, conn: sqlite3.Connection, dataset_id: str) -> Budget | None:
         row = self._budget_row(conn, dataset_id)
@@ -510,9 +572,12 @@ class Ledger:
     def _limits(self, conn: sqlite3.Connection, dataset_id: str) -> dict[str, Budget]:
         if "principal_limits" not in self._tables(conn):
             return {}
-        rows = conn.execute("SELECT principal, epsilon_total, delta_total, rho_total FROM principal_limits "
-                            "WHERE dataset_id = ? ORDER BY principal", (dataset_id,)).fetchall()
-        return {p: self._stored_total(e, d, r, f"limit of principal {p!r}") for p, e, d, r in rows}
+        cols = self._select(conn, "principal_limits", ("principal", "epsilon_total", "delta_total", "rho_total",
+                                                           "rule", "share_epsilon", "share_delta"))
+        rows = conn.execute(f"SELECT {cols} FROM principal_limits WHERE dataset_id = ? ORDER BY principal",
+                            (dataset_id,)).fetchall()
+        return {p: self._stored_total(e, d, r, f"limit of principal {p!r}", ru, se, sd)
+                for p, e, d, r, ru, se, sd in rows}
 
     def _unit(self, conn: sqlite3.Connection, dataset_id: str) -> str | None:
         if "units" not in self._tables(conn):  # a schema-1 ledger opened read-only
@@ -565,6 +630,8 @@ class Ledger:
         delta_total: RationalLike = 0,
         *,
         rho_total: RationalLike | None = None,
+        rule: str | None = None,
+        share: tuple[RationalLike, RationalLike] | None = None,
         allow_increase: bool = False,
     ) -> Budget:
         """Set or change the dataset's total budget (exact): the operator's explicit act.
@@ -574,9 +641,12 @@ class Ledger:
         Raising an existing total, or changing its form, needs ``allow_increase``; lowering is allowed
         (even below what is spent: every spend is then refused). Setting the same total again is a no-op.
         A release config's totals never come here: :meth:`spend` checks them. Returns the total now in force.
+        ``rule``: the (epsilon, delta) total's admission filter, ``basic`` (default) or ``zcdp`` with an optional
+        ``share`` (epsilon, delta) for releases composed basically (:mod:`dpspark.ledger.compose`); changing
+        the rule or share changes the total's form.
         """
         ds = check_dataset_id(dataset_id)
-        new = _declared(epsilon_total, delta_total, rho_total, "total")
+        new = _declared(epsilon_total, delta_total, rho_total, "total", rule, share)
         with self._connect() as conn, self._write(conn):
             old = self._total(conn, ds)
             if old is not None and _raises(old, new) and not allow_increase:
@@ -593,10 +663,13 @@ class Ledger:
     def _put_total(conn: sqlite3.Connection, ds: str, total: Budget, when: str) -> None:
         eps = None if total.rho is not None else str(total.epsilon)
         conn.execute(
-            "INSERT INTO budgets (dataset_id, epsilon_total, delta_total, rho_total, updated_at) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (dataset_id) DO UPDATE SET epsilon_total = excluded.epsilon_total, "
-            "delta_total = excluded.delta_total, rho_total = excluded.rho_total, updated_at = excluded.updated_at",
-            (ds, "0" if eps is None else eps, str(total.delta), None if total.rho is None else str(total.rho), when),
+            "INSERT INTO budgets (dataset_id, epsilon_total, delta_total, rho_total, updated_at, rule, share_epsilon, "
+            "share_delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dataset_id) DO UPDATE SET "
+            "epsilon_total = excluded.epsilon_total, delta_total = excluded.delta_total, "
+            "rho_total = excluded.rho_total, updated_at = excluded.updated_at, rule = excluded.rule, "
+            "share_epsilon = excluded.share_epsilon, share_delta = excluded.share_delta",
+            (ds, "0" if eps is None else eps, str(total.delta), None if total.rho is None else str(total.rho), when,
+             *_rule_columns(total)),
         )
 
     def declare_total(self, dataset_id: str, total: Budget) -> None:
@@ -609,8 +682,10 @@ class Ledger:
             old = self._total(conn, ds)
             if old is None:
                 self._put_total(conn, ds, total, _now())
-            elif (old.rho, old.delta if old.rho is None else None, old.epsilon if old.rho is None else None) != (
-                    total.rho, total.delta if total.rho is None else None, total.epsilon if total.rho is None else None):
+            elif (old.rho, old.delta if old.rho is None else None, old.epsilon if old.rho is None else None,
+                  old.rule, old.share) != (
+                    total.rho, total.delta if total.rho is None else None, total.epsilon if total.rho is None else None,
+                    total.rule, total.share):
                 raise TotalMismatch(
                     f"dataset {ds!r}: the session names the total {total} but the ledger's total is {old} "
                     f"({self.path}). A session never changes a total; change it explicitly with `dpspark budget "
@@ -624,16 +699,20 @@ class Ledger:
         delta: RationalLike = 0,
         *,
         rho: RationalLike | None = None,
+        rule: str | None = None,
+        share: tuple[RationalLike, RationalLike] | None = None,
         allow_increase: bool = False,
     ) -> Budget:
         """Set a principal's limit under the dataset's total, in (epsilon, delta) or in rho (the operator's act).
+
+        ``rule`` / ``share``: the limit's own filter, as for :meth:`set_total` (basic by default).
 
         Once a dataset has a principal limit, every spend on it must name a principal that has one.
         Raising a limit (or changing its form) needs ``allow_increase``.
         """
         ds = check_dataset_id(dataset_id)
         who = check_principal(principal)
-        new = _declared(epsilon, delta, rho, "limit")
+        new = _declared(epsilon, delta, rho, "limit", rule, share)
         with self._connect() as conn, self._write(conn):
             old = self._limits(conn, ds).get(who)
             if old is not None and _raises(old, new) and not allow_increase:
@@ -641,12 +720,14 @@ class Ledger:
                     f"principal {who!r} already has a limit of {old} on dataset {ds!r}; raising it is an explicit "
                     f"operator decision: add --allow-increase (Python: allow_increase=True)")
             conn.execute(
-                "INSERT INTO principal_limits (dataset_id, principal, epsilon_total, delta_total, rho_total, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (dataset_id, principal) DO UPDATE SET "
+                "INSERT INTO principal_limits (dataset_id, principal, epsilon_total, delta_total, rho_total, updated_at, "
+                "rule, share_epsilon, share_delta) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dataset_id, principal) DO UPDATE SET "
+                "rule = excluded.rule, share_epsilon = excluded.share_epsilon, share_delta = excluded.share_delta, "
                 "epsilon_total = excluded.epsilon_total, delta_total = excluded.delta_total, "
                 "rho_total = excluded.rho_total, updated_at = excluded.updated_at",
                 (ds, who, None if new.rho is not None else str(new.epsilon), str(new.delta),
-                 None if new.rho is None else str(new.rho), _now()),
+                 None if new.rho is None else str(new.rho), _now(), *_rule_columns(new)),
             )
         return new
 

@@ -36,8 +36,13 @@ def _gauss(led: Ledger, i: int, **kw: object) -> None:
 
 # --- section 1: composition ---------------------------------------------------------------------------------
 def test_zcdp_entries_compose_in_rho_where_basic_composition_refused_the_second(led: Ledger) -> None:
-    """Total (2, 1e-9): basic composition ran out of delta after one release; rho composes 40 (eps ~ 1.17)."""
-    led.set_total("d", "2", "1/1000000000")
+    """Total (2, 1e-9): the basic filter (default) runs out of delta after one release; the zcdp filter
+    declared with the total composes 40 in rho (eps ~ 1.17)."""
+    led.set_total("b", "2", "1/1000000000")
+    led.spend("b", "171/1000", "1/1000000000", "gaussian", "/b0", rho=RHO)
+    with pytest.raises(BudgetExceeded, match="basic filter"):
+        led.spend("b", "171/1000", "1/1000000000", "gaussian", "/b1", rho=RHO)
+    led.set_total("d", "2", "1/1000000000", rule="zcdp")
     for i in range(40):
         _gauss(led, i)
     spent = led.spent("d")
@@ -47,13 +52,13 @@ def test_zcdp_entries_compose_in_rho_where_basic_composition_refused_the_second(
 
 
 def test_the_spend_that_would_exceed_the_converted_total_is_refused(led: Ledger) -> None:
-    led.set_total("d", "1", "1/1000000000")
+    led.set_total("d", "1", "1/1000000000", rule="zcdp")
     fits = 0
     while True:
         try:
             _gauss(led, fits)
         except BudgetExceeded as err:
-            assert "only epsilon" in str(err) and err.requested == (F(171, 1000), F(1, 10**9))
+            assert "left of its rho part" in str(err) and err.requested == (F(171, 1000), F(1, 10**9))
             break
         fits += 1
     assert converted_upper(fits * RHO, F(1, 10**9)) <= 1 < converted_upper((fits + 1) * RHO, F(1, 10**9))
@@ -61,17 +66,16 @@ def test_the_spend_that_would_exceed_the_converted_total_is_refused(led: Ledger)
 
 
 def test_mixed_entries_convert_rho_at_the_delta_the_approx_entries_leave(led: Ledger) -> None:
-    led.set_total("d", "3", "1/1000000")
-    led.spend("d", "1/2", 0, "hist", "/p")                    # pure
-    led.spend("d", "1/4", "1/10000000", "stability", "/a")    # (eps, delta)
+    led.set_total("d", "3", "1/1000000", rule="zcdp", share=("1/4", "1/10000000"))
+    led.spend("d", "1/2", 0, "hist", "/p")                    # pure: rho part, eps^2/2
+    led.spend("d", "1/4", "1/10000000", "stability", "/a")    # (eps, delta): the share
     _gauss(led, 0)
     s = led.summary("d")
     assert s.spent.delta == F(1, 10**6)
-    candidates = [F(1, 2) + F(1, 4) + converted_upper(RHO, F(9, 10**7)),  # zcdp+pure
-                  F(1, 4) + converted_upper(RHO + F(1, 8), F(9, 10**7)),  # zcdp (pure as eps^2/2)
-                  F(1, 2) + F(1, 4) + F(171, 1000)]                       # basic
-    assert s.spent.epsilon == min(candidates)
-    assert s.remaining is not None and s.remaining.delta == F(9, 10**7)
+    assert s.spent.epsilon == F(1, 4) + converted_upper(RHO + F(1, 8), F(9, 10**7))
+    assert s.remaining is not None and s.remaining.delta == 0  # the share's delta is used up
+    with pytest.raises(BudgetExceeded, match="share"):
+        led.spend("d", "1/100", "1/100000000", "stability", "/a2")
 
 
 def test_a_zcdp_spend_must_be_charged_what_its_rho_converts_to(led: Ledger) -> None:
