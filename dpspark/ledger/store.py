@@ -10,10 +10,11 @@ is marked ``failed`` and still counts.
 
 Each row also records the release's exact statement: its rho when the release states rho-zCDP under
 add/remove (``spend(..., rho=...)``), else its charged (epsilon, delta) (pure when delta = 0). What the rows
-have spent is composed by :mod:`dpspark.ledger.compose`: against a total in (epsilon, delta), the tightest of
-basic composition and the mixed composition (zCDP entries summed in rho and converted once by CKS20,
-certified upward); against a total in rho, the exact sum of rho (pure entries as eps^2/2). A spend is
-allowed iff the composition with it stays within the total (:mod:`dpspark.privacy.mixed_composition`).
+have spent is charged to a privacy filter fixed when the total is declared (:mod:`dpspark.ledger.compose`):
+an (epsilon, delta) total is a basic filter (the default, and every total stored by schema <= 4) or a zcdp
+filter (a rho part the total converts to by CKS20, certified, plus a declared (epsilon, delta) share); a rho
+total is a zCDP filter (the exact sum of rho, pure entries as eps^2/2). A spend is allowed iff the filter,
+charged with it, stays within its parts: valid for adaptively chosen releases (docs/accounting.md).
 Rows written by an older dpspark (no rho) stay (epsilon, delta) entries.
 
 Each row may name a principal (an analyst: :mod:`dpspark.ledger.principal`); a principal's limit sits under
