@@ -248,8 +248,8 @@ def refusal(entries: list[Entry], new: Entry, total: Budget) -> Optional[str]:
         return (f"it needs rho = {entry_rho(new)} but only rho = {max(total.rho - before.rho, _ZERO)} is left of the "
                 f"total rho = {total.rho}")
     be, bd = total.basic_cap
-    words = (f"the {total.filter_rule} filter has epsilon = {max(be - before.xi, _ZERO)}, delta = "
-             f"{max(bd - before.delta, _ZERO)} left for releases composed basically")
+    words = (f"only epsilon = {max(be - before.xi, _ZERO)}, delta = {max(bd - before.delta, _ZERO)} is left for "
+             f"releases composed basically (the total's {total.filter_rule} filter)")
     cap = total.rho_cap
     if cap is not None:
         words += f" and rho = {max(cap - before.rho, _ZERO)} left of its rho part rho = {cap}"
