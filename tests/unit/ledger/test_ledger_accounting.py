@@ -213,6 +213,28 @@ def test_session_total_and_principal_are_charged_like_the_clis(tmp_path: Path) -
         dpspark.Session(df, max_units=200, total={"rho": "1/2"})
 
 
+def test_a_session_budget_in_rho_is_charged_the_releases_rho() -> None:
+    """Issue 33 item 4: Session(budget={"rho": ...}) pays a rho-stated release its rho (main charged the configured
+    (epsilon, delta), which a rho budget cannot absorb); a pure release pays eps^2/2; an overspend is refused."""
+    import pandas as pd
+
+    import dpspark
+    from dpspark.api.charge import SessionBudgetExceeded
+    from dpspark.privacy.measures import ZCDP
+
+    df = pd.DataFrame({"x": [float(i % 5) for i in range(200)]})
+    s = dpspark.Session(df, max_units=200, budget={"rho": "1/50"})
+    a = s.answers(k=2, mechanism="gaussian", epsilon="1/2", delta="1/1000000000")
+    a.answer({"name": "total", "kind": "sum", "column": "x", "lo": "0", "hi": "4"})
+    rho = a.statement.measure.rho
+    assert isinstance(s.budget.spent, ZCDP) and s.budget.spent.rho == rho  # type: ignore[union-attr]
+    assert s.budget.remaining.rho == F(1, 50) - rho  # type: ignore[union-attr]
+    with pytest.raises(SessionBudgetExceeded, match="session budget"):
+        b = s.answers(k=2, mechanism="gaussian", epsilon="3", delta="1/1000000000")
+        b.answer({"name": "total", "kind": "sum", "column": "x", "lo": "0", "hi": "4"})
+    assert s.budget.spent.rho == rho  # type: ignore[union-attr]
+
+
 # --- section 3: migration --------------------------------------------------------------------------------------
 def test_a_ledger_written_by_main_opens_read_only_and_keeps_its_history() -> None:
     s = Ledger(OLD, read_only=True).summary("sales")
