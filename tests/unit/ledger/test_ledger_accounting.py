@@ -12,6 +12,7 @@ import pytest
 
 from dpspark.errors import DPSparkError, ParameterError
 from dpspark.ledger import (
+    Budget,
     BudgetExceeded,
     BudgetNotConfigured,
     Ledger,
@@ -260,3 +261,43 @@ def test_a_ledger_written_by_main_migrates_and_takes_zcdp_entries(tmp_path: Path
     old_delta = F(1, 10**7) + 2 * F(1, 10**8)
     assert s.spent.epsilon <= F(23, 20) + F(171, 1000)
     assert s.remaining is not None and s.remaining.delta in (F(1, 10**6) - old_delta, F(1, 10**6) - old_delta - F(1, 10**9))
+
+
+OLD4 = Path(__file__).parent / "data" / "ledger-schema4-25fafe0.sqlite"  # written by main at 25fafe0 (schema 4)
+
+
+def test_a_schema4_ledger_opens_read_only_and_keeps_its_history() -> None:
+    """Issue 33 item 6: totals, limits, rho, principals and release ids of a main-25fafe0 ledger read back; its
+    (epsilon, delta) total is now a basic filter (main composed it by the least of rules)."""
+    led = Ledger(OLD4, read_only=True)
+    s = led.summary("sales")
+    assert [(r.id, r.status, r.principal) for r in s.releases] == [
+        (1, "spent", "alice"), (2, "failed", "bob"), (3, "spent", "alice"), (4, "spent", "alice"),
+        (5, "spent", "alice")]
+    assert [r.rho for r in s.releases] == [None, None, RHO, RHO, RHO]
+    assert s.releases[0].release_id == "01" * 16 and s.total is not None and s.total.rule == "basic"
+    assert (s.spent.epsilon, s.spent.delta) == (F(1, 2) + F(1, 4) + 3 * F(171, 1000), F(1, 10**7) + 3 * F(1, 10**9))
+    assert s.rule == "basic" and s.query_limit is not None and s.query_limit.epsilon == 1
+    assert {p.principal: p.limit for p in s.principals}["alice"] == Budget(F(1), F(1, 10**6))
+    v = led.summary("survey")
+    assert v.total is not None and v.total.rho == F(1, 100) and v.spent.rho == RHO + F(1, 800)
+    assert {p.principal: p.limit for p in v.principals}["carol"].rho == F(1, 200)  # type: ignore[union-attr]
+
+
+def test_a_schema4_ledger_migrates_to_schema5_and_can_be_declared_zcdp(tmp_path: Path) -> None:
+    path = tmp_path / "old4.sqlite"
+    shutil.copy(OLD4, path)
+    led = Ledger(path)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == SCHEMA_ID
+        assert {"rule", "share_epsilon", "share_delta"} <= {r[1] for r in conn.execute("PRAGMA table_info(budgets)")}
+        assert "law" in {r[1] for r in conn.execute("PRAGMA table_info(releases)")}
+    assert len(led.releases("sales")) == 5 and led.total("sales").rule == "basic"  # type: ignore[union-attr]
+    led.spend("survey", "171/1000", "1/1000000000", "gaussian", "/out/s3", rho=RHO, principal="carol")
+    assert led.spent("survey").rho == 2 * RHO + F(1, 800)
+    with pytest.raises(LedgerError, match="allow-increase"):
+        led.set_total("sales", "2", "1/1000000", rule="zcdp", share=("1", "1/10000000"))
+    led.set_total("sales", "2", "1/1000000", rule="zcdp", share=("1", "2/10000000"), allow_increase=True)
+    s = led.summary("sales")  # history replayed into the declared corner: zCDP in rho, the rest in the share
+    assert s.rule == "zcdp" and s.remaining is not None
+    assert s.spent.rho == 3 * RHO and s.remaining.delta == F(1, 10**7)  # pure 1/2 (rho 1/8) fits only the share
