@@ -111,6 +111,7 @@ def report(summary: "LedgerSummary", path: str, with_rho_left: bool = True) -> d
                       "release_id": r.release_id, "counted": r in counted} for r in summary.releases],
         "principals": [],
     }
+    out["statement"] = _statement(summary, counted)
     if with_rho_left and summary.total is not None:
         got = rho_left(summary.remaining)
         out["left"]["rho_for_one_more_zcdp_release"] = None if got is None else str(got)
@@ -121,6 +122,23 @@ def report(summary: "LedgerSummary", path: str, with_rho_left: bool = True) -> d
                 "releases": p.releases}
         out["principals"].append(item)
     return out
+
+
+def _statement(summary: "LedgerSummary", counted: list[Any]) -> dict[str, Any] | None:
+    """The counted releases' composed statement at the total's delta (PLD where it is tighter), or None."""
+    from dpspark.ledger.pld_statement import DISPLAY_BINS, statement, words
+
+    total = summary.total
+    if total is None or not counted or not 0 < total.delta < 1:
+        return None
+    st = statement([r.entry for r in counted], total.delta, max_bins=DISPLAY_BINS)
+    if st is None:
+        return None
+    return {"epsilon": str(st.epsilon), "delta": str(st.delta), "method": st.method, "how": words(st),
+            "pld_epsilon": None if st.pld_epsilon is None else str(st.pld_epsilon),
+            "rules_epsilon": None if st.rules is None else str(st.rules.epsilon),
+            "rules_rule": None if st.rules is None else st.rules.rule,
+            "scope": "a statement for releases whose parameters were fixed in advance; admission is by the filter"}
 
 
 def format_summary(summary: "LedgerSummary", path: str) -> str:
@@ -167,6 +185,16 @@ def format_summary(summary: "LedgerSummary", path: str) -> str:
                      + (f"; rho = {spent.rho} of it in zCDP" if spent.rho else "")
                      + "   (failed releases included)")
         lines.append(f"          composed by {RULE_WORDS.get(summary.rule, summary.rule)}")
+    st = data.get("statement")
+    if st is not None:
+        e = Fraction(st["epsilon"])
+        lines.append(f"statement epsilon = {e} (~{_approx(e)}) at delta = {st['delta']} by {st['method']}: {st['how']}")
+        if st["rules_epsilon"] is not None and st["method"] == "pld":
+            r = Fraction(st["rules_epsilon"])
+            lines.append(f"          (least of rules: epsilon ~{_approx(r)}, {st['rules_rule']}); parameters fixed in "
+                         "advance only: releases are admitted by the filter")
+        else:
+            lines.append("          parameters fixed in advance only: releases are admitted by the filter")
     if summary.remaining is not None:
         lines.append(f"left      {_left_words(summary)}")
         more = data["left"].get("rho_for_one_more_zcdp_release")

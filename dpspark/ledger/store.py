@@ -176,11 +176,12 @@ class SpendRecord:
     rho: Fraction | None = None  # the release's exact zCDP statement, when it has one
     principal: str | None = None
     release_id: str | None = None  # the id its manifest states (32 hex digits); None on older rows
+    law: str | None = None  # the release's noise law (JSON, dpspark.privacy.pld), when it stated one
 
     @property
     def entry(self) -> Entry:
         """The row as the composition sees it."""
-        return Entry(self.epsilon, self.delta, self.rho)
+        return Entry(self.epsilon, self.delta, self.rho, self.law)
 
 
 @dataclass(frozen=True)
@@ -308,6 +309,38 @@ def _raises(old: Budget, new: Budget) -> bool:
     if new.rho is not None:
         return new.rho > old.rho  # type: ignore[operator]
     return new.epsilon > old.epsilon or new.delta > old.delta
+
+
+def check_law(law: Any, eps: Fraction, delta: Fraction, rho: Fraction | None) -> str:
+    """The law's stored text, after checking it is no worse than the charge (the PLD statement may use the law
+    in place of the charge, so a law must not describe a bigger release): pure eps' <= eps; approx within
+    (eps, delta); geometric Delta ln(base) <= eps (certified); discrete Gaussian Delta^2 / (2 sigma2) <= rho
+    (or, without rho, its CKS20 conversion within (eps, delta > 0))."""
+    from dpspark.privacy.errors import PrivacyError
+    from dpspark.privacy.pld import parse_law
+
+    try:
+        got = parse_law(law)
+    except PrivacyError as err:
+        raise ParameterError(f"noise law: {err}") from None
+    p = got.params
+    if got.kind == "pure":
+        ok = p[0] <= eps
+    elif got.kind == "approx":
+        ok = p[0] <= eps and p[1] <= delta
+    elif got.kind == "geometric":
+        import flint
+
+        with flint.ctx.workprec(128):
+            up = (int(p[1]) * flint.arb(flint.fmpq(p[0].numerator, p[0].denominator)).log()).upper()
+            ok = bool(up <= flint.arb(flint.fmpq(eps.numerator, eps.denominator)))
+    else:
+        zr = p[1] * p[1] / (2 * p[0])
+        ok = zr <= rho if rho is not None else (0 < delta < 1 and converted_upper(zr, delta) <= eps)
+    if not ok:
+        raise ParameterError(f"the noise law {got.text()} describes a bigger release than its charge (epsilon = "
+                             f"{eps}, delta = {delta}" + (f", rho = {rho}" if rho is not None else "") + ")")
+    return got.text()
 
 
 def _rule_columns(b: Budget) -> tuple[str | None, str | None, str | None]:
@@ -506,7 +539,7 @@ class Ledger:
         return None if text is None else self._stored_fraction(text, what)
 
     def _record(self, row: tuple[Any, ...]) -> SpendRecord:
-        rid, ds, eps, delta, mech, path, created, status, finished, rho, principal, release_id = row
+        rid, ds, eps, delta, mech, path, created, status, finished, rho, principal, release_id, law = row
         if status not in STATUSES:
             raise LedgerUnreadable(f"budget ledger {self.path} holds an unknown status {status!r} (row {rid})")
         if release_id is not None and not (isinstance(release_id, str) and RELEASE_ID.match(release_id)):
@@ -524,6 +557,7 @@ class Ledger:
             rho=self._optional_fraction(rho, f"rho (row {rid})"),
             principal=principal,
             release_id=release_id,
+            law=law,
         )
 
     _BUDGET_COLUMNS = ("epsilon_total", "delta_total", "rho_total", "query_epsilon", "query_delta", "query_rho",
@@ -604,7 +638,7 @@ class Ledger:
         return int(row[0])
 
     _RELEASE_COLUMNS = ("id", "dataset_id", "epsilon", "delta", "mechanism", "release_path", "created_at", "status",
-                        "finished_at", "rho", "principal", "release_id")
+                        "finished_at", "rho", "principal", "release_id", "law")
 
     def _records(self, conn: sqlite3.Connection, dataset_id: str) -> list[SpendRecord]:
         cols = self._select(conn, "releases", self._RELEASE_COLUMNS)
@@ -888,6 +922,7 @@ class Ledger:
         config_total_epsilon: RationalLike | None,
         config_total_delta: RationalLike | None,
         rho: RationalLike | None = None,
+        law: Any = None,
     ) -> tuple[str, Entry, str, tuple[Fraction | None, Fraction | None]]:
         ds = check_dataset_id(dataset_id)
         eps = _amount(epsilon, "epsilon")
@@ -902,7 +937,8 @@ class Ledger:
                 f"certified CKS20 epsilon at that delta is {converted_upper(rho_v, delta_v)}")
         cfg_eps = None if config_total_epsilon is None else _amount(config_total_epsilon, "total_epsilon")
         cfg_delta = None if config_total_delta is None else _amount(config_total_delta, "total_delta", below_one=True)
-        return ds, Entry(eps, delta_v, rho_v), unit_key(unit), (cfg_eps, cfg_delta)
+        law_text = None if law is None else check_law(law, eps, delta_v, rho_v)
+        return ds, Entry(eps, delta_v, rho_v, law_text), unit_key(unit), (cfg_eps, cfg_delta)
 
     def check_spend(
         self,
@@ -916,6 +952,7 @@ class Ledger:
         max_units: int | None = None,
         rho: RationalLike | None = None,
         principal: Any = ANY_PRINCIPAL,
+        law: Any = None,
     ) -> None:
         """Raise what :meth:`spend` would raise now, writing nothing (a preflight for ``--dry-run``).
 
@@ -923,7 +960,7 @@ class Ledger:
         between. ``principal`` left out: the principal's checks are skipped (the spend makes them).
         """
         ds, new, ukey, cfg = self._spend_args(dataset_id, epsilon, delta, unit, config_total_epsilon,
-                                              config_total_delta, rho)
+                                              config_total_delta, rho, law)
         who = principal if principal is ANY_PRINCIPAL or principal is None else check_principal(principal)
         with self._connect() as conn:
             conn.execute("BEGIN")  # one read snapshot
@@ -947,6 +984,7 @@ class Ledger:
         rho: RationalLike | None = None,
         principal: str | None = None,
         release_id: str | None = None,
+        law: Any = None,
     ) -> SpendRecord:
         """Commit a spend of (epsilon, delta) on ``dataset_id``, or raise and record nothing.
 
@@ -956,7 +994,9 @@ class Ledger:
         release's privacy loss (e.g. the requested epsilon). ``rho``: the release's
         exact rho when it states rho-zCDP under add/remove (its certified conversion
         within (epsilon, delta)); the ledger then composes it in zCDP. ``principal``:
-        the analyst charged (:mod:`dpspark.ledger.principal`). ``release_id``: the id
+        the analyst charged (:mod:`dpspark.ledger.principal`). ``law``: the release's noise law
+        (:func:`dpspark.privacy.pld.parse_law`), recorded for the PLD statement; it must be no worse than the
+        charge (:func:`check_law`). ``release_id``: the id
         the release's manifest will state (32 lower-case hex digits, unique).
         ``unit`` is the release's unit column (None: row level); the first spend pins it
         and a later spend under another unit raises :class:`UnitMismatch`; ``max_units``
@@ -973,7 +1013,7 @@ class Ledger:
         if not isinstance(mechanism, str) or not mechanism:
             raise ValueError("mechanism must be a non-empty string")
         ds, new, ukey, cfg = self._spend_args(
-            dataset_id, epsilon, delta, unit, config_total_epsilon, config_total_delta, rho
+            dataset_id, epsilon, delta, unit, config_total_epsilon, config_total_delta, rho, law
         )
         who = None if principal is None else check_principal(principal)
         if release_id is not None and not (isinstance(release_id, str) and RELEASE_ID.match(release_id)):
@@ -993,16 +1033,16 @@ class Ledger:
             try:
                 cur = conn.execute(
                     "INSERT INTO releases (dataset_id, epsilon, delta, mechanism, release_path, created_at, status, "
-                    "rho, principal, release_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "rho, principal, release_id, law) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (ds, str(new.epsilon), str(new.delta), mechanism, path, created, STATUS_SPENT,
-                     None if new.rho is None else str(new.rho), who, release_id),
+                     None if new.rho is None else str(new.rho), who, release_id, new.law),
                 )
             except sqlite3.IntegrityError:
                 raise LedgerError(f"release id {release_id} is already in budget ledger {self.path}") from None
             rid = cur.lastrowid
         assert rid is not None
         return SpendRecord(rid, ds, new.epsilon, new.delta, mechanism, path, created, STATUS_SPENT, None, new.rho,
-                           who, release_id)
+                           who, release_id, new.law)
 
     def pinned_max_units(self, dataset_id: str) -> int | None:
         """The dataset's pinned n (max_units), or None before a spend that declared one."""

@@ -61,6 +61,7 @@ class Entry:
     epsilon: Fraction
     delta: Fraction
     rho: Optional[Fraction] = None
+    law: Optional[str] = None  # the release's noise law (JSON, :mod:`dpspark.privacy.pld`), when it states one
 
     @property
     def kind(self) -> str:
