@@ -74,8 +74,12 @@ def statement(entries: Iterable[Entry], delta: Fraction, *, max_bins: int = MAX_
     pld_eps: Optional[Fraction] = None
     if laws:
         d1 = delta if rho == 0 else delta / 2
-        eps_hi = sum((e.epsilon for e in es if e.rho is None or e.law is not None), Fraction(0)) + 1
-        pld = pld_epsilon(laws, d1, eps_hi, max_bins=max_bins)
+        basic = sum((e.epsilon for e in es if e.rho is None or e.law is not None), Fraction(0)) + 1
+        # a tight upper end first (the grid is sized to it), the basic one when it does not reach delta_1
+        for eps_hi in ([rules.epsilon + 1] if rules is not None and rules.epsilon + 1 < basic else []) + [basic]:
+            pld = pld_epsilon(laws, d1, eps_hi, max_bins=max_bins)
+            if pld is not None:
+                break
         if pld is not None:
             pld_eps = pld.epsilon + (converted_upper(rho, delta - d1) if rho else Fraction(0))
     elif rho:
