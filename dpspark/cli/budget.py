@@ -223,6 +223,12 @@ def _settings(args: argparse.Namespace, path: str) -> Any:
     writes = (args.total is not None or args.total_rho is not None or args.limit is not None
               or args.limit_rho is not None or args.max_epsilon_per_query is not None
               or args.max_rho_per_query is not None or args.no_query_limit or args.refresh is not None)
+    if (args.rule is not None or args.share_epsilon is not None or args.share_delta is not None) and not (
+            args.total is not None or args.limit is not None):
+        from dpspark.errors import ParameterError
+
+        raise ParameterError("--rule/--share-epsilon/--share-delta are declared with --total or --limit (the filter "
+                             "is fixed when its total is declared)")
     if not writes:
         return Ledger(path, read_only=True)
     ledger = Ledger(path, create=True)

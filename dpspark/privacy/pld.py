@@ -26,7 +26,7 @@ ledger never admits a release by it (docs/accounting.md).
 with the gcd grid); every mass is an arb ball (exact rationals where they are); after each product the mass
 above a public top goes to +inf and the mass below a public floor moves **up** to the floor; delta(eps) is
 evaluated in arb and its upper end is taken. Raising a loss only raises (1 - e^(eps - L))_+, so each step
-can only overstate delta. No float decides anything (floats only place nothing here).
+can only overstate delta. Floats only place the windows and the grid (any placement is sound).
 
 Google's dp_accounting uses the same pessimistic idea (losses rounded up, mass moved toward larger losses),
 but computes masses and convolutions in float64 (FFT): sound in exact arithmetic, not certified as run.
@@ -239,8 +239,8 @@ class _Composer:
     def window(self, idx: dict[int, int], inf: int, mean: float, var: float) -> Pld:
         eta = float(self.eta)  # report (placement)
         c = WINDOW_SD
-        lo = math.floor((mean - c * math.sqrt(var)) / eta) - 1
-        hi = math.ceil((self.top - (self.M - mean) + c * math.sqrt(max(self.V - var, 0.0))) / eta) + 1
+        lo = math.floor((mean - c * math.sqrt(var)) / eta) - 1  # report (placement: any lo is sound)
+        hi = math.ceil((self.top - (self.M - mean) + c * math.sqrt(max(self.V - var, 0.0))) / eta) + 1  # report
         hi = max(hi, lo + 1)
         if hi - lo + 1 > self.max_bins:  # the grid was sized for this; keep the top of the window
             lo = hi - self.max_bins + 1
