@@ -206,7 +206,7 @@ class LedgerSummary:
     remaining: Budget | None  # None when no total is configured; may be negative if the total was lowered
     releases: tuple[SpendRecord, ...]
     unit: str | None = None  # the pinned privacy unit ("row" or "column:NAME"); None before the first spend
-    rule: str = "basic"  # the composition rule that gave ``spent`` (see dpspark.privacy.mixed_composition)
+    rule: str = "basic"  # the admission filter that gave ``spent`` (basic or zcdp: dpspark.ledger.compose)
     principals: tuple[PrincipalSummary, ...] = ()
     query_limit: Budget | None = None
     refresh: str | None = None

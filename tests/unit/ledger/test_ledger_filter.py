@@ -125,3 +125,29 @@ def test_a_zcdp_total_is_declared_with_its_share_and_stays_fixed(tmp_path: Path)
         led.spend("d", "1/100", "1/100000000", "stability", "/b")
     led.spend("d", "1/10", "0", "hist", "/p")  # pure: rho part at 1/200
     assert led.summary("d").remaining.rho == t.rho_cap - F(1, 200)  # type: ignore[union-attr]
+
+
+def test_a_named_total_carries_its_rule_and_a_different_rule_is_a_mismatch(tmp_path: Path) -> None:
+    from dpspark.ledger import TotalMismatch
+    from dpspark.ledger.store import total_from
+
+    led = Ledger(tmp_path / "l.sqlite")
+    named = total_from({"epsilon": "2", "delta": "1/1000000", "rule": "zcdp", "share": ["1/2", "1/10000000"]})
+    led.declare_total("d", named)
+    led.declare_total("d", named)  # equal: accepted
+    with pytest.raises(TotalMismatch):
+        led.declare_total("d", total_from({"epsilon": "2", "delta": "1/1000000"}))  # same numbers, basic filter
+    assert led.total("d") == named
+
+
+def test_the_cli_declares_the_rule_only_with_a_total_or_limit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dpspark.cli.app import main as cli
+
+    path = str(tmp_path / "l.sqlite")
+    assert cli(["budget", "d", "--ledger", path, "--rule", "zcdp"]) == 2
+    assert "declared with --total or --limit" in capsys.readouterr().err
+    assert cli(["budget", "d", "--ledger", path, "--total", "1", "--delta-total", "1/1000000", "--rule", "zcdp",
+                "--share-epsilon", "1/4", "--share-delta", "1/10000000"]) == 0
+    t = Ledger(path).total("d")
+    assert t is not None and t.rule == "zcdp" and t.share == (F(1, 4), F(1, 10**7))
+    assert "filter    zcdp: rho part" in capsys.readouterr().out
