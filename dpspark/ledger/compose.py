@@ -6,10 +6,10 @@ interaction, stopped by the check. The rule is fixed per dataset when the total 
 
 * ``basic`` (an (epsilon, delta) total; the default, and every total stored before filters existed):
   a release fits iff the charged epsilons and deltas, summed with it, stay within the total. Valid filter:
-  RRUV16, Thm 3.6 (basic composition holds for adaptively chosen parameters).
+  Rogers-Roth-Ullman-Vadhan 2016 (basic composition holds for adaptively chosen parameters).
 * ``zcdp`` with a rho total: a release fits iff the rho of the zCDP and pure (eps^2/2) releases, summed with
   it, stays <= rho_B; an (epsilon, delta > 0) release cannot be charged. Valid filter: for every order alpha
-  the condition implies sum alpha rho_i <= alpha rho_B, so the Renyi filter (Feldman-Zrnic 2021, Thm 3.1;
+  the condition implies sum alpha rho_i <= alpha rho_B, so the Renyi filter (Feldman-Zrnic 2021;
   Whitehouse-Ramdas-Rogers-Wu 2023, fully adaptive composition) gives D_alpha <= alpha rho_B at every alpha
   for the same stopped interaction: rho_B-zCDP.
 * ``zcdp`` with an (epsilon, delta) total: the declaration fixes a corner, once: a share (eps_A, delta_A) of

@@ -24,6 +24,8 @@ from typing import Iterable, Optional
 from dpspark.privacy.mixed_composition import Composed, Entry, compose_entries, converted_upper
 from dpspark.privacy.pld import MAX_BINS, Law, PLDStatement, parse_law, pld_epsilon
 
+#: at most this many distinct laws are composed by PLD (each is one powered factor); beyond, the rules state it
+MAX_LAWS = 64
 #: the CLI's grid cap (bins): a coarser grid rounds losses up (still certified), quicker on large ledgers
 DISPLAY_BINS = 1 << 14
 
@@ -72,7 +74,7 @@ def statement(entries: Iterable[Entry], delta: Fraction, *, max_bins: int = MAX_
     rules = compose_entries(es, delta)
     pld: Optional[PLDStatement] = None
     pld_eps: Optional[Fraction] = None
-    if laws:
+    if laws and len(set(laws)) <= MAX_LAWS:
         d1 = delta if rho == 0 else delta / 2
         basic = sum((e.epsilon for e in es if e.rho is None or e.law is not None), Fraction(0)) + 1
         # a tight upper end first (the grid is sized to it), the basic one when it does not reach delta_1

@@ -3,8 +3,8 @@
 **Laws** (each a dominating pair (P, Q): every mechanism the law describes, on every pair of neighbours, has
 a trade-off curve at least that of (P, Q), and (Q, P) has the same PLD by symmetry):
 
-* ``pure(eps)``: randomized response, the worst eps-DP pair (Kairouz-Oh-Viswanath 2015, Thm 2.4; Dong-Roth-Su
-  2022, Prop. 2.5): L = +eps with mass e^eps / (1 + e^eps), else -eps. Valid for *any* eps-DP release.
+* ``pure(eps)``: randomized response, the worst eps-DP pair (Kairouz-Oh-Viswanath 2015; Dong-Roth-Su
+  2022, Sec. 2): L = +eps with mass e^eps / (1 + e^eps), else -eps. Valid for *any* eps-DP release.
 * ``approx(eps, delta)``: the worst (eps, delta)-DP pair (same references): L = +inf with mass delta, then
   randomized response at eps with mass 1 - delta. Valid for any (eps, delta)-DP release.
 * ``geometric(x, Delta)``: the two-sided geometric law P(k) ~ x^-|k| (x = e^(1/scale) > 1 rational) against its
@@ -16,7 +16,7 @@ a trade-off curve at least that of (P, Q), and (Q, P) has the same PLD by symmet
   it describes a release only when the release's implemented noise is that law (a caller's claim).
 
 **Composition.** The PLD of a product of pairs is the convolution of their PLDs, and dominating pairs compose
-under adaptive composition when every release's law is fixed in advance (Zhu-Dong-Wang 2022, Thm 10;
+under adaptive composition when every release's law is fixed in advance (Zhu-Dong-Wang 2022;
 Dong-Roth-Su 2022, Thm 3.2). delta(eps) = E[(1 - e^(eps - L))_+] + P(L = +inf) (Koskela et al. 2020; DK 10.1).
 So this is a statement of a sequence whose parameters were fixed in advance; it is not a filter, and the
 ledger never admits a release by it (docs/accounting.md).
