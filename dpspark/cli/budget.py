@@ -284,12 +284,14 @@ def add_budget_commands(subparsers: argparse._SubParsersAction) -> None:  # type
     p = subparsers.add_parser(
         "budget",
         help="show a dataset's spent and remaining privacy budget (in total and per principal); set totals and limits",
-        description="Show a dataset's releases, spent and remaining privacy budget (exact; zCDP releases composed "
-        "in rho and converted once), in total and per principal; with the flags below, set the total, a "
+        description="Show a dataset's releases, spent and remaining privacy budget (exact; admitted by the filter "
+        "fixed with the total: basic, or zcdp with zCDP releases composed in rho and converted once; also stated "
+        "by certified PLD where tighter), in total and per principal; with the flags below, set the total, a "
         "principal's limit, a per-query limit or a refresh window first (the only way to change them).",
         epilog="examples:\n  dpspark budget warehouse.queries --ledger ledger.sqlite\n"
         "  dpspark budget warehouse.queries --ledger ledger.sqlite --total 4 --delta-total 1/1000000\n"
         "  dpspark budget warehouse.queries --ledger ledger.sqlite --total-rho 1/2 --delta-total 1/1000000000\n"
+        "  dpspark budget warehouse.queries --ledger ledger.sqlite --total 2 --delta-total 1/1000000000 --rule zcdp\n"
         "  dpspark budget warehouse.queries --ledger ledger.sqlite --principal alice --limit 1 --delta-limit 1/10000000\n"
         "  dpspark budget warehouse.queries --ledger ledger.sqlite --max-epsilon-per-query 1/2\n"
         "  dpspark budget warehouse.queries --ledger ledger.sqlite --total 6 --allow-increase\n"
