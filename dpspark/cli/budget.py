@@ -13,7 +13,8 @@ The operator's settings, each only ever changed here (or by the Python ``Ledger`
   (:mod:`dpspark.ledger.compose`; basic by default);
 * ``--principal NAME --limit EPS [--delta-limit D]`` or ``--limit-rho RHO``: a principal's limit under it;
 * ``--max-epsilon-per-query EPS [--max-delta-per-query D]`` or ``--max-rho-per-query RHO`` (``--no-query-limit``);
-* ``--refresh monthly|none``: an opt-in refresh window (no guarantee across windows).
+* ``--refresh monthly|none``: an opt-in refresh window (no guarantee across windows);
+* ``--tables T1,T2``: tables that share the dataset's unit (:mod:`dpspark.ledger.tables`).
 
 Raising a total or a limit, changing its form, or turning a refresh on needs ``--allow-increase``. A release
 config's ``total_epsilon`` / ``total_delta`` only set a missing total and must otherwise match.
@@ -102,7 +103,7 @@ def report(summary: "LedgerSummary", path: str, with_rho_left: bool = True) -> d
             "basic_part": {"epsilon": str(total.basic_cap[0]), "delta": str(total.basic_cap[1])},
             "how": RULE_WORDS[total.filter_rule]},
         "unit": summary.unit, "per_query_limit": amounts(summary.query_limit), "refresh": summary.refresh,
-        "window_start": summary.window_start,
+        "window_start": summary.window_start, "tables": list(summary.tables),
         "spent": {**amounts(summary.spent), "rule": summary.rule, "how": RULE_WORDS.get(summary.rule, summary.rule)},
         "left": amounts(summary.remaining),
         "releases": [{"id": r.id, "created_at": r.created_at, "status": r.status, "epsilon": str(r.epsilon),
@@ -157,6 +158,9 @@ def format_summary(summary: "LedgerSummary", path: str) -> str:
                          f"{t.share[0]}, delta = {t.share[1]} (fixed when the total was declared)")
         elif t.rho is None:
             lines.append("filter    basic (charged epsilon and delta summed; --rule zcdp composes zCDP releases in rho)")
+    if summary.tables:
+        lines.append(f"tables    {', '.join(summary.tables)} (a charge to any of them, or to a '+'-join of them, is "
+                     "charged here)")
     lines.append("unit      " + (unit_words(summary.unit) if summary.unit else "(not pinned yet: the first spend pins it)"))
     if summary.query_limit is not None:
         lines.append(f"per query {_amount(summary.query_limit)} at most")
@@ -222,7 +226,8 @@ def _settings(args: argparse.Namespace, path: str) -> Any:
 
     writes = (args.total is not None or args.total_rho is not None or args.limit is not None
               or args.limit_rho is not None or args.max_epsilon_per_query is not None
-              or args.max_rho_per_query is not None or args.no_query_limit or args.refresh is not None)
+              or args.max_rho_per_query is not None or args.no_query_limit or args.refresh is not None
+              or args.tables is not None)
     if (args.rule is not None or args.share_epsilon is not None or args.share_delta is not None) and not (
             args.total is not None or args.limit is not None):
         from dpspark.errors import ParameterError
@@ -233,6 +238,8 @@ def _settings(args: argparse.Namespace, path: str) -> Any:
         return Ledger(path, read_only=True)
     ledger = Ledger(path, create=True)
     ds = args.dataset
+    if args.tables is not None:
+        ledger.declare_tables(ds, [t.strip() for t in args.tables.split(",")])
     if args.total is not None or args.total_rho is not None:
         current = ledger.total(ds)
         delta = args.delta_total if args.delta_total is not None else (current.delta if current else "0")
@@ -295,6 +302,7 @@ def add_budget_commands(subparsers: argparse._SubParsersAction) -> None:  # type
         "  dpspark budget warehouse.queries --ledger ledger.sqlite --principal alice --limit 1 --delta-limit 1/10000000\n"
         "  dpspark budget warehouse.queries --ledger ledger.sqlite --max-epsilon-per-query 1/2\n"
         "  dpspark budget warehouse.queries --ledger ledger.sqlite --total 6 --allow-increase\n"
+        "  dpspark budget shop --ledger ledger.sqlite --tables orders,users\n"
         "  dpspark budget warehouse.queries --ledger ledger.sqlite --json",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -326,6 +334,9 @@ def add_budget_commands(subparsers: argparse._SubParsersAction) -> None:  # type
     p.add_argument("--refresh", choices=["monthly", "none"], default=None,
                    help="monthly: only the current UTC month's spends count (like Clean Rooms; no guarantee across "
                         "months: k months compose to k totals; needs --allow-increase); none: every spend counts")
+    p.add_argument("--tables", default=None, metavar="T1,T2",
+                   help="declare tables that share this dataset's unit: a charge to any of them, or to a '+'-join "
+                        "of them (orders+users), is charged to this dataset (a table belongs to one dataset)")
     p.add_argument("--allow-increase", action="store_true",
                    help="allow raising a total or limit, changing its form, or turning a refresh on")
     p.add_argument("--json", action="store_true", help="print the report as JSON (exact strings) for scripts")

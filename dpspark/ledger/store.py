@@ -69,6 +69,7 @@ from dpspark.ledger.compose import (
     spent,
     window_start,
 )
+from dpspark.ledger.tables import check_table_name, parts, resolve_dataset
 from dpspark.ledger.principal import check_principal
 from dpspark.privacy.mixed_composition import Entry, converted_upper
 from dpspark.ledger.errors import (
@@ -106,6 +107,13 @@ CREATE TABLE IF NOT EXISTS principal_limits (
     share_epsilon TEXT,
     share_delta TEXT,
     PRIMARY KEY (dataset_id, principal)
+)"""
+#: tables -> dataset (dpspark.ledger.tables): a table belongs to at most one dataset (the primary key)
+_TABLES_TABLE = """
+CREATE TABLE IF NOT EXISTS dataset_tables (
+    table_name TEXT PRIMARY KEY,
+    dataset_id TEXT NOT NULL,
+    declared_at TEXT NOT NULL
 )"""
 #: columns added by schema 4 (table -> TEXT columns); older ledgers gain them on a writable open
 _NEW_COLUMNS = {
@@ -157,7 +165,7 @@ CREATE TABLE releases (
 );
 CREATE INDEX releases_by_dataset ON releases (dataset_id, id);
 CREATE UNIQUE INDEX releases_by_release_id ON releases (release_id);
-""" + _UNITS_TABLE + ";\n" + _LIMITS_TABLE + ";\n"
+""" + _UNITS_TABLE + ";\n" + _LIMITS_TABLE + ";\n" + _TABLES_TABLE + ";\n"
 
 
 @dataclass(frozen=True)
@@ -211,6 +219,7 @@ class LedgerSummary:
     query_limit: Budget | None = None
     refresh: str | None = None
     window_start: str | None = None  # the current refresh window's start; rows before it do not count
+    tables: tuple[str, ...] = ()  # the tables declared in this dataset (dpspark.ledger.tables)
 
 
 def unit_key(unit_column: str | None) -> str:
@@ -489,6 +498,8 @@ class Ledger:
             raise LedgerUnreadable(
                 f"budget ledger {self.path} has schema {row[0] if row else None!r}, expected {SCHEMA_ID!r}"
             )
+        if not self.read_only and "dataset_tables" not in self._tables(conn):
+            conn.execute(_TABLES_TABLE)  # a schema-5 ledger written before the table map (one statement: atomic)
 
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> None:
@@ -503,6 +514,7 @@ class Ledger:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} TEXT")
         conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS releases_by_release_id ON releases (release_id)")
         conn.execute(_LIMITS_TABLE)
+        conn.execute(_TABLES_TABLE)
         have = Ledger._columns(conn, "principal_limits")  # schema 4: no rule per limit
         for name in ("rule", "share_epsilon", "share_delta"):
             if name not in have:
@@ -651,6 +663,71 @@ class Ledger:
         start = window_start(self._refresh(conn, dataset_id))
         return records if start is None else [r for r in records if r.created_at >= start]
 
+    def _table_map(self, conn: sqlite3.Connection) -> dict[str, str]:
+        if "dataset_tables" not in self._tables(conn):  # an older ledger opened read-only
+            return {}
+        return dict(conn.execute("SELECT table_name, dataset_id FROM dataset_tables").fetchall())
+
+    def _resolve(self, conn: sqlite3.Connection, ds: str) -> str:
+        """The dataset a charge to ``ds`` goes to (:func:`dpspark.ledger.tables.resolve_dataset`)."""
+        return resolve_dataset(ds, self._table_map(conn))
+
+    def _settable(self, conn: sqlite3.Connection, ds: str) -> str:
+        """``ds`` for a curator's setting; a declared table (or a join of them) has no settings of its own."""
+        owner = self._resolve(conn, ds)
+        if owner != ds:
+            raise LedgerError(f"{ds!r} belongs to dataset {owner!r} in {self.path}: set {owner!r}'s budget "
+                              f"(`dpspark budget {owner} ...`)")
+        return ds
+
+    def declare_tables(self, dataset_id: str, tables: list[str]) -> dict[str, str]:
+        """Declare that ``tables`` belong to ``dataset_id`` (the curator's act): from now on a charge to one of
+        them, or to a '+'-joined set of them, is charged to ``dataset_id`` (:mod:`dpspark.ledger.tables`).
+
+        Refused (nothing changes): a table already in another dataset; a table, or a name joining it, that
+        already has a total, a limit, a pinned unit or a spend of its own (that history would escape the
+        dataset's budget); a dataset id that is itself a declared table. Declaring a table again is a no-op.
+        Returns the whole table -> dataset map.
+        """
+        ds = check_dataset_id(dataset_id)
+        if not tables:
+            raise ParameterError("declare at least one table")
+        names = [check_table_name(check_dataset_id(t), ds) for t in tables]
+        with self._connect() as conn, self._write(conn):
+            have = self._table_map(conn)
+            if ds in have:
+                raise LedgerError(f"{ds!r} is itself a table of dataset {have[ds]!r} in {self.path}")
+            for t in names:
+                if have.get(t, ds) != ds:
+                    raise LedgerError(f"table {t!r} already belongs to dataset {have[t]!r} in {self.path}; a table "
+                                      "belongs to at most one dataset")
+            fresh = [t for t in names if t not in have]
+            used = {r[0] for r in conn.execute(
+                "SELECT dataset_id FROM budgets UNION SELECT dataset_id FROM releases UNION "
+                "SELECT dataset_id FROM units UNION SELECT dataset_id FROM principal_limits")}
+            for other in sorted(used - {ds}):
+                hit = [t for t in fresh if t in parts(other)]
+                if hit:
+                    raise LedgerError(
+                        f"{other!r} already has a budget, unit or spend of its own in {self.path}, and it names "
+                        f"table {hit[0]!r}: its history would escape dataset {ds!r}'s budget. Nothing was declared.")
+            when = _now()
+            for t in fresh:
+                conn.execute("INSERT INTO dataset_tables (table_name, dataset_id, declared_at) VALUES (?, ?, ?)",
+                             (t, ds, when))
+            return self._table_map(conn)
+
+    def table_map(self) -> dict[str, str]:
+        """Every declared table and its dataset."""
+        with self._connect() as conn:
+            return self._table_map(conn)
+
+    def dataset_of(self, dataset_id: str) -> str:
+        """The dataset a charge to ``dataset_id`` goes to (itself unless it names declared tables)."""
+        ds = check_dataset_id(dataset_id)
+        with self._connect() as conn:
+            return self._resolve(conn, ds)
+
     @staticmethod
     def _compose(records: list[SpendRecord]) -> Budget:
         """Basic composition: exact sums of epsilon and of delta over every spend, failed ones included."""
@@ -683,6 +760,7 @@ class Ledger:
         ds = check_dataset_id(dataset_id)
         new = _declared(epsilon_total, delta_total, rho_total, "total", rule, share)
         with self._connect() as conn, self._write(conn):
+            self._settable(conn, ds)
             old = self._total(conn, ds)
             if old is not None and _raises(old, new) and not allow_increase:
                 raise LedgerError(
@@ -714,6 +792,7 @@ class Ledger:
         """
         ds = check_dataset_id(dataset_id)
         with self._connect() as conn, self._write(conn):
+            ds = self._resolve(conn, ds)
             old = self._total(conn, ds)
             if old is None:
                 self._put_total(conn, ds, total, _now())
@@ -749,6 +828,7 @@ class Ledger:
         who = check_principal(principal)
         new = _declared(epsilon, delta, rho, "limit", rule, share)
         with self._connect() as conn, self._write(conn):
+            self._settable(conn, ds)
             old = self._limits(conn, ds).get(who)
             if old is not None and _raises(old, new) and not allow_increase:
                 raise LedgerError(
@@ -782,6 +862,7 @@ class Ledger:
         ds = check_dataset_id(dataset_id)
         cap = None if epsilon is None and rho is None else _declared(epsilon, delta, rho, "per-query limit")
         with self._connect() as conn, self._write(conn):
+            self._settable(conn, ds)
             if self._total(conn, ds) is None:
                 raise BudgetNotConfigured(f"dataset {ds!r} has no total in {self.path}: set the total first")
             values = ((None, None, None) if cap is None else
@@ -801,6 +882,7 @@ class Ledger:
         if refresh is not None and refresh not in REFRESH_WINDOWS:
             raise ParameterError(f"refresh must be one of {list(REFRESH_WINDOWS)} or None, got {refresh!r}")
         with self._connect() as conn, self._write(conn):
+            self._settable(conn, ds)
             if self._total(conn, ds) is None:
                 raise BudgetNotConfigured(f"dataset {ds!r} has no total in {self.path}: set the total first")
             if refresh is not None and self._refresh(conn, ds) != refresh and not allow_increase:
@@ -965,7 +1047,7 @@ class Ledger:
         with self._connect() as conn:
             conn.execute("BEGIN")  # one read snapshot
             try:
-                self._check(conn, ds, new, ukey, cfg, max_units, who)
+                self._check(conn, self._resolve(conn, ds), new, ukey, cfg, max_units, who)
             finally:
                 conn.execute("COMMIT")
 
@@ -1021,6 +1103,7 @@ class Ledger:
         path = os.fspath(release_path)
         created = _now()
         with self._connect() as conn, self._write(conn):
+            ds = self._resolve(conn, ds)  # inside the transaction: a table map declared meanwhile applies
             new_total, pin = self._check(conn, ds, new, ukey, cfg, max_units, who)
             if new_total is not None:
                 self._put_total(conn, ds, new_total, created)
@@ -1130,6 +1213,7 @@ class Ledger:
         with self._connect() as conn:
             conn.execute("BEGIN")  # one read snapshot for the total and the rows
             try:
+                ds = self._resolve(conn, ds)
                 total = self._total(conn, ds)
                 records = self._records(conn, ds)
                 counted = self._counted(conn, ds)
@@ -1137,6 +1221,7 @@ class Ledger:
                 limits = self._limits(conn, ds)
                 cap = self._query_limit(conn, ds)
                 refresh = self._refresh(conn, ds)
+                tables = tuple(sorted(t for t, d in self._table_map(conn).items() if d == ds))
             finally:
                 conn.execute("COMMIT")
         got = spent([r.entry for r in counted], total)
@@ -1151,7 +1236,7 @@ class Ledger:
             principals.append(PrincipalSummary(None, None, mine.budget, None, mine.rule,
                                                sum(1 for r in counted if r.principal is None)))
         return LedgerSummary(ds, total, got.budget, _left(total, got), tuple(records), unit, got.rule,
-                             tuple(principals), cap, refresh, window_start(refresh))
+                             tuple(principals), cap, refresh, window_start(refresh), tables)
 
     def datasets(self) -> list[str]:
         """Every dataset id with a total or a spend, sorted."""
