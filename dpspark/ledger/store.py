@@ -324,7 +324,8 @@ def check_law(law: Any, eps: Fraction, delta: Fraction, rho: Fraction | None) ->
     """The law's stored text, after checking it is no worse than the charge (the PLD statement may use the law
     in place of the charge, so a law must not describe a bigger release): pure eps' <= eps; approx within
     (eps, delta); geometric Delta ln(base) <= eps (certified); discrete Gaussian Delta^2 / (2 sigma2) <= rho
-    (or, without rho, its CKS20 conversion within (eps, delta > 0))."""
+    (or, without rho, its CKS20 conversion within (eps, delta > 0)); a law's bias a adds 4a to its epsilon
+    and a factor 1 + 2a to its delta."""
     from dpspark.privacy.errors import PrivacyError
     from dpspark.privacy.pld import parse_law
 
@@ -333,16 +334,22 @@ def check_law(law: Any, eps: Fraction, delta: Fraction, rho: Fraction | None) ->
     except PrivacyError as err:
         raise ParameterError(f"noise law: {err}") from None
     p = got.params
+    # a law with bias a: its implemented pair is within (1 +- a) of the law's, so its loss is at most the law's
+    # plus ln((1 + a)/(1 - a)) <= 4a, and its delta at most (1 + 2a) times (dpspark.privacy.pld.bias_fold)
+    slack, grow = 4 * got.bias, 1 + 2 * got.bias
     if got.kind == "pure":
-        ok = p[0] <= eps
+        ok = p[0] + slack <= eps
     elif got.kind == "approx":
-        ok = p[0] <= eps and p[1] <= delta
+        ok = p[0] + slack <= eps and grow * p[1] <= delta
     elif got.kind == "geometric":
         import flint
 
         with flint.ctx.workprec(128):
             up = (int(p[1]) * flint.arb(flint.fmpq(p[0].numerator, p[0].denominator)).log()).upper()
-            ok = bool(up <= flint.arb(flint.fmpq(eps.numerator, eps.denominator)))
+            ok = bool(up + flint.arb(flint.fmpq(slack.numerator, slack.denominator))
+                      <= flint.arb(flint.fmpq(eps.numerator, eps.denominator)))
+    elif got.bias:
+        raise ParameterError(f"the noise law {got.text()}: a discrete Gaussian with a bias has no checked rho")
     else:
         zr = p[1] * p[1] / (2 * p[0])
         ok = zr <= rho if rho is not None else (0 < delta < 1 and converted_upper(zr, delta) <= eps)

@@ -56,6 +56,21 @@ TOP_MARGIN = Fraction(4)
 _ROUND_UP = True
 #: masses are integers in units of 2^-MASS_BITS, each rounded up
 MASS_BITS = 128
+#: largest bias of one law, and of a composition's summed biases (the fold below needs sum <= 1/4)
+MAX_BIAS = Fraction(1, 4)
+
+
+def bias_fold(laws: list[Law]) -> tuple[Fraction, Fraction]:
+    """(F, B) with delta'(eps) <= F * delta(eps - B) for the composition of ``laws`` as implemented (delta'),
+    delta that of their ideal laws. Why: each release's implemented P_i' <= (1 + a_i) P_i and
+    Q_i' >= (1 - a_i) Q_i pointwise (also conditionally, so for the adaptive product with parameters fixed in
+    advance), hence sum_o (P'(o) - e^eps Q'(o))_+ <= prod(1 + a_i) sum_o (P(o) - e^(eps - B) Q(o))_+ with
+    B >= sum ln((1 + a_i)/(1 - a_i)). Bounds used (S = sum a_i <= 1/4): prod(1 + a_i) <= e^S <= 1 + 2S, and
+    ln((1 + a)/(1 - a)) <= 2a/(1 - a) <= 4a for a <= 1/2, so F = 1 + 2S and B = 4S (exact rationals)."""
+    total = sum((law.bias for law in laws), Fraction(0))
+    if total > MAX_BIAS:
+        raise PrivacyError(f"the laws' biases sum to {total} > {MAX_BIAS}: the bias fold needs at most {MAX_BIAS}")
+    return 1 + 2 * total, 4 * total
 
 
 @dataclass(frozen=True)
@@ -64,11 +79,20 @@ class Law:
 
     kind: str
     params: tuple[Fraction, ...]
+    #: the implemented law's deviation: every output probability, on both sides, lies within a factor
+    #: [1 - bias, 1 + bias] of this law's (e.g. a mod-d uniform draw's 2^-lambda; 0: the law is exact)
+    bias: Fraction = Fraction(0)
 
     def text(self) -> str:
-        """JSON, exact strings (what the ledger stores)."""
+        """JSON, exact strings (what the ledger stores); ``bias`` only when it is not 0."""
         names = _PARAMS[self.kind]
-        return json.dumps({"law": self.kind, **{n: str(v) for n, v in zip(names, self.params)}}, sort_keys=True)
+        extra = {"bias": str(self.bias)} if self.bias else {}
+        return json.dumps({"law": self.kind, **{n: str(v) for n, v in zip(names, self.params)}, **extra},
+                          sort_keys=True)
+
+    def ideal(self) -> "Law":
+        """The same law without its bias."""
+        return Law(self.kind, self.params)
 
 
 _PARAMS = {"pure": ("epsilon",), "approx": ("epsilon", "delta"), "geometric": ("base", "sensitivity"),
@@ -88,21 +112,23 @@ def parse_law(obj: Any) -> Law:
         raise PrivacyError(f"a noise law is {{'law': one of {', '.join(LAWS)}, ...}}")
     kind = obj["law"]
     names = _PARAMS[kind]
-    if set(obj) != {"law", *names}:
-        raise PrivacyError(f"a {kind} law has exactly the parameters {', '.join(names)}")
+    if set(obj) - {"bias"} != {"law", *names}:
+        raise PrivacyError(f"a {kind} law has exactly the parameters {', '.join(names)} (and an optional bias)")
     vals = []
-    for n in names:
-        v = obj[n]
+    for n in (*names, "bias"):
+        v = obj.get(n, 0)
         if isinstance(v, float) or not isinstance(v, (str, int, Fraction)):
             raise TypeError(f"noise law parameter {n} must be exact (str, int or Fraction), not {type(v).__name__}")
         vals.append(Fraction(v))
-    law = Law(kind, tuple(vals))
+    law = Law(kind, tuple(vals[:-1]), vals[-1])
     _check(law)
     return law
 
 
 def _check(law: Law) -> None:
     p = law.params
+    if not 0 <= law.bias <= MAX_BIAS:
+        raise PrivacyError(f"a law's bias lies in [0, {MAX_BIAS}]")
     if law.kind == "pure" and not p[0] > 0:
         raise PrivacyError("a pure law needs epsilon > 0")
     if law.kind == "approx" and not (p[0] >= 0 and 0 < p[1] < 1):
@@ -342,6 +368,16 @@ def pld_epsilon(laws: Iterable[Law], delta: Fraction, eps_hi: Fraction, *, max_b
 
     if not 0 < delta < 1 or eps_hi <= 0:
         raise PrivacyError("PLD composition needs 0 < delta < 1 and an upper bound eps_hi > 0")
+    laws = list(laws)
+    fold, shift = bias_fold(laws)
+    if shift:  # the implemented laws: the ideal ones' epsilon at delta / F, plus B (:func:`bias_fold`)
+        got = pld_epsilon([law.ideal() for law in laws], delta / fold, eps_hi, max_bins=max_bins, steps=steps)
+        if got is None:
+            return None
+        texts: dict[str, int] = {}
+        for law in laws:
+            texts[law.text()] = texts.get(law.text(), 0) + 1
+        return PLDStatement(got.epsilon + shift, delta, got.eta, got.exact_grid, tuple(sorted(texts.items())))
     counts: dict[Law, int] = {}
     for law in laws:
         counts[law] = counts.get(law, 0) + 1
@@ -375,6 +411,12 @@ def delta_at(laws: Iterable[Law], epsilon: Fraction, *, top: Optional[Fraction] 
              max_bins: int = MAX_BINS) -> Fraction:
     """A certified upper bound on delta(``epsilon``) of the composition of ``laws`` (for tests)."""
     from flint import ctx
+
+    laws = list(laws)
+    fold, shift = bias_fold(laws)
+    if shift:
+        return min(Fraction(1), fold * delta_at([law.ideal() for law in laws], epsilon - shift, top=top,
+                                                max_bins=max_bins))
 
     counts: dict[Law, int] = {}
     for law in laws:
