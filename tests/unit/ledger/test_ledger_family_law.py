@@ -1,0 +1,97 @@
+"""Issue 33 s1: a family whose implemented noise is exactly a PLD law records it at the charge, and
+`dpspark budget` composes it by PLD; a law worse than the charge (a wrong sensitivity) is refused.
+
+Real releases (Arrow engine, no JVM), a real ledger: the dense histogram at n = 10 runs GeoSample (FastSample's
+public fallback), the clamped two-sided geometric at p/q, one key per unit."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dpspark.cli.app import main as cli
+from dpspark.errors import ParameterError
+from dpspark.ledger import Ledger
+from dpspark.privacy.pld import parse_law
+from dpspark.rng import DEFAULT_LAMBDA
+from tests.support.configs import dense_toml
+
+BUDGET = '[budget]\nledger = "l.sqlite"\ndataset = "demo"\ntotal_epsilon = "20"\ntotal_delta = "1/1000000000"\n'
+
+
+def _release(tmp_path: Path, name: str, privacy_extra: str = "") -> None:
+    cfg = tmp_path / f"{name}.toml"
+    cfg.write_text(dense_toml("q", privacy_extra, BUDGET).replace('path = "release"', f'path = "{name}"'))
+    assert cli(["release", "--config", str(cfg)]) == 0
+
+
+@pytest.fixture()
+def released(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    pq.write_table(pa.table({"q": pa.array([1, 2, 2, 9], pa.int64())}), tmp_path / "in.parquet")
+    for i in range(30):
+        _release(tmp_path, f"r{i}")
+    return tmp_path
+
+
+def test_a_dense_release_records_its_geometric_law(released: Path) -> None:
+    recs = Ledger(released / "l.sqlite").releases("demo")
+    assert len(recs) == 30 and len({r.law for r in recs}) == 1
+    law = parse_law(recs[0].law)
+    assert law.kind == "geometric" and law.params[1] == 1
+    assert law.bias in (0, Fraction(1, 1 << DEFAULT_LAMBDA))
+    assert 1 < law.params[0] <= Fraction(1649, 1000)  # p/q <= e^(1/2)
+    manifest = json.loads((released / "r0" / "manifest.json").read_bytes())
+    assert "GeoSample" in json.dumps(manifest)  # the release ran the law it recorded
+
+
+def test_budget_composes_the_recorded_laws_by_pld_tighter_than_randomized_response(
+        released: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dpspark.ledger.pld_statement import statement
+    from dpspark.privacy.mixed_composition import Entry
+
+    path = str(released / "l.sqlite")
+    capsys.readouterr()
+    assert cli(["budget", "demo", "--ledger", path, "--json"]) == 0
+    st = json.loads(capsys.readouterr().out)["statement"]
+    assert st["method"] == "pld" and "30 by their recorded noise law" in st["how"]
+    # the same 30 releases without their law (pure, randomized response) state more
+    entries = [r.entry for r in Ledger(path).releases("demo")]
+    rr = statement([Entry(e.epsilon, e.delta, e.rho, None) for e in entries], Fraction(1, 10**9))
+    assert rr is not None and Fraction(st["epsilon"]) < rr.epsilon
+
+
+def test_a_law_with_a_wrong_sensitivity_is_refused(released: Path) -> None:
+    """The mutant: the recorded law with sensitivity 2 describes a release twice the charge; nothing is spent."""
+    led = Ledger(released / "l.sqlite")
+    good = json.loads(led.releases("demo")[0].law)
+    bad = {**good, "sensitivity": "2"}
+    with pytest.raises(ParameterError, match="bigger release than its charge"):
+        led.spend("demo", "1/2", 0, "dense", "x", law=bad)
+    assert len(led.releases("demo")) == 30
+    led.spend("demo", "1/2", 0, "dense", "x", law=good)  # the true law fits its charge
+
+
+def test_no_law_when_the_noise_is_not_exactly_geometric(tmp_path: Path) -> None:
+    """GeoSample with one key per unit records a law; several keys per unit, or FastSample proper (a large n:
+    no fallback, a mixture that is not a geometric law), record none."""
+    from dpspark.api.config import ReleaseSpec
+    from dpspark.mechanisms.registry import construct
+
+    def mech(**privacy: object) -> object:
+        raw = {"keys": {"columns": ["city"]}, "universe": {"kind": "categorical", "values": ["a", "b", "c"]},
+               "privacy": {"mechanism": "dense", "epsilon": "1", "max_units": 10, "unit_column": "user", **privacy},
+               "output": {"path": str(tmp_path / "out")}}
+        return construct(ReleaseSpec.from_dict(raw, base_dir=tmp_path, input_given=True))
+
+    law = mech().noise_law()
+    assert law is not None and law["law"] == "geometric" and law["sensitivity"] == "1"
+    assert mech(max_rows_per_key=3).noise_law()["sensitivity"] == "3"
+    assert mech(max_keys_per_unit=2).noise_law() is None
+    big = mech(max_units=10**6)
+    assert type(big.counting).__name__ == "FastSample" and big.noise_law() is None
