@@ -133,3 +133,25 @@ def test_processes_racing_on_a_table_and_a_join_never_overspend_the_dataset(tmp_
     s = Ledger(path).summary("shop")
     assert s.spent.epsilon == Fraction(3, 10) and len(s.releases) == 3
     assert Ledger(path).datasets() == ["shop"]
+
+
+def test_sessions_on_a_table_and_on_a_join_share_the_datasets_budget(tmp_path: Path) -> None:
+    """A Session charging `orders+users` (several private tables) and one charging `orders` pay shop's one
+    total; the Session's named total is checked against shop's."""
+    import pandas as pd
+
+    import dpspark
+
+    path = tmp_path / "l.sqlite"
+    Ledger(path).declare_tables("shop", ["orders", "users"])
+    df = pd.DataFrame({"x": [float(i % 5) for i in range(200)]})
+    q = {"name": "total", "kind": "sum", "column": "x", "lo": "0", "hi": "4"}
+    joined = dpspark.Session(df, max_units=200, ledger=path, dataset="orders+users",
+                             total={"epsilon": "1", "delta": "1/1000000"})
+    joined.answers(k=1, mechanism="gaussian", epsilon="3/5", delta="1/1000000000").answer(q)
+    alone = dpspark.Session(df, max_units=200, ledger=path, dataset="orders")
+    with pytest.raises(BudgetExceeded):
+        alone.answers(k=1, mechanism="gaussian", epsilon="3/5", delta="1/1000000000").answer(q)
+    s = Ledger(path).summary("shop")
+    assert s.total is not None and s.total.epsilon == 1 and len(s.releases) == 1
+    assert Ledger(path).datasets() == ["shop"]
