@@ -22,7 +22,7 @@ from fractions import Fraction
 from typing import Iterable, Optional
 
 from dpspark.privacy.mixed_composition import Composed, Entry, compose_entries, converted_upper
-from dpspark.privacy.pld import MAX_BINS, Law, PLDStatement, parse_law, pld_epsilon
+from dpspark.privacy.pld import MAX_BINS, Law, PLDStatement, expand, parse_law, pld_epsilon
 
 #: at most this many distinct laws are composed by PLD (each is one powered factor); beyond, the rules state it
 MAX_LAWS = 64
@@ -53,7 +53,7 @@ def _laws(entries: list[Entry]) -> tuple[list[Law], Fraction, tuple[int, int, in
     counts = [0, 0, 0, 0]
     for e in entries:
         if e.law is not None:
-            laws.append(parse_law(e.law))
+            laws.extend(expand([parse_law(e.law)]))  # a release of k copies composes as k pairs
             counts[0] += 1
         elif e.rho is not None:
             rho += e.rho

@@ -336,22 +336,24 @@ def check_law(law: Any, eps: Fraction, delta: Fraction, rho: Fraction | None) ->
     p = got.params
     # a law with bias a: its implemented pair is within (1 +- a) of the law's, so its loss is at most the law's
     # plus ln((1 + a)/(1 - a)) <= 4a, and its delta at most (1 + 2a) times (dpspark.privacy.pld.bias_fold)
+    # (copies k: k independent pairs, so k times the loss, the delta and the rho: basic composition)
+    k = got.copies
     slack, grow = 4 * got.bias, 1 + 2 * got.bias
     if got.kind == "pure":
-        ok = p[0] + slack <= eps
+        ok = k * (p[0] + slack) <= eps
     elif got.kind == "approx":
-        ok = p[0] + slack <= eps and grow * p[1] <= delta
+        ok = k * (p[0] + slack) <= eps and k * grow * p[1] <= delta
     elif got.kind == "geometric":
         import flint
 
         with flint.ctx.workprec(128):
-            up = (int(p[1]) * flint.arb(flint.fmpq(p[0].numerator, p[0].denominator)).log()).upper()
-            ok = bool(up + flint.arb(flint.fmpq(slack.numerator, slack.denominator))
+            up = (k * int(p[1]) * flint.arb(flint.fmpq(p[0].numerator, p[0].denominator)).log()).upper()
+            ok = bool(up + k * flint.arb(flint.fmpq(slack.numerator, slack.denominator))
                       <= flint.arb(flint.fmpq(eps.numerator, eps.denominator)))
     elif got.bias:
         raise ParameterError(f"the noise law {got.text()}: a discrete Gaussian with a bias has no checked rho")
     else:
-        zr = p[1] * p[1] / (2 * p[0])
+        zr = k * p[1] * p[1] / (2 * p[0])
         ok = zr <= rho if rho is not None else (0 < delta < 1 and converted_upper(zr, delta) <= eps)
     if not ok:
         raise ParameterError(f"the noise law {got.text()} describes a bigger release than its charge (epsilon = "

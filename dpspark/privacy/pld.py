@@ -67,7 +67,7 @@ def bias_fold(laws: list[Law]) -> tuple[Fraction, Fraction]:
     advance), hence sum_o (P'(o) - e^eps Q'(o))_+ <= prod(1 + a_i) sum_o (P(o) - e^(eps - B) Q(o))_+ with
     B >= sum ln((1 + a_i)/(1 - a_i)). Bounds used (S = sum a_i <= 1/4): prod(1 + a_i) <= e^S <= 1 + 2S, and
     ln((1 + a)/(1 - a)) <= 2a/(1 - a) <= 4a for a <= 1/2, so F = 1 + 2S and B = 4S (exact rationals)."""
-    total = sum((law.bias for law in laws), Fraction(0))
+    total = sum((law.bias * law.copies for law in laws), Fraction(0))
     if total > MAX_BIAS:
         raise PrivacyError(f"the laws' biases sum to {total} > {MAX_BIAS}: the bias fold needs at most {MAX_BIAS}")
     return 1 + 2 * total, 4 * total
@@ -82,17 +82,30 @@ class Law:
     #: the implemented law's deviation: every output probability, on both sides, lies within a factor
     #: [1 - bias, 1 + bias] of this law's (e.g. a mod-d uniform draw's 2^-lambda; 0: the law is exact)
     bias: Fraction = Fraction(0)
+    #: one release's pair is the product of this many independent copies (e.g. k keys a unit moves)
+    copies: int = 1
 
     def text(self) -> str:
-        """JSON, exact strings (what the ledger stores); ``bias`` only when it is not 0."""
+        """JSON, exact strings (what the ledger stores); ``bias`` and ``copies`` only when not 0 and 1."""
         names = _PARAMS[self.kind]
         extra = {"bias": str(self.bias)} if self.bias else {}
+        if self.copies != 1:
+            extra["copies"] = str(self.copies)
         return json.dumps({"law": self.kind, **{n: str(v) for n, v in zip(names, self.params)}, **extra},
                           sort_keys=True)
 
     def ideal(self) -> "Law":
         """The same law without its bias."""
         return Law(self.kind, self.params)
+
+    def single(self) -> "Law":
+        """One copy (the product of ``copies`` of them is this law)."""
+        return Law(self.kind, self.params, self.bias)
+
+
+def expand(laws: Iterable[Law]) -> list[Law]:
+    """Every law as its copies (a product of pairs composes as its factors)."""
+    return [one for law in laws for one in [law.single()] * law.copies]
 
 
 _PARAMS = {"pure": ("epsilon",), "approx": ("epsilon", "delta"), "geometric": ("base", "sensitivity"),
@@ -112,15 +125,20 @@ def parse_law(obj: Any) -> Law:
         raise PrivacyError(f"a noise law is {{'law': one of {', '.join(LAWS)}, ...}}")
     kind = obj["law"]
     names = _PARAMS[kind]
-    if set(obj) - {"bias"} != {"law", *names}:
-        raise PrivacyError(f"a {kind} law has exactly the parameters {', '.join(names)} (and an optional bias)")
+    if set(obj) - {"bias", "copies"} != {"law", *names}:
+        raise PrivacyError(f"a {kind} law has exactly the parameters {', '.join(names)} (and optional bias, "
+                           "copies)")
+    copies = obj.get("copies", 1)
+    if isinstance(copies, bool) or not isinstance(copies, (int, str)) or not str(copies).isdigit() \
+            or not 1 <= int(copies) <= 1 << 20:
+        raise PrivacyError("a law's copies is an integer in [1, 2^20]")
     vals = []
     for n in (*names, "bias"):
         v = obj.get(n, 0)
         if isinstance(v, float) or not isinstance(v, (str, int, Fraction)):
             raise TypeError(f"noise law parameter {n} must be exact (str, int or Fraction), not {type(v).__name__}")
         vals.append(Fraction(v))
-    law = Law(kind, tuple(vals[:-1]), vals[-1])
+    law = Law(kind, tuple(vals[:-1]), vals[-1], int(copies))
     _check(law)
     return law
 
@@ -368,7 +386,7 @@ def pld_epsilon(laws: Iterable[Law], delta: Fraction, eps_hi: Fraction, *, max_b
 
     if not 0 < delta < 1 or eps_hi <= 0:
         raise PrivacyError("PLD composition needs 0 < delta < 1 and an upper bound eps_hi > 0")
-    laws = list(laws)
+    laws = expand(laws)
     fold, shift = bias_fold(laws)
     if shift:  # the implemented laws: the ideal ones' epsilon at delta / F, plus B (:func:`bias_fold`)
         got = pld_epsilon([law.ideal() for law in laws], delta / fold, eps_hi, max_bins=max_bins, steps=steps)
@@ -412,7 +430,7 @@ def delta_at(laws: Iterable[Law], epsilon: Fraction, *, top: Optional[Fraction] 
     """A certified upper bound on delta(``epsilon``) of the composition of ``laws`` (for tests)."""
     from flint import ctx
 
-    laws = list(laws)
+    laws = expand(laws)
     fold, shift = bias_fold(laws)
     if shift:
         return min(Fraction(1), fold * delta_at([law.ideal() for law in laws], epsilon - shift, top=top,

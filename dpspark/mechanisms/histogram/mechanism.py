@@ -229,18 +229,19 @@ class DenseHistogram(CountingHistogram):
         """The implemented law of a neighbouring pair, for the ledger's PLD statement (else None).
 
         Only when M is GeoSample (FastSample's public fallback, t* >= N: the two-sided geometric at e^eps~ =
-        p/q clamped to [0, N], exactly, BV Thm 4.7(i)) and a unit moves one key (k = 1). Then every bin but
-        the changed one has the same law on both sides, and the changed one is clamp(x + Z) against
-        clamp(x + e + Z), 0 < e <= c: post-processing of geometric(p/q, c) (log-concave: shift c dominates
-        e). Its one mod-d draw puts every probability within 1 +- 2^-lam (bias 0 when d is a power of two).
+        p/q clamped to [0, N], exactly, BV Thm 4.7(i)). A unit moves at most k keys, each by at most c; every
+        other bin has the same law on both sides, and each changed one is clamp(x + Z) against clamp(x + e + Z),
+        0 < e <= c, with independent noise: post-processing of k copies of geometric(p/q, c) (log-concave:
+        shift c dominates e). Each one mod-d draw puts every probability within 1 +- 2^-lam (bias 0 when d is
+        a power of two).
         """
         from dpspark.noise.geosample import GeoSample
 
-        if not isinstance(self.counting, GeoSample) or self.k != 1:
+        if not isinstance(self.counting, GeoSample):
             return None
         bias = Fraction(0) if is_power_of_two(self.counting.d) else Fraction(1, 1 << self.lam)
         return {"law": "geometric", "base": str(self.counting.exp_eps), "sensitivity": str(self.c),
-                "bias": str(bias)}
+                "bias": str(bias), "copies": str(self.k)}
 
     def histogram(self, data: Any, rng: "RandomSource", progress: Progress) -> HistogramRelease:
         from dpspark.mechanisms.histogram import basic_histogram

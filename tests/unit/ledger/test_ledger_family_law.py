@@ -78,8 +78,8 @@ def test_a_law_with_a_wrong_sensitivity_is_refused(released: Path) -> None:
 
 
 def test_no_law_when_the_noise_is_not_exactly_geometric(tmp_path: Path) -> None:
-    """GeoSample with one key per unit records a law; several keys per unit, or FastSample proper (a large n:
-    no fallback, a mixture that is not a geometric law), record none."""
+    """GeoSample records a law (k keys per unit: k copies); FastSample proper (a large n: no fallback, a mixture
+    that is not a geometric law) records none."""
     from dpspark.api.config import ReleaseSpec
     from dpspark.mechanisms.registry import construct
 
@@ -92,6 +92,13 @@ def test_no_law_when_the_noise_is_not_exactly_geometric(tmp_path: Path) -> None:
     law = mech().noise_law()
     assert law is not None and law["law"] == "geometric" and law["sensitivity"] == "1"
     assert mech(max_rows_per_key=3).noise_law()["sensitivity"] == "3"
-    assert mech(max_keys_per_unit=2).noise_law() is None
+    two = mech(max_keys_per_unit=2)
+    law2 = two.noise_law()
+    assert law2 is not None and law2["copies"] == "2"  # k keys: k independent geometric pairs
+    led = Ledger(tmp_path / "k.sqlite")
+    led.set_total("d", "5", "0")
+    with pytest.raises(ParameterError, match="bigger release than its charge"):  # 3 copies on a charge for 2
+        led.spend("d", "1", 0, "dense", "x", law={**law2, "copies": "3"})
+    led.spend("d", "1", 0, "dense", "x", law=law2)
     big = mech(max_units=10**6)
     assert type(big.counting).__name__ == "FastSample" and big.noise_law() is None

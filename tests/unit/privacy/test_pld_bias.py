@@ -81,3 +81,17 @@ def test_pld_epsilon_with_a_bias_is_the_ideal_one_shifted() -> None:
     assert ideal is not None and biased is not None
     assert biased.epsilon >= ideal.epsilon + Fraction(80, 2**64)
     assert biased.laws == ((_law(Fraction(1, 2**64)).text(), 20),)
+
+
+def test_copies_compose_as_that_many_laws() -> None:
+    """A release of k independent pairs (k keys per unit) states the same as k releases of one pair."""
+    one = _law(Fraction(1, 2**64))
+    three = parse_law({"law": "geometric", "base": "2", "sensitivity": "1", "bias": str(Fraction(1, 2**64)),
+                       "copies": "3"})
+    assert three.copies == 3 and parse_law(three.text()) == three
+    d = Fraction(1, 10**6)
+    a, b = pld_epsilon([three, one], d, Fraction(20)), pld_epsilon([one] * 4, d, Fraction(20))
+    assert a is not None and b is not None and a.epsilon == b.epsilon
+    assert delta_at([three], Fraction(1)) == delta_at([one] * 3, Fraction(1))
+    with pytest.raises(PrivacyError, match="copies"):
+        parse_law({"law": "geometric", "base": "2", "sensitivity": "1", "copies": "0"})
