@@ -704,8 +704,10 @@ class Ledger:
         names = [check_table_name(check_dataset_id(t), ds) for t in tables]
         with self._connect() as conn, self._write(conn):
             have = self._table_map(conn)
-            if ds in have:
-                raise LedgerError(f"{ds!r} is itself a table of dataset {have[ds]!r} in {self.path}")
+            mine = [p for p in parts(ds) if p in have]
+            if mine:
+                raise LedgerError(f"{ds!r} names table {mine[0]!r} of dataset {have[mine[0]]!r} in {self.path}: "
+                                  "a dataset id is not a declared table, nor a join of one")
             for t in names:
                 if have.get(t, ds) != ds:
                     raise LedgerError(f"table {t!r} already belongs to dataset {have[t]!r} in {self.path}; a table "

@@ -58,8 +58,10 @@ def test_a_table_belongs_to_one_dataset_and_has_no_settings_of_its_own(tmp_path:
         led.set_total("orders", "5", "0")
     with pytest.raises(LedgerError, match="belongs to dataset 'shop'"):
         led.set_principal_limit("orders+users", "alice", "5")
-    with pytest.raises(LedgerError, match="itself a table"):
+    with pytest.raises(LedgerError, match="names table 'orders'"):
         led.declare_tables("orders", ["x"])
+    with pytest.raises(LedgerError, match="names table 'orders'"):
+        led.declare_tables("orders+x", ["x"])
     with pytest.raises(ParameterError, match="contains"):
         led.declare_tables("shop", ["a+b"])
     with pytest.raises(ParameterError, match="joins tables of different datasets"):
