@@ -695,7 +695,7 @@ class Ledger:
 
         Refused (nothing changes): a table already in another dataset; a table, or a name joining it, that
         already has a total, a limit, a pinned unit or a spend of its own (that history would escape the
-        dataset's budget); a dataset id that is itself a declared table. Declaring a table again is a no-op.
+        dataset's budget); a dataset id that names a declared table. Declaring a table again is a no-op.
         Returns the whole table -> dataset map.
         """
         ds = check_dataset_id(dataset_id)
