@@ -68,8 +68,22 @@ def _laws(entries: list[Entry]) -> tuple[list[Law], Fraction, tuple[int, int, in
 
 
 def statement(entries: Iterable[Entry], delta: Fraction, *, max_bins: int = MAX_BINS) -> Optional[LedgerStatement]:
-    """The entries' statement at ``delta`` (0 < delta < 1): the smaller of the PLD route and the least of rules."""
+    """The entries' statement at ``delta`` (0 < delta < 1): the smaller of the PLD route and the least of rules.
+
+    With recorded laws, also the same without them (each entry by its charge) when that is smaller: a law's
+    irrational losses are rounded up to the grid, which over many releases can cost more than the law saves
+    (both routes state the same fixed-parameter sequence, so the smaller holds)."""
     es = list(entries)
+    with_laws = _statement(es, delta, max_bins)
+    if not any(e.law is not None for e in es):
+        return with_laws
+    charged = _statement([Entry(e.epsilon, e.delta, e.rho, None) for e in es], delta, max_bins)
+    if with_laws is None or (charged is not None and charged.epsilon < with_laws.epsilon):
+        return charged
+    return with_laws
+
+
+def _statement(es: list[Entry], delta: Fraction, max_bins: int) -> Optional[LedgerStatement]:
     laws, rho, counts = _laws(es)
     rules = compose_entries(es, delta)
     pld: Optional[PLDStatement] = None

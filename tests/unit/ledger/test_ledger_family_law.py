@@ -102,3 +102,18 @@ def test_no_law_when_the_noise_is_not_exactly_geometric(tmp_path: Path) -> None:
     led.spend("d", "1", 0, "dense", "x", law=law2)
     big = mech(max_units=10**6)
     assert type(big.counting).__name__ == "FastSample" and big.noise_law() is None
+
+
+def test_a_recorded_law_never_states_more_than_the_charges() -> None:
+    """1000 geometric laws at base 13/8 on the CLI's coarse grid: the irrational losses rounded up cost more
+    than the law saves, so the statement falls back to the charges (randomized response), never above them."""
+    from dpspark.ledger.pld_statement import DISPLAY_BINS, statement
+    from dpspark.privacy.mixed_composition import Entry
+
+    law = json.dumps({"law": "geometric", "base": "13/8", "sensitivity": "1"})
+    d = Fraction(1, 10**9)
+    for n in (100, 1000):
+        with_law = statement([Entry(Fraction(1, 2), Fraction(0), None, law)] * n, d, max_bins=DISPLAY_BINS)
+        charged = statement([Entry(Fraction(1, 2), Fraction(0), None, None)] * n, d, max_bins=DISPLAY_BINS)
+        assert with_law is not None and charged is not None and with_law.epsilon <= charged.epsilon
+    assert with_law.with_law == 0  # n = 1000: the charges' route was the smaller one
