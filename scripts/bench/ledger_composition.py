@@ -14,7 +14,7 @@ delta, its epsilon the certified CKS20 conversion of the same rho at that share)
 (:func:`dpspark.privacy.mixed_composition.compose_entries`, the function the ledger runs); the ratio new /
 main at 1e-9; the PLD statement (:func:`dpspark.privacy.pld.pld_epsilon`): pure releases as randomized response,
 (eps, delta) releases as their worst-case pair, and the zCDP releases by the law of the *ideal* discrete Gaussian
-N_Z(0, 1002) (rho = 1/2004 <= their rho) - what PLD gives when a Gaussian family records its law (none does yet;
+N_Z(0, 1002) (rho = 1/2004 <= their rho) - what PLD gives when a Gaussian family records its law (no Gaussian family does:
 without a law the ledger composes them by the zCDP rule). Also the time of one ``Ledger.check_spend`` on a real
 SQLite ledger (zcdp filter) holding the N entries. PLD and the zCDP rule are statements for parameters fixed in
 advance; admission is the filter (docs/accounting.md).
