@@ -60,12 +60,35 @@ class Charge:
         """The charge of ``spec`` against an optional session ``budget`` (and the spec's ledger)."""
         return cls(budget, None if budget is None else statement_for(spec), principal)
 
+    def statement_of(self, plan: "Plan | None") -> Any:
+        """What the session budget pays: the release's stated rho when the budget is in rho and the built
+        mechanism states rho-zCDP (:func:`dpspark.ledger.statement.spend_rho`, as the ledger records it: a
+        zCDP filter, docs/accounting.md), else the configured (epsilon, delta) (a basic filter)."""
+        from dpspark.privacy.measures import ZCDP
+
+        if plan is None or self.budget is None or not isinstance(self.budget.total, ZCDP):
+            return self.statement
+        from dpspark.ledger.statement import spend_rho
+        from dpspark.privacy import AddRemove, PrivacyStatement
+
+        rho = spend_rho(plan.spec, plan.mechanism)
+        if rho is None:
+            return self.statement
+        return PrivacyStatement(ZCDP(rho), AddRemove(plan.spec.max_units),
+                                f"{plan.spec.mechanism}: its stated rho-zCDP")
+
     def check(self, plan: "Plan | None" = None) -> None:
         """Refuse, spending nothing, when the session budget cannot pay the statement, or (given ``plan``)
-        when the ledger would refuse this release for this principal."""
-        if self.budget is not None and not self.budget.can_spend(self.statement):
+        when the ledger would refuse this release for this principal. Before the plan, a budget in rho is
+        checked only for a pure release (a release's rho is known from its built mechanism)."""
+        from dpspark.privacy.measures import ZCDP
+
+        statement = self.statement_of(plan)
+        early_rho = plan is None and self.budget is not None and isinstance(self.budget.total, ZCDP)
+        if self.budget is not None and not (early_rho and not statement.pure) \
+                and not self.budget.can_spend(statement):
             raise SessionBudgetExceeded(
-                f"this release ({self.statement.measure.text()}) exceeds the session budget left: "
+                f"this release ({statement.measure.text()}) exceeds the session budget left: "
                 f"{self.budget.remaining.text()}; nothing was read and nothing was spent")
         if plan is not None:
             check_ledger_charge(plan.spec, plan.mechanism, self.principal)
@@ -78,7 +101,7 @@ class Charge:
         self.check(plan)
         spent = spend_budget(plan.spec, plan.mechanism, self.principal)
         if self.budget is not None:
-            self.budget.spend(self.statement)  # never refunded
+            self.budget.spend(self.statement_of(plan))  # never refunded
         return spent
 
 

@@ -88,13 +88,14 @@ def spend_budget(cfg: "ReleaseSpec", mech: Any = None, principal: str | None = N
     """Commit the release's charge to the ledger before any data is read; None without [budget].
 
     The entry records the configured (epsilon, delta), the release's exact rho when ``mech`` states rho-zCDP
-    (:func:`dpspark.ledger.statement.spend_rho`), the principal (``principal``, else $DPSPARK_PRINCIPAL) and a
+    (:func:`dpspark.ledger.statement.spend_rho`), its noise law when ``mech`` states one exactly
+    (:func:`dpspark.ledger.statement.spend_law`), the principal (``principal``, else $DPSPARK_PRINCIPAL) and a
     fresh 128-bit release id from the system CSPRNG, which the manifest states (``dpspark verify --ledger``).
     """
     if cfg.budget is None:
         return None
     from dpspark.ledger import Ledger, resolve_principal
-    from dpspark.ledger.statement import spend_rho
+    from dpspark.ledger.statement import spend_law, spend_rho
     from dpspark.rng import SystemRandom
 
     ledger = Ledger(cfg.budget.ledger)
@@ -105,6 +106,7 @@ def spend_budget(cfg: "ReleaseSpec", mech: Any = None, principal: str | None = N
         unit=cfg.unit_column, config_total_epsilon=cfg.budget.total_epsilon,
         config_total_delta=cfg.budget.total_delta, max_units=cfg.max_units, rho=spend_rho(cfg, mech),
         principal=resolve_principal(principal), release_id=f"{SystemRandom().bits(128):032x}",
+        law=spend_law(mech),  # the implemented noise law, when the family states it exactly (PLD statement)
     )
     return ledger, record
 

@@ -7,6 +7,10 @@ under - and records its rho when it is zCDP. A release without such a statement 
 (epsilon, delta), as before. The rho is recorded only when its certified CKS20 conversion lies within the
 configured (epsilon, delta), so the entry is never worse than the charge it replaces; ``dpspark verify
 --ledger`` checks the written release against it.
+
+A mechanism whose implemented noise law is known exactly states it with ``noise_law()`` (a JSON-ready mapping,
+:func:`dpspark.privacy.pld.parse_law`; None or absent: no law), and the spend records it for the PLD
+statement (:func:`spend_law`); the ledger checks it is no worse than the charge (``check_law``).
 """
 
 from __future__ import annotations
@@ -45,3 +49,12 @@ def spend_rho(spec: Any, mech: Any) -> Optional[Fraction]:
     if rho <= 0 or converted_upper(rho, Fraction(spec.delta)) > Fraction(spec.epsilon):
         return None
     return rho
+
+
+def spend_law(mech: Any) -> Optional[str]:
+    """The noise law a spend of ``mech`` records (its ``noise_law()``, as stored text), or None."""
+    from dpspark.privacy.pld import parse_law
+
+    make = getattr(mech, "noise_law", None)
+    law = make() if callable(make) else None
+    return None if law is None else parse_law(law).text()

@@ -10,10 +10,11 @@ is marked ``failed`` and still counts.
 
 Each row also records the release's exact statement: its rho when the release states rho-zCDP under
 add/remove (``spend(..., rho=...)``), else its charged (epsilon, delta) (pure when delta = 0). What the rows
-have spent is composed by :mod:`dpspark.ledger.compose`: against a total in (epsilon, delta), the tightest of
-basic composition and the mixed composition (zCDP entries summed in rho and converted once by CKS20,
-certified upward); against a total in rho, the exact sum of rho (pure entries as eps^2/2). A spend is
-allowed iff the composition with it stays within the total (:mod:`dpspark.privacy.mixed_composition`).
+have spent is charged to a privacy filter fixed when the total is declared (:mod:`dpspark.ledger.compose`):
+an (epsilon, delta) total is a basic filter (the default, and every total stored by schema <= 4) or a zcdp
+filter (a rho part the total converts to by CKS20, certified, plus a declared (epsilon, delta) share); a rho
+total is a zCDP filter (the exact sum of rho, pure entries as eps^2/2). A spend is allowed iff the filter,
+charged with it, stays within its parts: valid for adaptively chosen releases (docs/accounting.md).
 Rows written by an older dpspark (no rho) stay (epsilon, delta) entries.
 
 Each row may name a principal (an analyst: :mod:`dpspark.ledger.principal`); a principal's limit sits under
@@ -57,7 +58,18 @@ from typing import Any
 
 from dpspark.errors import ParameterError
 from dpspark.exact import RationalLike, parse_rational
-from dpspark.ledger.compose import REFRESH_WINDOWS, Budget, refusal, rho_total, spent, window_start
+from dpspark.ledger.compose import (
+    FILTER_RULES,
+    REFRESH_WINDOWS,
+    Budget,
+    entry_rho,
+    left as _filter_left,
+    refusal,
+    rho_total,
+    spent,
+    window_start,
+)
+from dpspark.ledger.tables import check_table_name, parts, resolve_dataset
 from dpspark.ledger.principal import check_principal
 from dpspark.privacy.mixed_composition import Entry, converted_upper
 from dpspark.ledger.errors import (
@@ -69,10 +81,12 @@ from dpspark.ledger.errors import (
     UnitMismatch,
 )
 
-SCHEMA_ID = "dpspark-budget-ledger/4"
+SCHEMA_ID = "dpspark-budget-ledger/5"
 #: schema 1 had no units table, schema 2 no pinned n, schema 3 no rho, principal, release id, rho totals,
 #: per-query limits or refresh; a writable open migrates them (pins nothing, every old row stays (epsilon, delta))
-OLD_SCHEMA_IDS = ("dpspark-budget-ledger/1", "dpspark-budget-ledger/2", "dpspark-budget-ledger/3")
+#: schema 4 had no filter rule per total (rule, share) and no noise law per row (law): its totals stay basic
+OLD_SCHEMA_IDS = ("dpspark-budget-ledger/1", "dpspark-budget-ledger/2", "dpspark-budget-ledger/3",
+                  "dpspark-budget-ledger/4")
 ROW_UNIT = "row"
 _UNITS_TABLE = """
 CREATE TABLE IF NOT EXISTS units (
@@ -89,12 +103,23 @@ CREATE TABLE IF NOT EXISTS principal_limits (
     delta_total TEXT NOT NULL,
     rho_total TEXT,
     updated_at TEXT NOT NULL,
+    rule TEXT,
+    share_epsilon TEXT,
+    share_delta TEXT,
     PRIMARY KEY (dataset_id, principal)
+)"""
+#: tables -> dataset (dpspark.ledger.tables): a table belongs to at most one dataset (the primary key)
+_TABLES_TABLE = """
+CREATE TABLE IF NOT EXISTS dataset_tables (
+    table_name TEXT PRIMARY KEY,
+    dataset_id TEXT NOT NULL,
+    declared_at TEXT NOT NULL
 )"""
 #: columns added by schema 4 (table -> TEXT columns); older ledgers gain them on a writable open
 _NEW_COLUMNS = {
-    "budgets": ("rho_total", "query_epsilon", "query_delta", "query_rho", "refresh"),
-    "releases": ("rho", "principal", "release_id"),
+    "budgets": ("rho_total", "query_epsilon", "query_delta", "query_rho", "refresh", "rule", "share_epsilon",
+                "share_delta"),
+    "releases": ("rho", "principal", "release_id", "law"),
 }
 RELEASE_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -118,7 +143,10 @@ CREATE TABLE budgets (
     query_epsilon TEXT,
     query_delta TEXT,
     query_rho TEXT,
-    refresh TEXT
+    refresh TEXT,
+    rule TEXT,
+    share_epsilon TEXT,
+    share_delta TEXT
 );
 CREATE TABLE releases (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -132,11 +160,12 @@ CREATE TABLE releases (
     finished_at TEXT,
     rho TEXT,
     principal TEXT,
-    release_id TEXT
+    release_id TEXT,
+    law TEXT
 );
 CREATE INDEX releases_by_dataset ON releases (dataset_id, id);
 CREATE UNIQUE INDEX releases_by_release_id ON releases (release_id);
-""" + _UNITS_TABLE + ";\n" + _LIMITS_TABLE + ";\n"
+""" + _UNITS_TABLE + ";\n" + _LIMITS_TABLE + ";\n" + _TABLES_TABLE + ";\n"
 
 
 @dataclass(frozen=True)
@@ -155,11 +184,12 @@ class SpendRecord:
     rho: Fraction | None = None  # the release's exact zCDP statement, when it has one
     principal: str | None = None
     release_id: str | None = None  # the id its manifest states (32 hex digits); None on older rows
+    law: str | None = None  # the release's noise law (JSON, dpspark.privacy.pld), when it stated one
 
     @property
     def entry(self) -> Entry:
         """The row as the composition sees it."""
-        return Entry(self.epsilon, self.delta, self.rho)
+        return Entry(self.epsilon, self.delta, self.rho, self.law)
 
 
 @dataclass(frozen=True)
@@ -184,11 +214,12 @@ class LedgerSummary:
     remaining: Budget | None  # None when no total is configured; may be negative if the total was lowered
     releases: tuple[SpendRecord, ...]
     unit: str | None = None  # the pinned privacy unit ("row" or "column:NAME"); None before the first spend
-    rule: str = "basic"  # the composition rule that gave ``spent`` (see dpspark.privacy.mixed_composition)
+    rule: str = "basic"  # the admission filter that gave ``spent`` (basic or zcdp: dpspark.ledger.compose)
     principals: tuple[PrincipalSummary, ...] = ()
     query_limit: Budget | None = None
     refresh: str | None = None
     window_start: str | None = None  # the current refresh window's start; rows before it do not count
+    tables: tuple[str, ...] = ()  # the tables declared in this dataset (dpspark.ledger.tables)
 
 
 def unit_key(unit_column: str | None) -> str:
@@ -240,36 +271,110 @@ def _parse_fraction(text: str) -> Fraction:
     return Fraction(text)
 
 
-def _declared(epsilon: RationalLike | None, delta: RationalLike, rho: RationalLike | None, what: str) -> Budget:
-    """A declared total or limit: exactly one of epsilon and rho (delta: the total delta, or rho's display delta)."""
+def _declared(epsilon: RationalLike | None, delta: RationalLike, rho: RationalLike | None, what: str,
+              rule: str | None = None, share: tuple[RationalLike, RationalLike] | None = None) -> Budget:
+    """A declared total or limit: exactly one of epsilon and rho (delta: the total delta, or rho's display delta).
+
+    ``rule`` (an (epsilon, delta) total's filter, :mod:`dpspark.ledger.compose`): ``basic`` (default) or
+    ``zcdp``; ``share``: with ``zcdp``, the (epsilon, delta) kept for releases composed basically."""
     if (epsilon is None) == (rho is None):
         raise ParameterError(f"a {what} is declared in epsilon (with delta) or in rho, exactly one of them")
     d = _amount(delta, f"{what} delta", below_one=True)
+    if rule is not None and rule not in FILTER_RULES:
+        raise ParameterError(f"a {what}'s rule is one of {', '.join(FILTER_RULES)}, got {rule!r}")
     if rho is not None:
+        if rule == "basic" or share is not None:
+            raise ParameterError(f"a {what} in rho is a zCDP filter: it takes no rule 'basic' and no share")
         return rho_total(_amount(rho, f"{what} rho"), d)
-    return Budget(_amount(epsilon, f"{what} epsilon"), d)
+    eps = _amount(epsilon, f"{what} epsilon")
+    if share is not None and rule != "zcdp":
+        raise ParameterError(f"a share of the {what} needs rule 'zcdp'")
+    if rule != "zcdp":
+        return Budget(eps, d)
+    se, sd = (_amount(share[0], f"{what} share epsilon"), _amount(share[1], f"{what} share delta", below_one=True)) \
+        if share is not None else (Fraction(0), Fraction(0))
+    if se > eps or sd >= d:
+        raise ParameterError(f"a zcdp {what}'s share ({se}, {sd}) must leave epsilon >= 0 and delta > 0 of the "
+                             f"{what} ({eps}, {d}) for its rho part (a zcdp filter needs delta > 0)")
+    return Budget(eps, d, None, "zcdp", (se, sd))
 
 
 def total_from(obj: Any) -> Budget:
     """A total from ``{"epsilon": ..., "delta": ...}`` or ``{"rho": ...[, "delta": display delta]}`` (exact values)."""
-    if not isinstance(obj, Mapping) or not obj or not set(obj) <= {"epsilon", "delta", "rho"}:
-        raise ParameterError('a total is {"epsilon": ..., "delta": ...} or {"rho": ...}, exact strings or Fractions')
-    return _declared(obj.get("epsilon"), obj.get("delta", 0), obj.get("rho"), "total")
+    if not isinstance(obj, Mapping) or not obj or not set(obj) <= {"epsilon", "delta", "rho", "rule", "share"}:
+        raise ParameterError('a total is {"epsilon": ..., "delta": ...[, "rule": "basic"|"zcdp", "share": [eps, '
+                             'delta]]} or {"rho": ...}, exact strings or Fractions')
+    share = obj.get("share")
+    if share is not None and (not isinstance(share, (list, tuple)) or len(share) != 2):
+        raise ParameterError('a total\'s "share" is [epsilon, delta]')
+    return _declared(obj.get("epsilon"), obj.get("delta", 0), obj.get("rho"), "total", obj.get("rule"),
+                     None if share is None else (share[0], share[1]))
 
 
 def _raises(old: Budget, new: Budget) -> bool:
     """Whether ``new`` raises ``old`` (or changes its form, which is not comparable)."""
-    if (old.rho is None) != (new.rho is None):
+    if (old.rho is None) != (new.rho is None) or (old.rule, old.share) != (new.rule, new.share):
         return True
     if new.rho is not None:
         return new.rho > old.rho  # type: ignore[operator]
     return new.epsilon > old.epsilon or new.delta > old.delta
 
 
+def check_law(law: Any, eps: Fraction, delta: Fraction, rho: Fraction | None) -> str:
+    """The law's stored text, after checking it is no worse than the charge (the PLD statement may use the law
+    in place of the charge, so a law must not describe a bigger release): pure eps' <= eps; approx within
+    (eps, delta); geometric Delta ln(base) <= eps (certified); discrete Gaussian Delta^2 / (2 sigma2) <= rho
+    (or, without rho, its CKS20 conversion within (eps, delta > 0)); a law's bias a adds 4a to its epsilon
+    and a factor 1 + 2a to its delta."""
+    from dpspark.privacy.errors import PrivacyError
+    from dpspark.privacy.pld import parse_law
+
+    try:
+        got = parse_law(law)
+    except PrivacyError as err:
+        raise ParameterError(f"noise law: {err}") from None
+    p = got.params
+    # a law with bias a: its implemented pair is within (1 +- a) of the law's, so its loss is at most the law's
+    # plus ln((1 + a)/(1 - a)) <= 4a, and its delta at most (1 + 2a) times (dpspark.privacy.pld.bias_fold)
+    # (copies k: k independent pairs, so k times the loss, the delta and the rho: basic composition)
+    k = got.copies
+    slack, grow = 4 * got.bias, 1 + 2 * got.bias
+    if got.kind == "pure":
+        ok = k * (p[0] + slack) <= eps
+    elif got.kind == "approx":
+        ok = k * (p[0] + slack) <= eps and k * grow * p[1] <= delta
+    elif got.kind == "geometric":
+        import flint
+
+        with flint.ctx.workprec(128):
+            up = (k * int(p[1]) * flint.arb(flint.fmpq(p[0].numerator, p[0].denominator)).log()).upper()
+            ok = bool(up + k * flint.arb(flint.fmpq(slack.numerator, slack.denominator))
+                      <= flint.arb(flint.fmpq(eps.numerator, eps.denominator)))
+    elif got.bias:
+        raise ParameterError(f"the noise law {got.text()}: a discrete Gaussian with a bias has no checked rho")
+    else:
+        zr = k * p[1] * p[1] / (2 * p[0])
+        ok = zr <= rho if rho is not None else (0 < delta < 1 and converted_upper(zr, delta) <= eps)
+    if not ok:
+        raise ParameterError(f"the noise law {got.text()} describes a bigger release than its charge (epsilon = "
+                             f"{eps}, delta = {delta}" + (f", rho = {rho}" if rho is not None else "") + ")")
+    return got.text()
+
+
+def _rule_columns(b: Budget) -> tuple[str | None, str | None, str | None]:
+    """The stored (rule, share_epsilon, share_delta) of a total or limit: NULLs for basic and rho."""
+    if b.rho is None and b.rule == "zcdp":
+        return "zcdp", str(b.share[0]), str(b.share[1])
+    return None, None, None
+
+
 def _flags(total: Budget) -> str:
     if total.rho is not None:
         return f"--total-rho {total.rho}" + (f" --delta-total {total.delta}" if total.delta else "")
-    return f"--total {total.epsilon} --delta-total {total.delta}"
+    flags = f"--total {total.epsilon} --delta-total {total.delta}"
+    if total.rule == "zcdp":
+        flags += f" --rule zcdp --share-epsilon {total.share[0]} --share-delta {total.share[1]}"
+    return flags
 
 
 def _entry_words(e: Entry) -> str:
@@ -297,7 +402,8 @@ def _exceeded_amounts(entries: list[Entry], new: Entry, total: Budget) -> dict[s
     left = _left(total, spent(entries, total))
     assert left is not None
     if total.rho is not None:
-        rho = new.rho if new.rho is not None else new.epsilon * new.epsilon / 2
+        rho = entry_rho(new)
+        rho = rho if rho is not None else Fraction(0)
         return {"requested": (rho,), "remaining": (max(left.rho or Fraction(0), Fraction(0)),), "total": (total.rho,)}
     zero = Fraction(0)
     return {"requested": (new.epsilon, new.delta), "remaining": (max(left.epsilon, zero), max(left.delta, zero)),
@@ -308,11 +414,7 @@ def _left(total: Budget | None, got: Any) -> Budget | None:
     """What is left of ``total`` after the composition ``got`` (negative parts: overspent)."""
     if total is None:
         return None
-    if total.rho is not None:
-        rho = got.budget.rho if got.rule == "zcdp" else None
-        return Budget(Fraction(0), Fraction(0), total.rho - rho if rho is not None else -total.rho)
-    spent_delta = got.composed.parts.delta if got.composed is not None else got.budget.delta
-    return Budget(total.epsilon - got.budget.epsilon, total.delta - spent_delta)
+    return _filter_left(total, got)
 
 
 class Ledger:
@@ -405,6 +507,8 @@ class Ledger:
             raise LedgerUnreadable(
                 f"budget ledger {self.path} has schema {row[0] if row else None!r}, expected {SCHEMA_ID!r}"
             )
+        if not self.read_only and "dataset_tables" not in self._tables(conn):
+            conn.execute(_TABLES_TABLE)  # a schema-5 ledger written before the table map (one statement: atomic)
 
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> None:
@@ -419,6 +523,11 @@ class Ledger:
                     conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} TEXT")
         conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS releases_by_release_id ON releases (release_id)")
         conn.execute(_LIMITS_TABLE)
+        conn.execute(_TABLES_TABLE)
+        have = Ledger._columns(conn, "principal_limits")  # schema 4: no rule per limit
+        for name in ("rule", "share_epsilon", "share_delta"):
+            if name not in have:
+                conn.execute(f"ALTER TABLE principal_limits ADD COLUMN {name} TEXT")
         conn.execute("UPDATE meta SET value = ? WHERE key = 'schema'", (SCHEMA_ID,))
 
     @staticmethod
@@ -451,7 +560,7 @@ class Ledger:
         return None if text is None else self._stored_fraction(text, what)
 
     def _record(self, row: tuple[Any, ...]) -> SpendRecord:
-        rid, ds, eps, delta, mech, path, created, status, finished, rho, principal, release_id = row
+        rid, ds, eps, delta, mech, path, created, status, finished, rho, principal, release_id, law = row
         if status not in STATUSES:
             raise LedgerUnreadable(f"budget ledger {self.path} holds an unknown status {status!r} (row {rid})")
         if release_id is not None and not (isinstance(release_id, str) and RELEASE_ID.match(release_id)):
@@ -469,10 +578,11 @@ class Ledger:
             rho=self._optional_fraction(rho, f"rho (row {rid})"),
             principal=principal,
             release_id=release_id,
+            law=law,
         )
 
     _BUDGET_COLUMNS = ("epsilon_total", "delta_total", "rho_total", "query_epsilon", "query_delta", "query_rho",
-                       "refresh")
+                       "refresh", "rule", "share_epsilon", "share_delta")
 
     def _budget_row(self, conn: sqlite3.Connection, dataset_id: str) -> tuple[Any, ...] | None:
         cols = self._select(conn, "budgets", self._BUDGET_COLUMNS)
@@ -482,13 +592,21 @@ class Ledger:
         row = self._budget_row(conn, dataset_id)
         if row is None:
             return None
-        return self._stored_total(row[0], row[1], row[2], f"total of {dataset_id!r}")
+        return self._stored_total(row[0], row[1], row[2], f"total of {dataset_id!r}", row[7], row[8], row[9])
 
-    def _stored_total(self, eps: Any, delta: Any, rho: Any, what: str) -> Budget:
+    def _stored_total(self, eps: Any, delta: Any, rho: Any, what: str, rule: Any = None, share_eps: Any = None,
+                      share_delta: Any = None) -> Budget:
+        """A stored total or limit; no rule (every total stored before filters, schema <= 4) is ``basic``."""
         d = self._stored_fraction(delta, f"{what} (delta)")
         if rho is not None:
             return rho_total(self._stored_fraction(rho, f"{what} (rho)"), d)
-        return Budget(self._stored_fraction(eps, f"{what} (epsilon)"), d)
+        eps_v = self._stored_fraction(eps, f"{what} (epsilon)")
+        if rule is None or rule == "basic":
+            return Budget(eps_v, d)
+        if rule != "zcdp":
+            raise LedgerUnreadable(f"budget ledger {self.path} holds an unknown rule {rule!r} for the {what}")
+        return Budget(eps_v, d, None, "zcdp", (self._stored_fraction(share_eps or "0", f"{what} (share epsilon)"),
+                                               self._stored_fraction(share_delta or "0", f"{what} (share delta)")))
 
     def _query_limit(self, conn: sqlite3.Connection, dataset_id: str) -> Budget | None:
         row = self._budget_row(conn, dataset_id)
@@ -510,9 +628,12 @@ class Ledger:
     def _limits(self, conn: sqlite3.Connection, dataset_id: str) -> dict[str, Budget]:
         if "principal_limits" not in self._tables(conn):
             return {}
-        rows = conn.execute("SELECT principal, epsilon_total, delta_total, rho_total FROM principal_limits "
-                            "WHERE dataset_id = ? ORDER BY principal", (dataset_id,)).fetchall()
-        return {p: self._stored_total(e, d, r, f"limit of principal {p!r}") for p, e, d, r in rows}
+        cols = self._select(conn, "principal_limits", ("principal", "epsilon_total", "delta_total", "rho_total",
+                                                           "rule", "share_epsilon", "share_delta"))
+        rows = conn.execute(f"SELECT {cols} FROM principal_limits WHERE dataset_id = ? ORDER BY principal",
+                            (dataset_id,)).fetchall()
+        return {p: self._stored_total(e, d, r, f"limit of principal {p!r}", ru, se, sd)
+                for p, e, d, r, ru, se, sd in rows}
 
     def _unit(self, conn: sqlite3.Connection, dataset_id: str) -> str | None:
         if "units" not in self._tables(conn):  # a schema-1 ledger opened read-only
@@ -538,7 +659,7 @@ class Ledger:
         return int(row[0])
 
     _RELEASE_COLUMNS = ("id", "dataset_id", "epsilon", "delta", "mechanism", "release_path", "created_at", "status",
-                        "finished_at", "rho", "principal", "release_id")
+                        "finished_at", "rho", "principal", "release_id", "law")
 
     def _records(self, conn: sqlite3.Connection, dataset_id: str) -> list[SpendRecord]:
         cols = self._select(conn, "releases", self._RELEASE_COLUMNS)
@@ -550,6 +671,73 @@ class Ledger:
         records = self._records(conn, dataset_id)
         start = window_start(self._refresh(conn, dataset_id))
         return records if start is None else [r for r in records if r.created_at >= start]
+
+    def _table_map(self, conn: sqlite3.Connection) -> dict[str, str]:
+        if "dataset_tables" not in self._tables(conn):  # an older ledger opened read-only
+            return {}
+        return dict(conn.execute("SELECT table_name, dataset_id FROM dataset_tables").fetchall())
+
+    def _resolve(self, conn: sqlite3.Connection, ds: str) -> str:
+        """The dataset a charge to ``ds`` goes to (:func:`dpspark.ledger.tables.resolve_dataset`)."""
+        return resolve_dataset(ds, self._table_map(conn))
+
+    def _settable(self, conn: sqlite3.Connection, ds: str) -> str:
+        """``ds`` for a curator's setting; a declared table (or a join of them) has no settings of its own."""
+        owner = self._resolve(conn, ds)
+        if owner != ds:
+            raise LedgerError(f"{ds!r} belongs to dataset {owner!r} in {self.path}: set {owner!r}'s budget "
+                              f"(`dpspark budget {owner} ...`)")
+        return ds
+
+    def declare_tables(self, dataset_id: str, tables: list[str]) -> dict[str, str]:
+        """Declare that ``tables`` belong to ``dataset_id`` (the curator's act): from now on a charge to one of
+        them, or to a '+'-joined set of them, is charged to ``dataset_id`` (:mod:`dpspark.ledger.tables`).
+
+        Refused (nothing changes): a table already in another dataset; a table, or a name joining it, that
+        already has a total, a limit, a pinned unit or a spend of its own (that history would escape the
+        dataset's budget); a dataset id that names a declared table. Declaring a table again is a no-op.
+        Returns the whole table -> dataset map.
+        """
+        ds = check_dataset_id(dataset_id)
+        if not tables:
+            raise ParameterError("declare at least one table")
+        names = [check_table_name(check_dataset_id(t), ds) for t in tables]
+        with self._connect() as conn, self._write(conn):
+            have = self._table_map(conn)
+            mine = [p for p in parts(ds) if p in have]
+            if mine:
+                raise LedgerError(f"{ds!r} names table {mine[0]!r} of dataset {have[mine[0]]!r} in {self.path}: "
+                                  "a dataset id is not a declared table, nor a join of one")
+            for t in names:
+                if have.get(t, ds) != ds:
+                    raise LedgerError(f"table {t!r} already belongs to dataset {have[t]!r} in {self.path}; a table "
+                                      "belongs to at most one dataset")
+            fresh = [t for t in names if t not in have]
+            used = {r[0] for r in conn.execute(
+                "SELECT dataset_id FROM budgets UNION SELECT dataset_id FROM releases UNION "
+                "SELECT dataset_id FROM units UNION SELECT dataset_id FROM principal_limits")}
+            for other in sorted(used - {ds}):
+                hit = [t for t in fresh if t in parts(other)]
+                if hit:
+                    raise LedgerError(
+                        f"{other!r} already has a budget, unit or spend of its own in {self.path}, and it names "
+                        f"table {hit[0]!r}: its history would escape dataset {ds!r}'s budget. Nothing was declared.")
+            when = _now()
+            for t in fresh:
+                conn.execute("INSERT INTO dataset_tables (table_name, dataset_id, declared_at) VALUES (?, ?, ?)",
+                             (t, ds, when))
+            return self._table_map(conn)
+
+    def table_map(self) -> dict[str, str]:
+        """Every declared table and its dataset."""
+        with self._connect() as conn:
+            return self._table_map(conn)
+
+    def dataset_of(self, dataset_id: str) -> str:
+        """The dataset a charge to ``dataset_id`` goes to (itself unless it names declared tables)."""
+        ds = check_dataset_id(dataset_id)
+        with self._connect() as conn:
+            return self._resolve(conn, ds)
 
     @staticmethod
     def _compose(records: list[SpendRecord]) -> Budget:
@@ -565,6 +753,8 @@ class Ledger:
         delta_total: RationalLike = 0,
         *,
         rho_total: RationalLike | None = None,
+        rule: str | None = None,
+        share: tuple[RationalLike, RationalLike] | None = None,
         allow_increase: bool = False,
     ) -> Budget:
         """Set or change the dataset's total budget (exact): the operator's explicit act.
@@ -574,10 +764,14 @@ class Ledger:
         Raising an existing total, or changing its form, needs ``allow_increase``; lowering is allowed
         (even below what is spent: every spend is then refused). Setting the same total again is a no-op.
         A release config's totals never come here: :meth:`spend` checks them. Returns the total now in force.
+        ``rule``: the (epsilon, delta) total's admission filter, ``basic`` (default) or ``zcdp`` with an optional
+        ``share`` (epsilon, delta) for releases composed basically (:mod:`dpspark.ledger.compose`); changing
+        the rule or share changes the total's form.
         """
         ds = check_dataset_id(dataset_id)
-        new = _declared(epsilon_total, delta_total, rho_total, "total")
+        new = _declared(epsilon_total, delta_total, rho_total, "total", rule, share)
         with self._connect() as conn, self._write(conn):
+            self._settable(conn, ds)
             old = self._total(conn, ds)
             if old is not None and _raises(old, new) and not allow_increase:
                 raise LedgerError(
@@ -593,10 +787,13 @@ class Ledger:
     def _put_total(conn: sqlite3.Connection, ds: str, total: Budget, when: str) -> None:
         eps = None if total.rho is not None else str(total.epsilon)
         conn.execute(
-            "INSERT INTO budgets (dataset_id, epsilon_total, delta_total, rho_total, updated_at) "
-            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (dataset_id) DO UPDATE SET epsilon_total = excluded.epsilon_total, "
-            "delta_total = excluded.delta_total, rho_total = excluded.rho_total, updated_at = excluded.updated_at",
-            (ds, "0" if eps is None else eps, str(total.delta), None if total.rho is None else str(total.rho), when),
+            "INSERT INTO budgets (dataset_id, epsilon_total, delta_total, rho_total, updated_at, rule, share_epsilon, "
+            "share_delta) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dataset_id) DO UPDATE SET "
+            "epsilon_total = excluded.epsilon_total, delta_total = excluded.delta_total, "
+            "rho_total = excluded.rho_total, updated_at = excluded.updated_at, rule = excluded.rule, "
+            "share_epsilon = excluded.share_epsilon, share_delta = excluded.share_delta",
+            (ds, "0" if eps is None else eps, str(total.delta), None if total.rho is None else str(total.rho), when,
+             *_rule_columns(total)),
         )
 
     def declare_total(self, dataset_id: str, total: Budget) -> None:
@@ -606,11 +803,14 @@ class Ledger:
         """
         ds = check_dataset_id(dataset_id)
         with self._connect() as conn, self._write(conn):
+            ds = self._resolve(conn, ds)
             old = self._total(conn, ds)
             if old is None:
                 self._put_total(conn, ds, total, _now())
-            elif (old.rho, old.delta if old.rho is None else None, old.epsilon if old.rho is None else None) != (
-                    total.rho, total.delta if total.rho is None else None, total.epsilon if total.rho is None else None):
+            elif (old.rho, old.delta if old.rho is None else None, old.epsilon if old.rho is None else None,
+                  old.rule, old.share) != (
+                    total.rho, total.delta if total.rho is None else None, total.epsilon if total.rho is None else None,
+                    total.rule, total.share):
                 raise TotalMismatch(
                     f"dataset {ds!r}: the session names the total {total} but the ledger's total is {old} "
                     f"({self.path}). A session never changes a total; change it explicitly with `dpspark budget "
@@ -624,29 +824,36 @@ class Ledger:
         delta: RationalLike = 0,
         *,
         rho: RationalLike | None = None,
+        rule: str | None = None,
+        share: tuple[RationalLike, RationalLike] | None = None,
         allow_increase: bool = False,
     ) -> Budget:
         """Set a principal's limit under the dataset's total, in (epsilon, delta) or in rho (the operator's act).
+
+        ``rule`` / ``share``: the limit's own filter, as for :meth:`set_total` (basic by default).
 
         Once a dataset has a principal limit, every spend on it must name a principal that has one.
         Raising a limit (or changing its form) needs ``allow_increase``.
         """
         ds = check_dataset_id(dataset_id)
         who = check_principal(principal)
-        new = _declared(epsilon, delta, rho, "limit")
+        new = _declared(epsilon, delta, rho, "limit", rule, share)
         with self._connect() as conn, self._write(conn):
+            self._settable(conn, ds)
             old = self._limits(conn, ds).get(who)
             if old is not None and _raises(old, new) and not allow_increase:
                 raise LedgerError(
                     f"principal {who!r} already has a limit of {old} on dataset {ds!r}; raising it is an explicit "
                     f"operator decision: add --allow-increase (Python: allow_increase=True)")
             conn.execute(
-                "INSERT INTO principal_limits (dataset_id, principal, epsilon_total, delta_total, rho_total, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (dataset_id, principal) DO UPDATE SET "
+                "INSERT INTO principal_limits (dataset_id, principal, epsilon_total, delta_total, rho_total, updated_at, "
+                "rule, share_epsilon, share_delta) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dataset_id, principal) DO UPDATE SET "
+                "rule = excluded.rule, share_epsilon = excluded.share_epsilon, share_delta = excluded.share_delta, "
                 "epsilon_total = excluded.epsilon_total, delta_total = excluded.delta_total, "
                 "rho_total = excluded.rho_total, updated_at = excluded.updated_at",
                 (ds, who, None if new.rho is not None else str(new.epsilon), str(new.delta),
-                 None if new.rho is None else str(new.rho), _now()),
+                 None if new.rho is None else str(new.rho), _now(), *_rule_columns(new)),
             )
         return new
 
@@ -666,6 +873,7 @@ class Ledger:
         ds = check_dataset_id(dataset_id)
         cap = None if epsilon is None and rho is None else _declared(epsilon, delta, rho, "per-query limit")
         with self._connect() as conn, self._write(conn):
+            self._settable(conn, ds)
             if self._total(conn, ds) is None:
                 raise BudgetNotConfigured(f"dataset {ds!r} has no total in {self.path}: set the total first")
             values = ((None, None, None) if cap is None else
@@ -685,6 +893,7 @@ class Ledger:
         if refresh is not None and refresh not in REFRESH_WINDOWS:
             raise ParameterError(f"refresh must be one of {list(REFRESH_WINDOWS)} or None, got {refresh!r}")
         with self._connect() as conn, self._write(conn):
+            self._settable(conn, ds)
             if self._total(conn, ds) is None:
                 raise BudgetNotConfigured(f"dataset {ds!r} has no total in {self.path}: set the total first")
             if refresh is not None and self._refresh(conn, ds) != refresh and not allow_increase:
@@ -806,6 +1015,7 @@ class Ledger:
         config_total_epsilon: RationalLike | None,
         config_total_delta: RationalLike | None,
         rho: RationalLike | None = None,
+        law: Any = None,
     ) -> tuple[str, Entry, str, tuple[Fraction | None, Fraction | None]]:
         ds = check_dataset_id(dataset_id)
         eps = _amount(epsilon, "epsilon")
@@ -820,7 +1030,8 @@ class Ledger:
                 f"certified CKS20 epsilon at that delta is {converted_upper(rho_v, delta_v)}")
         cfg_eps = None if config_total_epsilon is None else _amount(config_total_epsilon, "total_epsilon")
         cfg_delta = None if config_total_delta is None else _amount(config_total_delta, "total_delta", below_one=True)
-        return ds, Entry(eps, delta_v, rho_v), unit_key(unit), (cfg_eps, cfg_delta)
+        law_text = None if law is None else check_law(law, eps, delta_v, rho_v)
+        return ds, Entry(eps, delta_v, rho_v, law_text), unit_key(unit), (cfg_eps, cfg_delta)
 
     def check_spend(
         self,
@@ -834,6 +1045,7 @@ class Ledger:
         max_units: int | None = None,
         rho: RationalLike | None = None,
         principal: Any = ANY_PRINCIPAL,
+        law: Any = None,
     ) -> None:
         """Raise what :meth:`spend` would raise now, writing nothing (a preflight for ``--dry-run``).
 
@@ -841,12 +1053,12 @@ class Ledger:
         between. ``principal`` left out: the principal's checks are skipped (the spend makes them).
         """
         ds, new, ukey, cfg = self._spend_args(dataset_id, epsilon, delta, unit, config_total_epsilon,
-                                              config_total_delta, rho)
+                                              config_total_delta, rho, law)
         who = principal if principal is ANY_PRINCIPAL or principal is None else check_principal(principal)
         with self._connect() as conn:
             conn.execute("BEGIN")  # one read snapshot
             try:
-                self._check(conn, ds, new, ukey, cfg, max_units, who)
+                self._check(conn, self._resolve(conn, ds), new, ukey, cfg, max_units, who)
             finally:
                 conn.execute("COMMIT")
 
@@ -865,6 +1077,7 @@ class Ledger:
         rho: RationalLike | None = None,
         principal: str | None = None,
         release_id: str | None = None,
+        law: Any = None,
     ) -> SpendRecord:
         """Commit a spend of (epsilon, delta) on ``dataset_id``, or raise and record nothing.
 
@@ -874,7 +1087,9 @@ class Ledger:
         release's privacy loss (e.g. the requested epsilon). ``rho``: the release's
         exact rho when it states rho-zCDP under add/remove (its certified conversion
         within (epsilon, delta)); the ledger then composes it in zCDP. ``principal``:
-        the analyst charged (:mod:`dpspark.ledger.principal`). ``release_id``: the id
+        the analyst charged (:mod:`dpspark.ledger.principal`). ``law``: the release's noise law
+        (:func:`dpspark.privacy.pld.parse_law`), recorded for the PLD statement; it must be no worse than the
+        charge (:func:`check_law`). ``release_id``: the id
         the release's manifest will state (32 lower-case hex digits, unique).
         ``unit`` is the release's unit column (None: row level); the first spend pins it
         and a later spend under another unit raises :class:`UnitMismatch`; ``max_units``
@@ -891,7 +1106,7 @@ class Ledger:
         if not isinstance(mechanism, str) or not mechanism:
             raise ValueError("mechanism must be a non-empty string")
         ds, new, ukey, cfg = self._spend_args(
-            dataset_id, epsilon, delta, unit, config_total_epsilon, config_total_delta, rho
+            dataset_id, epsilon, delta, unit, config_total_epsilon, config_total_delta, rho, law
         )
         who = None if principal is None else check_principal(principal)
         if release_id is not None and not (isinstance(release_id, str) and RELEASE_ID.match(release_id)):
@@ -899,6 +1114,7 @@ class Ledger:
         path = os.fspath(release_path)
         created = _now()
         with self._connect() as conn, self._write(conn):
+            ds = self._resolve(conn, ds)  # inside the transaction: a table map declared meanwhile applies
             new_total, pin = self._check(conn, ds, new, ukey, cfg, max_units, who)
             if new_total is not None:
                 self._put_total(conn, ds, new_total, created)
@@ -911,16 +1127,16 @@ class Ledger:
             try:
                 cur = conn.execute(
                     "INSERT INTO releases (dataset_id, epsilon, delta, mechanism, release_path, created_at, status, "
-                    "rho, principal, release_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "rho, principal, release_id, law) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (ds, str(new.epsilon), str(new.delta), mechanism, path, created, STATUS_SPENT,
-                     None if new.rho is None else str(new.rho), who, release_id),
+                     None if new.rho is None else str(new.rho), who, release_id, new.law),
                 )
             except sqlite3.IntegrityError:
                 raise LedgerError(f"release id {release_id} is already in budget ledger {self.path}") from None
             rid = cur.lastrowid
         assert rid is not None
         return SpendRecord(rid, ds, new.epsilon, new.delta, mechanism, path, created, STATUS_SPENT, None, new.rho,
-                           who, release_id)
+                           who, release_id, new.law)
 
     def pinned_max_units(self, dataset_id: str) -> int | None:
         """The dataset's pinned n (max_units), or None before a spend that declared one."""
@@ -1008,6 +1224,7 @@ class Ledger:
         with self._connect() as conn:
             conn.execute("BEGIN")  # one read snapshot for the total and the rows
             try:
+                ds = self._resolve(conn, ds)
                 total = self._total(conn, ds)
                 records = self._records(conn, ds)
                 counted = self._counted(conn, ds)
@@ -1015,6 +1232,7 @@ class Ledger:
                 limits = self._limits(conn, ds)
                 cap = self._query_limit(conn, ds)
                 refresh = self._refresh(conn, ds)
+                tables = tuple(sorted(t for t, d in self._table_map(conn).items() if d == ds))
             finally:
                 conn.execute("COMMIT")
         got = spent([r.entry for r in counted], total)
@@ -1029,7 +1247,7 @@ class Ledger:
             principals.append(PrincipalSummary(None, None, mine.budget, None, mine.rule,
                                                sum(1 for r in counted if r.principal is None)))
         return LedgerSummary(ds, total, got.budget, _left(total, got), tuple(records), unit, got.rule,
-                             tuple(principals), cap, refresh, window_start(refresh))
+                             tuple(principals), cap, refresh, window_start(refresh), tables)
 
     def datasets(self) -> list[str]:
         """Every dataset id with a total or a spend, sorted."""

@@ -127,6 +127,12 @@ class Mechanism(ABC):
     def accuracy_summary(self) -> dict[str, Any]:
         """The error bars the release will state (data-free)."""
 
+    def noise_law(self) -> dict[str, str] | None:
+        """The implemented noise law of a neighbouring pair when it is known exactly (a
+        :func:`dpspark.privacy.pld.parse_law` mapping), recorded with the ledger's charge for its PLD statement;
+        None (the default): the release is composed by its charge (docs/accounting.md)."""
+        return None
+
     def stages(self) -> list[StageInfo]:
         """The passes over the data this mechanism makes (default: one count per index)."""
         return [StageInfo("counts", "count per universe index, after contribution bounding", stage=CountsStage)]

@@ -19,8 +19,8 @@ with P', Q' eps-indistinguishable (Murtagh-Vadhan 2016, Lemma 3.2): the mechanis
 conditioned pair D_alpha <= xi + alpha rho, so CKS20 Prop. 12 at any alpha > 1 gives (xi + eps(alpha), delta')-DP
 (their eps(alpha) is affine in the divergence bound); the mixture weight Delta adds to delta'. []
 
-The ledger takes, of the rules below, the one with the least certified epsilon at its total delta; each is
-the theorem's bound (or basic composition of the charged (eps, delta), the ledger's rule before zCDP entries):
+:func:`compose_entries` takes, of the rules below, the one with the least certified epsilon at its total delta;
+each is the theorem's bound (or basic composition of the charged (eps, delta)):
 
 * ``basic``: every release at its charged (eps, delta), summed (Dwork-Roth 2014, Thm 3.16);
 * ``zcdp``: zCDP and pure releases in rho (P_z = P), (eps, delta) releases summed;
@@ -28,11 +28,13 @@ the theorem's bound (or basic composition of the charged (eps, delta), the ledge
 
 Every epsilon is a certified rational upper bound (arb balls, rounded up); no float decides anything.
 
-*Scope.* The theorem composes releases whose mechanisms may be chosen adaptively, at the parameters the
-ledger recorded. When an analyst also picks later parameters after seeing earlier outputs, a budget check is
-a privacy filter: the zCDP sum against a rho total, and basic composition, are valid filters (Feldman-Zrnic
-2021; Whitehouse-Ramdas-Rogers-Wu 2023; Rogers et al. 2016); the minimum over rules against an (epsilon,
-delta) total is stated for the recorded sequence (README, "Budgets and accounting").
+*Scope.* The theorem composes releases whose mechanisms may be chosen adaptively, at parameters fixed in
+advance; then each rule's value is a constant and so is their minimum. When an analyst also picks later
+parameters after seeing earlier outputs, the rule that is least depends on the outputs, and a budget check
+against it is a union of privacy filters, which no theorem we know covers. So the ledger does not admit
+releases by this minimum: its admission check is one filter fixed when the total is declared
+(:mod:`dpspark.ledger.compose`, docs/accounting.md). This module's minimum is a statement of a recorded
+sequence for reports and benchmarks.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class Entry:
     epsilon: Fraction
     delta: Fraction
     rho: Optional[Fraction] = None
+    law: Optional[str] = None  # the release's noise law (JSON, :mod:`dpspark.privacy.pld`), when it states one
 
     @property
     def kind(self) -> str:

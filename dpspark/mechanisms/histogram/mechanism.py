@@ -225,6 +225,24 @@ class DenseHistogram(CountingHistogram):
             raise MechanismSpecError(
                 f"mechanism 'dense' releases every bin; the universe has {size} > {DENSE_MAX_BINS} keys")
 
+    def noise_law(self) -> dict[str, str] | None:
+        """The implemented law of a neighbouring pair, for the ledger's PLD statement (else None).
+
+        Only when M is GeoSample (FastSample's public fallback, t* >= N: the two-sided geometric at e^eps~ =
+        p/q clamped to [0, N], exactly, BV Thm 4.7(i)). A unit moves at most k keys, each by at most c; every
+        other bin has the same law on both sides, and each changed one is clamp(x + Z) against clamp(x + e + Z),
+        0 < e <= c, with independent noise: post-processing of k copies of geometric(p/q, c) (log-concave:
+        shift c dominates e). Each one mod-d draw puts every probability within 1 +- 2^-lam (bias 0 when d is
+        a power of two).
+        """
+        from dpspark.noise.geosample import GeoSample
+
+        if not isinstance(self.counting, GeoSample):
+            return None
+        bias = Fraction(0) if is_power_of_two(self.counting.d) else Fraction(1, 1 << self.lam)
+        return {"law": "geometric", "base": str(self.counting.exp_eps), "sensitivity": str(self.c),
+                "bias": str(bias), "copies": str(self.k)}
+
     def histogram(self, data: Any, rng: "RandomSource", progress: Progress) -> HistogramRelease:
         from dpspark.mechanisms.histogram import basic_histogram
 

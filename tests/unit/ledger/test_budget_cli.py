@@ -26,16 +26,17 @@ def _spend(path: Path, n: int, **kw: object) -> None:
 
 def test_budget_shows_the_rule_rho_and_principals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "l.sqlite"
-    assert cli(["budget", "d", "--ledger", str(path), "--total", "2", "--delta-total", "1/1000000000"]) == 0
+    assert cli(["budget", "d", "--ledger", str(path), "--total", "2", "--delta-total", "1/1000000000",
+                "--rule", "zcdp"]) == 0
     assert cli(["budget", "d", "--ledger", str(path), "--principal", "alice", "--limit", "1",
-                "--delta-limit", "1/1000000000"]) == 0
+                "--delta-limit", "1/1000000000", "--rule", "zcdp"]) == 0
     _spend(path, 10, principal="alice")
     capsys.readouterr()
     assert cli(["budget", "d", "--ledger", str(path)]) == 0
     out = capsys.readouterr().out
     spent = Ledger(path).spent("d")
     assert f"spent     epsilon = {spent.epsilon}" in out and f"rho = {10 * RHO} of it in zCDP" in out
-    assert "converted once (CKS20, certified upward)" in out and "one more zCDP release fits up to rho" in out
+    assert "converted once (CKS20, certified upward)" in out and "rho left in the rho part" in out
     assert "alice" in out and "epsilon = 1 (~1), delta = 1/1000000000" in out
     assert cli(["budget", "d", "--ledger", str(path), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -48,6 +49,9 @@ def test_budget_shows_the_rule_rho_and_principals(tmp_path: Path, capsys: pytest
         led.check_spend("d", "1000", "1/1000000000", rho=more * (1 + F(1, 1000)))
     (alice,) = doc["principals"]
     assert alice["principal"] == "alice" and alice["releases"] == 10 and alice["limit"]["epsilon"] == "1"
+    from dpspark.ledger.compose import corner_rho
+    assert F(alice["rho_left"]) == corner_rho(F(1), F(1, 10**9)) - 10 * RHO > 0  # issue 33 item 4
+    assert doc["filter"]["rule"] == "zcdp" and F(doc["filter"]["rho_part"]) == corner_rho(F(2), F(1, 10**9))
     assert [r["kind"] for r in doc["releases"]] == ["zcdp"] * 10
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from dpspark.errors import DPSparkError, ParameterError
 from dpspark.ledger import (
+    Budget,
     BudgetExceeded,
     BudgetNotConfigured,
     Ledger,
@@ -36,8 +37,13 @@ def _gauss(led: Ledger, i: int, **kw: object) -> None:
 
 # --- section 1: composition ---------------------------------------------------------------------------------
 def test_zcdp_entries_compose_in_rho_where_basic_composition_refused_the_second(led: Ledger) -> None:
-    """Total (2, 1e-9): basic composition ran out of delta after one release; rho composes 40 (eps ~ 1.17)."""
-    led.set_total("d", "2", "1/1000000000")
+    """Total (2, 1e-9): the basic filter (default) runs out of delta after one release; the zcdp filter
+    declared with the total composes 40 in rho (eps ~ 1.17)."""
+    led.set_total("b", "2", "1/1000000000")
+    led.spend("b", "171/1000", "1/1000000000", "gaussian", "/b0", rho=RHO)
+    with pytest.raises(BudgetExceeded, match="basic filter"):
+        led.spend("b", "171/1000", "1/1000000000", "gaussian", "/b1", rho=RHO)
+    led.set_total("d", "2", "1/1000000000", rule="zcdp")
     for i in range(40):
         _gauss(led, i)
     spent = led.spent("d")
@@ -47,13 +53,13 @@ def test_zcdp_entries_compose_in_rho_where_basic_composition_refused_the_second(
 
 
 def test_the_spend_that_would_exceed_the_converted_total_is_refused(led: Ledger) -> None:
-    led.set_total("d", "1", "1/1000000000")
+    led.set_total("d", "1", "1/1000000000", rule="zcdp")
     fits = 0
     while True:
         try:
             _gauss(led, fits)
         except BudgetExceeded as err:
-            assert "only epsilon" in str(err) and err.requested == (F(171, 1000), F(1, 10**9))
+            assert "left of its rho part" in str(err) and err.requested == (F(171, 1000), F(1, 10**9))
             break
         fits += 1
     assert converted_upper(fits * RHO, F(1, 10**9)) <= 1 < converted_upper((fits + 1) * RHO, F(1, 10**9))
@@ -61,17 +67,16 @@ def test_the_spend_that_would_exceed_the_converted_total_is_refused(led: Ledger)
 
 
 def test_mixed_entries_convert_rho_at_the_delta_the_approx_entries_leave(led: Ledger) -> None:
-    led.set_total("d", "3", "1/1000000")
-    led.spend("d", "1/2", 0, "hist", "/p")                    # pure
-    led.spend("d", "1/4", "1/10000000", "stability", "/a")    # (eps, delta)
+    led.set_total("d", "3", "1/1000000", rule="zcdp", share=("1/4", "1/10000000"))
+    led.spend("d", "1/2", 0, "hist", "/p")                    # pure: rho part, eps^2/2
+    led.spend("d", "1/4", "1/10000000", "stability", "/a")    # (eps, delta): the share
     _gauss(led, 0)
     s = led.summary("d")
     assert s.spent.delta == F(1, 10**6)
-    candidates = [F(1, 2) + F(1, 4) + converted_upper(RHO, F(9, 10**7)),  # zcdp+pure
-                  F(1, 4) + converted_upper(RHO + F(1, 8), F(9, 10**7)),  # zcdp (pure as eps^2/2)
-                  F(1, 2) + F(1, 4) + F(171, 1000)]                       # basic
-    assert s.spent.epsilon == min(candidates)
-    assert s.remaining is not None and s.remaining.delta == F(9, 10**7)
+    assert s.spent.epsilon == F(1, 4) + converted_upper(RHO + F(1, 8), F(9, 10**7))
+    assert s.remaining is not None and s.remaining.delta == 0  # the share's delta is used up
+    with pytest.raises(BudgetExceeded, match="share"):
+        led.spend("d", "1/100", "1/100000000", "stability", "/a2")
 
 
 def test_a_zcdp_spend_must_be_charged_what_its_rho_converts_to(led: Ledger) -> None:
@@ -209,6 +214,28 @@ def test_session_total_and_principal_are_charged_like_the_clis(tmp_path: Path) -
         dpspark.Session(df, max_units=200, total={"rho": "1/2"})
 
 
+def test_a_session_budget_in_rho_is_charged_the_releases_rho() -> None:
+    """Issue 33 item 4: Session(budget={"rho": ...}) pays a rho-stated release its rho (main charged the configured
+    (epsilon, delta), which a rho budget cannot absorb); a pure release pays eps^2/2; an overspend is refused."""
+    import pandas as pd
+
+    import dpspark
+    from dpspark.api.charge import SessionBudgetExceeded
+    from dpspark.privacy.measures import ZCDP
+
+    df = pd.DataFrame({"x": [float(i % 5) for i in range(200)]})
+    s = dpspark.Session(df, max_units=200, budget={"rho": "1/50"})
+    a = s.answers(k=2, mechanism="gaussian", epsilon="1/2", delta="1/1000000000")
+    a.answer({"name": "total", "kind": "sum", "column": "x", "lo": "0", "hi": "4"})
+    rho = a.statement.measure.rho
+    assert isinstance(s.budget.spent, ZCDP) and s.budget.spent.rho == rho  # type: ignore[union-attr]
+    assert s.budget.remaining.rho == F(1, 50) - rho  # type: ignore[union-attr]
+    with pytest.raises(SessionBudgetExceeded, match="session budget"):
+        b = s.answers(k=2, mechanism="gaussian", epsilon="3", delta="1/1000000000")
+        b.answer({"name": "total", "kind": "sum", "column": "x", "lo": "0", "hi": "4"})
+    assert s.budget.spent.rho == rho  # type: ignore[union-attr]
+
+
 # --- section 3: migration --------------------------------------------------------------------------------------
 def test_a_ledger_written_by_main_opens_read_only_and_keeps_its_history() -> None:
     s = Ledger(OLD, read_only=True).summary("sales")
@@ -234,3 +261,43 @@ def test_a_ledger_written_by_main_migrates_and_takes_zcdp_entries(tmp_path: Path
     old_delta = F(1, 10**7) + 2 * F(1, 10**8)
     assert s.spent.epsilon <= F(23, 20) + F(171, 1000)
     assert s.remaining is not None and s.remaining.delta in (F(1, 10**6) - old_delta, F(1, 10**6) - old_delta - F(1, 10**9))
+
+
+OLD4 = Path(__file__).parent / "data" / "ledger-schema4-25fafe0.sqlite"  # written by main at 25fafe0 (schema 4)
+
+
+def test_a_schema4_ledger_opens_read_only_and_keeps_its_history() -> None:
+    """Issue 33 item 6: totals, limits, rho, principals and release ids of a main-25fafe0 ledger read back; its
+    (epsilon, delta) total is now a basic filter (main composed it by the least of rules)."""
+    led = Ledger(OLD4, read_only=True)
+    s = led.summary("sales")
+    assert [(r.id, r.status, r.principal) for r in s.releases] == [
+        (1, "spent", "alice"), (2, "failed", "bob"), (3, "spent", "alice"), (4, "spent", "alice"),
+        (5, "spent", "alice")]
+    assert [r.rho for r in s.releases] == [None, None, RHO, RHO, RHO]
+    assert s.releases[0].release_id == "01" * 16 and s.total is not None and s.total.rule == "basic"
+    assert (s.spent.epsilon, s.spent.delta) == (F(1, 2) + F(1, 4) + 3 * F(171, 1000), F(1, 10**7) + 3 * F(1, 10**9))
+    assert s.rule == "basic" and s.query_limit is not None and s.query_limit.epsilon == 1
+    assert {p.principal: p.limit for p in s.principals}["alice"] == Budget(F(1), F(1, 10**6))
+    v = led.summary("survey")
+    assert v.total is not None and v.total.rho == F(1, 100) and v.spent.rho == RHO + F(1, 800)
+    assert {p.principal: p.limit for p in v.principals}["carol"].rho == F(1, 200)  # type: ignore[union-attr]
+
+
+def test_a_schema4_ledger_migrates_to_schema5_and_can_be_declared_zcdp(tmp_path: Path) -> None:
+    path = tmp_path / "old4.sqlite"
+    shutil.copy(OLD4, path)
+    led = Ledger(path)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()[0] == SCHEMA_ID
+        assert {"rule", "share_epsilon", "share_delta"} <= {r[1] for r in conn.execute("PRAGMA table_info(budgets)")}
+        assert "law" in {r[1] for r in conn.execute("PRAGMA table_info(releases)")}
+    assert len(led.releases("sales")) == 5 and led.total("sales").rule == "basic"  # type: ignore[union-attr]
+    led.spend("survey", "171/1000", "1/1000000000", "gaussian", "/out/s3", rho=RHO, principal="carol")
+    assert led.spent("survey").rho == 2 * RHO + F(1, 800)
+    with pytest.raises(LedgerError, match="allow-increase"):
+        led.set_total("sales", "2", "1/1000000", rule="zcdp", share=("1", "1/10000000"))
+    led.set_total("sales", "2", "1/1000000", rule="zcdp", share=("1", "2/10000000"), allow_increase=True)
+    s = led.summary("sales")  # history replayed into the declared corner: zCDP in rho, the rest in the share
+    assert s.rule == "zcdp" and s.remaining is not None
+    assert s.spent.rho == 3 * RHO and s.remaining.delta == F(1, 10**7)  # pure 1/2 (rho 1/8) fits only the share

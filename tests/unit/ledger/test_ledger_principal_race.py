@@ -46,3 +46,31 @@ def test_ten_processes_racing_under_principal_limits_and_a_rho_total(tmp_path: P
     assert s.spent.rho == 5 * RHO and len(s.releases) == 5
     rows = {p.principal: p for p in s.principals}
     assert rows["alice"].spent.rho == spent["alice"] * RHO and rows["bob"].spent.rho == spent["bob"] * RHO
+
+
+def test_ten_processes_racing_under_a_zcdp_filter_total_in_epsilon_delta(tmp_path: Path) -> None:
+    """Total (1/2, 1e-9) with the zcdp filter: its rho part holds k = floor(rho_B / RHO) releases; alice's
+    rho limit 2 RHO. However the ten race, at most 2 alice and exactly min(k, 10) in all."""
+    from dpspark.ledger.compose import corner_rho
+
+    path = str(tmp_path / "race.sqlite")
+    led = Ledger(path)
+    led.set_total("race", "1/2", "1/1000000000", rule="zcdp")
+    k = int(corner_rho(Fraction(1, 2), Fraction(1, 10**9)) / RHO)
+    assert 5 <= k < 10  # so the race is for the last budget
+    led.set_principal_limit("race", "alice", rho=2 * RHO)
+    led.set_principal_limit("race", "bob", "1", "1/1000000000", rule="zcdp")
+    ctx = mp.get_context("spawn")
+    barrier = ctx.Barrier(10)
+    results = ctx.Queue()
+    procs = [ctx.Process(target=_race, args=(path, barrier, results, i)) for i in range(10)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    outcomes = [results.get(timeout=10) for _ in procs]
+    spent = {who: outcomes.count(f"{who} spent") for who in ("alice", "bob")}
+    assert spent["alice"] <= 2 and sum(spent.values()) == k
+    s = Ledger(path).summary("race")
+    assert s.spent.rho == k * RHO and s.remaining is not None and 0 <= s.remaining.rho < RHO  # type: ignore[operator]
