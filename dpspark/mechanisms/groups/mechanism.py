@@ -238,6 +238,9 @@ class GroupsMechanism(Mechanism):
         given = {**({"filter": self.groups.filter.text} if self.groups.filter is not None else {}),
                  **({"join": self.join.describe()} if self.join is not None else {})}
         g = self.groups
+        if g.auto and "limits" not in self.pre_released:  # before the run (a dry run): not chosen yet
+            for name in g.auto:
+                desc[name] = "auto (chosen privately from the data; the error bars above assume 1)"
         shares = {"units_share": str(g.units_share),
                   **({"limits_share": str(g.limits_share), "limits_auto": list(g.auto)} if g.auto else {})}
         return {"mechanism": self.name, "by": list(self.groups.by), **given,
@@ -350,7 +353,12 @@ class GroupsMechanism(Mechanism):
     def stages(self) -> list[StageInfo]:
         from dpspark.mechanisms.groups.stage import GroupsStage
 
-        return [StageInfo("groups", f"one pass: exact per-group statistics of {len(self.aggs.aggregates)} "
+        from dpspark.mechanisms.groups.unit_profile import UnitProfileStage
+
+        return [StageInfo("units", "a pre-pass: the units read and each unit's contributions (for the noisy unit "
+                                   "count" + (" and the \"auto\" limits)" if self.groups.auto else ")"),
+                          stage=UnitProfileStage),
+                StageInfo("groups", f"one pass: exact per-group statistics of {len(self.aggs.aggregates)} "
                                     "aggregate(s) after contribution bounding", stage=GroupsStage)]
 
     def release_from_stats(self, groups: Any, rng: "RandomSource") -> Any:
