@@ -65,6 +65,7 @@ def test_the_new_users_case_is_stated_in_the_release(survey: Path, tmp_path: Pat
         frame = g.to_pandas()
     assert frame.attrs["units"] == words
     assert ("units", words) in g.describe_lines()
+    assert g.html_note() == f"Units: {words}"  # the notebook's note under the values
     # the composed statement: the unit count is one of its steps, and it fits the requested epsilon
     assert "sequential composition of 2 steps" in g.manifest.privacy_text()  # the count and the unit count
     assert g.manifest.add_remove.measure.epsilon.le(Fraction(1))
