@@ -20,9 +20,11 @@ the private selection's keep table), so the stage keeps at most n units (the key
 :mod:`~dpspark.mechanisms.groups.stage`). Units beyond n are dropped, so **the release states a noisy count
 of the units read** (``units_share`` of epsilon, :class:`~dpspark.noise.count_quantile.NoisyCount`: pure DP,
 exact integer noise, composed into the statement) in its section's ``units``; the reader and ``inspect`` say in
-words when it exceeds n, and by about how many units. A one-pass pre-pass
-(:mod:`~dpspark.mechanisms.groups.unit_profile`) computes it, and the contribution histograms that choose
-``"auto"`` limits (:class:`~dpspark.noise.count_quantile.CountQuantile`, ``limits_share`` of epsilon).
+words when it exceeds n, and by about how many units. The pass itself counts the units it reads (the units
+the truncation ranks: :class:`~dpspark.mechanisms.groups.core.PassStats`), so a release without an "auto" limit
+reads the input once. Only an ``"auto"`` limit adds a pre-pass (:mod:`~dpspark.mechanisms.groups.unit_profile`):
+the contribution histograms that choose the limits (:class:`~dpspark.noise.count_quantile.CountQuantile`,
+``limits_share`` of epsilon), and the unit count, both before the pass that uses the limits.
 """
 
 from __future__ import annotations
@@ -350,16 +352,21 @@ class GroupsMechanism(Mechanism):
                            out_of_universe=spec.out_of_universe, count_units=self.key_rows is None,
                            nulls=tuple(self.aggs.nulls), filter=g.filter, join=self.join)
 
+    def pre_pass(self) -> bool:
+        """Whether the release reads the input twice: only an "auto" limit needs the pre-pass (public)."""
+        return bool(self.groups.auto)
+
     def stages(self) -> list[StageInfo]:
         from dpspark.mechanisms.groups.stage import GroupsStage
-
         from dpspark.mechanisms.groups.unit_profile import UnitProfileStage
 
+        groups = StageInfo("groups", f"one pass: exact per-group statistics of {len(self.aggs.aggregates)} "
+                                     "aggregate(s) after contribution bounding, and the units read (for the noisy "
+                                     "unit count)", stage=GroupsStage)
+        if not self.pre_pass():
+            return [groups]
         return [StageInfo("units", "a pre-pass: the units read and each unit's contributions (for the noisy unit "
-                                   "count" + (" and the \"auto\" limits)" if self.groups.auto else ")"),
-                          stage=UnitProfileStage),
-                StageInfo("groups", f"one pass: exact per-group statistics of {len(self.aggs.aggregates)} "
-                                    "aggregate(s) after contribution bounding", stage=GroupsStage)]
+                                   "count and the \"auto\" limits)", stage=UnitProfileStage), groups]
 
     def release_from_stats(self, groups: Any, rng: "RandomSource") -> Any:
         """The noisy release from the engine's per-group statistics (keys as 0-based universe indexes)."""
@@ -376,16 +383,23 @@ class GroupsMechanism(Mechanism):
         return release_planned(self.planned, groups, rng, wanted)
 
     def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> Any:
-        """The pre-pass (units, contributions), its noise, then one pass, the noise drawn on the driver, the
-        statements payload (its section states the noisy unit count and the chosen limits)."""
+        """The batch secret (the release's first draw, as before the unit count), then: with an "auto" limit the
+        pre-pass (units, contributions) and its noise, the pass; else the pass alone, whose exact count of the
+        units read gives the noisy unit count. Then the groups noise, drawn on the driver, and the statements
+        payload (its section states the noisy unit count and the chosen limits). The draws' order is the same
+        either way (secret, unit count, limits, aggregates), so both paths give one release under one seed."""
         from dataclasses import replace
 
-        from dpspark.mechanisms.groups.unit_profile import UnitProfileStage
+        from dpspark.mechanisms.groups.unit_profile import UnitProfile, UnitProfileStage
         from dpspark.mechanisms.groups.writer import statement_release
 
-        profile = backend.compute(UnitProfileStage(self.stage()))
-        self.release_pre(profile, rng)
-        stats = backend.compute(self.stage())
+        backend.batch_secret()
+        if self.pre_pass():
+            self.release_pre(backend.compute(UnitProfileStage(self.stage())), rng)
+            stats = backend.compute(self.stage())
+        else:
+            stats = backend.compute(self.stage())
+            self.release_pre(UnitProfile(stats.units_read, (), ()), rng)
         progress(f"groups: noise for {len(self.aggs.aggregates)} aggregate(s)")
         released = self.release_from_stats(stats, rng)
         out = statement_release(self, released)
