@@ -138,3 +138,92 @@ def test_sql_options_accept_auto(tmp_path: Path) -> None:
                          public_tables=["regions"], unit_column="pid", max_units=10_000, rng=SeededRandom(SEED)) as s:
         g = s.sql(query, output=tmp_path / "sql")
     assert (g.section["limits"]["max_groups_per_unit"], g.section["limits"]["max_rows_per_group"]) == (4, 8)
+
+
+def _stages_run(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The stage types every ``backend.compute`` runs from now on (appended as they run)."""
+    import dpspark.engine.kernels as kernels
+
+    ran: list[str] = []
+    real = kernels.compute_on
+
+    def spy(engine: str, backend: Any, stage: Any) -> Any:
+        ran.append(type(stage).__name__)
+        return real(engine, backend, stage)
+
+    monkeypatch.setattr(kernels, "compute_on", spy)
+    return ran
+
+
+@pytest.mark.parametrize("unit", ["pid", None])
+def test_without_auto_limits_one_pass_gives_the_pre_pass_release(unit: str | None, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """No "auto" limit: one pass (its own count of the units read), and the same release under one seed as with
+    the pre-pass forced (units truncated, a filter, NULL units dropped)."""
+    import dpspark
+    from dpspark.mechanisms.groups.mechanism import GroupsMechanism
+    from dpspark.rng import SeededRandom
+    from tests.system.spark.test_groups_units_spark import data_files
+
+    t = people(3000, groups=2, rows=3)
+    t = t.set_column(0, "pid", pa_nulls(t.column("pid").to_pylist(), every=53))
+
+    def release(out: Path) -> Any:
+        privacy = {"unit_column": unit} if unit else {}
+        with dpspark.Session(t, max_units=1500, rng=SeededRandom(SEED), **privacy) as s:
+            return s.groups(by="region", keys=REGIONS, aggregates=COUNT, epsilon="1", output=out,
+                            where="age < 70")
+
+    ran = _stages_run(monkeypatch)
+    one = release(tmp_path / "one")
+    assert ran == ["GroupsStage"]
+    monkeypatch.setattr(GroupsMechanism, "pre_pass", lambda self: True)
+    two = release(tmp_path / "two")
+    assert ran == ["GroupsStage", "UnitProfileStage", "GroupsStage"]
+    assert one.section == two.section and one.section["units"]["noisy"] > 1500 + one.section["units"]["error"]
+    assert one.manifest.privacy_text() == two.manifest.privacy_text()
+    assert data_files(tmp_path / "one") == data_files(tmp_path / "two")
+
+
+def pa_nulls(values: list[Any], every: int) -> Any:
+    import pyarrow as pa
+
+    return pa.array([None if i % every == 0 else v for i, v in enumerate(values)])
+
+
+def test_the_dry_run_shows_one_pass_without_auto_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The plan's passes: 1 without an "auto" limit, 2 with one (the dry run's words, then the release's stages)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from dpspark.cli.app import main as cli
+
+    pq.write_table(people(600, groups=3, rows=2), tmp_path / "in.parquet")
+    for auto, passes in (("", "passes           1: one pass"), ('max_groups_per_unit = "auto"',
+                                                          "passes           2: a pre-pass")):
+        config = tmp_path / "c.toml"
+        config.write_text(f"""
+[input]
+path = "in.parquet"
+[privacy]
+mechanism = "groups"
+epsilon = "1"
+max_units = 500
+unit_column = "pid"
+[groups]
+by = ["region"]
+keys = {json.dumps(REGIONS)}
+{auto}
+[[aggregates]]
+name = "people"
+kind = "count"
+[output]
+path = "release"
+""")
+        assert cli(["release", "--config", str(config), "--dry-run"]) == 0
+        assert passes in capsys.readouterr().out
+    ran = _stages_run(monkeypatch)
+    assert cli(["release", "--config", str(config), "--engine", "arrow"]) == 0
+    assert ran == ["UnitProfileStage", "GroupsStage"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
+from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -89,3 +90,44 @@ def test_section_fields_and_defaults() -> None:
 def test_bad_limit_fields_are_refused(raw: dict[str, Any], error: type, match: str) -> None:
     with pytest.raises(error, match=match):
         parse_groups_section({"by": "region", **raw})
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_groups_pass_counts_the_units_the_pre_pass_counts(seed: int) -> None:
+    """The pass's exact units read (PassStats) equals the pre-pass's: NULL units and keys dropped, a filter
+    applied, units truncated (max_units below the units present) or not, integer units with gaps or text."""
+    from dpspark.engine.predicate import parse_predicate
+    from dpspark.mechanisms.groups.arrow_stats import groups_on
+
+    r = random.Random(seed)
+    text = seed % 2 == 1
+    rows = [(r.choice([None, *range(0, 400, 3)]), r.choice([None, *REGIONS, "elsewhere"]), r.randrange(100))
+            for _ in range(r.randrange(1, 700))]
+    pid = [None if p is None else (f"u{p}" if text else p) for p, _, _ in rows]
+    table = pa.table({"pid": pid, "region": [g for _, g, _ in rows], "age": [a for _, _, a in rows]})
+    for unit in ("pid", None):
+        for where in (None, parse_predicate("age < 60")):
+            for n in (5, 10_000):
+                st = replace(stage_of(unit, filter=where), max_units=n)
+                got = groups_on(table, st, b"k" * 16)
+                assert got.units_read == profile_table(_read(table, st), UnitProfileStage(st)).units
+
+
+def _read(table: pa.Table, st: GroupsStage) -> pa.Table:
+    """The rows the stage reads (its filter, then NULL key and unit dropped), as the pre-pass's kernel reads them."""
+    import pyarrow.compute as pc
+
+    if st.filter is not None:
+        table = table.filter(st.filter.arrow_mask(table), null_selection_behavior="drop")
+    for c in [*st.key_columns, *([st.unit_column] if st.unit_column else [])]:
+        table = table.filter(pc.is_valid(table.column(c)))
+    return table
+
+
+def test_units_read_is_the_distinct_units_and_rows() -> None:
+    """Exact figures: 3 distinct units of 5 non-NULL rows; without a unit column, the 5 rows with a key."""
+    from dpspark.mechanisms.groups.arrow_stats import groups_on
+
+    table = pa.table({"pid": [7, 7, None, 9, 1000, 9], "region": ["north", "east", "west", "zz", "south", None]})
+    assert groups_on(table, stage_of(), b"k" * 16).units_read == 3  # 7, 9, 1000 (NULL unit, NULL key dropped)
+    assert groups_on(table, stage_of(unit=None), b"k" * 16).units_read == 5
