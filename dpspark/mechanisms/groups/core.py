@@ -114,11 +114,6 @@ class PassStats(list):  # type: ignore[type-arg]
         self.units_read = int(units_read)
 
 
-def units_present(uid: np.ndarray, ids: int) -> int:
-    """How many of the ``ids`` unit ids occur in ``uid`` (one bincount: ids of absent values are not units)."""
-    return int(np.count_nonzero(np.bincount(uid, minlength=ids))) if len(uid) else 0
-
-
 def bits_of(part: Part, stage: "GroupsStage") -> list[np.ndarray]:
     """The value columns' bit words per row, in the stage's public column order."""
     return [value_bits(part.x[c]) for c in stage.value_columns]
