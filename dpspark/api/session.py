@@ -340,8 +340,8 @@ class Session:
 
     def groups(self, *, by: list[str] | str, aggregates: list[Mapping[str, Any]], epsilon: Any, keys: Any = None,
                universe: Mapping[str, Any] | None = None, delta: Any = None,
-               output: str | os.PathLike[str] | None = None, max_groups_per_unit: int | None = None,
-               max_rows_per_group: int | None = None, noise: str | None = None, beta: Any = None,
+               output: str | os.PathLike[str] | None = None, max_groups_per_unit: int | str | None = None,
+               max_rows_per_group: int | str | None = None, noise: str | None = None, beta: Any = None,
                keys_file: str | os.PathLike[str] | None = None, where: str | None = None,
                join: Mapping[str, Any] | None = None, **privacy: Any) -> Any:
         """Aggregates per group (mechanism ``groups``), opened: ``.to_pandas()``, ``.lookup(key)``.
@@ -350,6 +350,8 @@ class Session:
         table whose columns include ``by``); None with a ``universe`` selects the keys privately.
         ``where``: a row filter in the filter grammar (``[groups] filter``; :mod:`dpspark.engine.predicate`).
         ``join``: a public join, ``{"table": <pandas/Arrow table> or "path": ..., "on": [...], "how": "inner"}``.
+        ``max_groups_per_unit`` / ``max_rows_per_group``: an int, or ``"auto"`` (chosen privately with a stated
+        share of epsilon, docs/groups.md §I).
         ``aggregates``: the ``[[aggregates]]`` dicts. The other keywords are the ``[groups]`` fields; every
         ``[privacy]`` field is a keyword too. Charged once (epsilon, delta) before any data is read, like
         :meth:`release`: the budget is spent once per aggregate, never per group.

@@ -103,6 +103,9 @@ def _answers(q: DPQuery, common: dict[str, Any]) -> SqlCall:
     for name, what in (("keys", "keys"), ("max_groups_per_unit", "max_groups_contributed")):
         if getattr(o, name) is not None:
             raise SqlError(f"OPTIONS {what} applies to GROUP BY queries; this query has no GROUP BY")
+    if o.max_rows_per_group == "auto":
+        raise SqlError("OPTIONS max_rows_per_group = auto applies to GROUP BY queries (limits chosen privately); "
+                       "without GROUP BY give a whole number")
     if o.delta is None:
         raise SqlError("a query without GROUP BY is answered with bounded or Gaussian noise, which needs delta: "
                        "add OPTIONS (delta = 1e-9)")

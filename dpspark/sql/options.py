@@ -6,8 +6,9 @@ option                      dpspark field
 ``epsilon``                 the release's epsilon (exact, from the literal's text; required)
 ``delta``                   the release's delta (exact; needed for private key selection and global answers)
 ``privacy_unit_column``     ``privacy.unit_column`` (must be the session's unit column, if it has one)
-``max_groups_contributed``  ``groups.max_groups_per_unit`` (k)
-``max_rows_per_group``      ``groups.max_rows_per_group`` (c; a dpspark extension)
+``max_groups_contributed``  ``groups.max_groups_per_unit`` (k; ``auto`` or ``'auto'``: chosen privately)
+``max_rows_per_group``      ``groups.max_rows_per_group`` (c; a dpspark extension; ``auto``: chosen privately;
+                            ``max_rows_contributed`` is the same option)
 ``keys``                    a public table whose ``GROUP BY`` columns list the keys (a dpspark extension)
 ``noise``                   ``groups.noise``: 'auto', 'pure', 'zcdp', 'gaussian' or 'bounded' (extension)
 ``beta``                    ``privacy.beta``: the error bars hold with probability >= 1 - beta (extension)
@@ -25,7 +26,7 @@ from dpspark.sql.errors import SqlError
 from dpspark.sql.literals import name_of, number_text, sql_text, whole_number
 
 OPTION_NAMES = ("epsilon", "delta", "privacy_unit_column", "max_groups_contributed", "max_rows_per_group", "keys",
-                "noise", "beta")
+                "noise", "beta", "max_rows_contributed")
 
 
 @dataclass(frozen=True)
@@ -35,8 +36,8 @@ class Options:
     epsilon: str
     delta: str | None = None
     unit_column: str | None = None
-    max_groups_per_unit: int | None = None
-    max_rows_per_group: int | None = None
+    max_groups_per_unit: int | str | None = None
+    max_rows_per_group: int | str | None = None
     keys: str | None = None
     noise: str | None = None
     beta: str | None = None
@@ -47,6 +48,15 @@ def _rational_text(node: Any, where: str) -> str:
     if isinstance(node, exp.Literal) and node.is_string:
         return str(node.this)
     return number_text(node, where)
+
+
+def _limit(node: Any, where: str) -> int | str:
+    """A contribution limit: a whole number, or ``auto`` (bare or quoted): chosen privately."""
+    if isinstance(node, (exp.Column, exp.Identifier, exp.Var)) or (isinstance(node, exp.Literal) and node.is_string):
+        if name_of(node, where).lower() == "auto":
+            return "auto"
+        raise SqlError(f"{where}: expected a whole number or auto, got {sql_text(node)}")
+    return whole_number(node, where)
 
 
 def parse_options(clause: Any) -> Options:
@@ -69,9 +79,12 @@ def parse_options(clause: Any) -> Options:
             kw[key] = _rational_text(seen[key], f"OPTIONS {key}")
     if "privacy_unit_column" in seen:
         kw["unit_column"] = name_of(seen["privacy_unit_column"], "OPTIONS privacy_unit_column")
-    for key, field in (("max_groups_contributed", "max_groups_per_unit"), ("max_rows_per_group", "max_rows_per_group")):
+    if "max_rows_contributed" in seen and "max_rows_per_group" in seen:
+        raise SqlError("OPTIONS: max_rows_contributed and max_rows_per_group are the same option; give one")
+    for key, field in (("max_groups_contributed", "max_groups_per_unit"), ("max_rows_per_group", "max_rows_per_group"),
+                       ("max_rows_contributed", "max_rows_per_group")):
         if key in seen:
-            kw[field] = whole_number(seen[key], f"OPTIONS {key}")
+            kw[field] = _limit(seen[key], f"OPTIONS {key}")
     if "keys" in seen:
         kw["keys"] = name_of(seen["keys"], "OPTIONS keys")
     if "noise" in seen:

@@ -27,6 +27,8 @@ MECHANISMS = {
 #: ``dpspark inspect`` both print: sums are clipped per unit and never truncated (n sets the fixed-point
 #: capacity check only), whatever ``on_excess_units`` says
 EXCESS_UNITS = {
-    name: "none removed (each unit's total is clipped per query; the guarantee does not depend on n)"
-    for name in MECHANISMS
+    "bounded_noise": "none removed (each unit's total is clipped per query; the guarantee does not depend on n)",
+    "gaussian": ("none removed (each unit's total is clipped per query; the guarantee does not depend on n); an "
+                 "answer beyond +-max_units x its clip bound (possible only with more than max_units units) is "
+                 "released at that edge of the noise window"),
 }

@@ -26,7 +26,8 @@ disjoint.)
   probability 1** (the second term is the rounding), and all k are within
   Delta_j * b95 + floor(Delta_j / 2) with probability >= 0.95 (b95 = calibration's bound95).
 * ``gaussian`` (baseline): Z ~ :class:`~dpspark.noise.dgauss.DiscreteGaussian` (sigma), released as
-  (round(x/Delta) + Z) mod m around 0 (window radius max_units >= |round(x/Delta)|). Each coordinate is
+  (c + Z) mod m around 0, c = round(x/Delta) clamped to the window [-max_units, max_units] (c = round(x/Delta)
+  with at most max_units units; the clamp is 1-Lipschitz, so the sensitivity stays 1). Each coordinate is
   zcdp_rho(1)-zCDP (CKS20 with the certificate of the implemented law); k adaptive coordinates compose
   to rho = k * zcdp_rho(1) (Bun-Steinke 2016, Lemma 2.3), converted to (epsilon, delta) by CKS20 Cor. 13.
   sigma is the smallest on a 3-digit grid with k * zcdp_rho(1) <= rho*, rho* the largest dyadic rho
@@ -64,6 +65,11 @@ BETA95 = Fraction(1, 20)
 def round_half_up(x: int, step: int) -> int:
     """round(x / step) with ties up, exactly (step >= 1)."""
     return (2 * x + step) // (2 * step)
+
+
+def window_clamp(v: int, n: int) -> int:
+    """v clamped to [-n, n] (the Gaussian answers' window; 1-Lipschitz: |c(v) - c(w)| <= |v - w|)."""
+    return min(max(v, -n), n)
 
 
 def release_scalars(totals: Sequence[int], scalars: Sequence[Scalar], draw: Callable[[], int]) -> list[int]:
@@ -461,10 +467,15 @@ class GaussianAnswers(AnswersMechanism):
         return lambda rng: (lambda: dg.draw(rng))
 
     def release(self, totals: Sequence[int], scalars: Sequence[Scalar], rng: "RandomSource") -> list[int]:
-        """As the base, with the cyclic release (round(x/Delta) + Z) mod m represented around 0."""
-        dg = self.dg
+        """As the base, with the cyclic release (c + Z) mod m represented around 0, c = round(x/Delta) clamped
+        to the window [-n, n] (n = max_units). With at most n units |round(x/Delta)| <= n and c is it; with
+        more (answers remove no unit), c is the window's edge, never a value wrapped mod m (61,697 units under
+        n = 50,000 once came out as -38,423). Privacy is unchanged: the clamp is 1-Lipschitz, so one unit still
+        moves c by at most 1 (the law's sensitivity), and |c + Z| <= n + T = R never wraps."""
+        dg, n = self.dg, self.spec.max_units
         draw = self.sampler()(rng)
-        return [s.delta * int(dg.wrap(round_half_up(int(x), s.delta) + draw(), 0)) for x, s in zip(totals, scalars)]
+        return [s.delta * int(dg.wrap(window_clamp(round_half_up(int(x), s.delta), n) + draw(), 0))
+                for x, s in zip(totals, scalars)]
 
 
 __all__ = ["AnswersMechanism", "BoundedNoiseAnswers", "GaussianAnswers", "NoiseLaw", "QueryError",

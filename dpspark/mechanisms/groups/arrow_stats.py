@@ -60,7 +60,8 @@ def check_input(schema: pa.Schema, stage: "GroupsStage") -> None:
 
 
 def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: bool = False) -> "list[GroupStats]":
-    """The stage over ``dataset`` (a pyarrow dataset or table) with the release's batch ``secret``."""
+    """The stage over ``dataset`` (a pyarrow dataset or table) with the release's batch ``secret``: a
+    :class:`~dpspark.mechanisms.groups.core.PassStats` (it also holds the exact number of units read)."""
     import pyarrow.dataset as ds
 
     from dpspark.engine.arrow.counts import bound_units, csv_ints_fit_int32, encode_keys, spark_hash
@@ -90,7 +91,7 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
     counts_stage = CountsStage(key_columns=tuple(cols), universe=stage.universe, unit_column=unit,
                                out_of_universe="drop", max_units=stage.max_units)
     keep = np.ones(rows, dtype=bool)
-    uid = None
+    uid, read = None, rows  # without a unit column every row read is a unit
     if unit is not None:
         int32_units = csv_infer and csv_ints_fit_int32(dataset, unit)
         uid, n_ids, take = _unit_ids(one_chunk(table.column(unit)))
@@ -98,8 +99,9 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
         def hash_units(ids: np.ndarray) -> np.ndarray:
             return spark_hash(take(ids), unit, int32_units=int32_units)
 
+        present = np.flatnonzero(np.bincount(uid, minlength=n_ids))
+        read = len(present)  # the units read (PassStats): the units the truncation ranks
         if rows > stage.max_units:  # then maybe more units than n: the CountsStage rule over the units present
-            present = np.flatnonzero(np.bincount(uid, minlength=n_ids))
             kept_units = bound_units(hash_units(present), counts_stage, secret)
             if kept_units is not None:
                 mask = np.zeros(n_ids, dtype=bool)
@@ -123,7 +125,7 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
         part.uid, part.units, part.hash_units = uid[sel], n_ids, hash_units
     elif part.rows > stage.max_units:  # every row a unit: the n rows first in keyed row-hash order
         part = truncate_rows(part, stage, secret)
-    return finish(part, stage, secret)
+    return core.PassStats(finish(part, stage, secret), read)
 
 
 def _unit_ids(col: pa.Array) -> tuple[np.ndarray, int, Any]:

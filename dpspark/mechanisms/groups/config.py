@@ -10,7 +10,12 @@ parser on its raw section and names the file). Every check here is data-free.
   ``keys_file`` - a CSV or Parquet file of key rows whose columns are ``by`` (read when the mechanism is
   built: public, no data). Neither: the keys are selected privately from ``[universe]``;
 * ``max_groups_per_unit`` (k, default 1), ``max_rows_per_group`` (c, default 1): contribution bounds
-  (above 1 they need ``privacy.unit_column``);
+  (above 1 they need ``privacy.unit_column``), or ``"auto"``: chosen privately from the data
+  (:mod:`dpspark.noise.count_quantile`) with ``limits_share`` of epsilon (default :data:`LIMITS_SHARE`,
+  charged with the rest before any data is read; the release states the chosen limits);
+* ``units_share`` - the share of epsilon that releases a noisy count of the units read (default
+  :data:`UNITS_SHARE`; the release states it beside ``max_units``, so units dropped by the truncation to
+  ``max_units`` are never dropped silently);
 * ``noise`` - "auto" (default: the smallest error bar, docs/groups.md §D), "pure", "zcdp" (the discrete
   Gaussian; "gaussian" is the same) or "bounded";
 * ``beta`` - the error bars hold with probability >= 1 - beta (default: ``privacy.beta``);
@@ -38,7 +43,13 @@ from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError,
 
 #: the ``[groups]`` fields
 GROUP_FIELDS = ("by", "keys", "keys_file", "max_groups_per_unit", "max_rows_per_group", "noise", "beta", "filter",
-                "join")
+                "join", "limits_share", "units_share")
+#: default share of epsilon that chooses the "auto" contribution limits (split evenly between k and c when both)
+LIMITS_SHARE = Fraction(1, 10)
+#: default share of epsilon that releases the noisy count of units read
+UNITS_SHARE = Fraction(1, 50)
+#: the public fraction of units whose contribution an "auto" limit covers (a private quantile)
+LIMITS_COVER = Fraction(9, 10)
 #: ``noise`` values and the plan's name for each
 NOISE_NAMES = {"auto": "auto", "pure": "pure", "zcdp": "gaussian", "gaussian": "gaussian", "bounded": "bounded"}
 #: most public keys a config lists (the release holds one row per key)
@@ -59,6 +70,12 @@ class GroupsSection:
     filter: Predicate | None = None
     #: the public join as given (the mechanism reads its table: relative paths resolve against the config)
     join: Any = None
+    #: the limits given as "auto" ("max_groups_per_unit", "max_rows_per_group"); ``bounds`` holds 1 for them
+    auto: tuple[str, ...] = ()
+    #: the share of epsilon that chooses the "auto" limits (0 when none is auto)
+    limits_share: Fraction = Fraction(0)
+    #: the share of epsilon that releases the noisy count of units read
+    units_share: Fraction = UNITS_SHARE
 
     @property
     def public_keys(self) -> bool:
@@ -121,8 +138,23 @@ def key_rows(raw: Any, width: int, where: str = "groups.keys") -> tuple[tuple[An
 
 def _int_field(sec: dict[str, Any], key: str) -> int:
     v = sec.get(key, 1)
+    if v == "auto":
+        return 1  # a placeholder for the data-free checks; the mechanism chooses it privately
     if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1 << 20:
-        raise GroupsError(f"groups.{key} must be an int in [1, 2^20], got {v!r}")
+        raise GroupsError(f"groups.{key} must be an int in [1, 2^20] or \"auto\", got {v!r}")
+    return v
+
+
+def _share(sec: dict[str, Any], key: str, default: Fraction) -> Fraction:
+    """A share of epsilon in (0, 1/2] (exact; a float is refused)."""
+    if key not in sec:
+        return default
+    if isinstance(sec[key], float):
+        raise GroupsTypeError(f"groups.{key} was given as a float ({sec[key]!r}); write it as a string such as "
+                              f"\"{sec[key]}\"")
+    v = parse_rational(sec[key], f"groups.{key}")
+    if not 0 < v <= Fraction(1, 2):
+        raise GroupsError(f"groups.{key} must lie in (0, 1/2], got {v}")
     return v
 
 
@@ -159,8 +191,17 @@ def parse_groups_section(raw: Any) -> GroupsSection:
         if not 0 < beta < 1:
             raise GroupsError("groups.beta must lie in (0, 1)")
     bounds = Bounds(_int_field(raw, "max_groups_per_unit"), _int_field(raw, "max_rows_per_group"))
+    auto = tuple(k for k in ("max_groups_per_unit", "max_rows_per_group") if raw.get(k) == "auto")
+    if "limits_share" in raw and not auto:
+        raise GroupsError("groups.limits_share applies when a limit is \"auto\" (max_groups_per_unit or "
+                          "max_rows_per_group); remove it or set a limit to \"auto\"")
+    limits_share = _share(raw, "limits_share", LIMITS_SHARE) if auto else Fraction(0)
+    units_share = _share(raw, "units_share", UNITS_SHARE)
+    if limits_share + units_share > Fraction(1, 2):
+        raise GroupsError(f"groups.limits_share + groups.units_share = {limits_share + units_share} leaves less "
+                          "than half of epsilon for the aggregates; lower them")
     return GroupsSection(tuple(by), keys, keys_file, bounds, NOISE_NAMES[noise], beta, _filter(raw.get("filter")),
-                         raw.get("join"))
+                         raw.get("join"), auto, limits_share, units_share)
 
 
 def _filter(raw: Any) -> Predicate | None:

@@ -103,6 +103,17 @@ class Part:
         return self.hash_units(uids)
 
 
+class PassStats(list):  # type: ignore[type-arg]
+    """A groups pass's GroupStats (a list, ascending by index) and ``units_read``: the exact number of units
+    the pass read (distinct non-NULL units, or rows without a unit column, after the join, the filter and
+    the NULL drops): the units the truncation to max_units ranks. Never released as such: the mechanism
+    draws its noisy count (:class:`~dpspark.noise.count_quantile.NoisyCount`) from it."""
+
+    def __init__(self, stats: Any, units_read: int) -> None:
+        super().__init__(stats)
+        self.units_read = int(units_read)
+
+
 def bits_of(part: Part, stage: "GroupsStage") -> list[np.ndarray]:
     """The value columns' bit words per row, in the stage's public column order."""
     return [value_bits(part.x[c]) for c in stage.value_columns]

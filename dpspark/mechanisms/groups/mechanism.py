@@ -13,6 +13,18 @@ or, without a pure count, takes its own share.
 ``run`` computes one :class:`~dpspark.mechanisms.groups.stage.GroupsStage` (one pass, on either engine) and
 calls :func:`~dpspark.mechanisms.groups.algorithm.release_planned`; the release is written by the statements
 writer (:mod:`dpspark.mechanisms.groups.writer`).
+
+**Why groups keeps ``max_units`` (n).** Every noise law is calibrated on a public range of its statistic
+(``rows = c n`` bounds a group's count and sum: the exact FastSample range, the int64 fits of the kernels,
+the private selection's keep table), so the stage keeps at most n units (the keyed-hash truncation, rule 2 of
+:mod:`~dpspark.mechanisms.groups.stage`). Units beyond n are dropped, so **the release states a noisy count
+of the units read** (``units_share`` of epsilon, :class:`~dpspark.noise.count_quantile.NoisyCount`: pure DP,
+exact integer noise, composed into the statement) in its section's ``units``; the reader and ``inspect`` say in
+words when it exceeds n, and by about how many units. The pass itself counts the units it reads (the units
+the truncation ranks: :class:`~dpspark.mechanisms.groups.core.PassStats`), so a release without an "auto" limit
+reads the input once. Only an ``"auto"`` limit adds a pre-pass (:mod:`~dpspark.mechanisms.groups.unit_profile`):
+the contribution histograms that choose the limits (:class:`~dpspark.noise.count_quantile.CountQuantile`,
+``limits_share`` of epsilon), and the unit count, both before the pass that uses the limits.
 """
 
 from __future__ import annotations
@@ -22,6 +34,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from dpspark.errors import ParameterError
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, Progress, StageInfo
 from dpspark.mechanisms.groups.aggregates import GroupsError, Kind
 from dpspark.mechanisms.groups.writer import table_columns
@@ -95,6 +108,9 @@ class GroupsMechanism(Mechanism):
         if spec.on_excess_units != "truncate":
             raise MechanismSpecError("groups keeps at most max_units units by keyed hash: privacy.on_excess_units "
                                      "must be \"truncate\"")
+        if spec.unit_column is None and g.auto:
+            raise MechanismSpecError(f"groups.{g.auto[0]} = \"auto\" needs privacy.unit_column (without it every "
+                                     "row is its own unit, contributing one row to one group)")
         if spec.unit_column is None and (g.bounds.k > 1 or g.bounds.c > 1):
             raise MechanismSpecError("groups.max_groups_per_unit and groups.max_rows_per_group above 1 need "
                                      "privacy.unit_column (without it every row is its own unit)")
@@ -117,8 +133,11 @@ class GroupsMechanism(Mechanism):
         self.key_rows, self.universe = self._keys(spec)
         try:
             self.planned: "GroupsPlan" = self._plan()
-        except GroupsError as err:
+            self._pre_laws()
+        except (GroupsError, ParameterError) as err:
             raise MechanismSpecError(str(err)) from None
+        #: the noisy unit count and the chosen limits, once run (the release's section states them)
+        self.pre_released: dict[str, Any] = {}
 
     # --- keys -------------------------------------------------------------------------------
     def _keys(self, spec: Any) -> tuple[tuple[tuple[Any, ...], ...] | None, "Universe"]:
@@ -168,14 +187,47 @@ class GroupsMechanism(Mechanism):
 
     # --- plan -------------------------------------------------------------------------------
     def _budget(self) -> dict[str, Any]:
-        spec = self.spec
-        return {"epsilon": spec.epsilon} if spec.delta is None else {"epsilon": spec.epsilon, "delta": spec.delta}
+        """The aggregates' budget: epsilon less the unit count's and the limits' shares (delta all theirs)."""
+        spec, g = self.spec, self.groups
+        eps = Fraction(spec.epsilon) * (1 - g.units_share - g.limits_share)
+        return {"epsilon": eps} if spec.delta is None else {"epsilon": eps, "delta": spec.delta}
 
-    def _plan(self) -> "GroupsPlan":
+    def _pre_laws(self) -> None:
+        """The laws of the pre-pass's releases (data-free): the unit count, and one quantile per "auto" limit."""
+        from dpspark.mechanisms.groups.config import LIMITS_COVER
+        from dpspark.mechanisms.groups.unit_profile import BUCKETS
+        from dpspark.noise.count_quantile import CountQuantile, NoisyCount
+
+        g, eps, lam = self.groups, Fraction(self.spec.epsilon), self.planned.lam
+        self.units_law = NoisyCount(eps * g.units_share, lam=lam)
+        self.limit_laws = {name: CountQuantile(eps * g.limits_share / len(g.auto), buckets=BUCKETS,
+                                               fraction=LIMITS_COVER, lam=lam) for name in g.auto}
+
+    def _pre_statements(self) -> list[Any]:
+        """The pre-pass's statements under AddRemove(max_units): each a pure-DP release moved by one unit by <= 1."""
+        from dpspark.privacy import AddRemove, PrivacyStatement, PureDP
+
+        rel = AddRemove(self.spec.max_units)
+        out = [PrivacyStatement(PureDP(self.units_law.epsilon()), rel,
+                                "noisy count of the units read (FastSample, Balcer-Vadhan Thm 4.10; "
+                                "dpspark.noise.count_quantile)", "units: one unit moves the count by <= 1")]
+        for name, law in self.limit_laws.items():
+            out.append(PrivacyStatement(PureDP(law.epsilon()), rel,
+                                        "private quantile of per-unit contribution counts: a noisy power-of-two "
+                                        "histogram, one bucket per unit (dpspark.noise.count_quantile)",
+                                        f"limits: {name} = \"auto\""))
+        return out
+
+    def _statement(self) -> Any:
+        from dpspark.privacy import compose_statements
+
+        return compose_statements([self.planned.statement, *self._pre_statements()])
+
+    def _plan(self, bounds: Any = None) -> "GroupsPlan":
         from dpspark.mechanisms.groups.algorithm import plan_groups
 
         return plan_groups(self.aggs.aggregates, self._budget(), max_units=self.spec.max_units,
-                           bounds=self.groups.bounds, private_keys=self.key_rows is None, noise=self.groups.noise,
+                           bounds=bounds or self.groups.bounds, private_keys=self.key_rows is None, noise=self.groups.noise,
                            beta=self.beta, nulls=dict(self.aggs.nulls))
 
     def plan(self) -> dict[str, Any]:
@@ -187,20 +239,27 @@ class GroupsMechanism(Mechanism):
         # a filter and a join are stated when given (absent otherwise, so a release without them reads as before)
         given = {**({"filter": self.groups.filter.text} if self.groups.filter is not None else {}),
                  **({"join": self.join.describe()} if self.join is not None else {})}
+        g = self.groups
+        if g.auto and "limits" not in self.pre_released:  # before the run (a dry run): not chosen yet
+            for name in g.auto:
+                desc[name] = "auto (chosen privately from the data; the error bars above assume 1)"
+        shares = {"units_share": str(g.units_share),
+                  **({"limits_share": str(g.limits_share), "limits_auto": list(g.auto)} if g.auto else {})}
         return {"mechanism": self.name, "by": list(self.groups.by), **given,
                 "keys": "public" if self.key_rows is not None else "private selection",
                 "groups_listed": None if self.key_rows is None else len(self.key_rows),
-                "noise_requested": self.groups.noise, **desc}
+                "noise_requested": self.groups.noise, **desc, **shares}
 
     def statement(self) -> Any:
-        """The release's privacy statement under AddRemove(max_units) (the plan's composition)."""
-        return self.planned.statement
+        """The release's privacy statement under AddRemove(max_units): the plan's, the unit count's and the
+        "auto" limits' composed."""
+        return self._statement()
 
     def planned_statements(self) -> Any:
         """Every statement the release will carry (add/remove, replacement by group privacy, conversions)."""
         from dpspark.release.statements import standard_statements
 
-        return standard_statements(self.planned.statement, delta=self.spec.delta)
+        return standard_statements(self._statement(), delta=self.spec.delta)
 
     def privacy_summary(self) -> dict[str, Any]:
         from dpspark.mechanisms.groups.threshold import ThresholdSelection
@@ -212,13 +271,16 @@ class GroupsMechanism(Mechanism):
             selection = ("; private key selection thresholds the released noisy count (delta only, no epsilon)"
                          if isinstance(plan.selection, ThresholdSelection) else
                          "; private key selection takes its own share")
-        return {"statement": plan.statement.text(), "epsilon_requested": str(self.spec.epsilon),
+        return {"statement": self._statement().text(), "epsilon_requested": str(self.spec.epsilon),
                 "delta_requested": None if self.spec.delta is None else str(self.spec.delta),
                 "composition": (f"charged once per aggregate's noisy statistic ({parts} for "
                                 f"{len(self.aggs.aggregates)} aggregate(s): shared statistics are charged once), "
                                 f"not per group: a unit changes at most k = {self.groups.bounds.k} group(s) and "
                                 "each law is calibrated on all groups at once (parallel composition over disjoint "
-                                "groups); the statistics compose sequentially" + selection)}
+                                "groups); the statistics compose sequentially" + selection
+                                + f"; a noisy count of the units read takes {self.groups.units_share} of epsilon"
+                                + (f"; the \"auto\" limits ({', '.join(self.groups.auto)}) take "
+                                   f"{self.groups.limits_share} of epsilon" if self.groups.auto else ""))}
 
     def accuracy_summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"beta": str(self.beta)}
@@ -274,7 +336,9 @@ class GroupsMechanism(Mechanism):
         return None
 
     def excess_units_text(self) -> str:
-        return "truncate: keep max_units units by keyed hash of the unit id"
+        a = self.units_law.error(self.beta)
+        return ("truncate: keep max_units units by keyed hash of the unit id; the release states a noisy count of "
+                f"the units read (+-{a} at beta = {self.beta}) and says when it exceeds max_units")
 
     # --- stages and run ---------------------------------------------------------------------
     def stage(self) -> Any:
@@ -288,11 +352,21 @@ class GroupsMechanism(Mechanism):
                            out_of_universe=spec.out_of_universe, count_units=self.key_rows is None,
                            nulls=tuple(self.aggs.nulls), filter=g.filter, join=self.join)
 
+    def pre_pass(self) -> bool:
+        """Whether the release reads the input twice: only an "auto" limit needs the pre-pass (public)."""
+        return bool(self.groups.auto)
+
     def stages(self) -> list[StageInfo]:
         from dpspark.mechanisms.groups.stage import GroupsStage
+        from dpspark.mechanisms.groups.unit_profile import UnitProfileStage
 
-        return [StageInfo("groups", f"one pass: exact per-group statistics of {len(self.aggs.aggregates)} "
-                                    "aggregate(s) after contribution bounding", stage=GroupsStage)]
+        groups = StageInfo("groups", f"one pass: exact per-group statistics of {len(self.aggs.aggregates)} "
+                                     "aggregate(s) after contribution bounding, and the units read (for the noisy "
+                                     "unit count)", stage=GroupsStage)
+        if not self.pre_pass():
+            return [groups]
+        return [StageInfo("units", "a pre-pass: the units read and each unit's contributions (for the noisy unit "
+                                   "count and the \"auto\" limits)", stage=UnitProfileStage), groups]
 
     def release_from_stats(self, groups: Any, rng: "RandomSource") -> Any:
         """The noisy release from the engine's per-group statistics (keys as 0-based universe indexes)."""
@@ -309,10 +383,60 @@ class GroupsMechanism(Mechanism):
         return release_planned(self.planned, groups, rng, wanted)
 
     def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> Any:
-        """One pass, the noise drawn on the driver, the statements payload."""
+        """The batch secret (the release's first draw, as before the unit count), then: with an "auto" limit the
+        pre-pass (units, contributions) and its noise, the pass; else the pass alone, whose exact count of the
+        units read gives the noisy unit count. Then the groups noise, drawn on the driver, and the statements
+        payload (its section states the noisy unit count and the chosen limits). The draws' order is the same
+        either way (secret, unit count, limits, aggregates), so both paths give one release under one seed."""
+        from dataclasses import replace
+
+        from dpspark.mechanisms.groups.unit_profile import UnitProfile, UnitProfileStage
         from dpspark.mechanisms.groups.writer import statement_release
 
-        stats = backend.compute(self.stage())
+        backend.batch_secret()
+        if self.pre_pass():
+            self.release_pre(backend.compute(UnitProfileStage(self.stage())), rng)
+            stats = backend.compute(self.stage())
+        else:
+            stats = backend.compute(self.stage())
+            self.release_pre(UnitProfile(stats.units_read, (), ()), rng)
         progress(f"groups: noise for {len(self.aggs.aggregates)} aggregate(s)")
         released = self.release_from_stats(stats, rng)
-        return statement_release(self, released)
+        out = statement_release(self, released)
+        return replace(out, section={**out.section, **self.pre_released})
+
+    def release_pre(self, profile: Any, rng: "RandomSource") -> dict[str, Any]:
+        """Noise on the pre-pass's profile: the noisy unit count, then each "auto" limit (k, then c), in that
+        order; re-plans with the chosen limits. The section entries ``units`` (and ``limits``) it returns are DP
+        outputs and public parameters only."""
+        from dataclasses import replace
+
+        from dpspark.mechanisms.groups.aggregates import Bounds
+
+        g = self.groups
+        a = self.units_law.error(self.beta)
+        units = {"noisy": self.units_law.release(profile.units, rng), "error": a, "beta": str(self.beta),
+                 "max_units": self.spec.max_units, "share": str(g.units_share)}
+        self.pre_released = {"units": units}
+        if not self.limit_laws:
+            return self.pre_released
+        chosen = {}
+        for name, law in self.limit_laws.items():
+            hist = profile.groups_hist if name == "max_groups_per_unit" else profile.rows_hist
+            chosen[name] = law.release(list(hist), rng)[0]
+        k, c = chosen.get("max_groups_per_unit", g.bounds.k), chosen.get("max_rows_per_group", g.bounds.c)
+        # the chosen limits are DP outputs: when the aggregates' budget cannot pay for them (a plan error, a
+        # function of (k, c) only), halve the larger until it can; (1, 1) planned when the mechanism was built
+        for _ in range(64):  # public bound: each step halves k or c, both <= 2^(BUCKETS - 1)
+            try:
+                planned = self._plan(Bounds(k, c))
+                break
+            except GroupsError:
+                if k == c == 1:
+                    raise
+                k, c = (max(1, k // 2), c) if k >= c else (k, max(1, c // 2))
+        self.planned, self.groups = planned, replace(g, bounds=Bounds(k, c))
+        self.pre_released["limits"] = {"max_groups_per_unit": k, "max_rows_per_group": c, "auto": list(g.auto),
+                                       "chosen": chosen, "share": str(g.limits_share),
+                                       "cover": str(self.limit_laws[g.auto[0]].fraction)}
+        return self.pre_released

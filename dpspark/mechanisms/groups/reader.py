@@ -148,7 +148,17 @@ class GroupsLookup(StatementLookup):
             if n in flags:
                 cols[f"{n}_uninformative"] = flags[n]
             exact[f"{n}_confidence"] = [float(e.confidence) for e in entries]  # report
-        return pd.DataFrame({**cols, **exact})
+        frame = pd.DataFrame({**cols, **exact})
+        words = self.units_words()
+        if words:  # the noisy unit count against max_units, in words (post-processing of a DP output)
+            frame.attrs["units"] = words
+            if self.section["units"]["noisy"] > self.section["units"]["max_units"]:
+                import warnings
+
+                warnings.warn(f"{self.root}: {words}", UserWarning, stacklevel=2)
+        if self.limits_words():
+            frame.attrs["limits"] = self.limits_words()
+        return frame
 
     def uninformative(self) -> dict[str, list[bool]]:
         """Per quantile (when the release has a count), per group in table order: True where the quantile's stated
@@ -175,11 +185,47 @@ class GroupsLookup(StatementLookup):
     def html_note(self) -> str:
         """Under the values in a notebook: what a quantile's error column counts (rows of rank, not values)."""
         ranks = [a["name"] for a in self.aggregates if a["error_unit"] == "rank_rows"]
+        units = self.units_words()
+        units = f"Units: {units}" if units else ""
         if not ranks:
-            return ""
+            return units
         cols = ", ".join(f"{n}_rank_error" for n in ranks)
         return (f"{cols}: the error bar of a quantile is in rows of rank, not in the value's units: the released "
-                "value's rank among the group's rows is within that many rows of the requested quantile's rank.")
+                "value's rank among the group's rows is within that many rows of the requested quantile's rank."
+                + (f" {units}" if units else ""))
+
+    # --- units read (post-processing of the release's noisy count) -------------------------
+    def units_words(self) -> str:
+        """In words: the noisy count of the units read against max_units, and about how many units the
+        truncation to max_units dropped (noisy count - max_units, +- its bar). Empty for a release without it."""
+        u = self.section.get("units")
+        if not u:
+            return ""
+        from dpspark.text import confidence, readable
+
+        noisy, a, n = u["noisy"], u["error"], u["max_units"]
+        conf = confidence(Fraction(str(u["beta"])))
+        head = (f"about {readable(noisy)} units read (noisy count, +-{readable(a)} w.p. >= {conf}; "
+                f"{u['share']} of epsilon)")
+        if noisy > n:
+            low = max(noisy - n - a, 0)
+            return (f"{head}: MORE than max_units = {readable(n)}. About {readable(noisy - n)} units (between "
+                    f"{readable(low)} and {readable(noisy - n + a)}, w.p. >= {conf}) were dropped by the truncation to "
+                    f"max_units: every count and sum covers only the units kept. Raise max_units to at least "
+                    f"{readable(noisy + a)} to keep them all.")
+        if noisy + a > n:
+            return (f"{head}: close to max_units = {readable(n)}; up to about {readable(noisy + a - n)} units may have "
+                    "been dropped by the truncation to max_units.")
+        return f"{head}: within max_units = {readable(n)}; no unit was dropped (w.p. >= {conf})."
+
+    def limits_words(self) -> str:
+        """In words: the contribution limits chosen privately ("auto"), if any."""
+        lim = self.section.get("limits")
+        if not lim:
+            return ""
+        return (f"max_groups_per_unit = {lim['max_groups_per_unit']}, max_rows_per_group = "
+                f"{lim['max_rows_per_group']}; chosen privately for {', '.join(lim['auto'])} (covering about "
+                f"{lim['cover']} of units; {lim['share']} of epsilon)")
 
     # --- words --------------------------------------------------------------------------------
     def _confidence(self) -> str:
@@ -205,6 +251,10 @@ class GroupsLookup(StatementLookup):
         lines += [("  aggregate", w) for w in self.aggregate_words()]
         lines.append(("composition", sec["composition"]))
         lines.append(("nulls", sec["nulls"]))
+        if self.units_words():
+            lines.append(("units", self.units_words()))
+        if self.limits_words():
+            lines.append(("limits", self.limits_words()))
         return lines
 
     def plot_bars(self, top: int) -> list[dict[str, Any]]:

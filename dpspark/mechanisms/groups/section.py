@@ -14,6 +14,10 @@ from dpspark.release.rederive import check_group_privacy, privacy_checked, withi
 
 SECTION_KEYS = frozenset({"table", "by", "keys", "groups", "universe", "aggregates", "beta", "bounds", "nulls",
                           "composition"})
+#: optional section entries (DP outputs of the pre-pass): the noisy unit count, the "auto" limits chosen
+OPTIONAL_KEYS = frozenset({"units", "limits"})
+UNITS_KEYS = frozenset({"noisy", "error", "beta", "max_units", "share"})
+LIMITS_KEYS = frozenset({"max_groups_per_unit", "max_rows_per_group", "auto", "chosen", "share", "cover"})
 AGGREGATE_KEYS = frozenset({"name", "kind", "error_unit", "noise", "condition"})
 KINDS = ("count", "sum", "mean", "variance", "quantile")
 #: most released groups a reader takes (the public key lists stay far below)
@@ -26,8 +30,10 @@ def _int(value: Any) -> bool:
 
 def check_section(section: Any, manifest: Any, name: str) -> None:
     """The ``groups`` section: its keys and types, the table among the files, the aggregates of the parameters."""
-    if not isinstance(section, dict) or set(section) != SECTION_KEYS:
-        raise ReleaseFormatError(f"{name}: a groups section holds exactly {sorted(SECTION_KEYS)}")
+    if not isinstance(section, dict) or not SECTION_KEYS <= set(section) <= SECTION_KEYS | OPTIONAL_KEYS:
+        raise ReleaseFormatError(f"{name}: a groups section holds exactly {sorted(SECTION_KEYS)} (and optionally "
+                                 f"{sorted(OPTIONAL_KEYS)})")
+    _check_pre(section, manifest, name)
     by = section["by"]
     if not isinstance(by, list) or not by or not all(isinstance(c, str) and c for c in by) or len(set(by)) != len(by):
         raise ReleaseFormatError(f"{name}: groups.by must be a non-empty list of distinct column names")
@@ -57,6 +63,25 @@ def check_section(section: Any, manifest: Any, name: str) -> None:
         raise ReleaseFormatError(f"{name}: groups.aggregates names an aggregate twice")
     if manifest.parameters.get("by") != by or manifest.parameters.get("beta") != section["beta"]:
         raise ReleaseFormatError(f"{name}: groups.by and groups.beta must be mechanism.parameters' by and beta")
+
+
+def _check_pre(section: dict[str, Any], manifest: Any, name: str) -> None:
+    """The optional ``units`` (noisy unit count) and ``limits`` (chosen "auto" limits) entries."""
+    units = section.get("units")
+    if units is not None and not (
+            isinstance(units, dict) and set(units) == UNITS_KEYS and _int(units["noisy"]) and units["noisy"] >= 0
+            and _int(units["error"]) and units["error"] >= 0 and _int(units["max_units"])
+            and units["max_units"] == (getattr(manifest, "config", None) or {}).get("max_units")
+            and isinstance(units["beta"], str) and isinstance(units["share"], str)):
+        raise ReleaseFormatError(f"{name}: groups.units must hold {sorted(UNITS_KEYS)}: non-negative ints noisy and "
+                                 "error, the manifest's max_units, and the beta and share as strings")
+    limits = section.get("limits")
+    if limits is not None and not (
+            isinstance(limits, dict) and set(limits) == LIMITS_KEYS
+            and all(_int(limits[k]) and 1 <= limits[k] <= 1 << 20 for k in ("max_groups_per_unit", "max_rows_per_group"))
+            and isinstance(limits["auto"], list) and isinstance(limits["chosen"], dict)
+            and isinstance(limits["share"], str) and isinstance(limits["cover"], str)):
+        raise ReleaseFormatError(f"{name}: groups.limits must hold {sorted(LIMITS_KEYS)} with limits in [1, 2^20]")
 
 
 def rederive_groups(m: Any, name: str) -> None:

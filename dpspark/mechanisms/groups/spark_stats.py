@@ -9,7 +9,8 @@ a unit's rows are all in one partition, so its k groups and c rows are chosen as
 partition's per-group statistics (per (unit, group) bounded, then summed per group) leave it as rows
 (index, stat, shift, value) with |value| < 2^32, one per (index, stat, shift). One ``groupBy`` of four
 columns sums them: fewer than 2^31 partitions, so the int64 sums cannot overflow; the driver folds them
-into exact Python ints (:func:`~dpspark.mechanisms.groups.core.decode`).
+into exact Python ints (:func:`~dpspark.mechanisms.groups.core.decode`). Each partition also emits one row
+(stat ``READ``) with the units it read (whole units per partition), summed to the pass's ``units_read``.
 
 Truncation to ``max_units`` (only when the input has more rows than that) is a small job before the pass:
 
@@ -49,6 +50,8 @@ INDEX, UNIT_HASH, HASH, RANK = "__dp_index", "__dp_unit_hash", "__dp_pick", "__d
 STAT, SHIFT, VALUE = "__dp_stat", "__dp_shift", "__dp_value"
 #: the stat id of the one-row flag a partition emits when a kept unit has a key outside the universe
 OUTSIDE = -3
+#: the stat id of each partition's count of the units it read (distinct units, or rows without a unit column)
+READ = -4
 #: rows per chunk when rows are units (no unit column): a partition is read in chunks of this many rows
 CHUNK_ROWS = 1 << 20
 
@@ -180,9 +183,10 @@ def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | Non
     """The mapInArrow function: one partition's rows (whole units) -> summable (index, stat, shift, value)."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         out: list[tuple[np.ndarray, ...]] = []
-        outside = False
+        outside, read = False, 0
         for table in _chunks(batches, CHUNK_ROWS if stage.unit_column is None else None):
             part, out_here = _part(table, stage, secret, unit_cut)
+            read += part.units if stage.unit_column is not None else table.num_rows  # whole units per partition
             outside |= out_here
             if outside:  # the job fails on the driver: no statistic is needed
                 break
@@ -197,6 +201,9 @@ def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | Non
                                               pa.array([0], pa.int32()), pa.array([1], pa.int64())],
                                              names=[INDEX, STAT, SHIFT, VALUE])
             return
+        yield pa.RecordBatch.from_arrays([pa.array([b""], pa.binary()), pa.array([READ], pa.int32()),
+                                          pa.array([0], pa.int32()), pa.array([read], pa.int64())],
+                                         names=[INDEX, STAT, SHIFT, VALUE])
         if not out:
             return
         words = np.concatenate([o[0] for o in out])
@@ -360,12 +367,17 @@ def groups_spark(df: "DataFrame", stage: "GroupsStage", secret: bytes) -> "list[
 
 def summed_stats(table: pa.Table, stage: "GroupsStage", secret: bytes,
                  rcut: RowCut | None = None) -> "list[GroupStats]":
-    """The GroupStats of the partitions' rows summed per (INDEX, STAT, SHIFT) (on the driver)."""
+    """The GroupStats of the partitions' rows summed per (INDEX, STAT, SHIFT) (on the driver), as a
+    :class:`~dpspark.mechanisms.groups.core.PassStats` with the units the partitions read."""
     from dpspark.mechanisms.groups.arrow_stats import OUT_OF_UNIVERSE
 
     stat = table.column(STAT).to_numpy().astype(np.int64)
     if (stat == OUTSIDE).any():
         raise CuratorError(OUT_OF_UNIVERSE)
+    is_read = stat == READ  # the partitions' units read (one summed row): out of the statistics
+    read = int(table.column(VALUE).to_numpy().astype(np.int64)[is_read].sum())
+    if is_read.any():
+        table, stat = table.filter(pa.array(~is_read)), stat[~is_read]
     width = stage.universe.index_width
     words = parts.binary_matrix(table.column(INDEX), width)
     shift = table.column(SHIFT).to_numpy().astype(np.int64)
@@ -377,6 +389,7 @@ def summed_stats(table: pa.Table, stage: "GroupsStage", secret: bytes,
         words, stat, shift, value = (np.concatenate([words, w2]), np.r_[stat, s2.astype(np.int64)],
                                      np.r_[shift, h2.astype(np.int64)], np.r_[value, v2.astype(np.int64)])
     if len(stat) == 0:
-        return []
+        return core.PassStats([], read)
     uniq, pos = core.unique_words(words)
-    return core.decode(pos.astype(np.int64).reshape(-1), core.word_ints(uniq), stat, shift, value, stage)
+    return core.PassStats(core.decode(pos.astype(np.int64).reshape(-1), core.word_ints(uniq), stat, shift, value,
+                                      stage), read)

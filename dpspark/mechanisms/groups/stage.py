@@ -51,7 +51,8 @@ class GroupsStage(FamilyStage):
     """Exact :class:`~dpspark.mechanisms.groups.algorithm.GroupStats` per group, in one pass over the input.
 
     ``backend.compute(stage)`` returns them ascending by 0-based universe index (the ``key``), one per
-    group with at least one kept row.
+    group with at least one kept row, as a :class:`~dpspark.mechanisms.groups.core.PassStats` whose
+    ``units_read`` is the exact number of units read (after rule 1; never released as such).
     """
 
     kernels: ClassVar[dict[str, str]] = {"arrow": "dpspark.mechanisms.groups.arrow_stats:groups_kernel",

@@ -107,13 +107,12 @@ def test_an_invalid_utf8_key_is_a_named_format_error(fixtures, tmp_path: Path, r
 
 
 # --- a fuzz finding: a column name that is not UTF-8 in a groups table ------------------------------------------
-#: the recorded input (scripts/fuzz_readers.py, groups, seed 9, input 792): a resealed groups.parquet whose column
-#: name no longer decodes; old main refused it only by the last-resort net ("unchecked UnicodeDecodeError")
-GROUPS_NAME_INPUT = (
-    "fca4e637f7502df0e9a92fe929db1e32f9966aa933544a286730bc4a82d342ebd97ae5b026b3231077eae45ac6ba667506a7625d5e8872"
-    "209f2b9e44d424d1ef608c3b44d54967ed9df08ef8971f400e15fab90bac3dfe972448ea8f6d5dd5b0fd329b7583ebe8b83755e29e941d"
-    "fb2b110fb7d2782dea21caa1f063284d23d5fe93ac988f9549b03e57a16d26f975a7d5546e75a5fbc3ff55a50ea5431fdf5f9d576418c9"
-    "2c6fb46246b8")
+#: the finding (scripts/fuzz_readers.py, groups, seed 9, input 792): a resealed groups.parquet whose column name no
+#: longer decodes; old main refused it only by the last-resort net ("unchecked UnicodeDecodeError"). The recorded
+#: bytes addressed the golden file's offsets, which moved when groups releases began stating a noisy unit count
+#: (the aggregates' epsilon is 49/50 of the release's, so the noisy values and the file differ): this input is the
+#: same edit re-aimed: case 2 (resealed), one op, XOR 0x80 into byte 1456 ('total_confidence' in the Parquet schema)
+GROUPS_NAME_INPUT = "0200000005b00080"
 
 
 def test_a_groups_column_name_that_is_not_utf8_is_refused_by_a_check(tmp_path: Path) -> None:
