@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dpspark.engine.errors import CuratorError, InputError
-from dpspark.mechanisms.groups import core
+from dpspark.mechanisms.groups import arrow_pass, core
 
 if TYPE_CHECKING:
     from dpspark.engine.arrow.backend import ArrowBackend
@@ -71,6 +71,11 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
     if not isinstance(dataset, ds.Dataset):
         dataset = ds.dataset(dataset)
     check_input(dataset.schema, stage)
+    if arrow_pass.eligible(stage):  # rows as units: batch-wise, one Arrow group-by per batch
+        done = arrow_pass.rows_pass(dataset, stage)
+        if done is not None:
+            return done  # type: ignore[return-value]
+        # past max_units rows: the row cut below needs every row (a second read; the cut's time, as before)
     cols, unit = list(stage.key_columns), stage.unit_column
     table = scan_table(dataset, stage.input_columns)
     if stage.join is not None:  # rule 0 (stage docstring): the public join, before the filter
