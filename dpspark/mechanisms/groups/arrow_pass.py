@@ -44,65 +44,111 @@ def eligible(stage: "GroupsStage") -> bool:
         a.kind is Kind.COUNT or max(abs(a.L), abs(a.H)) < core.FAST_BOUND for a in stage.aggregates)
 
 
-def limbs(v: np.ndarray, bound: int) -> list[tuple[np.ndarray, int]]:
-    """int64 columns (and shifts) whose sums over any batch of at most :data:`BATCH_ROWS` rows fit in int64 and
-    give sum(v) = sum(column sum << shift); |v| <= ``bound`` (a public bound): v itself, or 21-bit limbs."""
+def limbs(v: np.ndarray, bound: int) -> list[tuple[np.ndarray, int, int]]:
+    """(int64 column, shift, bound on its |values|) whose sums over any batch of at most :data:`BATCH_ROWS` rows
+    fit in int64 and give sum(v) = sum(column sum << shift); |v| <= ``bound`` (public): v itself, or 21-bit limbs."""
     if BATCH_ROWS * bound < _INT64:
-        return [(v, 0)]
+        return [(v, 0, bound)]
     mask = np.int64((1 << _LIMB) - 1)
-    out: list[tuple[np.ndarray, int]] = []
+    out: list[tuple[np.ndarray, int, int]] = []
     for shift in range(0, max(bound.bit_length(), 1) + 1, _LIMB):  # the top limb keeps the sign (arithmetic shift)
         top = shift + _LIMB > bound.bit_length()
         limb = (v >> np.int64(shift)) if top else (v >> np.int64(shift)) & mask
-        out.append((limb, shift))
+        out.append((limb, shift, 1 << _LIMB))
         if top:
             break
     return out
 
 
-def squares(v: np.ndarray, m: int) -> list[tuple[np.ndarray, int]]:
-    """Columns and shifts summing to sum(v^2) (|v| <= m < 2^52): v^2 itself, or the products of 26-bit halves."""
+def squares(v: np.ndarray, m: int) -> list[tuple[np.ndarray, int, int]]:
+    """As :func:`limbs`, summing to sum(v^2) (|v| <= m < 2^52): v^2 itself, or the products of 26-bit halves."""
     if m <= 1 << 31:
         return limbs(v * v, m * m)
     a, b = v >> np.int64(26), v & np.int64((1 << 26) - 1)
-    out: list[tuple[np.ndarray, int]] = []
+    out: list[tuple[np.ndarray, int, int]] = []
     for arr, bnd, shift in ((a * a, 1 << 52, 52), (2 * a * b, 1 << 53, 26), (b * b, 1 << 52, 0)):
-        out += [(x, s + shift) for x, s in limbs(arr, bnd)]
+        out += [(x, s + shift, xb) for x, s, xb in limbs(arr, bnd)]
     return out
 
 
 class _Totals:
-    """Per universe index word: int64 accumulators (low and high 32-bit halves of each batch's sum, exact)."""
+    """Per universe index word, the sums of int64 columns, kept as pending rows (word, halves...) that one Arrow
+    group-by folds whenever they pass twice the folded rows plus a few batches (memory O(keys + batch)).
+
+    Each batch adds its per-key sums split in 32-bit halves (the low half in [0, 2^32), the high half below
+    2^31 in magnitude), so a folded sum of fewer than 2^31 batches' halves stays below 2^63: exact.
+    """
 
     def __init__(self, width: int) -> None:
         self.width = width
-        self.words = np.zeros((0, width), dtype=np.uint8)
-        self.sums: dict[tuple[int, int], np.ndarray] = {}  # (stat, shift) -> (2, keys) int64 halves
-        self.cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # quantiles: (gid, stat, count)
+        self.names: list[tuple[int, int, str]] = []  # (stat, shift, source) of each statistic
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+        self.folded_rows = 0
+        self.cells: list[pa.Table] = []  # quantiles: (word, stat, count) rows
+        self.cell_rows = 0
+        self.cells_folded = 0
 
-    def ids(self, words: np.ndarray) -> np.ndarray:
-        """Global id of each of ``words`` (rows of distinct words), new words appended."""
-        n = len(self.words)
-        fixed = pa.binary(self.width)
-        mine = pa.FixedSizeBinaryArray.from_buffers(fixed, len(words), [None, pa.py_buffer(words.tobytes())])
-        known = pa.FixedSizeBinaryArray.from_buffers(fixed, n, [None, pa.py_buffer(self.words.tobytes())])
-        at = pc.index_in(mine, value_set=known)
-        found = np.asarray(at.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
-        new = np.flatnonzero(found < 0)
-        found[new] = n + np.arange(len(new))
-        if len(new):
-            self.words = np.concatenate([self.words, words[new]])
-            for key, acc in self.sums.items():
-                self.sums[key] = np.concatenate([acc, np.zeros((2, len(new)), dtype=np.int64)], axis=1)
-        return found
+    def limbs(self, words: np.ndarray) -> dict[str, np.ndarray]:
+        """The words as big-endian uint64 limbs, most significant first, left-padded with zero bytes (the keys of
+        the folds: Arrow groups integers much faster than fixed-size binary)."""
+        pad = -self.width % 8
+        if pad:
+            words = np.concatenate([np.zeros((len(words), pad), dtype=np.uint8), words], axis=1)
+        limbs = np.ascontiguousarray(words).view(">u8").astype(np.uint64)
+        return {f"w{j}": limbs[:, j] for j in range(limbs.shape[1])}
 
-    def add(self, stat: int, shift: int, gid: np.ndarray, total: np.ndarray) -> None:
-        """Add int64 ``total`` per row to the words ``gid`` (duplicates allowed)."""
-        acc = self.sums.get((stat, shift))
-        if acc is None:
-            acc = self.sums[(stat, shift)] = np.zeros((2, len(self.words)), dtype=np.int64)
-        np.add.at(acc[0], gid, total & _HALF_MASK)
-        np.add.at(acc[1], gid, total >> np.int64(32))
+    def words(self, t: pa.Table) -> np.ndarray:
+        """(rows, width) uint8 words of a table's limb columns."""
+        keys = [n for n in t.column_names if n.startswith("w")]
+        limbs = np.stack([np.asarray(t.column(k).to_numpy(), dtype=np.uint64) for k in keys], axis=1)
+        return np.ascontiguousarray(limbs.astype(">u8")).view(np.uint8)[:, -self.width:]
+
+    def add(self, words: np.ndarray, sums: dict[str, tuple[np.ndarray, int]]) -> None:
+        """Add int64 sums (name -> (value per row, a public bound on |value|)) of rows keyed by ``words``
+        (duplicates allowed); a bound of 2^32 or more is kept in two 32-bit halves."""
+        cols: dict[str, Any] = self.limbs(words)
+        for name, (v, bound) in sums.items():
+            if bound < 1 << 32:
+                cols[f"s{name}"] = v
+            else:
+                cols[f"l{name}"] = v & _HALF_MASK
+                cols[f"h{name}"] = v >> np.int64(32)
+        self.pending.append(pa.table(cols))
+        self.pending_rows += len(words)
+        if self.pending_rows > 2 * self.folded_rows + 4 * BATCH_ROWS:
+            self.fold()
+
+    def parts(self, t: pa.Table, name: str) -> list[tuple[np.ndarray, int]]:
+        """The folded sums of source ``name`` as (int64 column, extra shift) parts."""
+        if f"s{name}" in t.column_names:
+            return [(np.asarray(t.column(f"s{name}").to_numpy(), dtype=np.int64), 0)]
+        return [(np.asarray(t.column(f"{h}{name}").to_numpy(), dtype=np.int64), x) for h, x in (("l", 0), ("h", 32))]
+
+    def fold(self) -> None:
+        """One Arrow group-by over the pending rows: one row per word."""
+        if len(self.pending) > 1 or (self.pending and self.pending_rows != self.folded_rows):
+            t = pa.concat_tables(self.pending)
+            keys = [n for n in t.column_names if n.startswith("w")]
+            names = [n for n in t.column_names if not n.startswith("w")]
+            g = t.group_by(keys, use_threads=False).aggregate([(n, "sum") for n in names])
+            self.pending = [pa.table({**{k: g.column(k) for k in keys}, **{n: g.column(f"{n}_sum") for n in names}})]
+            self.pending_rows = self.folded_rows = g.num_rows
+
+    def add_cells(self, words: np.ndarray, stat: np.ndarray, count: np.ndarray) -> None:
+        """Add quantile cell counts (word, stat, count) rows."""
+        self.cells.append(pa.table({**self.limbs(words), "s": stat, "n": count}))
+        self.cell_rows += len(words)
+        if self.cell_rows > 2 * self.cells_folded + 4 * BATCH_ROWS:
+            self.fold_cells()
+
+    def fold_cells(self) -> None:
+        if self.cells:
+            t = pa.concat_tables(self.cells)
+            keys = [n for n in t.column_names if n.startswith("w")]
+            g = t.group_by(keys + ["s"], use_threads=False).aggregate([("n", "sum")])
+            self.cells = [pa.table({**{k: g.column(k) for k in keys}, "s": g.column("s"), "n": g.column("n_sum")})]
+            self.cell_rows = self.cells_folded = g.num_rows
 
 
 def _batches(dataset: Any, columns: list[str]) -> Iterator[pa.RecordBatch]:
@@ -178,10 +224,11 @@ def rows_pass(dataset: Any, stage: "GroupsStage") -> "GroupColumns | None":
         sums: list[tuple[int, int, str]] = []  # (stat, shift, column of data summed)
         made: dict[Any, list[tuple[int, str]]] = {}
         values: dict[Any, np.ndarray] = {}
+        bounds: dict[str, int] = {"\x00rows": 1}
 
-        def column(arr: np.ndarray) -> str:
+        def column(arr: np.ndarray, bound: int = 1) -> str:  # bound: a public bound on |value| per row
             name = f"\x00{len(data)}"
-            data[name] = arr
+            data[name], bounds[name] = arr, bound
             return name
 
         quantiles: list[tuple[int, np.ndarray]] = []
@@ -216,12 +263,12 @@ def rows_pass(dataset: Any, stage: "GroupsStage") -> "GroupColumns | None":
                 v = core._fixed(agg, xs)
                 assert isinstance(v, np.ndarray)  # eligible(): |L|, |H| < 2^52
                 v = np.where(present, v, np.int64(agg.fixed_point(rule.value) if rule.value is not None else 0))
-                made[vk] = [(s, column(a)) for a, s in limbs(v, m)]
+                made[vk] = _columns(limbs(v, m), column)
                 values[vk] = v
             sums += [(base + 1, s, name) for s, name in made[vk]]
             if agg.kind is Kind.VARIANCE:
                 if vk + ("q",) not in made:
-                    made[vk + ("q",)] = [(s, column(a)) for a, s in squares(values[vk], m)]
+                    made[vk + ("q",)] = _columns(squares(values[vk], m), column)
                 sums += [(base + 2, s, name) for s, name in made[vk + ("q",)]]
         summed = sorted({n for _, _, n in sums if n != "\x00rows"})
         t = pa.table({**{c: data[c] for c in cols}, **{n: data[n] for n in summed}})
@@ -232,15 +279,14 @@ def rows_pass(dataset: Any, stage: "GroupsStage") -> "GroupColumns | None":
             totals = _Totals(gwords.shape[1])
         if member is None:
             continue
-        ids = totals.ids(gwords)
-        pos = ids[member[1]]
-        rows_here = np.asarray(out["\x00rows"].to_numpy(), dtype=np.int64)[member[0]]
+        rows_here = np.asarray(out["\x00rows"].to_numpy(), dtype=np.int64)[member]
         kept_rows += int(rows_here.sum())
-        totals.add(core.ROWS, 0, pos, rows_here)
-        if stage.count_units:
-            totals.add(core.UNITS, 0, pos, rows_here)
-        for stat, shift, name in sums:
-            totals.add(stat, shift, pos, np.asarray(out[name].to_numpy(), dtype=np.int64)[member[0]])
+        stats = [(core.ROWS, 0, "\x00rows")] + ([(core.UNITS, 0, "\x00rows")] if stage.count_units else []) + sums
+        if not totals.names:
+            totals.names = stats
+        sources = {n: (rows_here if n == "\x00rows" else np.asarray(out[n].to_numpy(), dtype=np.int64)[member],
+                       BATCH_ROWS * bounds[n]) for n in dict.fromkeys(n for _, _, n in stats)}
+        totals.add(gwords, sources)
         for base, cell in quantiles:
             q = pa.table({**{c: data[c] for c in cols}, "\x00cell": cell}).group_by(
                 cols + ["\x00cell"], use_threads=False).aggregate([([], "count_all")])
@@ -249,10 +295,8 @@ def rows_pass(dataset: Any, stage: "GroupsStage") -> "GroupColumns | None":
             qw, qm = _encode(q, cols, stage, encode_keys, index_words, OUT_OF_UNIVERSE)
             if qm is None:
                 continue
-            qpos = totals.ids(qw)[qm[1]]
-            sel = qm[0]
-            real = qc[sel] >= 0  # a dropped NULL's cell: no cell at all
-            totals.cells.append((qpos[real], base + qc[sel][real], qn[sel][real]))
+            real = qc[qm] >= 0  # a dropped NULL's cell: no cell at all
+            totals.add_cells(qw[real], base + qc[qm][real], qn[qm][real])
     if kept_rows > stage.max_units:
         return None
     return _finish(totals, stage)
@@ -269,9 +313,14 @@ def _plain(keys: pa.Table, cols: list[str]) -> pa.Table:
     return pa.table(out)
 
 
+def _columns(parts: list[tuple[np.ndarray, int, int]], column: Any) -> list[tuple[int, str]]:
+    """(shift, column name) of each part, its column named with its public per-row bound."""
+    return [(s, column(a, bound)) for a, s, bound in parts]
+
+
 def _encode(g: pa.Table, cols: list[str], stage: "GroupsStage", encode_keys: Any, index_words: Any,
-            refusal: str) -> tuple[np.ndarray, "tuple[np.ndarray, np.ndarray] | None"]:
-    """Distinct index words of the grouped rows' member keys, and (member rows, their word's position); rule 3."""
+            refusal: str) -> tuple[np.ndarray, "np.ndarray | None"]:
+    """Index words of the grouped rows' member keys, and those rows (None: no member); rule 3's refusal."""
     index, in_universe, member = encode_keys(_plain(g.select(cols), cols), stage.universe, cols, "drop")
     member_np = np.asarray(member.to_numpy(zero_copy_only=False), dtype=bool)
     if stage.out_of_universe == "error":
@@ -279,35 +328,44 @@ def _encode(g: pa.Table, cols: list[str], stage: "GroupsStage", encode_keys: Any
         if outside.any():
             raise CuratorError(refusal)
     rows = np.flatnonzero(member_np)
-    words = index_words(index, member_np)[rows]
-    if len(rows) == 0:
-        return words, None
-    uniq, pos = core.unique_words(words)  # distinct keys may share an index
-    return uniq, (rows, pos)
+    words = index_words(index, member_np)[rows]  # distinct keys may share an index: the folds add them up
+    return words, (rows if len(rows) else None)
 
 
 def _finish(totals: "_Totals | None", stage: "GroupsStage") -> "GroupColumns":
     """Sorted words, the accumulated statistics as emitted rows, decoded as the whole-input path decodes."""
-    if totals is None or len(totals.words) == 0:
+    if totals is not None:
+        totals.fold()
+    if totals is None or not totals.pending or totals.pending[0].num_rows == 0:
         return core.decode(np.zeros(0, np.int64), [], np.zeros(0, np.int32), np.zeros(0, np.int32),
                            np.zeros(0, np.int64), stage)
-    words, pos = core.unique_words(totals.words)  # all distinct: pos is the sorted place of each
+    t = totals.pending[0]
+    words, pos = core.unique_words(totals.words(t))  # all distinct: pos is each one's sorted place
     G = len(words)
     all_g = np.arange(G, dtype=np.int64)
     stats: list[tuple[np.ndarray, Any, int, np.ndarray]] = []
-    for (stat, shift), acc in totals.sums.items():
-        for half, extra in ((0, 0), (1, 32)):
+    for stat, shift, name in totals.names:
+        for part, extra in totals.parts(t, name):
             arr = np.zeros(G, dtype=np.int64)
-            arr[pos] = acc[half]
+            arr[pos] = part
             stats.append((all_g, stat, shift + extra, arr))
-    if totals.cells:
-        qg = np.concatenate([pos[c[0]] for c in totals.cells])
-        qs = np.concatenate([c[1] for c in totals.cells]).astype(np.int64)
-        qn = np.concatenate([c[2] for c in totals.cells])
-        order = np.lexsort((qs, qg))
-        qg, qs, qn = qg[order], qs[order], qn[order]
-        starts = np.flatnonzero(np.r_[True, (qg[1:] != qg[:-1]) | (qs[1:] != qs[:-1])])
-        if len(qn):
-            stats.append((qg[starts], qs[starts], 0, np.add.reduceat(qn, starts)))
+    totals.fold_cells()
+    if totals.cells and totals.cells[0].num_rows:
+        c = totals.cells[0]
+        qg = _positions(words, totals.words(c), totals)  # every cell's word has rows: found among the sorted
+        stats.append((qg, np.asarray(c.column("s").to_numpy(), dtype=np.int64), 0,
+                      np.asarray(c.column("n").to_numpy(), dtype=np.int64)))
     g, stat, shift, value = core.emit(stats)
     return core.decode(g, core.word_ints(words), stat, shift, value, stage)
+
+
+def _positions(sorted_words: np.ndarray, words: np.ndarray, totals: _Totals) -> np.ndarray:
+    """The place of each of ``words`` among ``sorted_words`` (ascending, distinct; every word is there)."""
+    a, b = totals.limbs(sorted_words), totals.limbs(words)
+    keys = list(a)
+    t = pa.table({**{k: a[k] for k in keys}, "p": np.arange(len(sorted_words), dtype=np.int64)})
+    q = pa.table({**{k: b[k] for k in keys}, "i": np.arange(len(words), dtype=np.int64)})
+    j = q.join(t, keys=keys, join_type="inner", use_threads=False)
+    out = np.empty(len(words), dtype=np.int64)
+    out[np.asarray(j.column("i").to_numpy(), dtype=np.int64)] = np.asarray(j.column("p").to_numpy(), dtype=np.int64)
+    return out
