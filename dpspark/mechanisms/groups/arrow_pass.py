@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from dpspark.mechanisms.groups.stage import GroupsStage
 
 #: rows per scanned batch (public): every per-batch bound below uses it, never a batch's actual size
-BATCH_ROWS = 1 << 20
+BATCH_ROWS = 1 << 22
 _HALF_MASK = np.int64((1 << 32) - 1)
 _LIMB = 21
 _INT64 = 1 << 63
@@ -151,23 +151,31 @@ class _Totals:
             self.cell_rows = self.cells_folded = g.num_rows
 
 
-def _batches(dataset: Any, columns: list[str]) -> Iterator[pa.RecordBatch]:
-    """Record batches of at most :data:`BATCH_ROWS` rows; a read failure is a value-free InputError."""
+def _batches(dataset: Any, columns: list[str]) -> Iterator[pa.Table]:
+    """Tables of at most :data:`BATCH_ROWS` rows (the scanner's batches, gathered; dictionaries unified); a read
+    failure is a value-free InputError."""
     import pyarrow.dataset as ds
 
     from dpspark.engine.arrow.inputs import read_error_text
 
     if not isinstance(dataset, ds.Dataset):  # an in-memory table
         dataset = ds.dataset(dataset)
-    it = dataset.scanner(columns=columns, batch_size=BATCH_ROWS, use_threads=True).to_batches()
+    it = dataset.scanner(columns=columns, batch_size=min(BATCH_ROWS, 1 << 20), use_threads=True,
+                         batch_readahead=2, fragment_readahead=1).to_batches()
+    held: list[pa.RecordBatch] = []
+    rows = 0
     while True:
         try:
-            batch = next(it)
-        except StopIteration:
-            return
+            batch = next(it, None)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as err:
             raise InputError(f"cannot read input: {read_error_text(err)}") from None
-        yield batch
+        if held and (batch is None or rows + batch.num_rows > BATCH_ROWS):
+            yield pa.Table.from_batches(held).unify_dictionaries()
+            held, rows = [], 0
+        if batch is None:
+            return
+        held.append(batch)
+        rows += batch.num_rows
 
 
 def dictionary_reader(dataset: Any, stage: "GroupsStage") -> Any:
@@ -198,14 +206,14 @@ def rows_pass(dataset: Any, stage: "GroupsStage") -> "GroupColumns | None":
     """The stage's statistics with every row a unit (:func:`eligible`), or None past ``max_units`` rows."""
     from dpspark.engine.arrow.counts import encode_keys
     from dpspark.mechanisms.groups.arrow_stats import OUT_OF_UNIVERSE
-    from dpspark.mechanisms.groups.parts import index_words, numeric_values, one_chunk
+    from dpspark.mechanisms.groups.parts import index_words, numeric_values
 
     cols = list(stage.key_columns)
     totals: _Totals | None = None
     kept_rows = 0
     thresholds = {j: core.grid_thresholds(a) for j, a in enumerate(stage.aggregates) if a.kind is Kind.QUANTILE}
     for batch in _batches(dictionary_reader(dataset, stage), stage.input_columns):
-        table = pa.Table.from_batches([batch])
+        table = batch
         if stage.join is not None:  # rule 0, as the whole-input path
             table = stage.join.arrow(table)
         if stage.filter is not None:
@@ -220,7 +228,7 @@ def rows_pass(dataset: Any, stage: "GroupsStage") -> "GroupColumns | None":
         if table.num_rows == 0:
             continue
         x = numeric_values(table, stage.value_columns)
-        data: dict[str, Any] = {c: one_chunk(table.column(c)) for c in cols}
+        data: dict[str, Any] = {c: table.column(c) for c in cols}
         sums: list[tuple[int, int, str]] = []  # (stat, shift, column of data summed)
         made: dict[Any, list[tuple[int, str]]] = {}
         values: dict[Any, np.ndarray] = {}
