@@ -17,6 +17,7 @@ whole-input path too. Per batch, one code path whatever the values: NULLs are ma
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
@@ -204,14 +205,12 @@ def dictionary_reader(dataset: Any, stage: "GroupsStage") -> Any:
 
 def rows_pass(dataset: Any, stage: "GroupsStage") -> "GroupColumns | None":
     """The stage's statistics with every row a unit (:func:`eligible`), or None past ``max_units`` rows."""
-    from dpspark.engine.arrow.counts import encode_keys
     from dpspark.mechanisms.groups.arrow_stats import OUT_OF_UNIVERSE
-    from dpspark.mechanisms.groups.parts import index_words, numeric_values
 
     cols = list(stage.key_columns)
     totals: _Totals | None = None
     kept_rows = 0
-    thresholds = {j: core.grid_thresholds(a) for j, a in enumerate(stage.aggregates) if a.kind is Kind.QUANTILE}
+    thresholds = quantile_thresholds(stage)
     for batch in _batches(dictionary_reader(dataset, stage), stage.input_columns):
         table = batch
         if stage.join is not None:  # rule 0, as the whole-input path
@@ -225,89 +224,121 @@ def rows_pass(dataset: Any, stage: "GroupsStage") -> "GroupColumns | None":
                 valid = v if valid is None else pc.and_(valid, v)
         if valid is not None:
             table = table.filter(valid)
-        if table.num_rows == 0:
+        red = reduce_batch(table, stage, thresholds)
+        if red is None:
             continue
-        x = numeric_values(table, stage.value_columns)
-        data: dict[str, Any] = {c: table.column(c) for c in cols}
-        sums: list[tuple[int, int, str]] = []  # (stat, shift, column of data summed)
-        made: dict[Any, list[tuple[int, str]]] = {}
-        values: dict[Any, np.ndarray] = {}
-        bounds: dict[str, int] = {"\x00rows": 1}
-
-        def column(arr: np.ndarray, bound: int = 1) -> str:  # bound: a public bound on |value| per row
-            name = f"\x00{len(data)}"
-            data[name], bounds[name] = arr, bound
-            return name
-
-        quantiles: list[tuple[int, np.ndarray]] = []
-        for j, agg in enumerate(stage.aggregates):
-            base = j * core.STAT_STRIDE
-            if agg.kind is Kind.COUNT:
-                sums.append((base, 0, "\x00rows"))
-                continue
-            assert agg.column is not None
-            rule = stage.null_rule(agg.column)
-            xv = x[agg.column]
-            present = ~np.isnan(xv)
-            xs = np.where(present, xv, 0.0)
-            if agg.kind is Kind.QUANTILE:
-                ck = ("cell", agg.column, agg.lo, agg.hi, agg.bins)
-                if ck not in made:
-                    cl = core.cells(agg, xs, thresholds[j])
-                    fill = np.int64(agg.cell_of(rule.value)) if rule.value is not None else np.int64(-1)
-                    made[ck] = [(0, column(np.where(present, cl, fill)))]
-                quantiles.append((base, data[made[ck][0][1]]))
-                continue
-            if rule.value is not None:
-                sums.append((base, 0, "\x00rows"))
-            else:
-                pk = ("present", agg.column)
-                if pk not in made:
-                    made[pk] = [(0, column(present.astype(np.int64)))]
-                sums.append((base, 0, made[pk][0][1]))
-            m = max(abs(agg.L), abs(agg.H))
-            vk = ("v", agg.column, agg.scale_bits, agg.L, agg.H)
-            if vk not in made:
-                v = core._fixed(agg, xs)
-                assert isinstance(v, np.ndarray)  # eligible(): |L|, |H| < 2^52
-                v = np.where(present, v, np.int64(agg.fixed_point(rule.value) if rule.value is not None else 0))
-                made[vk] = _columns(limbs(v, m), column)
-                values[vk] = v
-            sums += [(base + 1, s, name) for s, name in made[vk]]
-            if agg.kind is Kind.VARIANCE:
-                if vk + ("q",) not in made:
-                    made[vk + ("q",)] = _columns(squares(values[vk], m), column)
-                sums += [(base + 2, s, name) for s, name in made[vk + ("q",)]]
-        summed = sorted({n for _, _, n in sums if n != "\x00rows"})
-        t = pa.table({**{c: data[c] for c in cols}, **{n: data[n] for n in summed}})
-        g = t.group_by(cols, use_threads=False).aggregate([([], "count_all")] + [(n, "sum") for n in summed])
-        out = {"\x00rows": g.column("count_all")} | {n: g.column(f"{n}_sum") for n in summed}
-        gwords, member = _encode(g, cols, stage, encode_keys, index_words, OUT_OF_UNIVERSE)
+        if red.outside:
+            raise CuratorError(OUT_OF_UNIVERSE)
         if totals is None:
-            totals = _Totals(gwords.shape[1])
-        if member is None:
-            continue
-        rows_here = np.asarray(out["\x00rows"].to_numpy(), dtype=np.int64)[member]
-        kept_rows += int(rows_here.sum())
-        stats = [(core.ROWS, 0, "\x00rows")] + ([(core.UNITS, 0, "\x00rows")] if stage.count_units else []) + sums
-        if not totals.names:
-            totals.names = stats
-        sources = {n: (rows_here if n == "\x00rows" else np.asarray(out[n].to_numpy(), dtype=np.int64)[member],
-                       BATCH_ROWS * bounds[n]) for n in dict.fromkeys(n for _, _, n in stats)}
-        totals.add(gwords, sources)
-        for base, cell in quantiles:
-            q = pa.table({**{c: data[c] for c in cols}, "\x00cell": cell}).group_by(
-                cols + ["\x00cell"], use_threads=False).aggregate([([], "count_all")])
-            qc = np.asarray(q.column("\x00cell").to_numpy(), dtype=np.int64)
-            qn = np.asarray(q.column("count_all").to_numpy(), dtype=np.int64)
-            qw, qm = _encode(q, cols, stage, encode_keys, index_words, OUT_OF_UNIVERSE)
-            if qm is None:
-                continue
-            real = qc[qm] >= 0  # a dropped NULL's cell: no cell at all
-            totals.add_cells(qw[real], base + qc[qm][real], qn[qm][real])
+            totals = _Totals(red.words.shape[1])
+            totals.names = red.stats
+        kept_rows += red.rows
+        if len(red.words):
+            totals.add(red.words, red.sources)
+        for qw, qs, qn in red.cells:
+            totals.add_cells(qw, qs, qn)
     if kept_rows > stage.max_units:
         return None
     return _finish(totals, stage)
+
+
+def quantile_thresholds(stage: "GroupsStage") -> dict[int, np.ndarray]:
+    """Per quantile aggregate (by position): its grid's exact double thresholds (public)."""
+    return {j: core.grid_thresholds(a) for j, a in enumerate(stage.aggregates) if a.kind is Kind.QUANTILE}
+
+
+@dataclass
+class Reduced:
+    """One batch's per-key sums: member keys' index words (duplicates possible), per statistic (stat, shift,
+    source) and per source (int64 sum per word, a public bound on it); quantile cells (words, stat, count)."""
+
+    words: np.ndarray
+    stats: list[tuple[int, int, str]]
+    sources: dict[str, tuple[np.ndarray, int]]
+    cells: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    rows: int
+    outside: bool
+
+
+def reduce_batch(table: pa.Table, stage: "GroupsStage", thresholds: dict[int, np.ndarray]) -> "Reduced | None":
+    """One Arrow group-by of a batch of rows (already joined, filtered, without NULL keys) into per-key sums
+    (None for an empty batch); ``outside``: a key outside the universe, when the stage refuses those (rule 3)."""
+    from dpspark.engine.arrow.counts import encode_keys
+    from dpspark.mechanisms.groups.parts import index_words, numeric_values
+
+    if table.num_rows == 0:
+        return None
+    cols = list(stage.key_columns)
+    x = numeric_values(table, stage.value_columns)
+    data: dict[str, Any] = {c: table.column(c) for c in cols}
+    sums: list[tuple[int, int, str]] = []  # (stat, shift, column of data summed)
+    made: dict[Any, list[tuple[int, str]]] = {}
+    values: dict[Any, np.ndarray] = {}
+    bounds: dict[str, int] = {"\x00rows": 1}
+
+    def column(arr: np.ndarray, bound: int = 1) -> str:  # bound: a public bound on |value| per row
+        name = f"\x00{len(data)}"
+        data[name], bounds[name] = arr, bound
+        return name
+
+    quantiles: list[tuple[int, np.ndarray]] = []
+    for j, agg in enumerate(stage.aggregates):
+        base = j * core.STAT_STRIDE
+        if agg.kind is Kind.COUNT:
+            sums.append((base, 0, "\x00rows"))
+            continue
+        assert agg.column is not None
+        rule = stage.null_rule(agg.column)
+        xv = x[agg.column]
+        present = ~np.isnan(xv)
+        xs = np.where(present, xv, 0.0)
+        if agg.kind is Kind.QUANTILE:
+            ck = ("cell", agg.column, agg.lo, agg.hi, agg.bins)
+            if ck not in made:
+                cl = core.cells(agg, xs, thresholds[j])
+                fill = np.int64(agg.cell_of(rule.value)) if rule.value is not None else np.int64(-1)
+                made[ck] = [(0, column(np.where(present, cl, fill)))]
+            quantiles.append((base, data[made[ck][0][1]]))
+            continue
+        if rule.value is not None:
+            sums.append((base, 0, "\x00rows"))
+        else:
+            pk = ("present", agg.column)
+            if pk not in made:
+                made[pk] = [(0, column(present.astype(np.int64)))]
+            sums.append((base, 0, made[pk][0][1]))
+        m = max(abs(agg.L), abs(agg.H))
+        vk = ("v", agg.column, agg.scale_bits, agg.L, agg.H)
+        if vk not in made:
+            v = core._fixed(agg, xs)
+            assert isinstance(v, np.ndarray)  # eligible(): |L|, |H| < 2^52
+            v = np.where(present, v, np.int64(agg.fixed_point(rule.value) if rule.value is not None else 0))
+            made[vk] = _columns(limbs(v, m), column)
+            values[vk] = v
+        sums += [(base + 1, s, name) for s, name in made[vk]]
+        if agg.kind is Kind.VARIANCE:
+            if vk + ("q",) not in made:
+                made[vk + ("q",)] = _columns(squares(values[vk], m), column)
+            sums += [(base + 2, s, name) for s, name in made[vk + ("q",)]]
+    summed = sorted({n for _, _, n in sums if n != "\x00rows"})
+    t = pa.table({**{c: data[c] for c in cols}, **{n: data[n] for n in summed}})
+    g = t.group_by(cols, use_threads=False).aggregate([([], "count_all")] + [(n, "sum") for n in summed])
+    out = {"\x00rows": g.column("count_all")} | {n: g.column(f"{n}_sum") for n in summed}
+    gwords, member, outside = _encode(g, cols, stage, encode_keys, index_words)
+    stats = [(core.ROWS, 0, "\x00rows")] + ([(core.UNITS, 0, "\x00rows")] if stage.count_units else []) + sums
+    rows_here = np.asarray(out["\x00rows"].to_numpy(), dtype=np.int64)[member]
+    sources = {n: (rows_here if n == "\x00rows" else np.asarray(out[n].to_numpy(), dtype=np.int64)[member],
+                   BATCH_ROWS * bounds[n]) for n in dict.fromkeys(n for _, _, n in stats)}
+    cells = []
+    for base, cell in quantiles:
+        q = pa.table({**{c: data[c] for c in cols}, "\x00cell": cell}).group_by(
+            cols + ["\x00cell"], use_threads=False).aggregate([([], "count_all")])
+        qc = np.asarray(q.column("\x00cell").to_numpy(), dtype=np.int64)
+        qn = np.asarray(q.column("count_all").to_numpy(), dtype=np.int64)
+        qw, qm, _ = _encode(q, cols, stage, encode_keys, index_words)
+        real = qc[qm] >= 0  # a dropped NULL's cell: no cell at all
+        cells.append((qw[real], base + qc[qm][real], qn[qm][real]))
+    return Reduced(gwords, stats, sources, cells, int(rows_here.sum()), outside)
 
 
 def _plain(keys: pa.Table, cols: list[str]) -> pa.Table:
@@ -326,18 +357,18 @@ def _columns(parts: list[tuple[np.ndarray, int, int]], column: Any) -> list[tupl
     return [(s, column(a, bound)) for a, s, bound in parts]
 
 
-def _encode(g: pa.Table, cols: list[str], stage: "GroupsStage", encode_keys: Any, index_words: Any,
-            refusal: str) -> tuple[np.ndarray, "np.ndarray | None"]:
-    """Index words of the grouped rows' member keys, and those rows (None: no member); rule 3's refusal."""
+def _encode(g: pa.Table, cols: list[str], stage: "GroupsStage", encode_keys: Any, index_words: Any
+            ) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Index words of the grouped rows' member keys, those rows, and whether a non-member key (not an unparseable
+    one: NULL) is there while the stage refuses those (rule 3)."""
     index, in_universe, member = encode_keys(_plain(g.select(cols), cols), stage.universe, cols, "drop")
     member_np = np.asarray(member.to_numpy(zero_copy_only=False), dtype=bool)
+    outside = False
     if stage.out_of_universe == "error":
-        outside = ~np.asarray(in_universe.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool)
-        if outside.any():
-            raise CuratorError(refusal)
+        outside = not bool(np.asarray(in_universe.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool).all())
     rows = np.flatnonzero(member_np)
     words = index_words(index, member_np)[rows]  # distinct keys may share an index: the folds add them up
-    return words, (rows if len(rows) else None)
+    return words, rows, outside
 
 
 def _finish(totals: "_Totals | None", stage: "GroupsStage") -> "GroupColumns":
