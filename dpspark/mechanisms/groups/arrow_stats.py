@@ -77,7 +77,7 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
             return done  # type: ignore[return-value]
         # past max_units rows: the row cut below needs every row (a second read; the cut's time, as before)
     cols, unit = list(stage.key_columns), stage.unit_column
-    table = scan_table(dataset, stage.input_columns)
+    table = scan_table(arrow_pass.dictionary_reader(dataset, stage), stage.input_columns).unify_dictionaries()
     if stage.join is not None:  # rule 0 (stage docstring): the public join, before the filter
         table = stage.join.arrow(table)
     if stage.filter is not None:  # rule 0 (stage docstring): a row passes only where the filter is TRUE

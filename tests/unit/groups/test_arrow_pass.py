@@ -95,3 +95,19 @@ def test_the_data_pass_is_batch_wise(monkeypatch: pytest.MonkeyPatch) -> None:
     rows = table(6, rows=200)
     st = stage(unit_column=None, max_units=10_000)
     assert groups_on(arrow(rows), st, SECRET) == reference(rows, st, SECRET)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_units_read_text_keys_as_dictionaries(tmp_path: Path, seed: int) -> None:
+    """With a unit column (the whole-input path), Parquet text keys are read as one unified dictionary per column
+    and its indices are the key ids (no string hashed per row): the same statistics as the reference."""
+    rng = random.Random(seed)
+    a, b = ("n", "s", "e", "zz"), ("r", "o", "p")
+    rows = [{"a": rng.choice(a + (None,)), "b": rng.choice(b), "u": rng.randrange(30), "x": _value(rng),
+             "y": _value(rng)} for _ in range(600)]
+    uni = TupleUniverse((CategoricalUniverse(a[:3], "a"), CategoricalUniverse(b, "b")))
+    data = _parquet(tmp_path, rows, {"a": pa.string(), "b": pa.string(), "u": pa.int64(), "x": pa.float64(),
+                                     "y": pa.float64()}, group=37)
+    st = GroupsStage(("a", "b"), uni, "u", 20, 2, 3, AGGS, count_units=True)
+    assert not arrow_pass.eligible(st)
+    assert groups_on(data, st, SECRET) == reference(rows, st, SECRET)
