@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from dpspark.mechanisms.groups.columns import GroupColumns
     from dpspark.mechanisms.groups.stage import GroupsStage
 
+OUT_OF_UNIVERSE = ("the input holds keys outside the declared universe and out_of_universe = 'error' "
+                   "(curator-side check; the offending values are not shown)")
 #: rows per scanned batch (public): every per-batch bound below uses it, never a batch's actual size
 BATCH_ROWS = 1 << 22
 _HALF_MASK = np.int64((1 << 32) - 1)
@@ -205,8 +207,6 @@ def dictionary_reader(dataset: Any, stage: "GroupsStage") -> Any:
 
 def rows_pass(dataset: Any, stage: "GroupsStage") -> "GroupColumns | None":
     """The stage's statistics with every row a unit (:func:`eligible`), or None past ``max_units`` rows."""
-    from dpspark.mechanisms.groups.arrow_stats import OUT_OF_UNIVERSE
-
     cols = list(stage.key_columns)
     totals: _Totals | None = None
     kept_rows = 0

@@ -7,6 +7,11 @@ Spark hashes them (:func:`dpspark.engine.arrow.counts.spark_hash`), truncated by
 rule (:func:`dpspark.engine.arrow.counts.bound_units`); then the shared numpy core
 (:mod:`dpspark.mechanisms.groups.core`) bounds and sums all units at once, exactly as the Spark kernel does
 per partition. Memory: the read columns (O(rows)), never a Python object per row on the fast path.
+
+Without a unit column (every row a unit) the pass is :func:`dpspark.mechanisms.groups.arrow_pass.rows_pass`
+instead: batch by batch, one Arrow group-by per batch, memory O(keys + batch); it hands back to the path
+above only for the row cut (more in-universe rows than ``max_units``). Parquet text key columns are read as
+dictionaries on both paths (their indices are the key ids: no string is hashed per row).
 """
 
 from __future__ import annotations
@@ -26,8 +31,7 @@ if TYPE_CHECKING:
     from dpspark.mechanisms.groups.algorithm import GroupStats
     from dpspark.mechanisms.groups.stage import GroupsStage
 
-OUT_OF_UNIVERSE = ("the input holds keys outside the declared universe and out_of_universe = 'error' "
-                   "(curator-side check; the offending values are not shown)")
+OUT_OF_UNIVERSE = arrow_pass.OUT_OF_UNIVERSE  # the one refusal text (the Spark kernel raises it too)
 
 
 def groups_kernel(backend: "ArrowBackend", stage: "GroupsStage") -> "list[GroupStats]":

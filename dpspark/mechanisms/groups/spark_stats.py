@@ -9,7 +9,9 @@ a unit's rows are all in one partition, so its k groups and c rows are chosen as
 partition's per-group statistics (per (unit, group) bounded, then summed per group) leave it as rows
 (index, stat, shift, value) with |value| < 2^32, one per (index, stat, shift). One ``groupBy`` of four
 columns sums them: fewer than 2^31 partitions, so the int64 sums cannot overflow; the driver folds them
-into exact Python ints (:func:`~dpspark.mechanisms.groups.core.decode`).
+into exact Python ints (:func:`~dpspark.mechanisms.groups.core.decode`). Rows as units without a row cut
+take the Arrow engine's per-batch group-by instead (:func:`~dpspark.mechanisms.groups.arrow_pass.reduce_batch`):
+no per-row ids or hashes, the same sums.
 
 Truncation to ``max_units`` (only when the input has more rows than that) is a small job before the pass:
 
