@@ -266,9 +266,7 @@ def reduce_batch(table: pa.Table, stage: "GroupsStage", thresholds: dict[int, np
     from dpspark.engine.arrow.counts import encode_keys
     from dpspark.mechanisms.groups.parts import index_words, numeric_values
 
-    if table.num_rows == 0:
-        return None
-    cols = list(stage.key_columns)
+    cols = list(stage.key_columns)  # an empty batch takes the same steps (no shortcut on what a filter kept)
     x = numeric_values(table, stage.value_columns)
     data: dict[str, Any] = {c: table.column(c) for c in cols}
     sums: list[tuple[int, int, str]] = []  # (stat, shift, column of data summed)
