@@ -225,8 +225,6 @@ def rows_pass(dataset: Any, stage: "GroupsStage") -> "GroupColumns | None":
         if valid is not None:
             table = table.filter(valid)
         red = reduce_batch(table, stage, thresholds)
-        if red is None:
-            continue
         if red.outside:
             raise CuratorError(OUT_OF_UNIVERSE)
         if totals is None:
@@ -260,9 +258,9 @@ class Reduced:
     outside: bool
 
 
-def reduce_batch(table: pa.Table, stage: "GroupsStage", thresholds: dict[int, np.ndarray]) -> "Reduced | None":
-    """One Arrow group-by of a batch of rows (already joined, filtered, without NULL keys) into per-key sums
-    (None for an empty batch); ``outside``: a key outside the universe, when the stage refuses those (rule 3)."""
+def reduce_batch(table: pa.Table, stage: "GroupsStage", thresholds: dict[int, np.ndarray]) -> Reduced:
+    """One Arrow group-by of a batch of rows (already joined, filtered, without NULL keys) into per-key sums;
+    ``outside``: a key outside the universe, when the stage refuses those (rule 3)."""
     from dpspark.engine.arrow.counts import encode_keys
     from dpspark.mechanisms.groups.parts import index_words, numeric_values
 

@@ -204,8 +204,6 @@ def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | Non
         for table in _chunks(batches, CHUNK_ROWS if stage.unit_column is None else None):
             if grouped:  # the Arrow engine's per-batch reduction (arrow_pass.reduce_batch): no row-level ids
                 red = arrow_pass.reduce_batch(table, stage, thresholds)
-                if red is None:
-                    continue
                 outside |= red.outside
                 if outside:
                     break
