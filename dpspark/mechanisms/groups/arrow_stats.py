@@ -7,6 +7,11 @@ Spark hashes them (:func:`dpspark.engine.arrow.counts.spark_hash`), truncated by
 rule (:func:`dpspark.engine.arrow.counts.bound_units`); then the shared numpy core
 (:mod:`dpspark.mechanisms.groups.core`) bounds and sums all units at once, exactly as the Spark kernel does
 per partition. Memory: the read columns (O(rows)), never a Python object per row on the fast path.
+
+Without a unit column (every row a unit) the pass is :func:`dpspark.mechanisms.groups.arrow_pass.rows_pass`
+instead: batch by batch, one Arrow group-by per batch, memory O(keys + batch); it hands back to the path
+above only for the row cut (more in-universe rows than ``max_units``). Parquet text key columns are read as
+dictionaries on both paths (their indices are the key ids: no string is hashed per row).
 """
 
 from __future__ import annotations
@@ -19,15 +24,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dpspark.engine.errors import CuratorError, InputError
-from dpspark.mechanisms.groups import core
+from dpspark.mechanisms.groups import arrow_pass, core
 
 if TYPE_CHECKING:
     from dpspark.engine.arrow.backend import ArrowBackend
     from dpspark.mechanisms.groups.algorithm import GroupStats
     from dpspark.mechanisms.groups.stage import GroupsStage
 
-OUT_OF_UNIVERSE = ("the input holds keys outside the declared universe and out_of_universe = 'error' "
-                   "(curator-side check; the offending values are not shown)")
+OUT_OF_UNIVERSE = arrow_pass.OUT_OF_UNIVERSE  # the one refusal text (the Spark kernel raises it too)
 
 
 def groups_kernel(backend: "ArrowBackend", stage: "GroupsStage") -> "list[GroupStats]":
@@ -72,8 +76,13 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
     if not isinstance(dataset, ds.Dataset):
         dataset = ds.dataset(dataset)
     check_input(dataset.schema, stage)
+    if arrow_pass.eligible(stage):  # rows as units: batch-wise, one Arrow group-by per batch
+        done = arrow_pass.rows_pass(dataset, stage)
+        if done is not None:
+            return done  # type: ignore[return-value]
+        # past max_units rows: the row cut below needs every row (a second read; the cut's time, as before)
     cols, unit = list(stage.key_columns), stage.unit_column
-    table = scan_table(dataset, stage.input_columns)
+    table = scan_table(arrow_pass.dictionary_reader(dataset, stage), stage.input_columns).unify_dictionaries()
     if stage.join is not None:  # rule 0 (stage docstring): the public join, before the filter
         table = stage.join.arrow(table)
     if stage.filter is not None:  # rule 0 (stage docstring): a row passes only where the filter is TRUE

@@ -43,7 +43,9 @@ def key_ids(table: pa.Table, cols: list[str]) -> tuple[np.ndarray, pa.Table]:
     codes, dicts = [], []
     for c in cols:
         col = one_chunk(table.column(c))
-        enc = pc.dictionary_encode(col.dictionary_decode() if pa.types.is_dictionary(col.type) else col)
+        # a dictionary column (Parquet text keys read as such, one dictionary for the table) is its own encoding:
+        # no string is hashed per row; a value its rows do not use is a key with no rows, never counted
+        enc = col if pa.types.is_dictionary(col.type) else pc.dictionary_encode(col)
         codes.append(enc.indices.to_numpy(zero_copy_only=False).astype(np.int64))
         dicts.append(enc.dictionary)
     if len(cols) == 1:

@@ -11,6 +11,8 @@ partition's per-group statistics (per (unit, group) bounded, then summed per gro
 columns sums them: fewer than 2^31 partitions, so the int64 sums cannot overflow; the driver folds them
 into exact Python ints (:func:`~dpspark.mechanisms.groups.core.decode`). Each partition also emits one row
 (stat ``READ``) with the units it read (whole units per partition), summed to the pass's ``units_read``.
+Rows as units without a row cut take the Arrow engine's per-batch group-by instead
+(:func:`~dpspark.mechanisms.groups.arrow_pass.reduce_batch`): no per-row ids or hashes, the same sums.
 
 Truncation to ``max_units`` (only when the input has more rows than that) is a small job before the pass:
 
@@ -178,13 +180,39 @@ def _emitted(part: core.Part, stage: "GroupsStage", secret: bytes) -> tuple[np.n
     return part.words[g], stat, shift, value
 
 
+def _reduced_rows(red: Any) -> tuple[np.ndarray, ...]:
+    """(index words, stat, shift, value) rows, |value| < 2^32, of one batch's per-key sums (arrow_pass.Reduced)."""
+    at = np.arange(len(red.words), dtype=np.int64)
+    stats = [(at, stat, shift, red.sources[name][0]) for stat, shift, name in red.stats]
+    words = [red.words]
+    for qw, qs, qn in red.cells:  # quantile cells: their own words, after the key words
+        stats.append((np.arange(len(qw), dtype=np.int64) + sum(len(w) for w in words), qs, 0, qn))
+        words.append(qw)
+    g, stat, shift, value = core.emit(stats)
+    return np.concatenate(words)[g], stat, shift, value
+
+
 def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | None = None,
                     row_cut: RowCut | None = None) -> Any:
     """The mapInArrow function: one partition's rows (whole units) -> summable (index, stat, shift, value)."""
+    from dpspark.mechanisms.groups import arrow_pass
+
+    grouped = arrow_pass.eligible(stage) and row_cut is None  # rows as units, no row cut: the Arrow group-by
+    thresholds = arrow_pass.quantile_thresholds(stage) if grouped else {}
+    assert CHUNK_ROWS <= arrow_pass.BATCH_ROWS  # the reduction's per-batch bounds hold for a chunk
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         out: list[tuple[np.ndarray, ...]] = []
         outside, read = False, 0
         for table in _chunks(batches, CHUNK_ROWS if stage.unit_column is None else None):
+            if grouped:  # the Arrow engine's per-batch reduction (arrow_pass.reduce_batch): no row-level ids
+                read += table.num_rows  # every row a unit
+                red = arrow_pass.reduce_batch(table, stage, thresholds)
+                outside |= red.outside
+                if outside:
+                    break
+                out.append(_reduced_rows(red))
+                continue
             part, out_here = _part(table, stage, secret, unit_cut)
             read += part.units if stage.unit_column is not None else table.num_rows  # whole units per partition
             outside |= out_here
