@@ -110,10 +110,15 @@ class GroupsMechanism(Mechanism):
                                      "rename an aggregate (its columns are <name>, <name>_float, <name>_error, ...)")
         from dpspark.mechanisms.groups.join import parse_join
 
-        try:  # the public table is read now (public: not the data); its keys must be unique
+        try:  # the public table is read now (public: not the data), and its key multiplicity m
             self.join = parse_join(g.join, Path(spec.source).parent)
         except GroupsError as err:
             raise MechanismSpecError(str(err)) from None
+        if self.join is not None and spec.unit_column is None and self.join.multiplicity > 1:
+            raise MechanismSpecError(
+                f"groups.join: the public table lists a join key up to {self.join.multiplicity} times, so the join "
+                "copies a row that many times; without privacy.unit_column every row is its own unit and the "
+                "copies would not be bounded: declare the unit column (or give the public table unique keys)")
         self.key_rows, self.universe = self._keys(spec)
         try:
             self.planned: "GroupsPlan" = self._plan()
