@@ -46,6 +46,12 @@ class SqlCall:
         return self.query.join
 
     @property
+    def stddev(self) -> dict[str, str]:
+        """``STDDEV_POP(...) AS name``: name -> the released variance aggregate's name (post-processed by
+        :func:`dpspark.sql.stddev.with_stddev`)."""
+        return {a.name: a.released for a in self.query.aggregates if a.post == "sqrt"}
+
+    @property
     def private_keys(self) -> bool:
         """True when the keys are selected privately (GROUP BY without a public key table)."""
         return self.family == "groups" and self.keys_table is None
@@ -75,7 +81,7 @@ def _groups(q: DPQuery, public: Collection[str], common: dict[str, Any]) -> SqlC
         if a.kind == "count" and a.column is not None:
             raise SqlError(f"COUNT({a.column}) AS {a.name} in a GROUP BY query is not supported: write COUNT(*) and "
                            f"add {a.column} IS NOT NULL to WHERE")
-        row: dict[str, Any] = {"name": a.name, "kind": a.kind}
+        row: dict[str, Any] = {"name": a.released, "kind": a.kind}  # STDDEV_POP: its variance, <name>_variance
         if a.column is not None:
             row.update(column=a.column, lo=a.lo, hi=a.hi)
         if a.q is not None:

@@ -67,6 +67,17 @@ class SqlAggregate:
     lo: str | None = None
     hi: str | None = None
     q: str | None = None
+    #: "sqrt" for STDDEV_POP: the release holds the variance (:data:`STDDEV_SUFFIX`), its root is post-processing
+    post: str | None = None
+
+    @property
+    def released(self) -> str:
+        """The name of the aggregate the release holds (a standard deviation's variance: ``<name>_variance``)."""
+        return self.name + STDDEV_SUFFIX if self.post == "sqrt" else self.name
+
+
+#: the released variance of ``STDDEV_POP(...) AS <name>`` is the aggregate ``<name>_variance``
+STDDEV_SUFFIX = "_variance"
 
 
 @dataclass(frozen=True)
@@ -145,6 +156,7 @@ def check_query(text: Any, *, private: Collection[str], public: Collection[str] 
     if not aggregates:
         raise SqlError("the SELECT list has no DP aggregate: add one, e.g. COUNT(*) AS n")
     names = [a.name for a in aggregates]
+    names += [a.released for a in aggregates if a.post is not None]
     if len(set(names)) != len(names):
         raise SqlError("two aggregates have the same name: give each its own AS name")
     where = tree.args.get("where")
@@ -306,9 +318,6 @@ def _aggregate(alias: str, call: DPAggregate, column: Any) -> SqlAggregate:
         q = number_text(args[1], f"{where}: the percentile")
         if not 0 < exact_number(args[1], where) < 1:
             raise SqlError(f"{where}: the percentile must lie strictly between 0 and 1")
-    if fn == "STDDEV_POP":
-        raise SqlError(f"{where}: STDDEV_POP is not built yet; write VAR_POP({col}, contribution_bounds_per_group "
-                       "=> (lo, hi)) (the standard deviation is its square root)")
     bounds = named.get("contribution_bounds_per_group")
     if bounds is None:
         shape = f"{fn}({col}, {q}, " if q is not None else f"{fn}({col}, "
@@ -317,6 +326,8 @@ def _aggregate(alias: str, call: DPAggregate, column: Any) -> SqlAggregate:
     if not isinstance(bounds, exp.Tuple) or len(bounds.expressions) != 2:
         raise SqlError(f"{where}: contribution_bounds_per_group is a pair: => (lo, hi)")
     lo, hi = (number_text(b, f"{where}: contribution_bounds_per_group") for b in bounds.expressions)
+    if fn == "STDDEV_POP":  # the variance aggregate; the square root is post-processing (dpspark.sql.stddev)
+        return SqlAggregate(alias, fn, "variance", col, lo, hi, q, post="sqrt")
     return SqlAggregate(alias, fn, AGGREGATES[fn], col, lo, hi, q)
 
 
