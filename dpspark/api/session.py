@@ -94,6 +94,15 @@ class Session:
             from dpspark.api.curator import CURATOR_CHECKS_WARNING
 
             warnings.warn(CURATOR_CHECKS_WARNING, UserWarning, stacklevel=2)
+        self.tables = SessionTables.of(data, tables, public_tables, spark)
+        if len(self.tables.private_names) > 1 and not unit_column:
+            raise SessionInputError(f"the private tables {', '.join(map(repr, self.tables.private_names))} share a "
+                                    "privacy unit: name it, unit_column=... (each private table has that column); or "
+                                    "mark the tables that are not private public_tables=[...]")
+        if ledger is not None and dataset is None and tables:  # one dataset: the private tables sharing the unit
+            from dpspark.api.session_sql import dataset_name
+
+            dataset = dataset_name(self.tables.private_names)
         if (ledger is None) != (dataset is None):
             raise SessionBudgetExceeded("ledger and dataset go together: name both, or neither")
         self.max_units = max_units
@@ -119,8 +128,9 @@ class Session:
         #: the files an analyst's release may read (key lists, universe value files): the curator's list
         self.public_files = frozenset(os.path.realpath(os.fspath(f)) for f in public_files)
         #: the private table's SQL name and the public tables (:meth:`sql`); the private one is the session's data
-        self.tables = SessionTables.of(data, tables, public_tables, spark)
         self._data = _as_table(self.tables.data)
+        #: the other private tables (pandas as Arrow, like the data): they join the data on the unit
+        self._others = {n: _as_table(t) for n, t in self.tables.others.items()}
         self._spark = spark
         self._own_spark = False
         self._df: "DataFrame | None" = None
@@ -360,6 +370,8 @@ class Session:
             section["keys"] = _key_rows(keys, by_cols)
         if keys_file is not None:
             section["keys_file"] = str(Path(keys_file).resolve())
+        if join is not None and isinstance(join, Mapping) and join.get("private", False) is not False:
+            join = self._private_join(join)
         for name, value in (("max_groups_per_unit", max_groups_per_unit), ("max_rows_per_group", max_rows_per_group),
                             ("noise", noise), ("beta", beta), ("filter", where), ("join", join)):
             if value is not None:
@@ -369,6 +381,22 @@ class Session:
             sections["universe"] = dict(universe)
         return self.release(mechanism="groups", epsilon=epsilon, delta=delta, output=output, sections=sections,
                             **privacy)
+
+
+    def _private_join(self, join: Mapping[str, Any]) -> dict[str, Any]:
+        """A private join names another private table of this session (they share the unit): its data."""
+        name = join.get("table")
+        if "path" in join or not isinstance(name, str) or name not in self._others:
+            others = ", ".join(map(repr, self._others)) or "none"
+            raise SessionInputError(f"a private join names another private table of the session, table = \"<name>\" "
+                                    f"(the session's other private tables: {others}); nothing was read or spent")
+        table = self._others[name]
+        if isinstance(table, (str, os.PathLike)):
+            table = str(Path(table).resolve())
+        if hasattr(table, "sparkSession") and self.arrow_source() is not None:
+            raise SessionInputError(f"{name!r} is a Spark DataFrame but {self.tables.private!r} runs on the Arrow "
+                                    "engine: give both as Spark DataFrames (or pass spark=); nothing was read or spent")
+        return {**join, "table": table, "name": name}
 
 
 def _key_rows(keys: Any, by: list[str]) -> list[Any]:

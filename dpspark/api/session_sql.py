@@ -25,11 +25,24 @@ class SessionTablesError(DPSparkError, ValueError):
 
 @dataclass(frozen=True)
 class SessionTables:
-    """The private table's name and data, and the public tables by name."""
+    """The private table's name and data, the public tables by name, and the other private tables by name.
+
+    Every private table shares the session's privacy unit (``unit_column``): together they are one dataset
+    (a unit's rows in all of them are added or removed together), charged to one ledger dataset
+    (:func:`dataset_name`). The first private table is the session's data (``private``/``data``); the others
+    join it on the unit (``JOIN users USING (customer_id)``, ``Session.groups(join={"table": "users",
+    "on": unit, "private": True})``).
+    """
 
     private: str
     data: Any
     public: dict[str, Any] = field(default_factory=dict)
+    others: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def private_names(self) -> list[str]:
+        """Every private table's name, the session's data first."""
+        return [self.private, *self.others]
 
     @classmethod
     def of(cls, data: Any, tables: Mapping[str, Any] | None, public_tables: Collection[str],
@@ -46,9 +59,6 @@ class SessionTables:
         if not all(isinstance(n, str) and n for n in tables):
             raise SessionTablesError("tables= maps names (non-empty strings) to tables")
         private = [n for n in tables if n not in public_names]
-        if len(private) > 1:
-            raise SessionTablesError(f"tables= holds {len(private)} private tables ({', '.join(map(repr, private))}); "
-                                    "a session protects one: mark the others public_tables=[...]")
         if private and data is not None:
             raise SessionTablesError(f"give the private table once: as data, or as tables[{private[0]!r}]")
         if not private and data is None:
@@ -56,7 +66,14 @@ class SessionTables:
         name = private[0] if private else DEFAULT_TABLE
         if name in public_names:
             raise SessionTablesError(f"a public table is named {name!r}, the private table's name")
-        return cls(name, tables[name] if private else data, {p: tables[p] for p in public_names})
+        return cls(name, tables[name] if private else data, {p: tables[p] for p in public_names},
+                   {p: tables[p] for p in private[1:]})
+
+
+def dataset_name(private: list[str]) -> str:
+    """The ledger dataset of a session's private tables (they share the unit): their names, sorted, joined
+    by '+' (``orders+users``). A release reading or joining any of them is charged once, to this dataset."""
+    return "+".join(sorted(private))
 
 
 def _catalog(value: Any, spark: Any) -> Any:
@@ -123,19 +140,39 @@ def private_schema(session: Any) -> tuple[Any, bool]:
     return frame_schema(session.frame()), session.text_input()
 
 
+def private_join_schema(session: Any, name: str) -> Any:
+    """The other private table's schema, as an empty Arrow table (metadata only: key columns' types)."""
+    from dpspark.mechanisms.groups.private_join import table_schema
+
+    table = session._others[name]
+    if isinstance(table, (str, os.PathLike)):
+        table = str(Path(table).resolve())
+    return table_schema(table, None).empty_table()
+
+
 def run_sql(session: Any, query: str, *, output: Any = None, explain: bool = False) -> Any:
     """Run ``query`` on ``session`` (opened release), or with ``explain`` return the plan's text (no spend)."""
     from dpspark.sql import compile_query, key_universe
 
     tables: SessionTables = session.tables
-    call = compile_query(query, private=[tables.private], public=list(tables.public),
+    call = compile_query(query, private=tables.private_names, public=list(tables.public),
                          unit_column=session.unit_column)
+    if call.query.table != tables.private:
+        from dpspark.sql import SqlError
+
+        raise SqlError(f"FROM {call.query.table}: the session's data is the private table {tables.private!r}; "
+                       f"write FROM {tables.private} (JOIN {call.query.table} USING ({session.unit_column}) to join "
+                       f"{call.query.table!r} on the unit)")
     kwargs = dict(call.kwargs)
     if call.family == "answers":
         return session.release(output=output, explain=explain, **kwargs)
     by = list(kwargs["by"])
     dim = None
-    if call.join is not None:
+    if call.join is not None and call.private_join:  # another private table, on the unit (Session.groups resolves it)
+        name, on, how = call.join
+        kwargs["join"] = {"table": name, "on": list(on), "how": how, "private": True}
+        dim = private_join_schema(session, name)
+    elif call.join is not None:
         name, on, how = call.join
         dim = public_arrow(tables.public[name])
         kwargs["join"] = {"table": dim, "on": list(on), "how": how}

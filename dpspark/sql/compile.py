@@ -42,8 +42,13 @@ class SqlCall:
 
     @property
     def join(self) -> tuple[str, tuple[str, ...], str] | None:
-        """The public join: (public table, join columns, "inner" or "left"), or None."""
+        """The join: (the other table, join columns, "inner" or "left"), or None (:attr:`private_join`: private)."""
         return self.query.join
+
+    @property
+    def private_join(self) -> bool:
+        """True when the join is with another private table, on the unit."""
+        return self.query.private_join
 
     @property
     def stddev(self) -> dict[str, str]:
@@ -66,12 +71,27 @@ def compile_query(text: Any, *, private: Collection[str], public: Collection[str
         raise SqlError(f"OPTIONS privacy_unit_column = {o.unit_column}: the session's privacy unit is "
                        f"{unit_column if unit_column else 'one row'}; the query must use the session's unit "
                        "(open the session with unit_column=..., or drop the option)")
+    if q.private_join:
+        _check_private_join(q, unit_column)
     common: dict[str, Any] = {"epsilon": o.epsilon, "delta": o.delta}
     if o.beta is not None:
         common["beta"] = o.beta
     if q.by:
         return _groups(q, public, common)
     return _answers(q, common)
+
+
+def _check_private_join(q: DPQuery, unit_column: str | None) -> None:
+    """A join of two private tables is on the privacy unit column only (else units' rows would mix)."""
+    assert q.join is not None
+    name, on, _how = q.join
+    if unit_column is None:
+        raise SqlError(f"JOIN {name}: {name!r} is a private table; a join of two private tables is on their shared "
+                       "privacy unit, so the session needs one (unit_column=...)")
+    if on != (unit_column,):
+        raise SqlError(f"JOIN {name} on {', '.join(on)}: a join of two private tables is on the privacy unit column "
+                       f"only: write JOIN {name} USING ({unit_column}) (a join on any other column would mix "
+                       "different units' rows)")
 
 
 def _groups(q: DPQuery, public: Collection[str], common: dict[str, Any]) -> SqlCall:

@@ -90,8 +90,10 @@ class DPQuery:
     by: tuple[str, ...]
     aggregates: tuple[SqlAggregate, ...]
     where: Predicate | None
-    #: a public join: (the public table, the join columns, "inner" or "left"), or None
+    #: a join: (the other table, the join columns, "inner" or "left"), or None
     join: tuple[str, tuple[str, ...], str] | None = None
+    #: the joined table is private (a join of two private tables: on the unit only, checked by the compiler)
+    private_join: bool = False
 
 
 def _statement_kind(tree: Any) -> str:
@@ -161,7 +163,8 @@ def check_query(text: Any, *, private: Collection[str], public: Collection[str] 
         raise SqlError("two aggregates have the same name: give each its own AS name")
     where = tree.args.get("where")
     predicate = where_filter(where.this, column) if where is not None else None
-    return DPQuery(text, table, options, by, tuple(aggregates), predicate, join[:3] if join else None)
+    return DPQuery(text, table, options, by, tuple(aggregates), predicate, join[:3] if join else None,
+                   bool(join) and join[0] in private)
 
 
 def _join(tree: Any, table: str, alias: str | None, private: Collection[str],
@@ -178,11 +181,11 @@ def _join(tree: Any, table: str, alias: str | None, private: Collection[str],
             v for k, v in node.args.items() if k not in ("this", "alias")):
         raise SqlError(f"JOIN {sql_text(node)} is not supported: join one public table of the session by name")
     name = str(node.name)
-    if name in private:
+    if name == table:
         raise SqlError(f"JOIN {name}: a join of the private table with itself is not supported")
-    if name not in public:
-        raise SqlError(f"JOIN {name}: {name!r} is not a public table of the session; a private join (two private "
-                       "tables on the unit) is not supported yet; only public tables (public_tables=) join")
+    if name not in public and name not in private:
+        raise SqlError(f"JOIN {name}: {name!r} is not a table of the session; a public table (public_tables=) "
+                       "joins on its key columns, another private table on the privacy unit column")
     side, kind = (j.args.get("side") or "").upper(), (j.args.get("kind") or "").upper()
     if kind not in ("", "INNER", "OUTER") or side not in ("", "LEFT") or (kind == "OUTER" and side != "LEFT"):
         raise SqlError(f"{' '.join(w for w in (side, kind) if w)} JOIN is not supported: write JOIN (inner) or "

@@ -125,13 +125,21 @@ def _plain(t: pa.DataType) -> pa.DataType:
     return pa.string() if pa.types.is_large_string(t) else t
 
 
-def parse_join(raw: Any, base: Any = None) -> PublicJoin | None:
-    """``groups.join``: ``{table = <Arrow/pandas table> | path = "<CSV/Parquet>", on = [...], how = "inner"}``."""
+def parse_join(raw: Any, base: Any = None) -> Any:
+    """``groups.join``: ``{table = <Arrow/pandas table> | path = "<CSV/Parquet>", on = [...], how = "inner"}``, a
+    :class:`PublicJoin`; with ``private = true``, a join with another private table on the unit
+    (:func:`dpspark.mechanisms.groups.private_join.parse_private_join`)."""
     if raw is None or isinstance(raw, PublicJoin):
         return raw
     if not isinstance(raw, dict):
         raise GroupsError("groups.join must be a table: {path = \"...\", on = [...], how = \"inner\" | \"left\"}")
-    bad = sorted(set(raw) - {"table", "path", "on", "how"})
+    if raw.get("private", False) is not False:
+        if raw["private"] is not True:
+            raise GroupsError("groups.join.private must be true or false")
+        from dpspark.mechanisms.groups.private_join import parse_private_join
+
+        return parse_private_join({**raw, **({"path": _resolve(raw["path"], base)} if "path" in raw else {})})
+    bad = sorted(set(raw) - {"table", "path", "on", "how", "private"})
     if bad:
         raise GroupsError(f"groups.join has unknown field(s) {', '.join(map(repr, bad))}; expected table or path, "
                           "on, how")
@@ -147,6 +155,14 @@ def parse_join(raw: Any, base: Any = None) -> PublicJoin | None:
     on = raw.get("on")
     on = (on,) if isinstance(on, str) else tuple(on) if isinstance(on, (list, tuple)) else ()
     return PublicJoin(table.combine_chunks(), on, raw.get("how", "inner"))
+
+
+def _resolve(path: Any, base: Any) -> Any:
+    from pathlib import Path
+
+    if not isinstance(path, str) or not path:
+        raise GroupsError("groups.join.path must be a file")
+    return path if base is None or Path(path).is_absolute() else str(Path(base) / path)
 
 
 def _read(path: Any, base: Any) -> pa.Table:
