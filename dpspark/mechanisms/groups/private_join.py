@@ -77,6 +77,11 @@ class PrivateJoin:
         if not self.columns:
             object.__setattr__(self, "columns", tuple(c for c in self.schema.names if c != self.on[0]))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled into Spark's tasks with the stage: without the other table (only the driver reads it, and a
+        Spark DataFrame cannot leave the driver)."""
+        return {**self.__dict__, "table": None}
+
     @property
     def unit(self) -> str:
         return self.on[0]
