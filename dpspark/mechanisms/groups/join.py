@@ -31,11 +31,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from dpspark.mechanisms.groups.aggregates import GroupsError
+from dpspark.mechanisms.groups.join_types import HOWS
+from dpspark.mechanisms.groups.join_types import plain_type as _plain
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-HOWS = {"inner": "inner", "left": "left outer"}
 #: most rows of a public table (it is held in memory and broadcast)
 MAX_PUBLIC_ROWS = 1_000_000
 
@@ -118,11 +119,6 @@ class PublicJoin:
 
         dim = df.sparkSession.createDataFrame(self.table)
         return df.join(F.broadcast(dim), on=list(self.on), how="inner" if self.how == "inner" else "left")
-
-
-def _plain(t: pa.DataType) -> pa.DataType:
-    t = t.value_type if pa.types.is_dictionary(t) else t
-    return pa.string() if pa.types.is_large_string(t) else t
 
 
 def parse_join(raw: Any, base: Any = None) -> Any:

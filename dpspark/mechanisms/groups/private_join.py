@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 import pyarrow as pa
 
 from dpspark.mechanisms.groups.aggregates import GroupsError
-from dpspark.mechanisms.groups.join import HOWS, _plain
+from dpspark.mechanisms.groups.join_types import HOWS
+from dpspark.mechanisms.groups.join_types import plain_type as _plain
 from dpspark.mechanisms.groups.truncate_units import spark_truncate, truncate, type_problem
 
 if TYPE_CHECKING:
