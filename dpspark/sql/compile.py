@@ -4,7 +4,8 @@
   same query and that call build the same spec and, under one seed, the same release). Each aggregate's
   ``contribution_bounds_per_group => (lo, hi)`` clips every value to [lo, hi]; a unit adds at most
   ``max_rows_per_group`` rows (default 1) to each of at most ``max_groups_contributed`` groups (default 1).
-  A public ``JOIN`` (inner or left, on columns of the same name) becomes the call's ``join``. Keys: a
+  A ``JOIN`` (inner or left, on columns of the same name) becomes the call's ``join``: a public table's,
+  or another private table's on the unit only (``private_join``; any other private join is refused). Keys: a
   public table (``OPTIONS (keys = t)``) lists them; without it they are selected privately from
   the universe of the key columns' type (:func:`key_universe`, from the schema: metadata only).
 * Without ``GROUP BY``: global answers (the ``answers`` family: ``bounded_noise``, or ``gaussian`` with
