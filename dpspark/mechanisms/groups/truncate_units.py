@@ -99,10 +99,10 @@ def truncate(table: pa.Table, unit: str, limit: int, columns: Sequence[str] | No
 
 def spark_truncate(df: Any, unit: str, limit: int) -> Any:
     """:func:`truncate` on Spark: a shuffle by unit (a unit's rows in one partition), then the same function."""
-    from pyspark.sql import functions as F
+    from dpspark.engine.predicate import spark_ref
 
     columns = list(df.columns)
-    rows = df.filter(F.col(unit).isNotNull()).repartition(F.col(unit))
+    rows = df.filter(spark_ref(unit).isNotNull()).repartition(spark_ref(unit))
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         got = list(batches)

@@ -1,5 +1,6 @@
 """Private joins on the unit on Spark: the per-unit truncation (here biting: 2 and 1 rows per unit), the join and
-the groups statistics are identical to Arrow's under one seed, from Session.groups and from SQL."""
+the groups statistics are identical to Arrow's under one seed, from Session.groups and from SQL; and a public
+join whose table repeats its keys (m = 2) too."""
 
 from __future__ import annotations
 
@@ -75,3 +76,16 @@ def test_private_join_is_identical_on_spark_and_arrow(spark: Any, tmp_path: Path
     with _session(tables) as s:
         s.sql(JOINED.format(how="LEFT "), output=tmp_path / "sql-arrow")
     assert data_files(tmp_path / "sql-spark") == data_files(tmp_path / "sql-arrow")
+    # a public table with duplicate keys (web twice): bounded after the join, identical on both engines
+    segments = pa.table({"channel": ["web", "web", "app", "phone"], "segment": ["a", "b", "a", "c"]})
+
+    def dup(s: Any, out: Path) -> Any:
+        return s.groups(by=["segment"], keys=["a", "b", "c"], epsilon="1", max_rows_per_group=2, output=out,
+                        join={"table": segments, "on": ["channel"]}, aggregates=[{"name": "n", "kind": "count"}])
+
+    with _session(tables) as s:
+        rel = dup(s, tmp_path / "dup-arrow")
+    with _session(tables, spark) as s:
+        dup(s, tmp_path / "dup-spark")
+    assert data_files(tmp_path / "dup-arrow") == data_files(tmp_path / "dup-spark")
+    assert rel.manifest.parameters["join"]["multiplicity"] == 2
