@@ -118,7 +118,7 @@ def expand_sql(raw: Mapping[str, Any], source: Path) -> dict[str, Any]:
         privacy["unit_column"] = unit
     out: dict[str, Any] = {"input": inp, "privacy": privacy, **{k: raw[k] for k in _PASS if k in raw}}
     budget = out.get("budget")
-    if isinstance(budget, dict) and "ledger" in budget and "dataset" not in budget:
+    if isinstance(budget, dict) and "ledger" in budget and budget.get("dataset") is None:
         from dpspark.api.session_sql import dataset_name  # the private tables sharing the unit: one dataset
 
         out["budget"] = {**budget, "dataset": dataset_name([name, *others])}

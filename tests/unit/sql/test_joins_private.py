@@ -172,3 +172,22 @@ def test_the_tables_sharing_the_unit_are_one_dataset_charged_once(tmp_path: Path
     assert len(Ledger(ledger).releases("orders+users")) == 2
     spent = Ledger(ledger).spent("orders+users")
     assert spent.epsilon == pytest.approx(1.5) and Ledger(ledger).releases("orders") == []
+
+
+def test_cli_joins_two_private_tables_charged_once_to_their_dataset(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    from dpspark.cli.app import main
+    from dpspark.ledger import Ledger
+
+    pq.write_table(orders_table(), tmp_path / "orders.parquet")
+    pq.write_table(users_table(), tmp_path / "users.parquet")
+    ledger = tmp_path / "ledger.sqlite"
+    Ledger(ledger).set_total("orders+users", "4", "1e-6")
+    assert main(["sql", JOINED.format(how=""), "--table", f"orders={tmp_path / 'orders.parquet'}", "--table",
+                 f"users={tmp_path / 'users.parquet'}", "--max-units", "100000", "--ledger", str(ledger),
+                 "--output", str(tmp_path / "cli")]) == 0
+    assert len(Ledger(ledger).releases("orders+users")) == 1
+    from dpspark.lookup import open_release
+
+    assert open_release(tmp_path / "cli").manifest.parameters["join"]["table"] == "users"
