@@ -57,9 +57,11 @@ class Session:
     lists, universe value files), which the curator vouches are public; any other file named by a call is
     refused. The privacy unit (``unit_column``) and ``max_units`` are the Session's: a release cannot change
     them.
-    ``tables``/``public_tables``: named tables for :meth:`sql` (the one
-    table not listed public is the private data; positional ``data`` is named ``data`` there; with ``spark=``,
-    a name that is not a local path is a catalog table).
+    ``tables``/``public_tables``: named tables for :meth:`sql` (the tables not listed public are private; the
+    first of them is the session's data, and the others share its unit (``unit_column``, required then) and join
+    it on the unit; positional ``data`` is named ``data`` there; with ``spark=``, a name that is not a local path
+    is a catalog table). The private tables are one dataset: with ``ledger=`` and no ``dataset=``, the dataset is
+    their names, sorted, joined by '+' (``orders+users``), and each release is charged to it once.
     """
 
     def __init__(
@@ -381,7 +383,6 @@ class Session:
             sections["universe"] = dict(universe)
         return self.release(mechanism="groups", epsilon=epsilon, delta=delta, output=output, sections=sections,
                             **privacy)
-
 
     def _private_join(self, join: Mapping[str, Any]) -> dict[str, Any]:
         """A private join names another private table of this session (they share the unit): its data."""
