@@ -7,7 +7,7 @@ values are interchangeable, so which of them is kept changes nothing downstream.
 public constant: the choice needs no secret for privacy (it is a function of the unit's own rows), and the
 constant keeps the Arrow and the Spark paths identical without a shared secret.
 
-Rows are hashed over the named columns in sorted-name order, each read as a 64-bit word: integers as int64,
+Rows are hashed over the named columns but the unit, in sorted-name order, each read as a 64-bit word: integers as int64,
 floats as their float64 bits (-0.0 as 0.0, every NaN one pattern), booleans as 0/1, strings by Spark's
 xxhash64 of their bytes, NULL as one fixed word (with the validity in the order too). Other types are refused
 from the schema (:func:`type_problem`). Spark runs the same function per partition after a shuffle by unit
@@ -73,14 +73,17 @@ def rank_in_unit(table: pa.Table, unit: str, columns: Sequence[str]) -> np.ndarr
         return np.zeros(0, np.int64)
     codes = np.asarray(pc.dictionary_encode(table.column(unit).combine_chunks()).indices.to_numpy(
         zero_copy_only=False), dtype=np.int64)
-    keys: list[np.ndarray] = []
+    keys: dict[str, np.ndarray] = {}
     h = np.full(n, ORDER_KEY, np.uint64)
-    for c in sorted(columns):
+    for i, c in enumerate(sorted(set(columns) - {unit})):  # the unit is one value within a unit: not hashed
         w, v = _words(table.column(c))
         h = mix64(h ^ w, ORDER_KEY)
         h = mix64(h ^ v, ORDER_KEY)
-        keys += [w, v]
-    order = np.lexsort([*reversed(keys), h, codes])  # unit, then hash, then the values themselves
+        keys[f"w{i}"], keys[f"v{i}"] = w, v
+    # unit, then hash, then the values themselves (Arrow's sort reads a later key only on ties: fast)
+    sort = pa.table({"unit": codes, "hash": h, **keys})
+    order = np.asarray(pc.sort_indices(sort, sort_keys=[(k, "ascending") for k in sort.column_names]).to_numpy(
+        zero_copy_only=False), dtype=np.int64)
     sc = codes[order]
     start = np.r_[True, sc[1:] != sc[:-1]]
     first = np.maximum.accumulate(np.where(start, np.arange(n), 0))
