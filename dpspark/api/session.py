@@ -107,6 +107,11 @@ class Session:
             dataset = dataset_name(self.tables.private_names)
         if (ledger is None) != (dataset is None):
             raise SessionBudgetExceeded("ledger and dataset go together: name both, or neither")
+        if dataset is not None:  # a table is in one dataset, with the tables sharing its unit (before any spend)
+            from dpspark.api.session_sql import check_dataset_covers, check_ledger_dataset
+
+            check_dataset_covers(dataset, self.tables.private_names)
+            check_ledger_dataset(Path(ledger).resolve(), dataset, self.tables.private_names)  # type: ignore[arg-type]
         self.max_units = max_units
         self.unit_column = unit_column
         self.ledger = None if ledger is None else Path(ledger).resolve()
@@ -298,6 +303,10 @@ class Session:
                          sections=sections, certify=False, **privacy)
         charge = self.charge_for(spec)
         if not explain:  # the session budget before the plan, whose calibration can take a while: a refusal is quick
+            if self.ledger is not None:  # another session may have charged one of the tables under another dataset
+                from dpspark.api.session_sql import check_ledger_dataset
+
+                check_ledger_dataset(self.ledger, self.dataset, self.tables.private_names)  # type: ignore[arg-type]
             charge.check()
         arrow = self.arrow_source()  # pandas, Arrow and local files: the Arrow engine when the mechanism runs there
         plan = plan_release(spec, have_spark=arrow is None, given_table=arrow is not None)  # the one construction

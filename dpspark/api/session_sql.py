@@ -76,6 +76,47 @@ def dataset_name(private: list[str]) -> str:
     return "+".join(sorted(private))
 
 
+class DatasetSplitError(SessionTablesError):
+    """A private table would be charged under a ledger dataset that does not cover the tables sharing its unit
+    (its budget would be split between two datasets)."""
+
+
+def dataset_tables(dataset: str) -> frozenset[str]:
+    """The tables a dataset id names: its '+'-separated parts (``orders+users``: orders and users)."""
+    return frozenset(dataset.split("+"))
+
+
+def check_dataset_covers(dataset: str, private: list[str]) -> None:
+    """Refuse (no data, nothing read) a dataset id that does not name every private table of the session when
+    there are several: the tables sharing a unit are one dataset, named by them (:func:`dataset_name`)."""
+    missing = [n for n in private if n not in dataset_tables(dataset)]
+    if len(private) > 1 and missing:
+        raise DatasetSplitError(
+            f"dataset {dataset!r} does not name the private table(s) {', '.join(map(repr, missing))}: the private "
+            f"tables of a session share its unit and are one dataset, {dataset_name(private)!r} (leave dataset= "
+            "out, or name that id); nothing was read or spent")
+
+
+def check_ledger_dataset(ledger: Path, dataset: str, private: list[str]) -> None:
+    """Refuse, before the spend, to charge ``dataset`` when the ledger already charges one of its tables (the
+    session's private tables, and the tables ``dataset`` names) under another dataset: the table's budget
+    would be split (``orders`` alone beside ``orders+users``). The ledger's dataset ids are public (the
+    curator's names), so the refusal says nothing about the data. A missing ledger has no dataset yet."""
+    if not ledger.exists():
+        return
+    from dpspark.ledger import Ledger
+
+    mine = set(private) | dataset_tables(dataset)
+    for other in Ledger(ledger, read_only=True).datasets():
+        shared = sorted(mine & dataset_tables(other))
+        if other != dataset and shared:
+            raise DatasetSplitError(
+                f"table {shared[0]!r} is charged under the ledger's dataset {other!r}, not {dataset!r}: a table is "
+                f"in one dataset, with every table that shares its unit. Declare them together (Session(tables="
+                "{...}, unit_column=...) with every table the dataset names, or dataset="
+                f"{other!r}); nothing was read or spent")
+
+
 def _catalog(value: Any, spark: Any) -> Any:
     """A catalog table's DataFrame for a name that is not a local path (with a SparkSession), else ``value``."""
     if spark is None or not isinstance(value, str) or "://" in value or os.path.exists(value):

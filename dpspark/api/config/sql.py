@@ -122,6 +122,16 @@ def expand_sql(raw: Mapping[str, Any], source: Path) -> dict[str, Any]:
         from dpspark.api.session_sql import dataset_name  # the private tables sharing the unit: one dataset
 
         out["budget"] = {**budget, "dataset": dataset_name([name, *others])}
+    budget = out.get("budget")
+    if isinstance(budget, dict) and isinstance(budget.get("ledger"), str) and isinstance(budget.get("dataset"), str):
+        from dpspark.api.session_sql import SessionTablesError, check_dataset_covers, check_ledger_dataset
+
+        ledger = Path(budget["ledger"]) if os.path.isabs(budget["ledger"]) else source.parent / budget["ledger"]
+        try:  # a table is in one dataset, with the tables sharing its unit: checked before the spend
+            check_dataset_covers(budget["dataset"], [name, *others])
+            check_ledger_dataset(ledger, budget["dataset"], [name, *others])
+        except SessionTablesError as err:
+            raise fail(source, f"budget.dataset: {err}") from None
     if call.family == "answers":
         if "beta" in kw:
             privacy["beta"] = kw.pop("beta")

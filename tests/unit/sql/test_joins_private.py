@@ -191,3 +191,74 @@ def test_cli_joins_two_private_tables_charged_once_to_their_dataset(tmp_path: Pa
     from dpspark.lookup import open_release
 
     assert open_release(tmp_path / "cli").manifest.parameters["join"]["table"] == "users"
+
+
+def test_a_table_is_charged_under_one_dataset_only(tmp_path: Path) -> None:
+    """orders shares its unit with users: once orders+users is charged, a session on orders alone (dataset
+    "orders") is refused before the spend, when opened and (opened earlier) at its release; dataset=
+    "orders+users" charges the one dataset. Each refusal leaves the ledger as it was (on main the session on
+    orders alone was charged to a second dataset, "orders", splitting the unit's budget)."""
+    import dpspark
+    from dpspark.api.session_sql import DatasetSplitError
+    from dpspark.ledger import Ledger
+    from dpspark.rng import SeededRandom
+
+    ledger = tmp_path / "ledger.sqlite"
+
+    def alone(**kw: Any) -> Any:
+        return dpspark.Session(tables={"orders": orders_table()}, max_units=100_000, unit_column=UNIT,
+                               rng=SeededRandom(SEED), ledger=ledger, **kw)
+
+    def count(s: Any, out: str) -> Any:
+        return s.groups(by=["channel"], keys=["web", "app"], epsilon="1/2", output=tmp_path / out,
+                        aggregates=[{"name": "n", "kind": "count"}])
+
+    early = alone()  # opened before the ledger has a dataset: "orders" (not refused yet)
+    assert early.dataset == "orders"
+    Ledger(ledger).set_total("orders+users", "4", "1e-6")
+    with session(ledger=ledger) as s:
+        s.sql(JOINED.format(how=""), output=tmp_path / "joined")
+    with pytest.raises(DatasetSplitError, match="'orders' is charged under the ledger's dataset 'orders\\+users'"):
+        alone()
+    with pytest.raises(DatasetSplitError, match="dataset='orders\\+users'"):
+        count(early, "early")
+    assert not (tmp_path / "early").exists() and Ledger(ledger).datasets() == ["orders+users"]
+    with alone(dataset="orders+users") as s:  # the curator names the table's one dataset
+        count(s, "named")
+    assert len(Ledger(ledger).releases("orders+users")) == 2 and Ledger(ledger).releases("orders") == []
+
+
+def test_a_dataset_id_names_every_private_table_of_the_session(tmp_path: Path) -> None:
+    """dataset= for several private tables names them all (no data: refused when the session is opened);
+    and a table charged alone first cannot join a group later (its budget is already split)."""
+    from dpspark.api.session_sql import DatasetSplitError
+    from dpspark.ledger import Ledger
+
+    ledger = tmp_path / "ledger.sqlite"
+    with pytest.raises(DatasetSplitError, match="does not name the private table\\(s\\) 'users'.*'orders\\+users'"):
+        session(ledger=ledger, dataset="orders")
+    with pytest.raises(DatasetSplitError, match="'orders', 'users'"):
+        session(ledger=ledger, dataset="shop")
+    assert not ledger.exists()
+    Ledger(ledger).set_total("orders", "4", "1e-6")
+    with pytest.raises(DatasetSplitError, match="'orders' is charged under the ledger's dataset 'orders'"):
+        session(ledger=ledger)
+    assert Ledger(ledger).datasets() == ["orders"]
+
+
+def test_cli_refuses_a_table_of_another_dataset_before_the_spend(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import pyarrow.parquet as pq
+
+    from dpspark.cli.app import main
+    from dpspark.ledger import Ledger
+
+    pq.write_table(orders_table(), tmp_path / "orders.parquet")
+    ledger = tmp_path / "ledger.sqlite"
+    Ledger(ledger).set_total("orders+users", "4", "1e-6")
+    query = (Q + "channel, COUNT(*) AS n FROM orders GROUP BY channel")
+    assert main(["sql", query, "--table", f"orders={tmp_path / 'orders.parquet'}", "--max-units", "100000",
+                 "--ledger", str(ledger), "--output", str(tmp_path / "cli")]) != 0
+    assert re.search("budget.dataset: table 'orders' is charged under .*'orders\\+users'", capsys.readouterr().err)
+    assert not (tmp_path / "cli").exists() and Ledger(ledger).releases("orders+users") == []
+    assert Ledger(ledger).datasets() == ["orders+users"]
