@@ -211,7 +211,7 @@ def run_sql(session: Any, query: str, *, output: Any = None, explain: bool = Fal
     dim = None
     if call.join is not None and call.private_join:  # another private table, on the unit (Session.groups resolves it)
         name, on, how = call.join
-        kwargs["join"] = {"table": name, "on": list(on), "how": how, "private": True}
+        kwargs["join"] = {"table": name, "on": list(on), "how": how, "private": True, **call.join_options}
         dim = private_join_schema(session, name)
     elif call.join is not None:
         name, on, how = call.join

@@ -52,6 +52,12 @@ class SqlCall:
         return self.query.private_join
 
     @property
+    def join_options(self) -> dict[str, Any]:
+        """A private join's options from OPTIONS: ``max_rows_per_unit`` (L, each table's rows kept per unit)."""
+        lim = self.query.options.max_rows_per_unit
+        return {} if lim is None else {"max_rows_per_unit": lim}
+
+    @property
     def stddev(self) -> dict[str, str]:
         """``STDDEV_POP(...) AS name``: name -> the released variance aggregate's name (post-processed by
         :func:`dpspark.sql.stddev.with_stddev`)."""
@@ -74,6 +80,9 @@ def compile_query(text: Any, *, private: Collection[str], public: Collection[str
                        "(open the session with unit_column=..., or drop the option)")
     if q.private_join:
         _check_private_join(q, unit_column)
+    elif o.max_rows_per_unit is not None:
+        raise SqlError("OPTIONS max_rows_per_unit bounds a private join's rows per unit (JOIN <private table> USING "
+                       "(<unit>)); this query has none: drop the option")
     common: dict[str, Any] = {"epsilon": o.epsilon, "delta": o.delta}
     if o.beta is not None:
         common["beta"] = o.beta

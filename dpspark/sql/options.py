@@ -25,7 +25,7 @@ from dpspark.sql.errors import SqlError
 from dpspark.sql.literals import name_of, number_text, sql_text, whole_number
 
 OPTION_NAMES = ("epsilon", "delta", "privacy_unit_column", "max_groups_contributed", "max_rows_per_group", "keys",
-                "noise", "beta")
+                "noise", "beta", "max_rows_per_unit")
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,7 @@ class Options:
     keys: str | None = None
     noise: str | None = None
     beta: str | None = None
+    max_rows_per_unit: int | None = None  # a private join's rows kept per unit and table (L; owner: joins)
 
 
 def _rational_text(node: Any, where: str) -> str:
@@ -69,7 +70,8 @@ def parse_options(clause: Any) -> Options:
             kw[key] = _rational_text(seen[key], f"OPTIONS {key}")
     if "privacy_unit_column" in seen:
         kw["unit_column"] = name_of(seen["privacy_unit_column"], "OPTIONS privacy_unit_column")
-    for key, field in (("max_groups_contributed", "max_groups_per_unit"), ("max_rows_per_group", "max_rows_per_group")):
+    for key, field in (("max_groups_contributed", "max_groups_per_unit"), ("max_rows_per_group", "max_rows_per_group"),
+                       ("max_rows_per_unit", "max_rows_per_unit")):
         if key in seen:
             kw[field] = whole_number(seen[key], f"OPTIONS {key}")
     if "keys" in seen:

@@ -149,7 +149,8 @@ def expand_sql(raw: Mapping[str, Any], source: Path) -> dict[str, Any]:
             raise fail(source, f"tables.{jname}: a private table joined on the unit is a local Parquet file "
                                "(path = ...)")
         full = path if os.path.isabs(path) else str((source.parent / path).resolve())
-        groups["join"] = {"path": full, "on": list(on), "how": how, "private": True, "name": jname}
+        groups["join"] = {"path": full, "on": list(on), "how": how, "private": True, "name": jname,
+                          **call.join_options}
         dim = _private_schema({"path": full, "format": "parquet"}, by, source).empty_table()
     elif call.join is not None:
         jname, on, how = call.join

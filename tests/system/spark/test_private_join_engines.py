@@ -1,6 +1,9 @@
 """Private joins on the unit on Spark: the per-unit truncation (here biting: 2 and 1 rows per unit), the join and
 the groups statistics are identical to Arrow's under one seed, from Session.groups and from SQL; and a public
-join whose table repeats its keys (m = 2) too."""
+join whose table repeats its keys (m = 2) too.
+
+Kept short: small tables (800 orders of 200 units), three Spark releases in two sessions (Arrow tables on Spark:
+the private join and the duplicate-key join; Spark DataFrames: the SQL), the rest on Arrow."""
 
 from __future__ import annotations
 
@@ -21,13 +24,13 @@ def orders() -> pa.Table:
     import numpy as np
 
     rng = np.random.default_rng(8)
-    n = 3000
+    n = 800
     amount = rng.gamma(2.0, 20.0, n).round(1)
     amount[::17] = np.nan
     amount[::23] = -0.0
     channel = rng.choice(["web", "app", "phone"], n).astype(object)
     channel[::13] = None
-    return pa.table({UNIT: rng.integers(0, 700, n), "amount": pa.array(amount, from_pandas=True),
+    return pa.table({UNIT: rng.integers(0, 200, n), "amount": pa.array(amount, from_pandas=True),
                      "channel": pa.array(channel, pa.string())})
 
 
@@ -43,49 +46,44 @@ def _session(tables: dict[str, Any], spark: Any = None) -> Any:
     return dpspark.Session(tables=tables, max_units=100_000, unit_column=UNIT, rng=SeededRandom(SEED), spark=spark)
 
 
-def _groups(s: Any, out: Path) -> Any:
+def _groups(s: Any, out: Path, rows_per_unit: tuple[int, int] = (2, 1)) -> Any:
     return s.groups(by=["region"], keys=["north", "south", "east"], epsilon="1", noise="pure", max_rows_per_group=4,
                     max_groups_per_unit=2, output=out,
-                    join={"table": "users", "on": UNIT, "private": True, "max_rows_per_unit": [2, 1]},
+                    join={"table": "users", "on": UNIT, "private": True, "max_rows_per_unit": list(rows_per_unit)},
                     aggregates=[{"name": "n", "kind": "count"},
                                 {"name": "amount", "kind": "sum", "column": "amount", "lo": "0", "hi": "100"},
                                 {"name": "mean_age", "kind": "mean", "column": "age", "lo": "0", "hi": "100"}])
 
 
+#: a public table with duplicate keys (web twice): bounded after the join
+SEGMENTS = pa.table({"channel": ["web", "web", "app", "phone"], "segment": ["a", "b", "a", "c"]})
+
+
+def _dup(s: Any, out: Path) -> Any:
+    return s.groups(by=["segment"], keys=["a", "b", "c"], epsilon="1", max_rows_per_group=2, output=out,
+                    join={"table": SEGMENTS, "on": ["channel"]}, aggregates=[{"name": "n", "kind": "count"}])
+
+
 def test_private_join_is_identical_on_spark_and_arrow(spark: Any, tmp_path: Path) -> None:
-    tables = {"orders": orders(), "users": users_table()}
-    with _session(tables) as s:
+    tables = {"orders": orders(), "users": users_table(250)}
+    with _session(tables) as s:  # Arrow: the private join (truncation biting: 2 and 1 rows), then the public one
         on_arrow = _groups(s, tmp_path / "arrow")
-    with _session(tables, spark) as s:
+        rel = _dup(s, tmp_path / "dup-arrow")
+    with _session(tables, spark) as s:  # the same two releases on Spark, in the same order (one seeded rng)
         _groups(s, tmp_path / "spark")
         assert s.arrow_source() is None
+        _dup(s, tmp_path / "dup-spark")
     assert data_files(tmp_path / "arrow") == data_files(tmp_path / "spark")
-    with _session(tables) as s:  # the truncation bites: without it the statistics (and files) differ
-        s.groups(by=["region"], keys=["north", "south", "east"], epsilon="1", noise="pure", max_rows_per_group=4,
-                 max_groups_per_unit=2, output=tmp_path / "wide",
-                 join={"table": "users", "on": UNIT, "private": True, "max_rows_per_unit": [1000, 1000]},
-                 aggregates=[{"name": "n", "kind": "count"},
-                             {"name": "amount", "kind": "sum", "column": "amount", "lo": "0", "hi": "100"},
-                             {"name": "mean_age", "kind": "mean", "column": "age", "lo": "0", "hi": "100"}])
-    assert data_files(tmp_path / "wide") != data_files(tmp_path / "arrow")
+    assert data_files(tmp_path / "dup-arrow") == data_files(tmp_path / "dup-spark")
     assert sorted(on_arrow.keys()) == ["east", "north", "south"]
+    assert rel.manifest.parameters["join"]["multiplicity"] == 2
+    with _session(tables) as s:  # the truncation bites: without it the statistics (and files) differ
+        _groups(s, tmp_path / "wide", (1000, 1000))
+    assert data_files(tmp_path / "wide") != data_files(tmp_path / "arrow")
     # SQL over Spark DataFrames (both private tables), against SQL on Arrow
-    frames = {"orders": spark.createDataFrame(orders()), "users": spark.createDataFrame(users_table())}
+    frames = {name: spark.createDataFrame(table) for name, table in tables.items()}
     with _session(frames) as s:
         s.sql(JOINED.format(how="LEFT "), output=tmp_path / "sql-spark")
     with _session(tables) as s:
         s.sql(JOINED.format(how="LEFT "), output=tmp_path / "sql-arrow")
     assert data_files(tmp_path / "sql-spark") == data_files(tmp_path / "sql-arrow")
-    # a public table with duplicate keys (web twice): bounded after the join, identical on both engines
-    segments = pa.table({"channel": ["web", "web", "app", "phone"], "segment": ["a", "b", "a", "c"]})
-
-    def dup(s: Any, out: Path) -> Any:
-        return s.groups(by=["segment"], keys=["a", "b", "c"], epsilon="1", max_rows_per_group=2, output=out,
-                        join={"table": segments, "on": ["channel"]}, aggregates=[{"name": "n", "kind": "count"}])
-
-    with _session(tables) as s:
-        rel = dup(s, tmp_path / "dup-arrow")
-    with _session(tables, spark) as s:
-        dup(s, tmp_path / "dup-spark")
-    assert data_files(tmp_path / "dup-arrow") == data_files(tmp_path / "dup-spark")
-    assert rel.manifest.parameters["join"]["multiplicity"] == 2

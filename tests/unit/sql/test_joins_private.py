@@ -77,6 +77,33 @@ def test_sql_equals_session_groups_under_one_seed(tmp_path: Path, how: str) -> N
     assert data_files(tmp_path / "other") != data_files(tmp_path / "sql")
 
 
+def test_options_max_rows_per_unit_is_the_private_joins_bound(tmp_path: Path) -> None:
+    """OPTIONS (max_rows_per_unit = 2) is the join's max_rows_per_unit (both tables keep 2 rows per unit): the
+    same release as Session.groups with it, stated in the manifest, and (the truncation bites) other files than
+    the default's; without a private join the option is refused before the spend (on main: an unknown option)."""
+    from dpspark.sql import SqlError
+
+    query = JOINED.format(how="").replace("max_rows_per_group = 3", "max_rows_per_group = 3, max_rows_per_unit = 2")
+    with session() as s:
+        rel = s.sql(query, output=tmp_path / "sql")
+    assert rel.manifest.parameters["join"]["max_rows_per_unit"] == [2, 2]
+    with session() as s:
+        s.groups(by=["region"], universe={"kind": "string", "max_bytes": 31, "column": "region"}, epsilon="1",
+                 delta="1e-9", max_groups_per_unit=2, max_rows_per_group=3, where="channel != 'phone'",
+                 output=tmp_path / "api", join={"table": "users", "on": UNIT, "private": True, "max_rows_per_unit": 2},
+                 aggregates=[{"name": "orders", "kind": "count"},
+                             {"name": "amount", "kind": "sum", "column": "amount", "lo": "0", "hi": "100"}])
+    with session() as s:
+        s.sql(JOINED.format(how=""), output=tmp_path / "default")
+    assert data_files(tmp_path / "sql") == data_files(tmp_path / "api") != data_files(tmp_path / "default")
+    alone = Q.replace("max_rows_per_group = 3", "max_rows_per_unit = 2") + "COUNT(*) AS n FROM orders"
+    with session(budget={"epsilon": "5", "delta": "1e-6"}) as s:
+        before = s.remaining.measure
+        with pytest.raises(SqlError, match="max_rows_per_unit bounds a private join"):
+            s.sql(alone, output=tmp_path / "alone")
+        assert s.remaining.measure == before and not (tmp_path / "alone").exists()
+
+
 def test_toml_equals_session_sql(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
