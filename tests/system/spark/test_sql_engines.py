@@ -2,8 +2,9 @@
 Arrow (and as its ``Session.groups`` call) under one seed; the WHERE reaches Spark as a Column built from the
 parsed tree, the public table as a broadcast DataFrame built from its Arrow data.
 
-Kept short: a small table (1,200 rows), one Spark release per query (the SQL on Spark against the SQL and
-the API call on Arrow: Session.sql runs the very Session.groups call it compiles to), one session fixture."""
+Kept short: a small table (2,500 rows; enough units that the private key selection keeps its keys), one
+Spark release per query (the SQL on Spark against the SQL and the API call on Arrow: Session.sql runs the
+very Session.groups call it compiles to), one session fixture."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from tests.system.arrow.test_sql_session import (EXAMPLES, PRIVATE_KEYS, SEED, d
 pytestmark = pytest.mark.spark
 
 #: the private table: small (the Spark jobs' cost is their number and size, not the check's)
-ROWS, USERS = 1200, 300
+ROWS, USERS = 2500, 800
 
 
 def small() -> Any:
@@ -51,7 +52,8 @@ def test_sql_on_spark_equals_arrow_and_the_api_call(spark: Any, files: dict[str,
     query, api = EXAMPLES[name]
     with _session(files["parquet"]) as s:
         on_arrow = s.sql(query, output=tmp_path / "arrow")
-        api(s, tmp_path / "api")  # the call the query compiles to: the one Session.sql runs on Spark too
+    with _session(files["parquet"]) as s:  # the call the query compiles to: the one Session.sql runs on Spark too
+        api(s, tmp_path / "api")
     with _session(files["parquet"], spark) as s:
         on_spark = s.sql(query, output=tmp_path / "spark")
         assert s.arrow_source() is None  # with a SparkSession the release runs on Spark

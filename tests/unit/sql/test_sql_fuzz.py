@@ -28,7 +28,8 @@ OPTIONS = ["epsilon = 1", "epsilon = 0.5", "epsilon = 5e-1", "epsilon = 0", "eps
            "delta = 1e-9", "delta = 1e-6", "delta = 0.5", "privacy_unit_column = user_id", "privacy_unit_column = age",
            "max_groups_contributed = 2", "max_groups_contributed = 0", "max_rows_per_group = 3",
            "max_rows_per_group = 1.5", "keys = keys", "keys = t", "noise = 'pure'", "noise = 'zcdp'",
-           "noise = 'bounded'", "noise = 'wild'", "beta = '1/10'", "beta = 2", "max_units = 3", "epsilon = 'abc'"]
+           "noise = 'bounded'", "noise = 'wild'", "beta = '1/10'", "beta = 2", "max_units = 3", "epsilon = 'abc'",
+           "max_rows_per_unit = 2", "max_rows_per_unit = 0", "max_rows_per_unit = 99999"]
 TAILS = ["", "", "", "", " LIMIT 3", " ORDER BY 1", " HAVING COUNT(*) > 1", " QUALIFY 1 = 1", " OFFSET 2"]
 MUTATIONS = ["(", ")", ",", "'", "`", " AND ", " OR ", " NOT ", " NULL ", " SELECT ", " FROM ", "=>", " * ", "--",
              "/*", ";", " OVER () ", " 1e400 ", " -", " CAST(", " UNION ALL SELECT 1", "\\", "\n", "é", "\x00"]
@@ -125,6 +126,8 @@ def generated(rng: random.Random, clean: bool) -> str:
         opts.append("delta = 1e-9")
     opts += rng.sample(["max_groups_contributed = 2", "max_rows_per_group = 3", "noise = 'pure'", "noise = 'zcdp'",
                         "beta = '1/10'"] if by else ["noise = 'zcdp'", "beta = '1/10'"], rng.randint(0, 2))
+    if kind == "private" and rng.random() < 0.4:  # the rows each table keeps per unit before the join
+        opts.append(rng.choice(["max_rows_per_unit = 1", "max_rows_per_unit = 2", "max_rows_per_unit = 5"]))
     if not clean:
         opts += rng.sample(OPTIONS, rng.randint(0, 2))
         if rng.random() < 0.3:
