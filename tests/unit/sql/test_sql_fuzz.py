@@ -195,28 +195,35 @@ def _users() -> Any:
                      "score": [(i * 17) % 40 - 5 for i in range(len(ids))]})
 
 
-def run_fuzz(tmp_path: Path, seed: int, n: int) -> dict[str, int]:
-    """Run n queries; returns how many ran and how many were refused (asserting the two outcomes only), and
-    how many of each join kind ran (``public``, ``private``) or were refused (``off-unit``: always)."""
+#: the fuzz session's public tables: key lists, and dimension tables with unique and with duplicate keys
+PUBLIC = ["keys", "dims", "dupdims"]
+
+
+def fuzz_tables() -> dict[str, Any]:
+    """The fuzz session's tables: t and u private (they share the unit user_id), :data:`PUBLIC` public."""
     import pyarrow as pa
 
-    import dpspark
-    from dpspark.rng import SeededRandom
-    from dpspark.sql import SqlError
-
-    data = _table()
     keys = pa.table({"region": ["north", "south", "west"], "age": [18, 30, 40], "flag": [True, False, True],
                      "hours": [1, 2, 3]})
     dims = pa.table({"region": ["north", "south", "east"], "zone": ["cold", "warm", "warm"]})
     dupdims = pa.table({"region": ["north", "north", "south", "east", None], "zone": ["cold", "mild", "warm", "warm",
                                                                                      "cold"]})
+    return {"t": _table(), "u": _users(), "keys": keys, "dims": dims, "dupdims": dupdims}
+
+
+def run_fuzz(tmp_path: Path, seed: int, n: int) -> dict[str, int]:
+    """Run n queries; returns how many ran and how many were refused (asserting the two outcomes only), and
+    how many of each join kind ran (``public``, ``private``) or were refused (``off-unit``: always)."""
+    import dpspark
+    from dpspark.rng import SeededRandom
+    from dpspark.sql import SqlError
+
     counts = {"ran": 0, "refused": 0, "public": 0, "private": 0, "off-unit": 0, "stddev": 0}
     budget = {"epsilon": "60", "delta": "1/1000"}
     s = None
     for i, query in enumerate(queries(seed, n)):
         if s is None or counts["ran"] % 50 == 49:  # a fresh session now and then: the budget never runs out
-            s = dpspark.Session(tables={"t": data, "u": _users(), "keys": keys, "dims": dims, "dupdims": dupdims},
-                                public_tables=["keys", "dims", "dupdims"], max_units=1000,
+            s = dpspark.Session(tables=fuzz_tables(), public_tables=PUBLIC, max_units=1000,
                                 unit_column="user_id", rng=SeededRandom(i), budget=budget)
         before = s.remaining.measure
         out = tmp_path / f"r{i}"
