@@ -216,14 +216,14 @@ def _on_columns(on: Any, mine: set[Any], theirs: set[Any], name: str) -> list[st
             item = item.this
         if not (isinstance(item, exp.EQ) and isinstance(item.this, exp.Column)
                 and isinstance(item.expression, exp.Column)):
-            raise SqlError(f"JOIN {name} ON {sql_text(item)}: a public join is on equal columns, "
+            raise SqlError(f"JOIN {name} ON {sql_text(item)}: a join is on equal columns, "
                            f"ON <private>.column = {name}.column")
         a, b = item.this, item.expression
         if a.table in theirs and b.table in mine:
             a, b = b, a
         if not (a.table in mine and b.table in theirs) or a.name != b.name:
-            raise SqlError(f"JOIN {name} ON {sql_text(item)}: join a private column with the public column of the "
-                           f"same name, qualified: ON <private>.c = {name}.c (or USING (c))")
+            raise SqlError(f"JOIN {name} ON {sql_text(item)}: join a column of the FROM table with {name}'s column "
+                           f"of the same name, qualified: ON <private>.c = {name}.c (or USING (c))")
         cols.append(str(a.name))
     return cols
 
