@@ -57,9 +57,11 @@ class Session:
     lists, universe value files), which the curator vouches are public; any other file named by a call is
     refused. The privacy unit (``unit_column``) and ``max_units`` are the Session's: a release cannot change
     them.
-    ``tables``/``public_tables``: named tables for :meth:`sql` (the one
-    table not listed public is the private data; positional ``data`` is named ``data`` there; with ``spark=``,
-    a name that is not a local path is a catalog table).
+    ``tables``/``public_tables``: named tables for :meth:`sql` (the tables not listed public are private; the
+    first of them is the session's data, and the others share its unit (``unit_column``, required then) and join
+    it on the unit; positional ``data`` is named ``data`` there; with ``spark=``, a name that is not a local path
+    is a catalog table). The private tables are one dataset: with ``ledger=`` and no ``dataset=``, the dataset is
+    their names, sorted, joined by '+' (``orders+users``), and each release is charged to it once.
     """
 
     def __init__(
@@ -94,8 +96,22 @@ class Session:
             from dpspark.api.curator import CURATOR_CHECKS_WARNING
 
             warnings.warn(CURATOR_CHECKS_WARNING, UserWarning, stacklevel=2)
+        self.tables = SessionTables.of(data, tables, public_tables, spark)
+        if len(self.tables.private_names) > 1 and not unit_column:
+            raise SessionInputError(f"the private tables {', '.join(map(repr, self.tables.private_names))} share a "
+                                    "privacy unit: name it, unit_column=... (each private table has that column); or "
+                                    "mark the tables that are not private public_tables=[...]")
+        if ledger is not None and dataset is None and tables:  # one dataset: the private tables sharing the unit
+            from dpspark.api.session_sql import dataset_name
+
+            dataset = dataset_name(self.tables.private_names)
         if (ledger is None) != (dataset is None):
             raise SessionBudgetExceeded("ledger and dataset go together: name both, or neither")
+        if dataset is not None:  # a table is in one dataset, with the tables sharing its unit (before any spend)
+            from dpspark.api.session_sql import check_dataset_covers, check_ledger_dataset
+
+            check_dataset_covers(dataset, self.tables.private_names)
+            check_ledger_dataset(Path(ledger).resolve(), dataset, self.tables.private_names)  # type: ignore[arg-type]
         self.max_units = max_units
         self.unit_column = unit_column
         self.ledger = None if ledger is None else Path(ledger).resolve()
@@ -119,8 +135,9 @@ class Session:
         #: the files an analyst's release may read (key lists, universe value files): the curator's list
         self.public_files = frozenset(os.path.realpath(os.fspath(f)) for f in public_files)
         #: the private table's SQL name and the public tables (:meth:`sql`); the private one is the session's data
-        self.tables = SessionTables.of(data, tables, public_tables, spark)
         self._data = _as_table(self.tables.data)
+        #: the other private tables (pandas as Arrow, like the data): they join the data on the unit
+        self._others = {n: _as_table(t) for n, t in self.tables.others.items()}
         self._spark = spark
         self._own_spark = False
         self._df: "DataFrame | None" = None
@@ -286,6 +303,10 @@ class Session:
                          sections=sections, certify=False, **privacy)
         charge = self.charge_for(spec)
         if not explain:  # the session budget before the plan, whose calibration can take a while: a refusal is quick
+            if self.ledger is not None:  # another session may have charged one of the tables under another dataset
+                from dpspark.api.session_sql import check_ledger_dataset
+
+                check_ledger_dataset(self.ledger, self.dataset, self.tables.private_names)  # type: ignore[arg-type]
             charge.check()
         arrow = self.arrow_source()  # pandas, Arrow and local files: the Arrow engine when the mechanism runs there
         plan = plan_release(spec, have_spark=arrow is None, given_table=arrow is not None)  # the one construction
@@ -362,6 +383,8 @@ class Session:
             section["keys"] = _key_rows(keys, by_cols)
         if keys_file is not None:
             section["keys_file"] = str(Path(keys_file).resolve())
+        if join is not None and isinstance(join, Mapping) and join.get("private", False) is not False:
+            join = self._private_join(join)
         for name, value in (("max_groups_per_unit", max_groups_per_unit), ("max_rows_per_group", max_rows_per_group),
                             ("noise", noise), ("beta", beta), ("filter", where), ("join", join)):
             if value is not None:
@@ -371,6 +394,21 @@ class Session:
             sections["universe"] = dict(universe)
         return self.release(mechanism="groups", epsilon=epsilon, delta=delta, output=output, sections=sections,
                             **privacy)
+
+    def _private_join(self, join: Mapping[str, Any]) -> dict[str, Any]:
+        """A private join names another private table of this session (they share the unit): its data."""
+        name = join.get("table")
+        if "path" in join or not isinstance(name, str) or name not in self._others:
+            others = ", ".join(map(repr, self._others)) or "none"
+            raise SessionInputError(f"a private join names another private table of the session, table = \"<name>\" "
+                                    f"(the session's other private tables: {others}); nothing was read or spent")
+        table = self._others[name]
+        if isinstance(table, (str, os.PathLike)):
+            table = str(Path(table).resolve())
+        if hasattr(table, "sparkSession") and self.arrow_source() is not None:
+            raise SessionInputError(f"{name!r} is a Spark DataFrame but {self.tables.private!r} runs on the Arrow "
+                                    "engine: give both as Spark DataFrames (or pass spark=); nothing was read or spent")
+        return {**join, "table": table, "name": name}
 
 
 def _key_rows(keys: Any, by: list[str]) -> list[Any]:

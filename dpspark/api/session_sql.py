@@ -25,11 +25,24 @@ class SessionTablesError(DPSparkError, ValueError):
 
 @dataclass(frozen=True)
 class SessionTables:
-    """The private table's name and data, and the public tables by name."""
+    """The private table's name and data, the public tables by name, and the other private tables by name.
+
+    Every private table shares the session's privacy unit (``unit_column``): together they are one dataset
+    (a unit's rows in all of them are added or removed together), charged to one ledger dataset
+    (:func:`dataset_name`). The first private table is the session's data (``private``/``data``); the others
+    join it on the unit (``JOIN users USING (customer_id)``, ``Session.groups(join={"table": "users",
+    "on": unit, "private": True})``).
+    """
 
     private: str
     data: Any
     public: dict[str, Any] = field(default_factory=dict)
+    others: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def private_names(self) -> list[str]:
+        """Every private table's name, the session's data first."""
+        return [self.private, *self.others]
 
     @classmethod
     def of(cls, data: Any, tables: Mapping[str, Any] | None, public_tables: Collection[str],
@@ -46,9 +59,6 @@ class SessionTables:
         if not all(isinstance(n, str) and n for n in tables):
             raise SessionTablesError("tables= maps names (non-empty strings) to tables")
         private = [n for n in tables if n not in public_names]
-        if len(private) > 1:
-            raise SessionTablesError(f"tables= holds {len(private)} private tables ({', '.join(map(repr, private))}); "
-                                    "a session protects one: mark the others public_tables=[...]")
         if private and data is not None:
             raise SessionTablesError(f"give the private table once: as data, or as tables[{private[0]!r}]")
         if not private and data is None:
@@ -56,7 +66,55 @@ class SessionTables:
         name = private[0] if private else DEFAULT_TABLE
         if name in public_names:
             raise SessionTablesError(f"a public table is named {name!r}, the private table's name")
-        return cls(name, tables[name] if private else data, {p: tables[p] for p in public_names})
+        return cls(name, tables[name] if private else data, {p: tables[p] for p in public_names},
+                   {p: tables[p] for p in private[1:]})
+
+
+def dataset_name(private: list[str]) -> str:
+    """The ledger dataset of a session's private tables (they share the unit): their names, sorted, joined
+    by '+' (``orders+users``). A release reading or joining any of them is charged once, to this dataset."""
+    return "+".join(sorted(private))
+
+
+class DatasetSplitError(SessionTablesError):
+    """A private table would be charged under a ledger dataset that does not cover the tables sharing its unit
+    (its budget would be split between two datasets)."""
+
+
+def dataset_tables(dataset: str) -> frozenset[str]:
+    """The tables a dataset id names: its '+'-separated parts (``orders+users``: orders and users)."""
+    return frozenset(dataset.split("+"))
+
+
+def check_dataset_covers(dataset: str, private: list[str]) -> None:
+    """Refuse (no data, nothing read) a dataset id that does not name every private table of the session when
+    there are several: the tables sharing a unit are one dataset, named by them (:func:`dataset_name`)."""
+    missing = [n for n in private if n not in dataset_tables(dataset)]
+    if len(private) > 1 and missing:
+        raise DatasetSplitError(
+            f"dataset {dataset!r} does not name the private table(s) {', '.join(map(repr, missing))}: the private "
+            f"tables of a session share its unit and are one dataset, {dataset_name(private)!r} (leave dataset= "
+            "out, or name that id); nothing was read or spent")
+
+
+def check_ledger_dataset(ledger: Path, dataset: str, private: list[str]) -> None:
+    """Refuse, before the spend, to charge ``dataset`` when the ledger already charges one of its tables (the
+    session's private tables, and the tables ``dataset`` names) under another dataset: the table's budget
+    would be split (``orders`` alone beside ``orders+users``). The ledger's dataset ids are public (the
+    curator's names), so the refusal says nothing about the data. A missing ledger has no dataset yet."""
+    if not ledger.exists():
+        return
+    from dpspark.ledger import Ledger
+
+    mine = set(private) | dataset_tables(dataset)
+    for other in Ledger(ledger, read_only=True).datasets():
+        shared = sorted(mine & dataset_tables(other))
+        if other != dataset and shared:
+            raise DatasetSplitError(
+                f"table {shared[0]!r} is charged under the ledger's dataset {other!r}, not {dataset!r}: a table is "
+                f"in one dataset, with every table that shares its unit. Declare them together (Session(tables="
+                "{...}, unit_column=...) with every table the dataset names, or dataset="
+                f"{other!r}); nothing was read or spent")
 
 
 def _catalog(value: Any, spark: Any) -> Any:
@@ -123,19 +181,39 @@ def private_schema(session: Any) -> tuple[Any, bool]:
     return frame_schema(session.frame()), session.text_input()
 
 
+def private_join_schema(session: Any, name: str) -> Any:
+    """The other private table's schema, as an empty Arrow table (metadata only: key columns' types)."""
+    from dpspark.mechanisms.groups.private_join import table_schema
+
+    table = session._others[name]
+    if isinstance(table, (str, os.PathLike)):
+        table = str(Path(table).resolve())
+    return table_schema(table, None).empty_table()
+
+
 def run_sql(session: Any, query: str, *, output: Any = None, explain: bool = False) -> Any:
     """Run ``query`` on ``session`` (opened release), or with ``explain`` return the plan's text (no spend)."""
     from dpspark.sql import compile_query, key_universe
 
     tables: SessionTables = session.tables
-    call = compile_query(query, private=[tables.private], public=list(tables.public),
+    call = compile_query(query, private=tables.private_names, public=list(tables.public),
                          unit_column=session.unit_column)
+    if call.query.table != tables.private:
+        from dpspark.sql import SqlError
+
+        raise SqlError(f"FROM {call.query.table}: the session's data is the private table {tables.private!r}; "
+                       f"write FROM {tables.private} (JOIN {call.query.table} USING ({session.unit_column}) to join "
+                       f"{call.query.table!r} on the unit)")
     kwargs = dict(call.kwargs)
     if call.family == "answers":
         return session.release(output=output, explain=explain, **kwargs)
     by = list(kwargs["by"])
     dim = None
-    if call.join is not None:
+    if call.join is not None and call.private_join:  # another private table, on the unit (Session.groups resolves it)
+        name, on, how = call.join
+        kwargs["join"] = {"table": name, "on": list(on), "how": how, "private": True, **call.join_options}
+        dim = private_join_schema(session, name)
+    elif call.join is not None:
         name, on, how = call.join
         dim = public_arrow(tables.public[name])
         kwargs["join"] = {"table": dim, "on": list(on), "how": how}
@@ -150,4 +228,9 @@ def run_sql(session: Any, query: str, *, output: Any = None, explain: bool = Fal
         if dim is not None:  # key columns may come from the public table
             schema = pa.schema(list(schema) + [f for f in dim.schema if f.name not in schema.names])
         kwargs["universe"] = key_universe(tuple(by), schema)
-    return session.groups(output=output, explain=explain, **kwargs)
+    released = session.groups(output=output, explain=explain, **kwargs)
+    if call.stddev and not explain:  # STDDEV_POP: the square root of the released variance (post-processing)
+        from dpspark.sql.stddev import SqlRelease
+
+        return SqlRelease(released, call.stddev)
+    return released

@@ -89,7 +89,8 @@ def add_sql_command(sub: Any, make: Any) -> None:
     p = make(sub, "sql", SUMMARY, EXAMPLES)
     p.add_argument("query", help="the query: SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (...) ... (docs/sql.md)")
     p.add_argument("--table", action="append", metavar="NAME=PATH",
-                   help="the private table the query reads FROM (a Parquet, CSV, ORC or JSON file)")
+                   help="a private table (a Parquet, CSV, ORC or JSON file); repeatable: the first is the one the "
+                        "query reads FROM, the others (Parquet) share its unit and JOIN it on the unit column")
     p.add_argument("--public", action="append", metavar="NAME=PATH",
                    help="a public table: JOIN it, or list the keys with OPTIONS (keys = NAME); repeatable")
     p.add_argument("--max-units", type=int, required=True, help="n: public bound on the number of privacy units")
@@ -100,5 +101,5 @@ def add_sql_command(sub: Any, make: Any) -> None:
                    help="arrow (default for a local file) or spark")
     p.add_argument("--master", default=None, help="run on an embedded local Spark with this master, e.g. local[2]")
     p.add_argument("--ledger", default=None, help="charge this privacy-budget ledger too (with --dataset)")
-    p.add_argument("--dataset", default=None, help="the ledger's dataset id")
+    p.add_argument("--dataset", default=None, help="the ledger's dataset id (default: the private tables' names, sorted, joined by '+')")
     p.set_defaults(func=_cmd_sql)

@@ -4,7 +4,8 @@
   same query and that call build the same spec and, under one seed, the same release). Each aggregate's
   ``contribution_bounds_per_group => (lo, hi)`` clips every value to [lo, hi]; a unit adds at most
   ``max_rows_per_group`` rows (default 1) to each of at most ``max_groups_contributed`` groups (default 1).
-  A public ``JOIN`` (inner or left, on columns of the same name) becomes the call's ``join``. Keys: a
+  A ``JOIN`` (inner or left, on columns of the same name) becomes the call's ``join``: a public table's,
+  or another private table's on the unit only (``private_join``; any other private join is refused). Keys: a
   public table (``OPTIONS (keys = t)``) lists them; without it they are selected privately from
   the universe of the key columns' type (:func:`key_universe`, from the schema: metadata only).
 * Without ``GROUP BY``: global answers (the ``answers`` family: ``bounded_noise``, or ``gaussian`` with
@@ -42,8 +43,25 @@ class SqlCall:
 
     @property
     def join(self) -> tuple[str, tuple[str, ...], str] | None:
-        """The public join: (public table, join columns, "inner" or "left"), or None."""
+        """The join: (the other table, join columns, "inner" or "left"), or None (:attr:`private_join`: private)."""
         return self.query.join
+
+    @property
+    def private_join(self) -> bool:
+        """True when the join is with another private table, on the unit."""
+        return self.query.private_join
+
+    @property
+    def join_options(self) -> dict[str, Any]:
+        """A private join's options from OPTIONS: ``max_rows_per_unit`` (L, each table's rows kept per unit)."""
+        lim = self.query.options.max_rows_per_unit
+        return {} if lim is None else {"max_rows_per_unit": lim}
+
+    @property
+    def stddev(self) -> dict[str, str]:
+        """``STDDEV_POP(...) AS name``: name -> the released variance aggregate's name (post-processed by
+        :func:`dpspark.sql.stddev.with_stddev`)."""
+        return {a.name: a.released for a in self.query.aggregates if a.post == "sqrt"}
 
     @property
     def private_keys(self) -> bool:
@@ -60,12 +78,30 @@ def compile_query(text: Any, *, private: Collection[str], public: Collection[str
         raise SqlError(f"OPTIONS privacy_unit_column = {o.unit_column}: the session's privacy unit is "
                        f"{unit_column if unit_column else 'one row'}; the query must use the session's unit "
                        "(open the session with unit_column=..., or drop the option)")
+    if q.private_join:
+        _check_private_join(q, unit_column)
+    elif o.max_rows_per_unit is not None:
+        raise SqlError("OPTIONS max_rows_per_unit bounds a private join's rows per unit (JOIN <private table> USING "
+                       "(<unit>)); this query has none: drop the option")
     common: dict[str, Any] = {"epsilon": o.epsilon, "delta": o.delta}
     if o.beta is not None:
         common["beta"] = o.beta
     if q.by:
         return _groups(q, public, common)
     return _answers(q, common)
+
+
+def _check_private_join(q: DPQuery, unit_column: str | None) -> None:
+    """A join of two private tables is on the privacy unit column only (else units' rows would mix)."""
+    assert q.join is not None
+    name, on, _how = q.join
+    if unit_column is None:
+        raise SqlError(f"JOIN {name}: {name!r} is a private table; a join of two private tables is on their shared "
+                       "privacy unit, so the session needs one (unit_column=...)")
+    if on != (unit_column,):
+        raise SqlError(f"JOIN {name} on {', '.join(on)}: a join of two private tables is on the privacy unit column "
+                       f"only: write JOIN {name} USING ({unit_column}) (a join on any other column would mix "
+                       "different units' rows)")
 
 
 def _groups(q: DPQuery, public: Collection[str], common: dict[str, Any]) -> SqlCall:
@@ -75,7 +111,7 @@ def _groups(q: DPQuery, public: Collection[str], common: dict[str, Any]) -> SqlC
         if a.kind == "count" and a.column is not None:
             raise SqlError(f"COUNT({a.column}) AS {a.name} in a GROUP BY query is not supported: write COUNT(*) and "
                            f"add {a.column} IS NOT NULL to WHERE")
-        row: dict[str, Any] = {"name": a.name, "kind": a.kind}
+        row: dict[str, Any] = {"name": a.released, "kind": a.kind}  # STDDEV_POP: its variance, <name>_variance
         if a.column is not None:
             row.update(column=a.column, lo=a.lo, hi=a.hi)
         if a.q is not None:

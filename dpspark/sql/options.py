@@ -26,7 +26,7 @@ from dpspark.sql.errors import SqlError
 from dpspark.sql.literals import name_of, number_text, sql_text, whole_number
 
 OPTION_NAMES = ("epsilon", "delta", "privacy_unit_column", "max_groups_contributed", "max_rows_per_group", "keys",
-                "noise", "beta", "max_rows_contributed")
+                "noise", "beta", "max_rows_contributed", "max_rows_per_unit")
 
 
 @dataclass(frozen=True)
@@ -41,6 +41,7 @@ class Options:
     keys: str | None = None
     noise: str | None = None
     beta: str | None = None
+    max_rows_per_unit: int | None = None  # a private join's rows kept per unit and table (L; owner: joins)
 
 
 def _rational_text(node: Any, where: str) -> str:
@@ -85,6 +86,8 @@ def parse_options(clause: Any) -> Options:
                        ("max_rows_contributed", "max_rows_per_group")):
         if key in seen:
             kw[field] = _limit(seen[key], f"OPTIONS {key}")
+    if "max_rows_per_unit" in seen:  # a private join's rows kept per unit and table: a number, never "auto"
+        kw["max_rows_per_unit"] = whole_number(seen["max_rows_per_unit"], "OPTIONS max_rows_per_unit")
     if "keys" in seen:
         kw["keys"] = name_of(seen["keys"], "OPTIONS keys")
     if "noise" in seen:

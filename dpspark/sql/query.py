@@ -67,6 +67,17 @@ class SqlAggregate:
     lo: str | None = None
     hi: str | None = None
     q: str | None = None
+    #: "sqrt" for STDDEV_POP: the release holds the variance (:data:`STDDEV_SUFFIX`), its root is post-processing
+    post: str | None = None
+
+    @property
+    def released(self) -> str:
+        """The name of the aggregate the release holds (a standard deviation's variance: ``<name>_variance``)."""
+        return self.name + STDDEV_SUFFIX if self.post == "sqrt" else self.name
+
+
+#: the released variance of ``STDDEV_POP(...) AS <name>`` is the aggregate ``<name>_variance``
+STDDEV_SUFFIX = "_variance"
 
 
 @dataclass(frozen=True)
@@ -79,8 +90,10 @@ class DPQuery:
     by: tuple[str, ...]
     aggregates: tuple[SqlAggregate, ...]
     where: Predicate | None
-    #: a public join: (the public table, the join columns, "inner" or "left"), or None
+    #: a join: (the other table, the join columns, "inner" or "left"), or None
     join: tuple[str, tuple[str, ...], str] | None = None
+    #: the joined table is private (a join of two private tables: on the unit only, checked by the compiler)
+    private_join: bool = False
 
 
 def _statement_kind(tree: Any) -> str:
@@ -145,11 +158,13 @@ def check_query(text: Any, *, private: Collection[str], public: Collection[str] 
     if not aggregates:
         raise SqlError("the SELECT list has no DP aggregate: add one, e.g. COUNT(*) AS n")
     names = [a.name for a in aggregates]
+    names += [a.released for a in aggregates if a.post is not None]
     if len(set(names)) != len(names):
         raise SqlError("two aggregates have the same name: give each its own AS name")
     where = tree.args.get("where")
     predicate = where_filter(where.this, column) if where is not None else None
-    return DPQuery(text, table, options, by, tuple(aggregates), predicate, join[:3] if join else None)
+    return DPQuery(text, table, options, by, tuple(aggregates), predicate, join[:3] if join else None,
+                   bool(join) and join[0] in private)
 
 
 def _join(tree: Any, table: str, alias: str | None, private: Collection[str],
@@ -166,11 +181,11 @@ def _join(tree: Any, table: str, alias: str | None, private: Collection[str],
             v for k, v in node.args.items() if k not in ("this", "alias")):
         raise SqlError(f"JOIN {sql_text(node)} is not supported: join one public table of the session by name")
     name = str(node.name)
-    if name in private:
+    if name == table:
         raise SqlError(f"JOIN {name}: a join of the private table with itself is not supported")
-    if name not in public:
-        raise SqlError(f"JOIN {name}: {name!r} is not a public table of the session; a private join (two private "
-                       "tables on the unit) is not supported yet; only public tables (public_tables=) join")
+    if name not in public and name not in private:
+        raise SqlError(f"JOIN {name}: {name!r} is not a table of the session; a public table (public_tables=) "
+                       "joins on its key columns, another private table on the privacy unit column")
     side, kind = (j.args.get("side") or "").upper(), (j.args.get("kind") or "").upper()
     if kind not in ("", "INNER", "OUTER") or side not in ("", "LEFT") or (kind == "OUTER" and side != "LEFT"):
         raise SqlError(f"{' '.join(w for w in (side, kind) if w)} JOIN is not supported: write JOIN (inner) or "
@@ -201,14 +216,14 @@ def _on_columns(on: Any, mine: set[Any], theirs: set[Any], name: str) -> list[st
             item = item.this
         if not (isinstance(item, exp.EQ) and isinstance(item.this, exp.Column)
                 and isinstance(item.expression, exp.Column)):
-            raise SqlError(f"JOIN {name} ON {sql_text(item)}: a public join is on equal columns, "
+            raise SqlError(f"JOIN {name} ON {sql_text(item)}: a join is on equal columns, "
                            f"ON <private>.column = {name}.column")
         a, b = item.this, item.expression
         if a.table in theirs and b.table in mine:
             a, b = b, a
         if not (a.table in mine and b.table in theirs) or a.name != b.name:
-            raise SqlError(f"JOIN {name} ON {sql_text(item)}: join a private column with the public column of the "
-                           f"same name, qualified: ON <private>.c = {name}.c (or USING (c))")
+            raise SqlError(f"JOIN {name} ON {sql_text(item)}: join a column of the FROM table with {name}'s column "
+                           f"of the same name, qualified: ON <private>.c = {name}.c (or USING (c))")
         cols.append(str(a.name))
     return cols
 
@@ -306,9 +321,6 @@ def _aggregate(alias: str, call: DPAggregate, column: Any) -> SqlAggregate:
         q = number_text(args[1], f"{where}: the percentile")
         if not 0 < exact_number(args[1], where) < 1:
             raise SqlError(f"{where}: the percentile must lie strictly between 0 and 1")
-    if fn == "STDDEV_POP":
-        raise SqlError(f"{where}: STDDEV_POP is not built yet; write VAR_POP({col}, contribution_bounds_per_group "
-                       "=> (lo, hi)) (the standard deviation is its square root)")
     bounds = named.get("contribution_bounds_per_group")
     if bounds is None:
         shape = f"{fn}({col}, {q}, " if q is not None else f"{fn}({col}, "
@@ -317,6 +329,8 @@ def _aggregate(alias: str, call: DPAggregate, column: Any) -> SqlAggregate:
     if not isinstance(bounds, exp.Tuple) or len(bounds.expressions) != 2:
         raise SqlError(f"{where}: contribution_bounds_per_group is a pair: => (lo, hi)")
     lo, hi = (number_text(b, f"{where}: contribution_bounds_per_group") for b in bounds.expressions)
+    if fn == "STDDEV_POP":  # the variance aggregate; the square root is post-processing (dpspark.sql.stddev)
+        return SqlAggregate(alias, fn, "variance", col, lo, hi, q, post="sqrt")
     return SqlAggregate(alias, fn, AGGREGATES[fn], col, lo, hi, q)
 
 

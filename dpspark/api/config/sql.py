@@ -34,8 +34,10 @@ TABLE_FIELDS = {"path", "table", "format", "options", "public"}
 _PASS = ("output", "budget", "spark")
 
 
-def _tables(raw: Mapping[str, Any], source: Path) -> tuple[str, dict[str, Any], dict[str, dict[str, Any]]]:
-    """(the private table's name, its [input] section, the public tables' sections)."""
+def _tables(raw: Mapping[str, Any], source: Path) -> tuple[str, dict[str, Any], dict[str, dict[str, Any]],
+                                                             dict[str, dict[str, Any]]]:
+    """(the first private table's name, its [input] section, the public tables' sections, the other private
+    tables' sections: they share the unit and join the first on it)."""
     tables = raw.get("tables")
     if not isinstance(tables, dict) or not tables:
         raise fail(source, "[sql] needs its tables: one [tables.<name>] section per table the query reads")
@@ -55,12 +57,11 @@ def _tables(raw: Mapping[str, Any], source: Path) -> tuple[str, dict[str, Any], 
             public[name] = sec
         else:
             private.append(name)
-    if len(private) != 1:
-        raise fail(source, f"[sql] reads one private table; the config has {len(private)} "
-                           "(mark dimension tables public = true)")
+    if not private:
+        raise fail(source, "[sql] reads a private table; every [tables.<name>] is public = true")
     sec = tables[private[0]]
     inp = {k: v for k, v in sec.items() if k != "public"}
-    return private[0], inp, public
+    return private[0], inp, public, {n: tables[n] for n in private[1:]}
 
 
 def _public_table(sec: Mapping[str, Any], name: str, columns: list[str], source: Path, every: bool = False) -> Any:
@@ -98,12 +99,15 @@ def expand_sql(raw: Mapping[str, Any], source: Path) -> dict[str, Any]:
     if extra:
         raise fail(source, f"an [sql] config takes [tables.<name>], [output], [budget] and [spark] only; remove "
                            f"{', '.join(f'[{e}]' for e in extra)} (the query says it)")
-    name, inp, public = _tables(raw, source)
+    name, inp, public, others = _tables(raw, source)
     try:
-        unit = check_query(sql.get("query"), private=[name], public=list(public)).options.unit_column
-        call = compile_query(sql["query"], private=[name], public=list(public), unit_column=unit)
+        unit = check_query(sql.get("query"), private=[name, *others], public=list(public)).options.unit_column
+        call = compile_query(sql["query"], private=[name, *others], public=list(public), unit_column=unit)
     except SqlError as err:
         raise fail(source, f"sql.query: {err}") from None
+    if call.query.table != name:
+        raise fail(source, f"sql.query: FROM {call.query.table}: the data is the first private table, {name!r}; write "
+                           f"FROM {name} (and JOIN {call.query.table} USING (<unit>) to join it on the unit)")
     kw = dict(call.kwargs)
     privacy: dict[str, Any] = {"mechanism": "groups" if call.family == "groups" else kw.pop("mechanism"),
                                "epsilon": kw.pop("epsilon"), "max_units": sql.get("max_units")}
@@ -113,6 +117,21 @@ def expand_sql(raw: Mapping[str, Any], source: Path) -> dict[str, Any]:
     if unit is not None:
         privacy["unit_column"] = unit
     out: dict[str, Any] = {"input": inp, "privacy": privacy, **{k: raw[k] for k in _PASS if k in raw}}
+    budget = out.get("budget")
+    if isinstance(budget, dict) and "ledger" in budget and budget.get("dataset") is None:
+        from dpspark.api.session_sql import dataset_name  # the private tables sharing the unit: one dataset
+
+        out["budget"] = {**budget, "dataset": dataset_name([name, *others])}
+    budget = out.get("budget")
+    if isinstance(budget, dict) and isinstance(budget.get("ledger"), str) and isinstance(budget.get("dataset"), str):
+        from dpspark.api.session_sql import SessionTablesError, check_dataset_covers, check_ledger_dataset
+
+        ledger = Path(budget["ledger"]) if os.path.isabs(budget["ledger"]) else source.parent / budget["ledger"]
+        try:  # a table is in one dataset, with the tables sharing its unit: checked before the spend
+            check_dataset_covers(budget["dataset"], [name, *others])
+            check_ledger_dataset(ledger, budget["dataset"], [name, *others])
+        except SessionTablesError as err:
+            raise fail(source, f"budget.dataset: {err}") from None
     if call.family == "answers":
         if "beta" in kw:
             privacy["beta"] = kw.pop("beta")
@@ -122,7 +141,18 @@ def expand_sql(raw: Mapping[str, Any], source: Path) -> dict[str, Any]:
     out["aggregates"] = kw.pop("aggregates")
     groups: dict[str, Any] = {"by": by}
     dim = None
-    if call.join is not None:
+    if call.join is not None and call.private_join:  # another private table: a Parquet file, joined on the unit
+        jname, on, how = call.join
+        sec = others[jname]
+        path = sec.get("path")
+        if not isinstance(path, str) or "://" in path or sec.get("format", "parquet") != "parquet":
+            raise fail(source, f"tables.{jname}: a private table joined on the unit is a local Parquet file "
+                               "(path = ...)")
+        full = path if os.path.isabs(path) else str((source.parent / path).resolve())
+        groups["join"] = {"path": full, "on": list(on), "how": how, "private": True, "name": jname,
+                          **call.join_options}
+        dim = _private_schema({"path": full, "format": "parquet"}, by, source).empty_table()
+    elif call.join is not None:
         jname, on, how = call.join
         dim = _public_table(public[jname], jname, [], source, every=True)
         path = public[jname]["path"]

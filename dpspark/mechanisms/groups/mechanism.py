@@ -124,12 +124,27 @@ class GroupsMechanism(Mechanism):
         if dup:
             raise MechanismSpecError(f"the release table would have column(s) {', '.join(map(repr, dup))} twice: "
                                      "rename an aggregate (its columns are <name>, <name>_float, <name>_error, ...)")
-        from dpspark.mechanisms.groups.join import parse_join
+        from dpspark.mechanisms.groups.join import PublicJoin, parse_join
 
-        try:  # the public table is read now (public: not the data); its keys must be unique
+        try:  # the public table is read now (public: not the data), and its key multiplicity m
             self.join = parse_join(g.join, Path(spec.source).parent)
         except GroupsError as err:
             raise MechanismSpecError(str(err)) from None
+        if self.join is not None and not isinstance(self.join, PublicJoin):  # a private join: on the unit only
+            if spec.unit_column is None or self.join.on != (spec.unit_column,):
+                raise MechanismSpecError(
+                    f"groups.join: a join of two private tables is on the privacy unit column only (on = "
+                    f"{spec.unit_column!r}); this one is on {', '.join(map(repr, self.join.on))}"
+                    if spec.unit_column is not None else
+                    "groups.join: a join of two private tables needs privacy.unit_column (the unit they share)")
+            needed = [*g.by, *(a.column for a in self.aggs.aggregates if a.column is not None),
+                      *(g.filter.columns() if g.filter is not None else ()), spec.unit_column]
+            self.join = self.join.narrowed(needed)
+        elif self.join is not None and spec.unit_column is None and self.join.multiplicity > 1:
+            raise MechanismSpecError(
+                f"groups.join: the public table lists a join key up to {self.join.multiplicity} times, so the join "
+                "copies a row that many times; without privacy.unit_column every row is its own unit and the "
+                "copies would not be bounded: declare the unit column (or give the public table unique keys)")
         self.key_rows, self.universe = self._keys(spec)
         try:
             self.planned: "GroupsPlan" = self._plan()

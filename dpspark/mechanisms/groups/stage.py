@@ -6,7 +6,10 @@ Kernels: :func:`dpspark.mechanisms.groups.arrow_stats.groups_kernel` and
 same seed. The rules, in order:
 
 0. with a public ``join`` (:class:`~dpspark.mechanisms.groups.join.PublicJoin`), each row is joined to at
-   most one row of a public table with unique keys (a row-level transformation, as the filter below); then,
+   most m rows of a public table (m its key multiplicity: a row-level transformation, as the filter below;
+   the rules below then bound each unit's joined rows); with a private join
+   (:class:`~dpspark.mechanisms.groups.private_join.PrivateJoin`), each table is truncated per unit and joined
+   on the unit (a unit's joined rows are a function of its own rows); then,
    with a ``filter`` (:class:`~dpspark.engine.predicate.Predicate`), only the rows where it is TRUE are read
    (SQL three-valued logic, the same on both engines). A row-level transformation: whether a row passes
    depends on that row alone, so a unit's filtered rows are a function of its own rows, adding or removing
@@ -96,7 +99,7 @@ class GroupsStage(FamilyStage):
 
     @property
     def input_columns(self) -> list[str]:
-        """The columns read from the input (the public join's own columns come from its table)."""
+        """The columns read from the input (a join's own columns come from its table)."""
         added = set(self.join.added) if self.join is not None else set()
         return [c for c in self.columns if c not in added]
 

@@ -1,6 +1,9 @@
 """Fuzz: generated and mutated DP SQL queries either run or are refused before the spend, on the Arrow engine.
 
-Each query runs through ``Session.sql`` on a small table. The outcome is one of two: a release (the session
+Each query runs through ``Session.sql`` on a small table ``t`` that shares its unit with a second private table
+``u`` (one row per unit, or two for some). Queries join a public table with unique keys (``dims``) or with
+duplicate keys (``dupdims``, multiplicity 2), the private table ``u`` on the unit (inner or left), or ``u`` on a
+non-unit column (always refused before the spend, with a :class:`~dpspark.sql.SqlError`), and use STDDEV_POP. The outcome is one of two: a release (the session
 budget is charged once), or a :class:`~dpspark.errors.DPSparkError` with the budget and the output folder
 untouched. Anything else fails the test: a foreign exception, a refusal after the spend, or a query that
 takes more than a public time bound. The default suite runs a small sample; ``-m slow`` runs >= 5,000.
@@ -19,13 +22,14 @@ import pytest
 from dpspark.errors import DPSparkError
 
 COLUMNS = {"user_id": "int", "region": "str", "age": "int", "hours": "float", "flag": "bool"}
-TABLES = ["t", "t", "t", "keys", "other"]
+TABLES = ["t", "t", "t", "keys", "other", "u"]
 AGGS = ["COUNT", "SUM", "AVG", "VAR_POP", "STDDEV_POP", "PERCENTILE_CONT", "MAX", "MIN", "COUNT_IF", "APPROX_COUNT"]
 OPTIONS = ["epsilon = 1", "epsilon = 0.5", "epsilon = 5e-1", "epsilon = 0", "epsilon = -1", "epsilon = 100",
            "delta = 1e-9", "delta = 1e-6", "delta = 0.5", "privacy_unit_column = user_id", "privacy_unit_column = age",
            "max_groups_contributed = 2", "max_groups_contributed = 0", "max_rows_per_group = 3",
            "max_rows_per_group = 1.5", "keys = keys", "keys = t", "noise = 'pure'", "noise = 'zcdp'",
-           "noise = 'bounded'", "noise = 'wild'", "beta = '1/10'", "beta = 2", "max_units = 3", "epsilon = 'abc'"]
+           "noise = 'bounded'", "noise = 'wild'", "beta = '1/10'", "beta = 2", "max_units = 3", "epsilon = 'abc'",
+           "max_rows_per_unit = 2", "max_rows_per_unit = 0", "max_rows_per_unit = 99999"]
 TAILS = ["", "", "", "", " LIMIT 3", " ORDER BY 1", " HAVING COUNT(*) > 1", " QUALIFY 1 = 1", " OFFSET 2"]
 MUTATIONS = ["(", ")", ",", "'", "`", " AND ", " OR ", " NOT ", " NULL ", " SELECT ", " FROM ", "=>", " * ", "--",
              "/*", ";", " OVER () ", " 1e400 ", " -", " CAST(", " UNION ALL SELECT 1", "\\", "\n", "é", "\x00"]
@@ -71,10 +75,11 @@ def _condition(rng: random.Random, clean: bool, depth: int = 0) -> str:
     return f"{c} {op} {lit}" if rng.random() < 0.8 else f"{lit} {op} {c}"
 
 
-def _aggregate(rng: random.Random, i: int, clean: bool, grouped: bool) -> str:
-    fns = ["COUNT", "SUM", "AVG", "VAR_POP", "PERCENTILE_CONT"] if grouped else ["COUNT", "SUM", "AVG"]
+def _aggregate(rng: random.Random, i: int, clean: bool, grouped: bool, private: bool = False) -> str:
+    fns = ["COUNT", "SUM", "AVG", "VAR_POP", "STDDEV_POP", "PERCENTILE_CONT"] if grouped else ["COUNT", "SUM", "AVG"]
     fn = rng.choice(fns if clean else AGGS)
-    col = rng.choice(["hours", "age"] if clean else ["hours", "age", "region", "flag", "nowhere"])
+    cols = ["hours", "age"] + (["score"] if private else [])
+    col = rng.choice(cols if clean else cols + ["region", "flag", "nowhere", "score"])
     lo, hi = rng.choice([("0", "80"), ("-10", "10"), ("0", "1e3")] if clean else
                         [("0", "80"), ("5", "1"), ("0", "0.5"), ("-1e30", "1e30")])
     bounds = f", contribution_bounds_per_group => ({lo}, {hi})" if clean or rng.random() < 0.8 else ""
@@ -88,10 +93,32 @@ def _aggregate(rng: random.Random, i: int, clean: bool, grouped: bool) -> str:
     return call + (f" AS a{i}" if clean or rng.random() < 0.9 else "")
 
 
+#: the joins a query may have: a public one (unique or duplicate keys) or a private one on the unit (inner,
+#: left); PRIVATE_OFF_UNIT joins the private table on another column (refused before the spend, a SqlError)
+PUBLIC_JOINS = [" JOIN dims USING (region)", " LEFT JOIN dims d ON t.region = d.region", " JOIN dupdims USING (region)",
+                " LEFT JOIN dupdims USING (region)"]
+PRIVATE_JOINS = [" JOIN u USING (user_id)", " LEFT JOIN u USING (user_id)", " INNER JOIN u ON t.user_id = u.user_id"]
+PRIVATE_OFF_UNIT = [" JOIN u USING (tier)", " LEFT JOIN u ON t.age = u.score", " JOIN u ON t.region = u.tier"]
+
+
+def _join(rng: random.Random, clean: bool) -> tuple[str, str]:
+    """("", "") or (a join clause, its kind: "public", "private" or "off-unit")."""
+    r = rng.random()
+    if r < 0.45:
+        return "", ""
+    if r < 0.7:
+        return rng.choice(PUBLIC_JOINS), "public"
+    if r < 0.92:
+        return rng.choice(PRIVATE_JOINS), "private"
+    return rng.choice(PRIVATE_OFF_UNIT), "off-unit"
+
+
 def generated(rng: random.Random, clean: bool) -> str:
-    """One query of the supported subset (``clean``), or one with a few constructs outside it."""
-    joined = rng.random() < 0.25
-    by = rng.sample(["region", "age", "flag"] + (["zone"] if joined else []), rng.choice([0, 1, 1, 2]))
+    """One query of the supported subset (``clean``; a join on a non-unit column of the private table ``u`` is
+    always refused), or one with a few constructs outside it."""
+    join, kind = _join(rng, clean)
+    extra = {"public": ["zone"], "private": ["tier"], "off-unit": ["tier"]}.get(kind, [])
+    by = rng.sample(["region", "age", "flag"] + extra, rng.choice([0, 1, 1, 2]))
     opts = [rng.choice(["epsilon = 1", "epsilon = 0.5", "epsilon = 2e0"]), "privacy_unit_column = user_id"]
     if by and rng.random() < 0.4:
         opts.append("keys = keys")
@@ -99,20 +126,24 @@ def generated(rng: random.Random, clean: bool) -> str:
         opts.append("delta = 1e-9")
     opts += rng.sample(["max_groups_contributed = 2", "max_rows_per_group = 3", "noise = 'pure'", "noise = 'zcdp'",
                         "beta = '1/10'"] if by else ["noise = 'zcdp'", "beta = '1/10'"], rng.randint(0, 2))
+    if kind == "private" and rng.random() < 0.4:  # the rows each table keeps per unit before the join
+        opts.append(rng.choice(["max_rows_per_unit = 1", "max_rows_per_unit = 2", "max_rows_per_unit = 5"]))
     if not clean:
         opts += rng.sample(OPTIONS, rng.randint(0, 2))
         if rng.random() < 0.3:
             opts.remove(opts[0])
-    items = list(by) + [_aggregate(rng, i, clean, bool(by)) for i in range(rng.randint(1, 3))]
+    items = list(by) + [_aggregate(rng, i, clean, bool(by), kind in ("private", "off-unit"))
+                        for i in range(rng.randint(1, 3))]
     if not clean and rng.random() < 0.1:
         items.append(rng.choice(["*", "age", "region AS r", "1 + 1 AS k"]))
     rng.shuffle(items)
     clause = "WITH DIFFERENTIAL_PRIVACY OPTIONS (" + ", ".join(opts) + ") " if clean or rng.random() < 0.9 else ""
     text = f"SELECT {clause}{', '.join(items)} FROM {'t' if clean else rng.choice(TABLES)}"
-    if joined:  # a public join (dims: unique regions); now and then one outside the subset
-        text += rng.choice([" JOIN dims USING (region)", " LEFT JOIN dims d ON t.region = d.region"] if clean else
-                           [" JOIN dims USING (region)", " RIGHT JOIN dims USING (region)", " JOIN keys USING (region)",
-                            " JOIN dims ON t.age = dims.region", " CROSS JOIN dims", " JOIN dims USING (zone)"])
+    if join and not clean and rng.random() < 0.4:  # now and then a join outside the subset
+        join = rng.choice([" RIGHT JOIN dims USING (region)", " JOIN keys USING (region)", " FULL JOIN u USING (user_id)",
+                           " JOIN dims ON t.age = dims.region", " CROSS JOIN dims", " JOIN dims USING (zone)",
+                           " JOIN t USING (user_id)", " RIGHT JOIN u USING (user_id)", " JOIN u, dims"])
+    text += join
     if rng.random() < 0.6:
         text += " WHERE " + _condition(rng, clean)
     if by:
@@ -155,27 +186,48 @@ def _table() -> Any:
                      "flag": [i % 3 == 0 for i in range(rows)]})
 
 
-def run_fuzz(tmp_path: Path, seed: int, n: int) -> dict[str, int]:
-    """Run n queries; returns how many ran and how many were refused (asserting the two outcomes only)."""
+def _users() -> Any:
+    """The second private table (unit user_id): units 0..49 (t has 0..59), units 0..9 with two rows."""
     import pyarrow as pa
 
-    import dpspark
-    from dpspark.rng import SeededRandom
+    ids = list(range(50)) + list(range(10))
+    return pa.table({"user_id": ids, "tier": [["gold", "silver", None][i % 3] for i in ids],
+                     "score": [(i * 17) % 40 - 5 for i in range(len(ids))]})
 
-    data = _table()
+
+#: the fuzz session's public tables: key lists, and dimension tables with unique and with duplicate keys
+PUBLIC = ["keys", "dims", "dupdims"]
+
+
+def fuzz_tables() -> dict[str, Any]:
+    """The fuzz session's tables: t and u private (they share the unit user_id), :data:`PUBLIC` public."""
+    import pyarrow as pa
+
     keys = pa.table({"region": ["north", "south", "west"], "age": [18, 30, 40], "flag": [True, False, True],
                      "hours": [1, 2, 3]})
     dims = pa.table({"region": ["north", "south", "east"], "zone": ["cold", "warm", "warm"]})
-    counts = {"ran": 0, "refused": 0}
+    dupdims = pa.table({"region": ["north", "north", "south", "east", None], "zone": ["cold", "mild", "warm", "warm",
+                                                                                     "cold"]})
+    return {"t": _table(), "u": _users(), "keys": keys, "dims": dims, "dupdims": dupdims}
+
+
+def run_fuzz(tmp_path: Path, seed: int, n: int) -> dict[str, int]:
+    """Run n queries; returns how many ran and how many were refused (asserting the two outcomes only), and
+    how many of each join kind ran (``public``, ``private``) or were refused (``off-unit``: always)."""
+    import dpspark
+    from dpspark.rng import SeededRandom
+    from dpspark.sql import SqlError
+
+    counts = {"ran": 0, "refused": 0, "public": 0, "private": 0, "off-unit": 0, "stddev": 0}
     budget = {"epsilon": "60", "delta": "1/1000"}
     s = None
     for i, query in enumerate(queries(seed, n)):
         if s is None or counts["ran"] % 50 == 49:  # a fresh session now and then: the budget never runs out
-            s = dpspark.Session(tables={"t": data, "keys": keys, "dims": dims}, public_tables=["keys", "dims"],
-                                max_units=1000,
+            s = dpspark.Session(tables=fuzz_tables(), public_tables=PUBLIC, max_units=1000,
                                 unit_column="user_id", rng=SeededRandom(i), budget=budget)
         before = s.remaining.measure
         out = tmp_path / f"r{i}"
+        off_unit = any(j in query for j in PRIVATE_OFF_UNIT)
         started = time.monotonic()
         try:
             s.sql(query, output=out)
@@ -183,12 +235,18 @@ def run_fuzz(tmp_path: Path, seed: int, n: int) -> dict[str, int]:
             assert s.remaining.measure == before, f"refused after the spend: {query!r}: {err}"
             assert not out.exists(), query
             assert str(err), query
+            assert not off_unit or isinstance(err, SqlError), f"{type(err).__name__} for {query!r}: {err}"
             counts["refused"] += 1
+            counts["off-unit"] += off_unit
         except Exception as err:  # a foreign exception is a bug (the message names the query)
             raise AssertionError(f"foreign {type(err).__name__} for {query!r}: {err}") from err
         else:
+            assert not off_unit, f"a join of the private tables off the unit ran: {query!r}"
             assert s.remaining.measure != before and (out / "manifest.json").exists(), query
             counts["ran"] += 1
+            counts["private"] += any(j in query for j in PRIVATE_JOINS)
+            counts["public"] += any(j in query for j in PUBLIC_JOINS)
+            counts["stddev"] += "STDDEV_POP(" in query
             import shutil
 
             shutil.rmtree(out)
@@ -197,12 +255,14 @@ def run_fuzz(tmp_path: Path, seed: int, n: int) -> dict[str, int]:
 
 
 def test_fuzz_sample(tmp_path: Path) -> None:
-    counts = run_fuzz(tmp_path, seed=1, n=40)
+    counts = run_fuzz(tmp_path, seed=1, n=60)
     assert counts["ran"] >= 5 and counts["refused"] >= 5  # both outcomes are exercised
+    assert counts["private"] >= 2 and counts["public"] >= 2 and counts["off-unit"] >= 1 and counts["stddev"] >= 1
 
 
 @pytest.mark.slow
 def test_fuzz_5000(tmp_path: Path) -> None:
     counts = run_fuzz(tmp_path, seed=2, n=5000)
-    print(f"fuzz: {counts['ran']} ran, {counts['refused']} refused before the spend")  # report
+    print(f"fuzz: {counts}")  # report
     assert counts["ran"] + counts["refused"] == 5000 and counts["ran"] >= 300
+    assert counts["private"] >= 100 and counts["public"] >= 100 and counts["off-unit"] >= 50 and counts["stddev"] >= 50
