@@ -16,6 +16,8 @@ parser on its raw section and names the file). Every check here is data-free.
 * ``beta`` - the error bars hold with probability >= 1 - beta (default: ``privacy.beta``);
 * ``join`` - a public join (:mod:`dpspark.mechanisms.groups.join`): ``{path = "<CSV/Parquet>", on = [...],
   how = "inner" | "left"}`` (or ``table =`` a pyarrow/pandas table from Python);
+* ``bounds_share`` - the exact share of the budget spent choosing the bounds of aggregates given without
+  ``lo``/``hi`` (default 1/10; :mod:`dpspark.mechanisms.groups.autobounds`);
 * ``filter`` - a row filter in the grammar of :mod:`dpspark.engine.predicate` (as an answers query's
   ``filter``): only rows where it is TRUE are read (a row-level transformation before contribution bounding).
 
@@ -38,7 +40,7 @@ from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError,
 
 #: the ``[groups]`` fields
 GROUP_FIELDS = ("by", "keys", "keys_file", "max_groups_per_unit", "max_rows_per_group", "noise", "beta", "filter",
-                "join")
+                "join", "bounds_share")
 #: ``noise`` values and the plan's name for each
 NOISE_NAMES = {"auto": "auto", "pure": "pure", "zcdp": "gaussian", "gaussian": "gaussian", "bounded": "bounded"}
 #: most public keys a config lists (the release holds one row per key)
@@ -59,6 +61,8 @@ class GroupsSection:
     filter: Predicate | None = None
     #: the public join as given (the mechanism reads its table: relative paths resolve against the config)
     join: Any = None
+    #: the share of the budget spent choosing the bounds of aggregates given without lo/hi (None: the default)
+    bounds_share: Fraction | None = None
 
     @property
     def public_keys(self) -> bool:
@@ -160,7 +164,20 @@ def parse_groups_section(raw: Any) -> GroupsSection:
             raise GroupsError("groups.beta must lie in (0, 1)")
     bounds = Bounds(_int_field(raw, "max_groups_per_unit"), _int_field(raw, "max_rows_per_group"))
     return GroupsSection(tuple(by), keys, keys_file, bounds, NOISE_NAMES[noise], beta, _filter(raw.get("filter")),
-                         raw.get("join"))
+                         raw.get("join"), _share(raw.get("bounds_share")))
+
+
+def _share(raw: Any) -> Fraction | None:
+    """``groups.bounds_share``: an exact fraction in (0, 1) of the budget for privately chosen bounds."""
+    if raw is None:
+        return None
+    if isinstance(raw, float):
+        raise GroupsTypeError(f"groups.bounds_share was given as a float ({raw!r}); floats are not exact. Write it "
+                              f"as a string such as \"{raw}\"")
+    share = parse_rational(raw, "groups.bounds_share")
+    if not 0 < share < 1:
+        raise GroupsError("groups.bounds_share must lie in (0, 1)")
+    return share
 
 
 def _filter(raw: Any) -> Predicate | None:

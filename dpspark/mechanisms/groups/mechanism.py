@@ -115,7 +115,10 @@ class GroupsMechanism(Mechanism):
         except GroupsError as err:
             raise MechanismSpecError(str(err)) from None
         self.key_rows, self.universe = self._keys(spec)
-        try:
+        from dpspark.mechanisms.groups.autobounds import auto_bounds
+
+        try:  # aggregates without lo/hi: their bounds are chosen privately, on a stated share charged now
+            self.auto = auto_bounds(self.aggs.aggregates, g.bounds_share, spec, g.bounds.k, g.bounds.c, self.beta)
             self.planned: "GroupsPlan" = self._plan()
         except GroupsError as err:
             raise MechanismSpecError(str(err)) from None
@@ -174,9 +177,12 @@ class GroupsMechanism(Mechanism):
     def _plan(self) -> "GroupsPlan":
         from dpspark.mechanisms.groups.algorithm import plan_groups
 
-        return plan_groups(self.aggs.aggregates, self._budget(), max_units=self.spec.max_units,
-                           bounds=self.groups.bounds, private_keys=self.key_rows is None, noise=self.groups.noise,
-                           beta=self.beta, nulls=dict(self.aggs.nulls))
+        auto = self.auto
+        plan = plan_groups(self.aggs.aggregates, self._budget() if auto is None else auto.main_budget,
+                           max_units=self.spec.max_units, bounds=self.groups.bounds,
+                           private_keys=self.key_rows is None, noise=self.groups.noise, beta=self.beta,
+                           nulls=dict(self.aggs.nulls))
+        return plan if auto is None else auto.restate(plan)  # the statement includes the bounds step
 
     def plan(self) -> dict[str, Any]:
         desc = self.planned.describe()
@@ -190,7 +196,8 @@ class GroupsMechanism(Mechanism):
         return {"mechanism": self.name, "by": list(self.groups.by), **given,
                 "keys": "public" if self.key_rows is not None else "private selection",
                 "groups_listed": None if self.key_rows is None else len(self.key_rows),
-                "noise_requested": self.groups.noise, **desc}
+                "noise_requested": self.groups.noise, **desc,
+                **({"bounds": self.auto.describe()} if self.auto is not None else {})}
 
     def statement(self) -> Any:
         """The release's privacy statement under AddRemove(max_units) (the plan's composition)."""
@@ -312,6 +319,9 @@ class GroupsMechanism(Mechanism):
         """One pass, the noise drawn on the driver, the statements payload."""
         from dpspark.mechanisms.groups.writer import statement_release
 
+        if self.auto is not None:  # the bounds pre-pass and its noise (charged with the rest, before the read)
+            progress("groups: bounds chosen privately (one pre-pass)")
+            self.auto.resolve(self, backend, rng)
         stats = backend.compute(self.stage())
         progress(f"groups: noise for {len(self.aggs.aggregates)} aggregate(s)")
         released = self.release_from_stats(stats, rng)
