@@ -219,19 +219,26 @@ class GroupsMechanism(Mechanism):
             selection = ("; private key selection thresholds the released noisy count (delta only, no epsilon)"
                          if isinstance(plan.selection, ThresholdSelection) else
                          "; private key selection takes its own share")
-        return {"statement": plan.statement.text(), "epsilon_requested": str(self.spec.epsilon),
+        out = {"statement": plan.statement.text(), "epsilon_requested": str(self.spec.epsilon),
                 "delta_requested": None if self.spec.delta is None else str(self.spec.delta),
                 "composition": (f"charged once per aggregate's noisy statistic ({parts} for "
                                 f"{len(self.aggs.aggregates)} aggregate(s): shared statistics are charged once), "
                                 f"not per group: a unit changes at most k = {self.groups.bounds.k} group(s) and "
                                 "each law is calibrated on all groups at once (parallel composition over disjoint "
                                 "groups); the statistics compose sequentially" + selection)}
+        if self.auto is not None:  # stated in the dry run and --explain
+            out["bounds"] = (f"chosen privately for {', '.join(self.auto.columns)} on {self.auto.share} of epsilon "
+                             f"({self.auto.statement().measure.text()}; one pre-pass, a noisy bit-length histogram), "
+                             "charged with the rest before any data is read")
+        return out
 
     def accuracy_summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"beta": str(self.beta)}
         for agg in self.aggs.aggregates:
             err = self.planned.errors[agg.name]
-            if agg.kind is Kind.QUANTILE:
+            if agg.auto:
+                out[agg.name] = "per group, once the bounds are chosen privately (stated in the release)"
+            elif agg.kind is Kind.QUANTILE:
                 out[agg.name] = f"rank error <= {err} rows (rows below / above the released point's cell)"
             elif agg.kind in (Kind.COUNT, Kind.SUM):
                 out[agg.name] = f"+-{err[0] / (1 if agg.kind is Kind.COUNT else agg.scale)} per group"
@@ -298,8 +305,10 @@ class GroupsMechanism(Mechanism):
     def stages(self) -> list[StageInfo]:
         from dpspark.mechanisms.groups.stage import GroupsStage
 
-        return [StageInfo("groups", f"one pass: exact per-group statistics of {len(self.aggs.aggregates)} "
-                                    "aggregate(s) after contribution bounding", stage=GroupsStage)]
+        pre = [StageInfo("groups_bounds", "bounds pre-pass: a bit-length histogram of each value column after the "
+                                          "same contribution bounding", stage=GroupsStage)] if self.auto else []
+        return pre + [StageInfo("groups", f"one pass: exact per-group statistics of {len(self.aggs.aggregates)} "
+                                          "aggregate(s) after contribution bounding", stage=GroupsStage)]
 
     def release_from_stats(self, groups: Any, rng: "RandomSource") -> Any:
         """The noisy release from the engine's per-group statistics (keys as 0-based universe indexes)."""
