@@ -15,8 +15,9 @@ moved by Delta in l1 norm has ratio at most (p/q)^Delta; at most min(Delta, CELL
 the rng's multiplicative bias (dpspark.rng.bias_epsilon). p/q is the largest rational with
 (p/q)^Delta <= e^(eps - bias) (certified: dpspark.noise.exp_eps.exp_eps_at_most).
 
-Everything after the draw is post-processing of h~ (:meth:`BoundsLaw.choose`): cells with h~_j below the
-public noise floor count as empty, and [lo, hi] is the narrowest run of cells [a, b] (never an overflow
+Everything after the draw is post-processing of h~ (:meth:`BoundsLaw.choose`): a cell counts when h~_j is above
+the public strong noise floor, or above the weak floor and within two cells of a counted cell (a lone noisy cell
+far out is not followed; a real tail is contiguous in bit lengths); the others count as empty, and [lo, hi] is the narrowest run of cells [a, b] (never an overflow
 cell) whose kept mass leaves at most ``tail`` of the kept mass on each side (extended to 0 when 0 < 4 lo < hi or
 lo < 4 hi < 0: one-signed data clips nothing at 0, and the range grows by at most a third). **Clipped rows:** for any set O of
 cells, sum_(j in O) h_j <= sum_(j in O) h~_j + S with S = sum over *all* cells of (h_j - h~_j)^+, and
@@ -43,6 +44,10 @@ EXTRA_BITS = 12
 #: default share of the release budget spent on the bounds, and the default mass left outside on each side
 DEFAULT_SHARE = Fraction(1, 10)
 DEFAULT_TAIL = Fraction(1, 100)
+#: the noise floor's odds: some empty cell reads above the floor with probability <= 1/FLOOR_ODDS
+FLOOR_ODDS = 1000
+#: a cell above the weak floor (odds WEAK_ODDS) counts when it lies within two cells of a counted one
+WEAK_ODDS = 10
 
 
 class BoundsError(DPSparkError, ValueError):
@@ -101,14 +106,22 @@ class BoundsLaw:
         return [int(v) for v in self.mech.draw_many([int(c) for c in counts], rng)]
 
     def floor(self) -> int:
-        """The public noise floor: a noisy count at most this is read as an empty cell (|noise| <= it w.p. >= 1 - 1/CELLS per cell)."""
-        return self.mech.accuracy(Fraction(1, CELLS))
+        """The public noise floor: a noisy count at most this is read as an empty cell. An empty cell exceeds it
+        with probability <= 1/(FLOOR_ODDS CELLS), so no empty cell anywhere does w.p. >= 1 - 1/FLOOR_ODDS (a
+        spurious far cell would stretch the range to it)."""
+        return self.mech.accuracy(Fraction(1, FLOOR_ODDS * CELLS))
 
     def choose(self, noisy: Sequence[int], beta: Fraction) -> BoundsChoice:
         """The narrowest cells [a, b] leaving at most ``tail`` of the kept noisy mass on each side, and the
         clipped-rows bound at ``beta`` (post-processing of the noisy histogram only)."""
-        floor = self.floor()
-        mass = [v if v > floor else 0 for v in noisy]
+        strong, weak = self.floor(), self.mech.accuracy(Fraction(1, WEAK_ODDS * CELLS))
+        keep = [v > strong for v in noisy]
+        for order in (range(CELLS), range(CELLS - 1, -1, -1)):  # two sweeps: weak cells joined to strong ones
+            step = 1 if order.step == 1 else -1
+            for j in order:
+                near = [keep[i] for i in (j - step, j - 2 * step) if 0 <= i < CELLS]
+                keep[j] = keep[j] or (noisy[j] > weak and any(near))
+        mass = [v if k else 0 for v, k in zip(noisy, keep)]
         kept = sum(mass)
         inner = range(1, CELLS - 1)  # never an overflow cell
         if kept == 0:  # nothing stands out of the noise: the public default [-1, 1]
