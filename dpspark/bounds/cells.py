@@ -1,37 +1,35 @@
-"""The signed bit-length cells of the bounds histogram: power-of-two bins, exact boundaries.
+"""The signed bit-length cells of the bounds histogram: power-of-two octaves in SUB equal parts, exact edges.
 
-Boundaries t_0 < t_1 < ... < t_CELLS (exact dyadic Fractions):
+Positive edges P: 2^e (1 + i / SUB) for e in [E_MIN, E_MAX], i in [0, SUB), and 2^(E_MAX+1); the edges are
 
-    t_0 = -2^(E_MAX+1) (nominal), t_1 = -2^E_MAX, ..., -2^E_MIN, 0, 2^E_MIN, ..., 2^E_MAX, t_CELLS = 2^(E_MAX+1)
+    t_0 < t_1 < ... < t_CELLS  =  -P (descending), 0, P (ascending)
 
-Cell j is [t_j, t_(j+1)); cell 0 also holds every value below t_1 and the last cell every value at or above
-2^E_MAX (the two *overflow* cells, never chosen as a bound's cell, so the rows a chosen range clips are
-exactly the rows in the cells outside it). Around zero: [-2^E_MIN, 0) and [0, 2^E_MIN) (the {0} cell of
-integer data). E_MAX = 61 keeps every chosen bound within +-2^61, so (hi - lo) < 2^62 and its square fits
-the groups family's 2^126 limit at scale_bits = 0.
+(exact dyadic Fractions). Cell j is [t_j, t_(j+1)); cell 0 also holds every value below t_1 and the last cell
+every value at or above t_(CELLS-1) (the two *overflow* cells, never chosen as a bound's cell, so the rows a
+chosen range clips are exactly the rows in the cells outside it). Around zero: [-2^E_MIN, 0) and [0, 2^E_MIN)
+(the {0} cell of integer data). Four parts per octave: a bound is at most 1/4 of an octave (25%) past the
+cell's values, against 100% for plain powers of two. E_MAX = 61 keeps every chosen bound within
++-(7/4) 2^61, so (hi - lo)^2 < 2^126 (the groups family's limit) even at scale_bits = 0.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 
-#: smallest and largest magnitude exponents of a cell edge
-E_MIN, E_MAX = -10, 61
-#: magnitude edges per sign
-_MAGS = E_MAX - E_MIN + 1
-#: number of cells: 2 * _MAGS + 1 edges inside (incl. 0) and two nominal outer edges -> 2 * _MAGS + 2 cells
-CELLS = 2 * _MAGS + 2
+#: smallest and largest octave exponents, and the equal parts of each octave
+E_MIN, E_MAX, SUB = -10, 61, 4
 
 
 def _edges() -> tuple[Fraction, ...]:
-    neg = [-Fraction(2) ** e for e in range(E_MAX + 1, E_MIN - 1, -1)]
-    pos = [Fraction(2) ** e for e in range(E_MIN, E_MAX + 2)]
-    return (*neg, Fraction(0), *pos)
+    pos = [Fraction(2) ** e * (1 + Fraction(i, SUB)) for e in range(E_MIN, E_MAX + 1) for i in range(SUB)]
+    pos.append(Fraction(2) ** (E_MAX + 1))
+    return (*(-x for x in reversed(pos)), Fraction(0), *pos)
 
 
 #: t_0 .. t_CELLS
 EDGES: tuple[Fraction, ...] = _edges()
-assert len(EDGES) == CELLS + 1
+#: number of cells
+CELLS = len(EDGES) - 1
 
 
 def cell_edges() -> tuple[Fraction, ...]:

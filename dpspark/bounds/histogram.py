@@ -18,8 +18,9 @@ the rng's multiplicative bias (dpspark.rng.bias_epsilon). p/q is the largest rat
 Everything after the draw is post-processing of h~ (:meth:`BoundsLaw.choose`): a cell counts when h~_j is above
 the public strong noise floor, or above the weak floor and within two cells of a counted cell (a lone noisy cell
 far out is not followed; a real tail is contiguous in bit lengths); the others count as empty, and [lo, hi] is the narrowest run of cells [a, b] (never an overflow
-cell) whose kept mass leaves at most ``tail`` of the kept mass on each side (extended to 0 when 0 < 4 lo < hi or
-lo < 4 hi < 0: one-signed data clips nothing at 0, and the range grows by at most a third). **Clipped rows:** for any set O of
+cell) whose kept mass leaves at most ``tail`` of the kept mass on each side (extended to 0 when 0 < 3 lo < hi or
+lo < 3 hi < 0: one-signed data whose low cells are lost in the noise clips nothing at 0, and the range grows
+by at most a half). **Clipped rows:** for any set O of
 cells, sum_(j in O) h_j <= sum_(j in O) h~_j + S with S = sum over *all* cells of (h_j - h~_j)^+, and
 Pr[S >= t] <= beta for the certified Chernoff t of :func:`deficit_bound`; so, with probability >= 1 - beta, the
 rows outside [lo, hi] (a data-dependent set, chosen from h~) number at most sum_(j outside [a, b]) h~_j + t.
@@ -140,9 +141,9 @@ class BoundsLaw:
         outside = sum(noisy[j] for j in range(CELLS) if j < a or j > b)
         clipped = min(self.mech.n * CELLS, outside + self.deficit(beta))
         lo, hi = EDGES[a], EDGES[b + 1]
-        if 0 < 4 * lo < hi:  # a range well away from 0 on one side: extend it to 0 (one-signed data: [0, hi])
+        if 0 < 3 * lo < hi:  # a one-signed range spanning more than its distance to 0: extend it to 0
             lo = Fraction(0)
-        elif lo < 4 * hi < 0:
+        elif lo < 3 * hi < 0:
             hi = Fraction(0)
         return BoundsChoice(lo, hi, a, b, clipped, beta, kept)
 

@@ -97,18 +97,15 @@ def test_release_states_bounds_and_a_clipped_bound_covering_the_truth(tmp_path: 
     import dpspark
 
     df = frame()
-    with dpspark.Session(df, max_units=100_000, unit_column="user", budget={"epsilon": "1"},
-                         rng=SeededRandom(SEED)) as s:
-        explain = s.groups(by="carrier", keys=KEYS, aggregates=AGGS, epsilon="1", max_rows_per_group=2,
-                           explain=True)
-        g = s.groups(by="carrier", keys=KEYS, aggregates=AGGS, epsilon="1", max_rows_per_group=2,
-                     output=tmp_path / "r")
+    with dpspark.Session(df, max_units=100_000, budget={"epsilon": "1"}, rng=SeededRandom(SEED)) as s:
+        explain = s.groups(by="carrier", keys=KEYS, aggregates=AGGS, epsilon="1", explain=True)
+        g = s.groups(by="carrier", keys=KEYS, aggregates=AGGS, epsilon="1", output=tmp_path / "r")
         assert s.remaining.epsilon.le(Fraction(1, 10**5))  # the whole epsilon, bounds included, charged once
     assert "bounds: chosen privately for v, d on 1/10 of epsilon" in explain
     b = _bounds(tmp_path / "r")
     assert b["share"] == "1/10" and set(b["columns"]) == {"v", "d"}
     v = b["columns"]["v"]
-    assert Fraction(v["lo"]) == 0 and Fraction(v["hi"]) == 128 and v["scale_bits"] >= 9
+    assert Fraction(v["lo"]) == 0 and Fraction(v["hi"]) <= 128 and v["scale_bits"] >= 9
     for col in ("v", "d"):
         row = b["columns"][col]
         lo, hi = float(Fraction(row["lo"])), float(Fraction(row["hi"]))
