@@ -18,7 +18,8 @@ Reported per (dataset, column, system) over the trials: the chosen bounds (media
 auto: the stated bound at 95%, then the truth), and the median |error| of the mean and of the sum over every
 (trial, key). Figures are floats for reporting only.
 
-Usage: python scripts/bench/autobounds.py [--trials 20] [--skip-peers] [--json bench-results/autobounds.json]
+Usage: python scripts/bench/autobounds.py [--trials 20] [--tumult-trials N] [--skip-peers]
+       [--json bench-results/autobounds.json]
 """
 
 from __future__ import annotations
@@ -115,7 +116,8 @@ def peer_run(name: str, path: Path, keys: list[str], rows: int, trials: int) -> 
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(spec, f)
     with tempfile.TemporaryDirectory() as cwd:  # peer code runs from a throwaway directory
-        res = subprocess.run([str(py), str(ROOT / "scripts/bench/autobounds_peers" / f"{name}.py"), f.name],
+        script = {"tumult": "tumult_get_bounds.py", "opendp": "opendp_recipe.py"}[name]
+        res = subprocess.run([str(py), str(ROOT / "scripts/bench/autobounds_peers" / script), f.name],
                              capture_output=True, text=True, cwd=cwd)
     os.unlink(f.name)
     if res.returncode != 0:
@@ -141,6 +143,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--skip-peers", action="store_true")
+    ap.add_argument("--tumult-trials", type=int, default=None,
+                    help="trials for Tumult (Spark; slow on a loaded machine): default --trials")
     ap.add_argument("--json", default=str(ROOT / "bench-results/autobounds.json"))
     args = ap.parse_args()
     export()
@@ -158,7 +162,8 @@ def main() -> None:
             systems["dpspark oracle"] = dpspark_run(path, keys, args.trials, oracle)
             if not args.skip_peers:
                 for peer in ("tumult", "opendp"):
-                    runs = peer_run(peer, path, keys, len(values), args.trials)
+                    n = args.tumult_trials if peer == "tumult" and args.tumult_trials else args.trials
+                    runs = peer_run(peer, path, keys, len(values), n)
                     if runs is not None:
                         systems[peer] = runs
         for name, runs in systems.items():

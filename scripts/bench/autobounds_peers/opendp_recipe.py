@@ -2,7 +2,7 @@
 sum and mean per key with them; run with the opendp venv.
 
 One compositor (pure epsilon, one row per unit) split by weights: ``share`` to dp.quantile(0.01) and
-dp.quantile(0.99) over a public candidate grid (0 and +-2^(i/4)), the rest to group_by(key).agg(dp.sum, dp.mean)
+dp.quantile(0.99) over a public candidate grid (0 and +-2^(i/4), 2^-2 <= |x| <= 2^20: a public guess covering every column), the rest to group_by(key).agg(dp.sum, dp.mean)
 under a Margin with the public keys (invariant "keys"). Reads the spec JSON on argv[1]; prints one JSON line.
 """
 
@@ -19,7 +19,7 @@ dp.enable_features("contrib")
 warnings.filterwarnings("ignore")
 spec = json.loads(open(sys.argv[1]).read())
 eps, share, rows = float(spec["epsilon"]), float(spec["share"]), int(spec["rows"])
-grid = sorted({0.0, *(s * 2 ** (i / 4) for s in (-1, 1) for i in range(-40, 4 * 40 + 1))})
+grid = sorted({0.0, *(s * 2 ** (i / 4) for s in (-1, 1) for i in range(-8, 4 * 20 + 1))})  # public guess: |x| <= 2^20
 data = pl.read_parquet(spec["data"]).select("key", "value").lazy()
 trials = []
 for t in range(int(spec["trials"])):
