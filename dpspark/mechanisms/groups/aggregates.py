@@ -25,6 +25,10 @@ zsum      2v' - C'           [-D', D']                 sum (centred on the count
 as v' = 0: with L' = min(L, 0), H' = max(H, 0), C' = L' + H', D' = H' - L', every row adds 2v' - C' in
 [-D', D'], and T = (zsum + C' N_all) / 2 with N_all the count aggregate's rows (docs/groups.md §D).
 
+Bounds chosen privately: an aggregate given without ``lo`` and ``hi`` (and without ``scale_bits``) has
+``auto`` set and placeholder bounds [0, 1]; :mod:`dpspark.mechanisms.groups.autobounds` replaces them before the
+release's data pass (docs/groups.md §I).
+
 Sensitivity (add/remove one unit): the unit adds at most c rows to at most k groups, so at most k
 coordinates of each statistic's group vector move, each by at most c * max(|row lo|, |row hi|)
 (:meth:`Statistic.sensitivity`). Centring (csum, csq) halves the sensitivity of a mean's and a
