@@ -157,6 +157,7 @@ def auto_bounds(aggregates: tuple[Aggregate, ...], share: Fraction | None, spec:
                 beta: Fraction) -> AutoBounds | None:
     """The bounds step of a release, or None when every aggregate has its bounds (data-free, before any read)."""
     from dpspark.bounds.histogram import BoundsError
+    from dpspark.errors import ParameterError
     from dpspark.rng import DEFAULT_LAMBDA
 
     columns = tuple(dict.fromkeys(str(a.column) for a in aggregates if a.auto))
@@ -170,7 +171,8 @@ def auto_bounds(aggregates: tuple[Aggregate, ...], share: Fraction | None, spec:
     each = epsilon * s / len(columns)
     try:
         laws = {col: BoundsLaw(each, k * c, spec.max_units * k * c, DEFAULT_LAMBDA) for col in columns}
-    except BoundsError as err:
-        raise GroupsError(f"bounds chosen privately: {err}") from None
+    except (BoundsError, ParameterError) as err:  # data-free: refused before the spend
+        raise GroupsError(f"bounds chosen privately (each column's share {each} of epsilon, l1 sensitivity "
+                          f"k c = {k * c}): {err}; raise groups.bounds_share or epsilon, or give lo and hi") from None
     delta = None if spec.delta is None else Fraction(spec.delta)
     return AutoBounds(s, epsilon, delta, columns, laws, beta, spec.max_units)

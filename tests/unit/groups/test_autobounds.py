@@ -144,3 +144,14 @@ def test_sql_without_group_by_refuses_auto_bounds_clearly() -> None:
     with pytest.raises(SqlError, match="needs bounds.*GROUP BY queries only"):
         compile_query("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-9) SUM(v) AS s FROM t",
                       private=["t"])
+
+
+@pytest.mark.slow  # FastSample's truncation search runs to its limit first (about 25 s)
+def test_a_bounds_share_too_small_is_refused_before_the_spend(tmp_path: Path) -> None:
+    import dpspark
+
+    with dpspark.Session(frame(200), max_units=10**9, budget={"epsilon": "1"}) as s:
+        with pytest.raises(Exception, match="bounds chosen privately.*raise groups.bounds_share"):
+            s.groups(by="carrier", keys=KEYS, aggregates=AGGS[:2], epsilon="1/1000", bounds_share="1/1000",
+                     output=tmp_path / "r")
+        assert s.remaining.epsilon.le(Fraction(1)) and not s.remaining.epsilon.le(Fraction(999, 1000))
