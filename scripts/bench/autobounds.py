@@ -143,6 +143,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--skip-peers", action="store_true")
+    ap.add_argument("--peers", default="tumult,opendp", help="comma-separated peers to run")
+    ap.add_argument("--no-dpspark", action="store_true", help="run the peers only")
     ap.add_argument("--tumult-trials", type=int, default=None,
                     help="trials for Tumult (Spark; slow on a loaded machine): default --trials")
     ap.add_argument("--json", default=str(ROOT / "bench-results/autobounds.json"))
@@ -157,11 +159,12 @@ def main() -> None:
         p1, p99 = np.percentile(values, [1, 99], method="lower"), np.percentile(values, [99], method="higher")[0]
         oracle = (str(Fraction(float(p1[0]))), str(Fraction(float(p99))))  # the data's own values: exact
         t0 = time.time()
-        systems = {"dpspark auto": dpspark_run(path, keys, args.trials, None)}
+        systems = {} if args.no_dpspark else {"dpspark auto": dpspark_run(path, keys, args.trials, None)}
         if case != "uniform 0..99":
-            systems["dpspark oracle"] = dpspark_run(path, keys, args.trials, oracle)
+            if not args.no_dpspark:
+                systems["dpspark oracle"] = dpspark_run(path, keys, args.trials, oracle)
             if not args.skip_peers:
-                for peer in ("tumult", "opendp"):
+                for peer in [p for p in args.peers.split(",") if p]:
                     n = args.tumult_trials if peer == "tumult" and args.tumult_trials else args.trials
                     runs = peer_run(peer, path, keys, len(values), n)
                     if runs is not None:
@@ -178,7 +181,7 @@ def main() -> None:
     ratios = {}
     for case in {r["case"] for r in results["rows"]}:
         by = {r["system"]: r for r in results["rows"] if r["case"] == case}
-        if "dpspark oracle" in by:
+        if "dpspark oracle" in by and "dpspark auto" in by:
             a = by["dpspark auto"]
             ratios[case] = {f"auto/{s}": {"mean": a["mean_err"] / by[s]["mean_err"], "sum": a["sum_err"] / by[s]["sum_err"]}
                             for s in by if s != "dpspark auto"}
