@@ -364,7 +364,7 @@ class Session:
                output: str | os.PathLike[str] | None = None, max_groups_per_unit: int | str | None = None,
                max_rows_per_group: int | str | None = None, noise: str | None = None, beta: Any = None,
                keys_file: str | os.PathLike[str] | None = None, where: str | None = None,
-               join: Mapping[str, Any] | None = None, **privacy: Any) -> Any:
+               join: Mapping[str, Any] | None = None, bounds_share: Any = None, **privacy: Any) -> Any:
         """Aggregates per group (mechanism ``groups``), opened: ``.to_pandas()``, ``.lookup(key)``.
 
         ``keys``: the public key rows (a list of values, of tuples for several ``by`` columns, or a pandas/Arrow
@@ -373,7 +373,8 @@ class Session:
         ``join``: a public join, ``{"table": <pandas/Arrow table> or "path": ..., "on": [...], "how": "inner"}``.
         ``max_groups_per_unit`` / ``max_rows_per_group``: an int, or ``"auto"`` (chosen privately with a stated
         share of epsilon, docs/groups.md §I).
-        ``aggregates``: the ``[[aggregates]]`` dicts. The other keywords are the ``[groups]`` fields; every
+        ``aggregates``: the ``[[aggregates]]`` dicts (one without ``lo``/``hi`` has them chosen privately on
+        ``bounds_share`` of epsilon, default 1/10: docs/groups.md §J). The other keywords are the ``[groups]`` fields; every
         ``[privacy]`` field is a keyword too. Charged once (epsilon, delta) before any data is read, like
         :meth:`release`: the budget is spent once per aggregate, never per group.
         """
@@ -386,7 +387,8 @@ class Session:
         if join is not None and isinstance(join, Mapping) and join.get("private", False) is not False:
             join = self._private_join(join)
         for name, value in (("max_groups_per_unit", max_groups_per_unit), ("max_rows_per_group", max_rows_per_group),
-                            ("noise", noise), ("beta", beta), ("filter", where), ("join", join)):
+                            ("noise", noise), ("beta", beta), ("filter", where), ("join", join),
+                            ("bounds_share", bounds_share)):
             if value is not None:
                 section[name] = value
         sections: dict[str, Any] = {"groups": section, "aggregates": [dict(a) for a in aggregates]}

@@ -2,7 +2,8 @@
 
 * With ``GROUP BY``: the ``groups`` family, exactly the keywords a ``Session.groups`` call takes (so the
   same query and that call build the same spec and, under one seed, the same release). Each aggregate's
-  ``contribution_bounds_per_group => (lo, hi)`` clips every value to [lo, hi]; a unit adds at most
+  ``contribution_bounds_per_group => (lo, hi)`` clips every value to [lo, hi] (without it the bounds are
+  chosen privately on 1/10 of epsilon: :mod:`dpspark.mechanisms.groups.autobounds`); a unit adds at most
   ``max_rows_per_group`` rows (default 1) to each of at most ``max_groups_contributed`` groups (default 1).
   A ``JOIN`` (inner or left, on columns of the same name) becomes the call's ``join``: a public table's,
   or another private table's on the unit only (``private_join``; any other private join is refused). Keys: a
@@ -113,7 +114,9 @@ def _groups(q: DPQuery, public: Collection[str], common: dict[str, Any]) -> SqlC
                            f"add {a.column} IS NOT NULL to WHERE")
         row: dict[str, Any] = {"name": a.released, "kind": a.kind}  # STDDEV_POP: its variance, <name>_variance
         if a.column is not None:
-            row.update(column=a.column, lo=a.lo, hi=a.hi)
+            row["column"] = a.column
+            if a.lo is not None:  # else the bounds are chosen privately (groups.bounds_share of epsilon)
+                row.update(lo=a.lo, hi=a.hi)
         if a.q is not None:
             row["q"] = a.q
         aggs.append(row)
@@ -161,6 +164,10 @@ def _answers(q: DPQuery, common: dict[str, Any]) -> SqlCall:
             if a.column is not None:
                 conditions.append(f"NOT {quote_name(a.column)} IS NULL")
         else:
+            if a.lo is None:
+                raise SqlError(f"{a.function}({a.column}) AS {a.name} without GROUP BY needs bounds: write "
+                               f"{a.function}({a.column}, contribution_bounds_per_group => (lo, hi)) (bounds chosen "
+                               "privately are built for GROUP BY queries only)")
             row.update(column=a.column, lo=a.lo, hi=a.hi)
             if a.kind == "mean":
                 row["mean"] = "noisy_count"

@@ -6,8 +6,8 @@ without the DP clause, ``SELECT *``, ``DISTINCT``, ``LIMIT``/``OFFSET``, ``ORDER
 ``QUALIFY``, a window (``OVER``), a subquery or a CTE, a join other than one inner or left join of a public
 table on equal columns of the same name, an unknown table or a public one in ``FROM``, a column neither
 aggregated nor in ``GROUP BY``, an unknown or non-DP
-function, a ``GROUP BY`` on anything but columns, an aggregate without a name, and an aggregate that needs
-bounds and has none (bounds chosen privately are not built yet).
+function, a ``GROUP BY`` on anything but columns and an aggregate without a name. An aggregate given without
+``contribution_bounds_per_group`` has its bounds chosen privately (GROUP BY queries; compile.py).
 """
 
 from __future__ import annotations
@@ -314,7 +314,7 @@ def _aggregate(alias: str, call: DPAggregate, column: Any) -> SqlAggregate:
     want = 2 if fn == "PERCENTILE_CONT" else 1
     if len(args) != want:
         shape = "PERCENTILE_CONT(column, q)" if fn == "PERCENTILE_CONT" else f"{fn}(column)"
-        raise SqlError(f"{where}: write {shape}, with contribution_bounds_per_group => (lo, hi)")
+        raise SqlError(f"{where}: write {shape} (optionally with contribution_bounds_per_group => (lo, hi))")
     col = _column_arg(args[0], where, column)
     q = None
     if fn == "PERCENTILE_CONT":
@@ -322,10 +322,8 @@ def _aggregate(alias: str, call: DPAggregate, column: Any) -> SqlAggregate:
         if not 0 < exact_number(args[1], where) < 1:
             raise SqlError(f"{where}: the percentile must lie strictly between 0 and 1")
     bounds = named.get("contribution_bounds_per_group")
-    if bounds is None:
-        shape = f"{fn}({col}, {q}, " if q is not None else f"{fn}({col}, "
-        raise SqlError(f"{where} needs bounds: write {shape}contribution_bounds_per_group => (lo, hi)) (bounds "
-                       "chosen privately are not built yet)")
+    if bounds is None:  # chosen privately (the groups family's bounds step; docs/sql.md)
+        return SqlAggregate(alias, fn, AGGREGATES[fn], col, None, None, q)
     if not isinstance(bounds, exp.Tuple) or len(bounds.expressions) != 2:
         raise SqlError(f"{where}: contribution_bounds_per_group is a pair: => (lo, hi)")
     lo, hi = (number_text(b, f"{where}: contribution_bounds_per_group") for b in bounds.expressions)

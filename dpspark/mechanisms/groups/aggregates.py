@@ -25,6 +25,10 @@ zsum      2v' - C'           [-D', D']                 sum (centred on the count
 as v' = 0: with L' = min(L, 0), H' = max(H, 0), C' = L' + H', D' = H' - L', every row adds 2v' - C' in
 [-D', D'], and T = (zsum + C' N_all) / 2 with N_all the count aggregate's rows (docs/groups.md §D).
 
+Bounds chosen privately: an aggregate given without ``lo`` and ``hi`` (and without ``scale_bits``) has
+``auto`` set and placeholder bounds [0, 1]; :mod:`dpspark.mechanisms.groups.autobounds` replaces them before the
+release's data pass (docs/groups.md §I).
+
 Sensitivity (add/remove one unit): the unit adds at most c rows to at most k groups, so at most k
 coordinates of each statistic's group vector move, each by at most c * max(|row lo|, |row hi|)
 (:meth:`Statistic.sensitivity`). Centring (csum, csq) halves the sensitivity of a mean's and a
@@ -128,6 +132,9 @@ class Aggregate:
     q: Fraction | None = None
     #: the quantile's grid size B (the spec's ``bins``): candidate points v_j = lo + (hi - lo) j / B, j = 0..B
     grid: int | None = None
+    #: lo, hi (and scale_bits) are chosen privately before the release (docs/groups.md "Bounds chosen
+    #: privately"); until then they are placeholders that no statistic is computed with
+    auto: bool = False
 
     @property
     def scale(self) -> int:
@@ -218,8 +225,10 @@ class Aggregate:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind.value}
         if self.kind is not Kind.COUNT:
             out.update(column=self.column, lo=str(self.lo), hi=str(self.hi))
+            if self.auto:
+                out.update(lo="chosen privately", hi="chosen privately")
         if self.kind in (Kind.SUM, Kind.MEAN, Kind.VARIANCE):
-            out["scale_bits"] = self.scale_bits
+            out["scale_bits"] = "chosen with the bounds" if self.auto else self.scale_bits
         if self.kind is Kind.QUANTILE:
             out.update(q=str(self.q), bins=self.grid)
         return out
@@ -306,9 +315,16 @@ def parse_aggregate(spec: Any, index: int = 0) -> Aggregate:
     column = spec.get("column")
     if not isinstance(column, str) or not column:
         raise GroupsError(f"{where}.column: a {kind.value} needs a column name")
+    auto = "lo" not in spec and "hi" not in spec
+    if auto:  # chosen privately before the release (dpspark.mechanisms.groups.autobounds)
+        if "scale_bits" in spec:
+            raise GroupsError(f"{where}.scale_bits: the scale is chosen with privately chosen bounds; remove it "
+                              "(or give lo and hi too)")
+        spec = {**spec, "lo": 0, "hi": 1}
     for key in ("lo", "hi"):
         if key not in spec:
-            raise GroupsError(f"{where}.{key}: a {kind.value} needs public clip bounds lo and hi")
+            raise GroupsError(f"{where}.{key}: give both lo and hi (public clip bounds), or neither to have "
+                              "them chosen privately")
     lo, hi = _rational(spec, "lo", where), _rational(spec, "hi", where)
     if not lo < hi:
         raise GroupsError(f"{where}.lo must be < {where}.hi")
@@ -325,14 +341,14 @@ def parse_aggregate(spec: Any, index: int = 0) -> Aggregate:
         bins = spec.get("bins", DEFAULT_BINS)
         if isinstance(bins, bool) or not isinstance(bins, int) or not 1 <= bins <= MAX_BINS:
             raise GroupsError(f"{where}.bins must be an int in [1, {MAX_BINS}]")
-        return Aggregate(name, kind, column, lo, hi, 0, q, bins)
+        return Aggregate(name, kind, column, lo, hi, 0, q, bins, auto)
     for key in ("q", "bins"):
         if key in spec:
             raise GroupsError(f"{where}.{key} applies only to kind = \"quantile\"")
     bits = spec.get("scale_bits", DEFAULT_SCALE_BITS)
     if isinstance(bits, bool) or not isinstance(bits, int) or not 0 <= bits <= MAX_SCALE_BITS:
         raise GroupsError(f"{where}.scale_bits must be an int in [0, {MAX_SCALE_BITS}]")
-    agg = Aggregate(name, kind, column, lo, hi, bits)
+    agg = Aggregate(name, kind, column, lo, hi, bits, auto=auto)
     if agg.D * agg.D >= 1 << 126:
         raise GroupsError(f"{where}: (hi - lo) x 2^scale_bits is too large (its square must be < 2^126); "
                           "lower scale_bits")

@@ -21,6 +21,8 @@ parser on its raw section and names the file). Every check here is data-free.
 * ``beta`` - the error bars hold with probability >= 1 - beta (default: ``privacy.beta``);
 * ``join`` - a public join (:mod:`dpspark.mechanisms.groups.join`): ``{path = "<CSV/Parquet>", on = [...],
   how = "inner" | "left"}`` (or ``table =`` a pyarrow/pandas table from Python);
+* ``bounds_share`` - the exact share of the budget spent choosing the bounds of aggregates given without
+  ``lo``/``hi`` (default 1/10; :mod:`dpspark.mechanisms.groups.autobounds`);
 * ``filter`` - a row filter in the grammar of :mod:`dpspark.engine.predicate` (as an answers query's
   ``filter``): only rows where it is TRUE are read (a row-level transformation before contribution bounding).
 
@@ -43,7 +45,7 @@ from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError,
 
 #: the ``[groups]`` fields
 GROUP_FIELDS = ("by", "keys", "keys_file", "max_groups_per_unit", "max_rows_per_group", "noise", "beta", "filter",
-                "join", "limits_share", "units_share")
+                "join", "limits_share", "units_share", "bounds_share")
 #: default share of epsilon that chooses the "auto" contribution limits (split evenly between k and c when both)
 LIMITS_SHARE = Fraction(1, 10)
 #: default share of epsilon that releases the noisy count of units read
@@ -76,6 +78,8 @@ class GroupsSection:
     limits_share: Fraction = Fraction(0)
     #: the share of epsilon that releases the noisy count of units read
     units_share: Fraction = UNITS_SHARE
+    #: the share of the budget spent choosing the bounds of aggregates given without lo/hi (None: the default)
+    bounds_share: Fraction | None = None
 
     @property
     def public_keys(self) -> bool:
@@ -201,7 +205,20 @@ def parse_groups_section(raw: Any) -> GroupsSection:
         raise GroupsError(f"groups.limits_share + groups.units_share = {limits_share + units_share} leaves less "
                           "than half of epsilon for the aggregates; lower them")
     return GroupsSection(tuple(by), keys, keys_file, bounds, NOISE_NAMES[noise], beta, _filter(raw.get("filter")),
-                         raw.get("join"), auto, limits_share, units_share)
+                         raw.get("join"), auto, limits_share, units_share, _bounds_share(raw.get("bounds_share")))
+
+
+def _bounds_share(raw: Any) -> Fraction | None:
+    """``groups.bounds_share``: an exact fraction in (0, 1) of the budget for privately chosen bounds."""
+    if raw is None:
+        return None
+    if isinstance(raw, float):
+        raise GroupsTypeError(f"groups.bounds_share was given as a float ({raw!r}); floats are not exact. Write it "
+                              f"as a string such as \"{raw}\"")
+    share = parse_rational(raw, "groups.bounds_share")
+    if not 0 < share < 1:
+        raise GroupsError("groups.bounds_share must lie in (0, 1)")
+    return share
 
 
 def _filter(raw: Any) -> Predicate | None:

@@ -146,7 +146,16 @@ class GroupsMechanism(Mechanism):
                 "copies a row that many times; without privacy.unit_column every row is its own unit and the "
                 "copies would not be bounded: declare the unit column (or give the public table unique keys)")
         self.key_rows, self.universe = self._keys(spec)
-        try:
+        from dpspark.mechanisms.groups.autobounds import auto_bounds
+
+        try:  # aggregates without lo/hi: their bounds are chosen privately, on a stated share charged now
+            self.auto = auto_bounds(self.aggs.aggregates, g.bounds_share, spec, g.bounds.k, g.bounds.c, self.beta)
+            if self.auto is not None and g.auto:  # the bounds law is calibrated on k c, unknown until chosen
+                raise GroupsError(f"bounds chosen privately (aggregates without lo/hi) and \"auto\" limits "
+                                  f"({', '.join(g.auto)}) cannot be combined yet: give lo and hi, or set the limits")
+            if self.auto is not None and g.units_share + g.limits_share + self.auto.share > Fraction(1, 2):
+                raise GroupsError(f"groups.units_share + groups.bounds_share = {g.units_share + self.auto.share} "
+                                  "leaves less than half of epsilon for the aggregates; lower them")
             self.planned: "GroupsPlan" = self._plan()
             self._pre_laws()
         except (GroupsError, ParameterError) as err:
@@ -202,9 +211,11 @@ class GroupsMechanism(Mechanism):
 
     # --- plan -------------------------------------------------------------------------------
     def _budget(self) -> dict[str, Any]:
-        """The aggregates' budget: epsilon less the unit count's and the limits' shares (delta all theirs)."""
+        """The aggregates' budget: epsilon less the unit count's, the limits' and the bounds' shares (delta all
+        theirs)."""
         spec, g = self.spec, self.groups
-        eps = Fraction(spec.epsilon) * (1 - g.units_share - g.limits_share)
+        bounds_share = self.auto.share if self.auto is not None else 0
+        eps = Fraction(spec.epsilon) * (1 - g.units_share - g.limits_share - bounds_share)
         return {"epsilon": eps} if spec.delta is None else {"epsilon": eps, "delta": spec.delta}
 
     def _pre_laws(self) -> None:
@@ -241,9 +252,12 @@ class GroupsMechanism(Mechanism):
     def _plan(self, bounds: Any = None) -> "GroupsPlan":
         from dpspark.mechanisms.groups.algorithm import plan_groups
 
-        return plan_groups(self.aggs.aggregates, self._budget(), max_units=self.spec.max_units,
-                           bounds=bounds or self.groups.bounds, private_keys=self.key_rows is None, noise=self.groups.noise,
-                           beta=self.beta, nulls=dict(self.aggs.nulls))
+        auto = self.auto
+        budget = self._budget()
+        plan = plan_groups(self.aggs.aggregates, budget, max_units=self.spec.max_units,
+                           bounds=bounds or self.groups.bounds, private_keys=self.key_rows is None,
+                           noise=self.groups.noise, beta=self.beta, nulls=dict(self.aggs.nulls))
+        return plan if auto is None else auto.restate(plan, budget)  # the statement includes the bounds step
 
     def plan(self) -> dict[str, Any]:
         desc = self.planned.describe()
@@ -263,7 +277,8 @@ class GroupsMechanism(Mechanism):
         return {"mechanism": self.name, "by": list(self.groups.by), **given,
                 "keys": "public" if self.key_rows is not None else "private selection",
                 "groups_listed": None if self.key_rows is None else len(self.key_rows),
-                "noise_requested": self.groups.noise, **desc, **shares}
+                "noise_requested": self.groups.noise, **desc, **shares,
+                **({"bounds": self.auto.describe()} if self.auto is not None else {})}
 
     def statement(self) -> Any:
         """The release's privacy statement under AddRemove(max_units): the plan's, the unit count's and the
@@ -286,7 +301,7 @@ class GroupsMechanism(Mechanism):
             selection = ("; private key selection thresholds the released noisy count (delta only, no epsilon)"
                          if isinstance(plan.selection, ThresholdSelection) else
                          "; private key selection takes its own share")
-        return {"statement": self._statement().text(), "epsilon_requested": str(self.spec.epsilon),
+        out = {"statement": self._statement().text(), "epsilon_requested": str(self.spec.epsilon),
                 "delta_requested": None if self.spec.delta is None else str(self.spec.delta),
                 "composition": (f"charged once per aggregate's noisy statistic ({parts} for "
                                 f"{len(self.aggs.aggregates)} aggregate(s): shared statistics are charged once), "
@@ -296,12 +311,19 @@ class GroupsMechanism(Mechanism):
                                 + f"; a noisy count of the units read takes {self.groups.units_share} of epsilon"
                                 + (f"; the \"auto\" limits ({', '.join(self.groups.auto)}) take "
                                    f"{self.groups.limits_share} of epsilon" if self.groups.auto else ""))}
+        if self.auto is not None:  # stated in the dry run and --explain
+            out["bounds"] = (f"chosen privately for {', '.join(self.auto.columns)} on {self.auto.share} of epsilon "
+                             f"({self.auto.statement().measure.text()}; one pre-pass, a noisy bit-length histogram), "
+                             "charged with the rest before any data is read")
+        return out
 
     def accuracy_summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"beta": str(self.beta)}
         for agg in self.aggs.aggregates:
             err = self.planned.errors[agg.name]
-            if agg.kind is Kind.QUANTILE:
+            if agg.auto:
+                out[agg.name] = "per group, once the bounds are chosen privately (stated in the release)"
+            elif agg.kind is Kind.QUANTILE:
                 out[agg.name] = f"rank error <= {err} rows (rows below / above the released point's cell)"
             elif agg.kind in (Kind.COUNT, Kind.SUM):
                 out[agg.name] = f"+-{err[0] / (1 if agg.kind is Kind.COUNT else agg.scale)} per group"
@@ -378,10 +400,12 @@ class GroupsMechanism(Mechanism):
         groups = StageInfo("groups", f"one pass: exact per-group statistics of {len(self.aggs.aggregates)} "
                                      "aggregate(s) after contribution bounding, and the units read (for the noisy "
                                      "unit count)", stage=GroupsStage)
-        if not self.pre_pass():
-            return [groups]
-        return [StageInfo("units", "a pre-pass: the units read and each unit's contributions (for the noisy unit "
-                                   "count and the \"auto\" limits)", stage=UnitProfileStage), groups]
+        pre = [StageInfo("groups_bounds", "bounds pre-pass: a bit-length histogram of each value column after the "
+                                          "same contribution bounding", stage=GroupsStage)] if self.auto else []
+        if self.pre_pass():
+            pre = [StageInfo("units", "a pre-pass: the units read and each unit's contributions (for the noisy unit "
+                                      "count and the \"auto\" limits)", stage=UnitProfileStage), *pre]
+        return [*pre, groups]
 
     def release_from_stats(self, groups: Any, rng: "RandomSource") -> Any:
         """The noisy release from the engine's per-group statistics (keys as 0-based universe indexes)."""
@@ -411,9 +435,11 @@ class GroupsMechanism(Mechanism):
         backend.batch_secret()
         if self.pre_pass():
             self.release_pre(backend.compute(UnitProfileStage(self.stage())), rng)
-            stats = backend.compute(self.stage())
-        else:
-            stats = backend.compute(self.stage())
+        if self.auto is not None:  # the bounds pre-pass and its noise (charged with the rest, before the read)
+            progress("groups: bounds chosen privately (one pre-pass)")
+            self.auto.resolve(self, backend, rng)
+        stats = backend.compute(self.stage())
+        if not self.pre_pass():
             self.release_pre(UnitProfile(stats.units_read, (), ()), rng)
         progress(f"groups: noise for {len(self.aggs.aggregates)} aggregate(s)")
         released = self.release_from_stats(stats, rng)
