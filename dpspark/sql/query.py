@@ -323,6 +323,8 @@ def _aggregate(alias: str, call: DPAggregate, column: Any) -> SqlAggregate:
             raise SqlError(f"{where}: the percentile must lie strictly between 0 and 1")
     bounds = named.get("contribution_bounds_per_group")
     if bounds is None:  # chosen privately (the groups family's bounds step; docs/sql.md)
+        if fn == "STDDEV_POP":  # the variance aggregate, its bounds chosen privately; the root is post-processing
+            return SqlAggregate(alias, fn, "variance", col, None, None, q, post="sqrt")
         return SqlAggregate(alias, fn, AGGREGATES[fn], col, None, None, q)
     if not isinstance(bounds, exp.Tuple) or len(bounds.expressions) != 2:
         raise SqlError(f"{where}: contribution_bounds_per_group is a pair: => (lo, hi)")

@@ -68,9 +68,15 @@ def test_stddev_compiles_to_the_variance_aggregate() -> None:
     assert call.stddev == {"sd": "sd_variance"}
 
 
+def test_stddev_without_bounds_has_them_chosen_privately_with_group_by() -> None:
+    call = compile_query(Q.replace(", keys = k", ", delta = 1e-9") + "g, STDDEV_POP(x) AS sd FROM t GROUP BY g",
+                         private=["t"], public=["k"], unit_column="u")
+    assert call.kwargs["aggregates"] == [{"name": "sd_variance", "kind": "variance", "column": "x"}]
+    assert call.stddev == {"sd": "sd_variance"}
+
+
 @pytest.mark.parametrize("body, words", [
     ("STDDEV_POP(x, contribution_bounds_per_group => (0, 1)) AS sd FROM t", "without GROUP BY"),
-    ("g, STDDEV_POP(x) AS sd FROM t GROUP BY g", "needs bounds"),
     ("g, STDDEV_POP(x, contribution_bounds_per_group => (0, 1)) AS sd, COUNT(*) AS sd_variance FROM t GROUP BY g",
      "same name"),
 ])
