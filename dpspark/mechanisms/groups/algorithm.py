@@ -15,10 +15,12 @@ per quantile; aggregates are post-processing of them (a sum centred on the relea
 budget is split over the parts by :mod:`dpspark.mechanisms.groups.split`.
 
 Keys. Public keys: every key of the public list is released (a key without rows gets zero statistics).
-Private keys: when the plan draws a pure noisy count of rows, that draw selects the keys
-(:class:`~dpspark.mechanisms.groups.threshold.ThresholdSelection`: no epsilon of its own); otherwise the
-separate :class:`~dpspark.mechanisms.groups.selection.SelectionLaw` decides each observed key on its own
-share. The other statistics are drawn for the kept keys only. The loop over observed keys is the one
+Private keys: when units have one row per group (c = 1) and the plan draws a pure noisy count of rows, that
+draw selects the keys (:class:`~dpspark.mechanisms.groups.threshold.ThresholdSelection`: no epsilon of its
+own); otherwise (c > 1, where a new key may bring c rows and that threshold is c times higher, or no pure
+count) the separate :class:`~dpspark.mechanisms.groups.selection.SelectionLaw` decides each observed key from
+its number of distinct units (sensitivity 1 per key) on its own share; the row statistics are released as
+before. The other statistics are drawn for the kept keys only. The loop over observed keys is the one
 data-dependent loop count (the stability-histogram convention); per key the work is fixed.
 
 Draw order (public, fixed): the selection's draws over every observed key (private keys), then each part
@@ -277,7 +279,10 @@ def plan_groups(aggregates: Sequence[Any], budget: Any, *, max_units: int, bound
     parts, basis = plan_parts(aggs, dict(nulls or {}), pairs=use_pairs)
     common = dict(max_units=max_units, bounds=bounds, private_keys=private_keys, noise=noise, beta=b,
                   weights=weights, lam=lam, parts=parts, basis=basis)
-    if private_keys and noise in ("auto", "pure"):
+    # the released count's threshold (free of epsilon) only while a unit brings one row to a key: with c > 1 a
+    # new key may bring c rows, so that threshold is c times higher in rows; the separate law then selects on
+    # distinct units per key (sensitivity 1 per key, issue 34 §1) and the row statistics keep their values
+    if private_keys and noise in ("auto", "pure") and bounds.c == 1:
         counts = [i for i, p in enumerate(parts) if p.key.label == "rows"]
         counts += [i for i, p in enumerate(parts) if p.key.label == "n"]
         if counts:
