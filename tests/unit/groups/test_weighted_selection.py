@@ -13,7 +13,8 @@ from dpspark.rng import SeededRandom
 
 
 def _small() -> WeightedSelection:
-    return WeightedSelection(Fraction(1), Fraction(1, 100), 2, scale=4)
+    """eps = 4, delta = 1/100, k = 2, W = 16: sigma = 14.4, a support of 749 points (exact enumeration)."""
+    return WeightedSelection(Fraction(4), Fraction(1, 100), 2, scale=16)
 
 
 def _keep_by_enumeration(sel: WeightedSelection, x: int) -> Fraction:
@@ -51,7 +52,7 @@ def test_new_key_law_is_exact_and_within_the_stated_delta() -> None:
     exact_new = max(1 - (1 - _keep_by_enumeration(sel, wm)) ** m for m, wm in enumerate(sel.w, start=1))
     assert exact_new == sel.delta_t
     assert sel.delta() == sel.delta_g + sel.eps_g.exp_upper() * exact_new <= Fraction(1, 100)
-    assert sel.epsilon().le(1)
+    assert sel.epsilon().le(4)
 
 
 def test_a_threshold_for_k_key_units_only_is_caught() -> None:
