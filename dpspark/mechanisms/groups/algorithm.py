@@ -56,6 +56,7 @@ from dpspark.mechanisms.groups.quantile import QuantileLaw
 from dpspark.mechanisms.groups.selection import SelectionLaw
 from dpspark.mechanisms.groups.split import solo, split
 from dpspark.mechanisms.groups.threshold import ThresholdSelection
+from dpspark.mechanisms.groups.weighted_selection import WeightedSelection
 from dpspark.privacy import AddRemove, PrivacyStatement, PureDP, ZCDP, compose_statements, measure_from_budget
 from dpspark.privacy.measures import ApproxDP, Measure
 from dpspark.rng import DEFAULT_LAMBDA, RandomSource
@@ -99,7 +100,7 @@ class GroupsPlan:
     noises: list[StatisticNoise]
     basis: dict[str, Basis]
     laws: dict[str, Any]
-    selection: SelectionLaw | ThresholdSelection | None
+    selection: SelectionLaw | ThresholdSelection | WeightedSelection | None
     statement: PrivacyStatement
     statements: list[PrivacyStatement] = field(default_factory=list)
     #: per aggregate: the per-group error bar(s) in fixed-point units (quantile: rank rows)
@@ -207,7 +208,7 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
             laws[agg.name] = AggregateLaws(b, [noises[i].law for i in b.parts],
                                            kinds.pop() if len(kinds) == 1 else "mixed")
     delta_used = sum((nz.delta_used for nz in noises), Fraction(0))
-    selection: SelectionLaw | ThresholdSelection | None = None
+    selection: SelectionLaw | ThresholdSelection | WeightedSelection | None = None
     if private_keys:
         left = measure.delta - delta_used
         if threshold is not None:
@@ -218,10 +219,16 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
         else:
             sel_share = shares[-1]
             assert sel_share.epsilon is not None
-            selection = SelectionLaw(sel_share.epsilon, left, bounds.k, max_units)
-            statements.append(PrivacyStatement(ApproxDP(selection.epsilon(), selection.delta()), relation,
-                                               "optimal keep law (Desfontaines et al. 2022), exact dyadic table; "
-                                               "k keys by basic composition"))
+            if bounds.k > 1:  # issue 34 §2: one Gaussian for the unit's l2 ball instead of eps/k per key
+                selection = WeightedSelection(sel_share.epsilon, left, bounds.k)
+                statements.append(PrivacyStatement(ApproxDP(selection.epsilon(), selection.delta()), relation,
+                                                   "weighted Gaussian key selection (integer l2 weights, certified "
+                                                   "discrete Gaussian, CKS20 conversion; weighted_selection.py)"))
+            else:
+                selection = SelectionLaw(sel_share.epsilon, left, bounds.k, max_units)
+                statements.append(PrivacyStatement(ApproxDP(selection.epsilon(), selection.delta()), relation,
+                                                   "optimal keep law (Desfontaines et al. 2022), exact dyadic "
+                                                   "table; k keys by basic composition"))
     statement = compose_statements(statements) if len(statements) > 1 else statements[0]
     if not _fits(statement.measure, measure):
         raise GroupsError("internal error: the planned release exceeds its budget")
@@ -445,11 +452,11 @@ def release_planned(plan: GroupsPlan, groups: Sequence[GroupStats], rng: RandomS
             keep = plan.selection.keep(idx)
             kept_units = idx[keep] + law.a_lo
         else:
-            assert isinstance(plan.selection, SelectionLaw)
-            units = table.units
+            assert isinstance(plan.selection, (SelectionLaw, WeightedSelection))
+            units = table.units  # unit counts, or weighted scores under WeightedSelection (the stage's weights)
             if units is None or any(u is None for u in units):
                 raise GroupsError("private selection needs each observed group's unit count")
-            keep = np.asarray(plan.selection.select(units, rng), dtype=bool).reshape(-1)
+            keep = np.asarray(plan.selection.select([int(u) for u in units], rng), dtype=bool).reshape(-1)
             tp, kept_units = None, None
         table = table.take(np.flatnonzero(keep))
         if tp is not None:

@@ -286,7 +286,15 @@ class GroupsMechanism(Mechanism):
                            max_units=spec.max_units, max_groups_per_unit=g.bounds.k,
                            max_rows_per_group=g.bounds.c, aggregates=tuple(self.aggs.aggregates),
                            out_of_universe=spec.out_of_universe, count_units=self.key_rows is None,
+                           unit_weights=self._unit_weights(),
                            nulls=tuple(self.aggs.nulls), filter=g.filter, join=self.join)
+
+    def _unit_weights(self) -> tuple[int, ...]:
+        """The weighted selection's w(1..k) (public), or () when keys are selected on plain unit counts."""
+        from dpspark.mechanisms.groups.weighted_selection import WeightedSelection
+
+        sel = self.planned.selection
+        return tuple(sel.w) if isinstance(sel, WeightedSelection) else ()
 
     def stages(self) -> list[StageInfo]:
         from dpspark.mechanisms.groups.stage import GroupsStage

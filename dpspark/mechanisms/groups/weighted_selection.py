@@ -41,6 +41,8 @@ from functools import lru_cache
 from math import isqrt
 from typing import Any, Sequence
 
+import numpy as np
+
 from dpspark.mechanisms.groups.aggregates import GroupsError
 from dpspark.privacy import LogEpsilon
 from dpspark.rng import RandomSource
@@ -142,15 +144,14 @@ class WeightedSelection:
 
     # --- the draw ---------------------------------------------------------------------------------------
     def select(self, scores: Sequence[int], rng: RandomSource) -> list[bool]:
-        """Keep decisions for the observed keys' scores, in order (one draw each)."""
-        out = []
-        T = self.dg.T
+        """Keep decisions for the observed keys' scores, in order: one draw each (the batched sampler, the
+        same draws as one ``add`` per key)."""
         for s in scores:
             if isinstance(s, bool) or not isinstance(s, int) or s < 1:
                 raise GroupsError("an observed key's weighted score must be an int >= 1 (an engine bug; no value is "
                                   "shown)")
-            out.append(int(self.dg.wrap(min(s, self.cap) + self.dg.draw(rng), T)) >= self.tau)
-        return out
+        x = np.minimum(np.asarray(scores, dtype=object), self.cap).astype(np.int64)  # clamp first: int64-safe
+        return (self.dg.add_many(x, rng, self.dg.T) >= self.tau).tolist()
 
     def describe(self) -> dict[str, Any]:
         return {"selection": "weighted Gaussian threshold (integer l2-normalised weights, certified discrete "

@@ -117,7 +117,7 @@ def _plan(k: int, c: int, delta: str = "1e-3"):
                        private_keys=True)
 
 
-@pytest.mark.parametrize("k,c", [(1, 5), (2, 3)])
+@pytest.mark.parametrize("k,c", [(1, 5), (1, 2)])
 def test_multi_row_units_select_on_units_with_the_exact_delta(k: int, c: int) -> None:
     """c > 1: the separate law on units per key (sensitivity 1 per key), its statement covers the exact law."""
     plan = _plan(k, c)
@@ -136,13 +136,22 @@ def test_rows_still_threshold_the_count_for_one_row_units() -> None:
 
 
 def test_a_per_key_law_at_sensitivity_one_for_k_keys_is_caught() -> None:
-    """Mutant: the plan's selection built for one key (k = 1) while units keep k = 2: its statement fails."""
+    """Mutant: the units law built for one key (k = 1) while units keep k = 2: the exact 2-key product breaks
+    its statement (the k-key law passes: test_exact_delta_of_the_implemented_law)."""
+    mutant = SelectionLaw(Fraction(1, 3), Fraction(1, 10**3), 1, 10**4)
+    assert _worst_delta(mutant, 2, mutant.epsilon().exp) > mutant.delta()
+
+
+def test_multi_row_units_with_k_keys_use_the_weighted_law() -> None:
+    """k > 1 (issue 34 §2): the weighted Gaussian selection on the unit's l2 ball, within the budget."""
+    from dpspark.mechanisms.groups.weighted_selection import WeightedSelection
+
     plan = _plan(2, 3)
     sel = plan.selection
-    assert isinstance(sel, SelectionLaw)
-    eps = plan.shares["selection"]  # the selection's own share of eps = 1
-    mutant = SelectionLaw(eps, Fraction(1, 10**3) - (plan.statement.measure.delta - sel.delta()), 1, 10**4)
-    assert _worst_delta(mutant, 2, mutant.epsilon().exp) > mutant.delta()
+    assert isinstance(sel, WeightedSelection) and sel.w == [64, 45]
+    st = next(s for s in plan.statements if "weighted Gaussian" in s.theorem)
+    assert st.measure.delta == sel.delta() <= Fraction(1, 10**3)
+    assert st.measure.epsilon.le(plan.shares["selection"])
 
 
 def test_units_selection_keeps_keys_by_units_not_rows() -> None:
