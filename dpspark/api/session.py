@@ -343,7 +343,7 @@ class Session:
                output: str | os.PathLike[str] | None = None, max_groups_per_unit: int | None = None,
                max_rows_per_group: int | None = None, noise: str | None = None, beta: Any = None,
                keys_file: str | os.PathLike[str] | None = None, where: str | None = None,
-               join: Mapping[str, Any] | None = None, **privacy: Any) -> Any:
+               join: Mapping[str, Any] | None = None, selection: str | None = None, **privacy: Any) -> Any:
         """Aggregates per group (mechanism ``groups``), opened: ``.to_pandas()``, ``.lookup(key)``.
 
         ``keys``: the public key rows (a list of values, of tuples for several ``by`` columns, or a pandas/Arrow
@@ -361,7 +361,8 @@ class Session:
         if keys_file is not None:
             section["keys_file"] = str(Path(keys_file).resolve())
         for name, value in (("max_groups_per_unit", max_groups_per_unit), ("max_rows_per_group", max_rows_per_group),
-                            ("noise", noise), ("beta", beta), ("filter", where), ("join", join)):
+                            ("noise", noise), ("beta", beta), ("filter", where), ("join", join),
+                            ("selection", selection)):
             if value is not None:
                 section[name] = value
         sections: dict[str, Any] = {"groups": section, "aggregates": [dict(a) for a in aggregates]}

@@ -141,7 +141,9 @@ def interpreter(system: str, venvs: Path) -> tuple[str | None, str]:
 
 def run_system(system: str, spec: dict[str, Any], venvs: Path, timeout: int) -> dict[str, Any]:
     """Run one system's runner on one workload; the parsed result plus wall time and load."""
-    python, where = interpreter(system, venvs)
+    if system == "dpspark-units":  # dpspark with selection = "units" (issue 34 §1): same runner, one more field
+        spec = {**spec, "selection": "units"}
+    python, where = interpreter("dpspark" if system.startswith("dpspark") else system, venvs)
     rec: dict[str, Any] = {"system": system, "where": where, "load_before": load()}
     if python is None:
         rec.update(status="missing", reason=where)
@@ -151,7 +153,8 @@ def run_system(system: str, spec: dict[str, Any], venvs: Path, timeout: int) -> 
         spec_path.write_text(json.dumps(spec))
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run([python, str(RUNNERS / f"{system}_runner.py"), str(spec_path)], cwd=scratch,
+            runner = "dpspark" if system.startswith("dpspark") else system
+            proc = subprocess.run([python, str(RUNNERS / f"{runner}_runner.py"), str(spec_path)], cwd=scratch,
                                   env=_env(), capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             rec.update(status="failed", reason=f"timeout after {timeout} s", wall=float(timeout), load_after=load())

@@ -15,12 +15,13 @@ per quantile; aggregates are post-processing of them (a sum centred on the relea
 budget is split over the parts by :mod:`dpspark.mechanisms.groups.split`.
 
 Keys. Public keys: every key of the public list is released (a key without rows gets zero statistics).
-Private keys: when units have one row per group (c = 1) and the plan draws a pure noisy count of rows, that
-draw selects the keys (:class:`~dpspark.mechanisms.groups.threshold.ThresholdSelection`: no epsilon of its
-own); otherwise (c > 1, where a new key may bring c rows and that threshold is c times higher, or no pure
-count) the separate :class:`~dpspark.mechanisms.groups.selection.SelectionLaw` decides each observed key from
-its number of distinct units (sensitivity 1 per key) on its own share; the row statistics are released as
-before. The other statistics are drawn for the kept keys only. The loop over observed keys is the one
+Private keys: when the plan draws a pure noisy count of rows, that draw selects the keys
+(:class:`~dpspark.mechanisms.groups.threshold.ThresholdSelection`: no epsilon of its own), unless
+``selection="units"`` (with c > 1 a new key may bring c rows, so that threshold is c times higher in rows);
+otherwise the separate law decides each observed key from its number of distinct units (sensitivity 1 per
+key) on its own share: :class:`~dpspark.mechanisms.groups.selection.SelectionLaw` for k = 1,
+:class:`~dpspark.mechanisms.groups.weighted_selection.WeightedSelection` (weighted scores) for k > 1. The row
+statistics are released as before. The other statistics are drawn for the kept keys only. The loop over observed keys is the one
 data-dependent loop count (the stability-histogram convention); per key the work is fixed.
 
 Draw order (public, fixed): the selection's draws over every observed key (private keys), then each part
@@ -263,8 +264,15 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
 def plan_groups(aggregates: Sequence[Any], budget: Any, *, max_units: int, bounds: Bounds = Bounds(),
                 private_keys: bool = False, noise: str = "auto", beta: Any = "1/20",
                 weights: Sequence[Any] | None = None, lam: int = DEFAULT_LAMBDA,
-                nulls: Mapping[str, Any] | None = None, pairs: bool | None = None) -> GroupsPlan:
+                nulls: Mapping[str, Any] | None = None, pairs: bool | None = None,
+                selection: str = "auto") -> GroupsPlan:
     """Calibrate every law and state the release's privacy under AddRemove(max_units); no data.
+
+    ``selection`` (private keys): "auto" or "rows" threshold the released noisy count of rows when the plan
+    draws a pure one (no epsilon of its own); "units" selects on the distinct units per key with the separate
+    law on its own share (issue 34 §1: better when units bring few rows per key while c is large, below about
+    0.57 c rows per unit on average at c = 5 and c = 10, docs/groups.md §F). The separate path uses the weighted
+    Gaussian law when k > 1 (issue 34 §2) and the optimal per-key law when k = 1.
 
     ``nulls``: the null rule of each value column (:class:`dpspark.engine.numeric.NullRule`; default drop).
     ``pairs``: means read the distance pair (pair.py); default: whenever the noise may be pure.
@@ -286,10 +294,13 @@ def plan_groups(aggregates: Sequence[Any], budget: Any, *, max_units: int, bound
     parts, basis = plan_parts(aggs, dict(nulls or {}), pairs=use_pairs)
     common = dict(max_units=max_units, bounds=bounds, private_keys=private_keys, noise=noise, beta=b,
                   weights=weights, lam=lam, parts=parts, basis=basis)
-    # the released count's threshold (free of epsilon) only while a unit brings one row to a key: with c > 1 a
-    # new key may bring c rows, so that threshold is c times higher in rows; the separate law then selects on
-    # distinct units per key (sensitivity 1 per key, issue 34 §1) and the row statistics keep their values
-    if private_keys and noise in ("auto", "pure") and bounds.c == 1:
+    if selection not in ("auto", "rows", "units"):
+        raise GroupsError(f"selection must be 'auto', 'rows' or 'units', got {selection!r}")
+    # the released count's threshold is free of epsilon, but with c > 1 a new key may bring c rows, so it is c
+    # times higher in rows; "units" selects on distinct units per key instead (sensitivity 1 per key, its own
+    # share, issue 34 §1) and the row statistics keep their values. Which keeps more keys depends on the rows a
+    # unit brings per key (data the plan cannot see): the curator or analyst chooses; the default stays "rows"
+    if private_keys and noise in ("auto", "pure") and selection != "units":
         counts = [i for i, p in enumerate(parts) if p.key.label == "rows"]
         counts += [i for i, p in enumerate(parts) if p.key.label == "n"]
         if counts:

@@ -38,7 +38,9 @@ from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError,
 
 #: the ``[groups]`` fields
 GROUP_FIELDS = ("by", "keys", "keys_file", "max_groups_per_unit", "max_rows_per_group", "noise", "beta", "filter",
-                "join")
+                "join", "selection")
+#: ``selection`` values (private keys, c > 1): "rows" thresholds the released count, "units" the units per key
+SELECTIONS = ("auto", "rows", "units")
 #: ``noise`` values and the plan's name for each
 NOISE_NAMES = {"auto": "auto", "pure": "pure", "zcdp": "gaussian", "gaussian": "gaussian", "bounded": "bounded"}
 #: most public keys a config lists (the release holds one row per key)
@@ -57,6 +59,8 @@ class GroupsSection:
     beta: Fraction | None
     #: the row filter (None: every row); data-free, parsed here
     filter: Predicate | None = None
+    #: private key selection with c > 1 (issue 34 §1): "auto"/"rows" or "units" (docs/groups.md §F)
+    selection: str = "auto"
     #: the public join as given (the mechanism reads its table: relative paths resolve against the config)
     join: Any = None
 
@@ -159,8 +163,11 @@ def parse_groups_section(raw: Any) -> GroupsSection:
         if not 0 < beta < 1:
             raise GroupsError("groups.beta must lie in (0, 1)")
     bounds = Bounds(_int_field(raw, "max_groups_per_unit"), _int_field(raw, "max_rows_per_group"))
+    selection = raw.get("selection", "auto")
+    if selection not in SELECTIONS:
+        raise GroupsError(f"groups.selection must be one of {SELECTIONS}, got {selection!r}")
     return GroupsSection(tuple(by), keys, keys_file, bounds, NOISE_NAMES[noise], beta, _filter(raw.get("filter")),
-                         raw.get("join"))
+                         selection=selection, join=raw.get("join"))
 
 
 def _filter(raw: Any) -> Predicate | None:

@@ -176,7 +176,7 @@ class GroupsMechanism(Mechanism):
 
         return plan_groups(self.aggs.aggregates, self._budget(), max_units=self.spec.max_units,
                            bounds=self.groups.bounds, private_keys=self.key_rows is None, noise=self.groups.noise,
-                           beta=self.beta, nulls=dict(self.aggs.nulls))
+                           beta=self.beta, nulls=dict(self.aggs.nulls), selection=self.groups.selection)
 
     def plan(self) -> dict[str, Any]:
         desc = self.planned.describe()

@@ -44,6 +44,7 @@ def _release(spec: dict, kinds: list[str], public: bool, trial: int) -> dict:
                        aggregates=_aggs(spec, kinds),
                        epsilon=str(spec["epsilon"]), delta=None if public else str(spec["delta"]),
                        max_groups_per_unit=int(spec.get("k", 1)), max_rows_per_group=int(spec.get("c", 1)),
+                       **({"selection": spec["selection"]} if spec.get("selection") else {}),
                        output=os.path.abspath(f"release-{spec['workload']}-{trial}"))  # the bench's scratch dir
         df = rel.to_pandas()
     cols = [df[k].tolist() for k in kinds]  # column-wise: iterrows would turn 62-bit int keys into floats

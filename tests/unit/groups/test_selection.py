@@ -109,12 +109,12 @@ def test_selection_draws_exactly_one_uniform_per_key() -> None:
 _AGGS = [{"name": "n", "kind": "count"}, {"name": "s", "kind": "sum", "column": "x", "lo": "0", "hi": "1"}]
 
 
-def _plan(k: int, c: int, delta: str = "1e-3"):
+def _plan(k: int, c: int, delta: str = "1e-3", selection: str = "units"):
     from dpspark.mechanisms.groups.aggregates import Bounds
     from dpspark.mechanisms.groups.algorithm import plan_groups
 
     return plan_groups(_AGGS, {"epsilon": "1", "delta": delta}, max_units=10**4, bounds=Bounds(k, c),
-                       private_keys=True)
+                       private_keys=True, selection=selection)
 
 
 @pytest.mark.parametrize("k,c", [(1, 5), (1, 2)])
@@ -129,10 +129,17 @@ def test_multi_row_units_select_on_units_with_the_exact_delta(k: int, c: int) ->
     assert _worst_delta(sel, k, st.measure.epsilon.exp) <= st.measure.delta
 
 
-def test_rows_still_threshold_the_count_for_one_row_units() -> None:
+def test_rows_threshold_the_count_unless_units_are_asked_for() -> None:
+    """The default keeps the free threshold on the released count (at 3 rows per unit and c = 5 it keeps as many
+    keys with more accurate values: docs/groups.md §F); selection="units" switches; a bad name is refused."""
+    from dpspark.mechanisms.groups.aggregates import GroupsError
     from dpspark.mechanisms.groups.threshold import ThresholdSelection
 
-    assert isinstance(_plan(1, 1).selection, ThresholdSelection)
+    for sel in ("auto", "rows"):
+        assert isinstance(_plan(1, 5, selection=sel).selection, ThresholdSelection)
+    assert isinstance(_plan(1, 5).selection, SelectionLaw)
+    with pytest.raises(GroupsError, match="selection"):
+        _plan(1, 5, selection="unit")
 
 
 def test_a_per_key_law_at_sensitivity_one_for_k_keys_is_caught() -> None:
@@ -168,3 +175,13 @@ def test_units_selection_keeps_keys_by_units_not_rows() -> None:
     rel = release_planned(plan, groups, SeededRandom(1))
     assert rel.keys[0] == 0 and len(rel.keys) in (1, 2)
     assert abs(rel.values[0]["n"].value - 5 * u) <= rel.values[0]["n"].error * 4
+
+
+def test_the_groups_section_names_the_selection() -> None:
+    from dpspark.mechanisms.groups.aggregates import GroupsError
+    from dpspark.mechanisms.groups.config import parse_groups_section
+
+    assert parse_groups_section({"by": "k"}).selection == "auto"
+    assert parse_groups_section({"by": "k", "selection": "units"}).selection == "units"
+    with pytest.raises(GroupsError, match="groups.selection"):
+        parse_groups_section({"by": "k", "selection": "rowz"})
