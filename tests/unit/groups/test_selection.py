@@ -130,14 +130,19 @@ def test_multi_row_units_select_on_units_with_the_exact_delta(k: int, c: int) ->
 
 
 def test_rows_threshold_the_count_unless_units_are_asked_for() -> None:
-    """The default keeps the free threshold on the released count (at 3 rows per unit and c = 5 it keeps as many
-    keys with more accurate values: docs/groups.md §F); selection="units" switches; a bad name is refused."""
+    """k = 1: the default keeps the free threshold on the released count (at 3 rows per unit and c = 5 it keeps as
+    many keys with more accurate values: docs/groups.md §F); k > 1: units (the weighted law) by default;
+    selection="units" / "rows" choose; a bad name is refused."""
     from dpspark.mechanisms.groups.aggregates import GroupsError
     from dpspark.mechanisms.groups.threshold import ThresholdSelection
+
+    from dpspark.mechanisms.groups.weighted_selection import WeightedSelection
 
     for sel in ("auto", "rows"):
         assert isinstance(_plan(1, 5, selection=sel).selection, ThresholdSelection)
     assert isinstance(_plan(1, 5).selection, SelectionLaw)
+    assert isinstance(_plan(4, 5, selection="auto").selection, WeightedSelection)  # k > 1: units by default
+    assert isinstance(_plan(2, 1, selection="rows").selection, ThresholdSelection)
     with pytest.raises(GroupsError, match="selection"):
         _plan(1, 5, selection="unit")
 
