@@ -44,10 +44,13 @@ def test_the_universe_is_past_2_256_and_words_are_96_bytes() -> None:
 
 def test_released_keys_decode_to_the_original_tuples(tmp_path: Path) -> None:
     pq.write_table(wide_table(), tmp_path / "wide.parquet")
-    df = release(tmp_path / "wide.parquet", tmp_path / "rel").to_pandas()
+    rel = release(tmp_path / "wide.parquet", tmp_path / "rel")
+    df = rel.to_pandas()
     got = sorted(zip(df["a"], df["b"], df["c"]))
     assert got == sorted(KEYS)
     assert sorted(df["n"].astype(float).round(-2)) == [200.0, 200.0, 200.0]
+    for key in KEYS:  # the lookup encodes the tuple to its 96-byte word and finds the released row
+        assert abs(rel.lookup(key)["n"].value - 200) <= 10
 
 
 def test_a_scalar_universe_keeps_its_2_256_cap() -> None:
