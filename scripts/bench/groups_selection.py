@@ -105,7 +105,7 @@ def main() -> int:
               f"{res['weights']})\n")
         print("| selection | keys kept (median) | min / max | s/trial (median) |\n|---|---|---|---|")
         for name, runs in res.items():
-            if not isinstance(runs, list):
+            if not name.startswith(("dpspark ", "pipelinedp ")):
                 continue
             ks = [r["kept"] for r in runs]
             print(f"| {name} | {statistics.median(ks):,.0f} | {min(ks):,} / {max(ks):,} | "  # report
