@@ -364,7 +364,8 @@ class Session:
                output: str | os.PathLike[str] | None = None, max_groups_per_unit: int | str | None = None,
                max_rows_per_group: int | str | None = None, noise: str | None = None, beta: Any = None,
                keys_file: str | os.PathLike[str] | None = None, where: str | None = None,
-               join: Mapping[str, Any] | None = None, bounds_share: Any = None, **privacy: Any) -> Any:
+               join: Mapping[str, Any] | None = None, bounds_share: Any = None, selection: str | None = None,
+               **privacy: Any) -> Any:
         """Aggregates per group (mechanism ``groups``), opened: ``.to_pandas()``, ``.lookup(key)``.
 
         ``keys``: the public key rows (a list of values, of tuples for several ``by`` columns, or a pandas/Arrow
@@ -388,7 +389,7 @@ class Session:
             join = self._private_join(join)
         for name, value in (("max_groups_per_unit", max_groups_per_unit), ("max_rows_per_group", max_rows_per_group),
                             ("noise", noise), ("beta", beta), ("filter", where), ("join", join),
-                            ("bounds_share", bounds_share)):
+                            ("bounds_share", bounds_share), ("selection", selection)):
             if value is not None:
                 section[name] = value
         sections: dict[str, Any] = {"groups": section, "aggregates": [dict(a) for a in aggregates]}

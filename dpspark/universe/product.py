@@ -1,7 +1,8 @@
 """Tuple universes: several key columns combined in mixed radix, first column most significant.
 
 index(v_1..v_k) = 1 + sum_j (i_j - 1) * prod_{l > j} |X_l|, where i_j is the
-index of v_j in component universe X_j. |X| = prod_j |X_j| <= 2^256.
+index of v_j in component universe X_j. |X| = prod_j |X_j| <= 2^1024 (issue 34 §5: three 31-byte string
+columns make 744 bits; past 2^256 the index words are 48..128 bytes, which only the groups mechanism takes).
 """
 
 from __future__ import annotations
@@ -39,6 +40,13 @@ class TupleUniverse(Universe):
         if len(set(names)) != len(names):
             raise self._config_error("component columns must be distinct")
         self._check_size()
+
+    def _check_size(self) -> None:
+        """Up to 2^1024 elements (a scalar universe stays within 2^256)."""
+        size = self.size
+        if size > wide.MAX_TUPLE_SIZE:
+            raise self._config_error(f"size is a {size.bit_length()}-bit number, above the maximum of 2^1024 "
+                                     "elements for a tuple universe")
 
     @property
     def label(self) -> str:

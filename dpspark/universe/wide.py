@@ -29,21 +29,29 @@ import pyarrow as pa
 
 LIMB_BITS = 32
 LIMB_MASK = (1 << LIMB_BITS) - 1
-#: Largest universe size dpspark accepts.
+#: Largest universe size dpspark accepts for a scalar universe.
 MAX_UNIVERSE_SIZE = 1 << 256
+#: Largest tuple universe (issue 34 §5: three 31-byte string columns need 744 bits): 128-byte index words
+MAX_TUPLE_SIZE = 1 << 1024
+#: the index word widths: 16 and 32 bytes, and multiples of 16 up to 128 for wide tuple universes
+WIDTHS = tuple(range(16, 129, 16))
 
 
 def index_width(size: int) -> int:
-    """Bytes per index word for a universe of ``size`` elements: 16 up to 2^128, else 32."""
-    if size < 1 or size > MAX_UNIVERSE_SIZE:
-        raise ValueError(f"universe size must be in [1, 2^256], got a {size.bit_length()}-bit number")
-    return 16 if size <= 1 << 128 else 32
+    """Bytes per index word for a universe of ``size`` elements: 16 up to 2^128, 32 up to 2^256, then the least
+    multiple of 16 bytes that holds it (tuple universes up to 2^1024 only; every mechanism but groups refuses
+    words wider than its ``max_index_width``)."""
+    if size < 1 or size > MAX_TUPLE_SIZE:
+        raise ValueError(f"universe size must be in [1, 2^1024], got a {size.bit_length()}-bit number")
+    if size <= 1 << 128:
+        return 16
+    return 16 * -(-(size - 1).bit_length() // 128) if size > 1 << 256 else 32
 
 
 def index_to_bytes(index: int, width: int) -> bytes:
     """The big-endian word for a 1-based ``index`` (``2^(8*width)`` becomes all zeros)."""
-    if width not in (16, 32):
-        raise ValueError(f"index width must be 16 or 32 bytes, got {width}")
+    if width not in WIDTHS:
+        raise ValueError(f"index width must be a multiple of 16 bytes up to 128, got {width}")
     if not 1 <= index <= 1 << (8 * width):
         raise ValueError(f"index out of range for a {width}-byte index word")
     return (index & ((1 << (8 * width)) - 1)).to_bytes(width, "big")
@@ -51,8 +59,8 @@ def index_to_bytes(index: int, width: int) -> bytes:
 
 def index_from_bytes(word: bytes) -> int:
     """The 1-based index stored in a big-endian word (all zeros means ``2^(8*len(word))``)."""
-    if len(word) not in (16, 32):
-        raise ValueError(f"index words are 16 or 32 bytes, got {len(word)}")
+    if len(word) not in WIDTHS:
+        raise ValueError(f"index words are a multiple of 16 bytes up to 128, got {len(word)}")
     value = int.from_bytes(word, "big")
     return value if value else 1 << (8 * len(word))
 
@@ -199,8 +207,8 @@ def index_array_to_offsets(indexes: pa.Array | pa.ChunkedArray) -> tuple[np.ndar
     """0-based offsets (index - 1, mod 2^(8W)) of an index-word array, and its null mask."""
     if isinstance(indexes, pa.ChunkedArray):
         indexes = indexes.combine_chunks()
-    if not pa.types.is_fixed_size_binary(indexes.type) or indexes.type.byte_width not in (16, 32):
-        raise TypeError(f"index arrays must be fixed_size_binary[16] or [32], got {indexes.type}")
+    if not pa.types.is_fixed_size_binary(indexes.type) or indexes.type.byte_width not in WIDTHS:
+        raise TypeError(f"index arrays must be fixed_size_binary[16 j] (j = 1..8), got {indexes.type}")
     width = indexes.type.byte_width
     rows = len(indexes)
     buf = indexes.buffers()[1]

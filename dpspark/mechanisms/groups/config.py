@@ -45,13 +45,15 @@ from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError,
 
 #: the ``[groups]`` fields
 GROUP_FIELDS = ("by", "keys", "keys_file", "max_groups_per_unit", "max_rows_per_group", "noise", "beta", "filter",
-                "join", "limits_share", "units_share", "bounds_share")
+                "join", "limits_share", "units_share", "bounds_share", "selection")
 #: default share of epsilon that chooses the "auto" contribution limits (split evenly between k and c when both)
 LIMITS_SHARE = Fraction(1, 10)
 #: default share of epsilon that releases the noisy count of units read
 UNITS_SHARE = Fraction(1, 50)
 #: the public fraction of units whose contribution an "auto" limit covers (a private quantile)
 LIMITS_COVER = Fraction(9, 10)
+#: ``selection`` values (private keys, c > 1): "rows" thresholds the released count, "units" the units per key
+SELECTIONS = ("auto", "rows", "units")
 #: ``noise`` values and the plan's name for each
 NOISE_NAMES = {"auto": "auto", "pure": "pure", "zcdp": "gaussian", "gaussian": "gaussian", "bounded": "bounded"}
 #: most public keys a config lists (the release holds one row per key)
@@ -70,6 +72,8 @@ class GroupsSection:
     beta: Fraction | None
     #: the row filter (None: every row); data-free, parsed here
     filter: Predicate | None = None
+    #: private key selection with c > 1 (issue 34 §1): "auto"/"rows" or "units" (docs/groups.md §F)
+    selection: str = "auto"
     #: the public join as given (the mechanism reads its table: relative paths resolve against the config)
     join: Any = None
     #: the limits given as "auto" ("max_groups_per_unit", "max_rows_per_group"); ``bounds`` holds 1 for them
@@ -204,8 +208,12 @@ def parse_groups_section(raw: Any) -> GroupsSection:
     if limits_share + units_share > Fraction(1, 2):
         raise GroupsError(f"groups.limits_share + groups.units_share = {limits_share + units_share} leaves less "
                           "than half of epsilon for the aggregates; lower them")
+    selection = raw.get("selection", "auto")
+    if selection not in SELECTIONS:
+        raise GroupsError(f"groups.selection must be one of {SELECTIONS}, got {selection!r}")
     return GroupsSection(tuple(by), keys, keys_file, bounds, NOISE_NAMES[noise], beta, _filter(raw.get("filter")),
-                         raw.get("join"), auto, limits_share, units_share, _bounds_share(raw.get("bounds_share")))
+                         selection=selection, join=raw.get("join"), auto=auto, limits_share=limits_share,
+                         units_share=units_share, bounds_share=_bounds_share(raw.get("bounds_share")))
 
 
 def _bounds_share(raw: Any) -> Fraction | None:

@@ -126,7 +126,8 @@ def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, 
     G = len(part.words)
     keep = np.ones(part.rows, dtype=bool)
     if part.uid is None or part.rows == 0:
-        return keep, np.bincount(part.gid, minlength=G)
+        units = np.bincount(part.gid, minlength=G)
+        return keep, units * stage.unit_weights[0] if stage.unit_weights else units
     nu = part.units
     # no "every unit has one row" shortcut: one unit with a second row would switch to this slower path, a
     # timing signal outside the DP output; the path below gives the same result for one-row units
@@ -161,6 +162,11 @@ def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, 
         kept_pair[busy] = False
         kept_pair[busy[chosen]] = True
         keep &= kept_pair[pid]
+    if stage.unit_weights:  # weighted selection (k > 1): each kept pair weighs w(m), m = its unit's kept keys
+        m = np.bincount(pair_uid[kept_pair], minlength=nu)
+        w = np.asarray(stage.unit_weights, dtype=np.int64)[np.maximum(m[pair_uid], 1) - 1]
+        # float bincount is exact: weights < 2^20 (stage check), fewer than 2^33 pairs, so every sum < 2^53
+        return keep, np.bincount(pair_gid[kept_pair], weights=w[kept_pair], minlength=G).astype(np.int64)
     return keep, np.bincount(pair_gid[kept_pair], minlength=G)
 
 

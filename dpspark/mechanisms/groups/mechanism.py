@@ -256,7 +256,8 @@ class GroupsMechanism(Mechanism):
         budget = self._budget()
         plan = plan_groups(self.aggs.aggregates, budget, max_units=self.spec.max_units,
                            bounds=bounds or self.groups.bounds, private_keys=self.key_rows is None,
-                           noise=self.groups.noise, beta=self.beta, nulls=dict(self.aggs.nulls))
+                           noise=self.groups.noise, beta=self.beta, nulls=dict(self.aggs.nulls),
+                           selection=self.groups.selection)
         return plan if auto is None else auto.restate(plan, budget)  # the statement includes the bounds step
 
     def plan(self) -> dict[str, Any]:
@@ -387,11 +388,19 @@ class GroupsMechanism(Mechanism):
                            max_units=spec.max_units, max_groups_per_unit=g.bounds.k,
                            max_rows_per_group=g.bounds.c, aggregates=tuple(self.aggs.aggregates),
                            out_of_universe=spec.out_of_universe, count_units=self.key_rows is None,
+                           unit_weights=self._unit_weights(),
                            nulls=tuple(self.aggs.nulls), filter=g.filter, join=self.join)
 
     def pre_pass(self) -> bool:
         """Whether the release reads the input twice: only an "auto" limit needs the pre-pass (public)."""
         return bool(self.groups.auto)
+
+    def _unit_weights(self) -> tuple[int, ...]:
+        """The weighted selection's w(1..k) (public), or () when keys are selected on plain unit counts."""
+        from dpspark.mechanisms.groups.weighted_selection import WeightedSelection
+
+        sel = self.planned.selection
+        return tuple(sel.w) if isinstance(sel, WeightedSelection) else ()
 
     def stages(self) -> list[StageInfo]:
         from dpspark.mechanisms.groups.stage import GroupsStage

@@ -70,6 +70,8 @@ class GroupsStage(FamilyStage):
     aggregates: tuple[Aggregate, ...]
     out_of_universe: str = "drop"
     count_units: bool = False
+    #: weighted key selection (k > 1): w(m) per unit keeping m keys; the units statistic is then the weighted score
+    unit_weights: tuple[int, ...] = ()
     nulls: tuple[tuple[str, Any], ...] = ()
     filter: Predicate | None = None
     join: Any = None
@@ -81,6 +83,10 @@ class GroupsStage(FamilyStage):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be an int >= 1")
+        if self.unit_weights and (len(self.unit_weights) != self.max_groups_per_unit
+                                  or any(isinstance(w, bool) or not isinstance(w, int) or not 0 < w < 1 << 20
+                                         for w in self.unit_weights)):
+            raise ValueError("unit_weights: one int weight in [1, 2^20) per number of kept keys 1..k")
         if not self.key_columns or not self.aggregates:
             raise ValueError("a groups stage needs key columns and at least one aggregate")
 

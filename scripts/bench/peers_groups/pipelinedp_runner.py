@@ -21,8 +21,9 @@ from common import emit, load_spec, num, run_trials  # noqa: E402
 
 
 def _rows(spec: dict) -> list:
-    t = pq.read_table(spec["data"], columns=["row_id", "key", "value"])
-    return list(zip(t.column("row_id").to_pylist(), t.column("key").to_pylist(), t.column("value").to_pylist()))
+    uid = spec.get("unit") or "row_id"  # multi-row units (issue 34): the unit column is the privacy id
+    t = pq.read_table(spec["data"], columns=[uid, "key", "value"])
+    return list(zip(t.column(uid).to_pylist(), t.column("key").to_pylist(), t.column("value").to_pylist()))
 
 
 def _run(spec: dict, metrics: list, delta: float, public_keys: list | None) -> list:
@@ -30,7 +31,8 @@ def _run(spec: dict, metrics: list, delta: float, public_keys: list | None) -> l
     engine = pipeline_dp.DPEngine(accountant, pipeline_dp.LocalBackend())
     params = pipeline_dp.AggregateParams(
         metrics=metrics, noise_kind=pipeline_dp.NoiseKind.LAPLACE,
-        max_partitions_contributed=1, max_contributions_per_partition=1,
+        max_partitions_contributed=int(spec.get("k", 1)),
+        max_contributions_per_partition=int(spec.get("c", 1)),
         min_value=float(spec["lo"]), max_value=float(spec["hi"]))
     extractors = pipeline_dp.DataExtractors(privacy_id_extractor=lambda r: r[0],
                                             partition_extractor=lambda r: r[1], value_extractor=lambda r: r[2])

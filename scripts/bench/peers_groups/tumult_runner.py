@@ -17,8 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from common import emit, load_spec, num, run_trials  # noqa: E402
 from pyspark.sql import SparkSession  # noqa: E402
-from tmlt.analytics import (AddOneRow, ApproxDPBudget, KeySet, PureDPBudget, QueryBuilder,  # noqa: E402
-                            Session)
+from tmlt.analytics import (AddOneRow, AddRowsWithID, ApproxDPBudget, KeySet, MaxGroupsPerID,  # noqa: E402
+                            MaxRowsPerGroupPerID, PureDPBudget, QueryBuilder, Session)
 
 os.environ["PYSPARK_PYTHON"] = sys.executable  # Spark's Python workers must see this venv (tmlt)
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -55,15 +55,23 @@ def public(spec: dict, trial: int) -> dict:
 
 def private(spec: dict, trial: int) -> dict:
     eps, delta, lo, hi = float(spec["epsilon"]), float(spec["delta"]), int(spec["lo"]), int(spec["hi"])
-    sdf = SPARK.read.parquet(spec["data"]).select("key", "value")
+    unit = spec.get("unit")  # multi-row units (issue 34): AddRowsWithID and Tumult's own truncation
+    sdf = SPARK.read.parquet(spec["data"]).select("key", "value", *([unit] if unit else []))
     sess = Session.from_dataframe(privacy_budget=ApproxDPBudget(eps, delta), source_id="data", dataframe=sdf,
-                                  protected_change=AddOneRow())
-    groups = sess.evaluate(QueryBuilder("data").get_groups(["key"]), ApproxDPBudget(eps / 3, delta))
+                                  protected_change=AddRowsWithID(unit) if unit else AddOneRow())
+
+    def q() -> QueryBuilder:
+        b = QueryBuilder("data")
+        if unit:
+            b = b.enforce(MaxGroupsPerID("key", int(spec["k"]))).enforce(MaxRowsPerGroupPerID("key", int(spec["c"])))
+        return b
+
+    groups = sess.evaluate(q().get_groups(["key"]), ApproxDPBudget(eps / 3, delta))
     keys = KeySet.from_dataframe(groups)
     out: dict = {}
     part = ApproxDPBudget(eps / 3, 0)
-    _rows(sess.evaluate(QueryBuilder("data").groupby(keys).count(name="count"), part), ["count"], out)
-    _rows(sess.evaluate(QueryBuilder("data").groupby(keys).sum("value", lo, hi, name="sum"), part), ["sum"], out)
+    _rows(sess.evaluate(q().groupby(keys).count(name="count"), part), ["count"], out)
+    _rows(sess.evaluate(q().groupby(keys).sum("value", lo, hi, name="sum"), part), ["sum"], out)
     return out
 
 

@@ -103,3 +103,90 @@ def test_selection_draws_exactly_one_uniform_per_key() -> None:
     rng = SeededRandom(3)
     kept = law.select([1, law.saturation, 10**9 % 100 + 1], rng)
     assert kept[1] is True and len(kept) == 3
+
+
+# --- issue 34 §1: with multi-row units (c > 1) the keys are selected on distinct units, not rows ---------------
+_AGGS = [{"name": "n", "kind": "count"}, {"name": "s", "kind": "sum", "column": "x", "lo": "0", "hi": "1"}]
+
+
+def _plan(k: int, c: int, delta: str = "1e-3", selection: str = "units"):
+    from dpspark.mechanisms.groups.aggregates import Bounds
+    from dpspark.mechanisms.groups.algorithm import plan_groups
+
+    return plan_groups(_AGGS, {"epsilon": "1", "delta": delta}, max_units=10**4, bounds=Bounds(k, c),
+                       private_keys=True, selection=selection)
+
+
+@pytest.mark.parametrize("k,c", [(1, 5), (1, 2)])
+def test_multi_row_units_select_on_units_with_the_exact_delta(k: int, c: int) -> None:
+    """c > 1: the separate law on units per key (sensitivity 1 per key), its statement covers the exact law."""
+    plan = _plan(k, c)
+    sel = plan.selection
+    assert isinstance(sel, SelectionLaw) and sel.k == k and plan.shares["selection"] > 0
+    st = next(s for s in plan.statements if "optimal keep law" in s.theorem)
+    assert st.measure.delta == sel.delta() == k * sel.exact_delta() <= Fraction(1, 10**3)
+    # the unit changes k keys: the exact hockey-stick of the k-key product at the stated e^eps
+    assert _worst_delta(sel, k, st.measure.epsilon.exp) <= st.measure.delta
+
+
+def test_rows_threshold_the_count_unless_units_are_asked_for() -> None:
+    """k = 1: the default keeps the free threshold on the released count (at 3 rows per unit and c = 5 it keeps as
+    many keys with more accurate values: docs/groups.md §F); k > 1: units (the weighted law) by default;
+    selection="units" / "rows" choose; a bad name is refused."""
+    from dpspark.mechanisms.groups.aggregates import GroupsError
+    from dpspark.mechanisms.groups.threshold import ThresholdSelection
+
+    from dpspark.mechanisms.groups.weighted_selection import WeightedSelection
+
+    for sel in ("auto", "rows"):
+        assert isinstance(_plan(1, 5, selection=sel).selection, ThresholdSelection)
+    assert isinstance(_plan(1, 5).selection, SelectionLaw)
+    assert isinstance(_plan(4, 5, selection="auto").selection, WeightedSelection)  # k > 1: units by default
+    assert isinstance(_plan(2, 1, selection="rows").selection, ThresholdSelection)
+    with pytest.raises(GroupsError, match="selection"):
+        _plan(1, 5, selection="unit")
+
+
+def test_a_per_key_law_at_sensitivity_one_for_k_keys_is_caught() -> None:
+    """Mutant: the units law built for one key (k = 1) while units keep k = 2: the exact 2-key product breaks
+    its statement (the k-key law passes: test_exact_delta_of_the_implemented_law)."""
+    mutant = SelectionLaw(Fraction(1, 3), Fraction(1, 10**3), 1, 10**4)
+    assert _worst_delta(mutant, 2, mutant.epsilon().exp) > mutant.delta()
+
+
+def test_multi_row_units_with_k_keys_use_the_weighted_law() -> None:
+    """k > 1 (issue 34 §2): the weighted Gaussian selection on the unit's l2 ball, within the budget."""
+    from dpspark.mechanisms.groups.weighted_selection import WeightedSelection
+
+    plan = _plan(2, 3)
+    sel = plan.selection
+    assert isinstance(sel, WeightedSelection) and sel.w == [64, 45]
+    st = next(s for s in plan.statements if "weighted Gaussian" in s.theorem)
+    assert st.measure.delta == sel.delta() <= Fraction(1, 10**3)
+    assert st.measure.epsilon.le(plan.shares["selection"])
+
+
+def test_units_selection_keeps_keys_by_units_not_rows() -> None:
+    """A key with many units of 5 rows each is kept; the decision reads the unit count (the rows are released)."""
+    from dpspark.mechanisms.groups.algorithm import GroupStats, release_planned
+    from dpspark.rng import SeededRandom
+
+    plan = _plan(1, 5)
+    sel = plan.selection
+    assert isinstance(sel, SelectionLaw)
+    u = sel.saturation  # kept with probability 1
+    groups = [GroupStats(0, {"n": (5 * u,), "s": (5 * u, 5 * u * 64)}, u),
+              GroupStats(1, {"n": (5 * u,), "s": (5 * u, 0)}, 1)]  # same rows, one unit: kept w.p. <= delta1
+    rel = release_planned(plan, groups, SeededRandom(1))
+    assert rel.keys[0] == 0 and len(rel.keys) in (1, 2)
+    assert abs(rel.values[0]["n"].value - 5 * u) <= rel.values[0]["n"].error * 4
+
+
+def test_the_groups_section_names_the_selection() -> None:
+    from dpspark.mechanisms.groups.aggregates import GroupsError
+    from dpspark.mechanisms.groups.config import parse_groups_section
+
+    assert parse_groups_section({"by": "k"}).selection == "auto"
+    assert parse_groups_section({"by": "k", "selection": "units"}).selection == "units"
+    with pytest.raises(GroupsError, match="groups.selection"):
+        parse_groups_section({"by": "k", "selection": "rowz"})

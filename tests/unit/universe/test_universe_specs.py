@@ -151,29 +151,21 @@ def test_config_error_is_a_value_error():
         ({"kind": "bytes", "max_bytes": 32}, {"kind": "bytes", "max_bytes": 31}, "bytes universe"),
         ({"kind": "string", "column": "s", "max_bytes": 10**9}, {"kind": "string", "max_bytes": 31}, "string universe"),
         ({"kind": "hashed", "bits": 257, "key_type": "int"}, {"kind": "hashed", "bits": 256, "key_type": "int"}, "hashed"),
-        (
-            {
-                "kind": "tuple",
-                "components": [
-                    {"kind": "hashed", "column": "a", "bits": 200, "key_type": "int"},
-                    {"kind": "hashed", "column": "b", "bits": 57, "key_type": "int"},
-                ],
-            },
-            {
-                "kind": "tuple",
-                "components": [
-                    {"kind": "hashed", "column": "a", "bits": 200, "key_type": "int"},
-                    {"kind": "hashed", "column": "b", "bits": 56, "key_type": "int"},
-                ],
-            },
-            r"tuple universe over \(a, b\)",
-        ),
     ],
 )
 def test_size_above_2_256_is_refused_and_names_the_universe(spec, ok_spec, name):
     with pytest.raises(UniverseConfigError, match=f"{name}.*above the maximum of 2\\^256"):
         universe_from_dict(spec)
     assert universe_from_dict(ok_spec).size <= 1 << 256
+
+
+def test_tuple_size_above_2_1024_is_refused_and_names_the_universe():
+    """Tuple universes go to 2^1024 (issue 34 §5: 96-byte words for three 31-byte strings), not beyond."""
+    parts = [{"kind": "hashed", "column": c, "bits": 256, "key_type": "int"} for c in "abcd"]
+    assert universe_from_dict({"kind": "tuple", "components": parts}).index_width == 128
+    over = parts + [{"kind": "hashed", "column": "e", "bits": 1, "key_type": "int"}]
+    with pytest.raises(UniverseConfigError, match=r"tuple universe over \(a, b, c, d, e\).*above the maximum of 2\^1024"):
+        universe_from_dict({"kind": "tuple", "components": over})
 
 
 def test_size_boundaries_and_index_width():
