@@ -111,7 +111,15 @@ def test_release_states_bounds_and_a_clipped_bound_covering_the_truth(tmp_path: 
         lo, hi = float(Fraction(row["lo"])), float(Fraction(row["hi"]))
         clipped = int(((df[col] < lo) | (df[col] > hi)).sum())  # every row kept is a superset: an upper bound
         assert row["rows_clipped_at_most"] >= clipped
-    out = g.to_pandas().set_index("carrier")
+    frame_ = g.to_pandas()
+    attrs = frame_.attrs["bounds"]  # the same choices, exact, beside the table
+    assert attrs["share"] == Fraction(1, 10) and set(attrs["columns"]) == {"v", "d"}
+    for col in ("v", "d"):
+        a, row = attrs["columns"][col], b["columns"][col]
+        assert (a["lo"], a["hi"]) == (Fraction(row["lo"]), Fraction(row["hi"]))
+        assert a["scale_bits"] == row["scale_bits"] and a["rows_clipped_at_most"] == row["rows_clipped_at_most"]
+        assert a["confidence"] == Fraction(row["clipped_bound_confidence"]) and 0 < a["confidence"] < 1
+    out = frame_.set_index("carrier")
     truth = df.groupby("carrier")["v"].mean()
     assert all(abs(out.loc[c, "vm"] - truth[c]) <= out.loc[c, "vm_error"] + 0.01 for c in KEYS)
 
