@@ -153,7 +153,7 @@ def _spark_cell(t: Any) -> Any:
 
     def position(u: Any) -> Any:
         bits = F.length(F.bin(u))
-        i = F.shiftright(u * F.lit(SUB), bits - 1) - F.lit(SUB)
+        i = F.call_function("shiftright", u * F.lit(SUB), (bits - 1).cast("int")) - F.lit(SUB)
         return F.when(u < F.lit(SUB), F.lit(-1)).otherwise((bits - 1 - F.lit(PRE_SCALE_BITS + E_MIN)) * SUB + i)
 
     return F.when(t >= 0, F.lit(ZERO + 1) + position(t)).otherwise(F.lit(ZERO - 2) - position(-t - F.lit(1)))
