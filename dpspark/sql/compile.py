@@ -164,11 +164,9 @@ def _answers(q: DPQuery, common: dict[str, Any]) -> SqlCall:
             if a.column is not None:
                 conditions.append(f"NOT {quote_name(a.column)} IS NULL")
         else:
-            if a.lo is None:
-                raise SqlError(f"{a.function}({a.column}) AS {a.name} without GROUP BY needs bounds: write "
-                               f"{a.function}({a.column}, contribution_bounds_per_group => (lo, hi)) (bounds chosen "
-                               "privately are built for GROUP BY queries only)")
-            row.update(column=a.column, lo=a.lo, hi=a.hi)
+            row["column"] = a.column
+            if a.lo is not None:  # else the bounds of each unit's total are chosen privately (answers/autobounds.py)
+                row.update(lo=a.lo, hi=a.hi)
             if a.kind == "mean":
                 row["mean"] = "noisy_count"
         if o.max_rows_per_group is not None and a.kind != "count":

@@ -145,15 +145,6 @@ def test_sql_equals_session_groups_under_one_seed(tmp_path: Path) -> None:
     assert _bounds(tmp_path / "sql")["columns"] == _bounds(tmp_path / "api")["columns"]
 
 
-def test_sql_without_group_by_refuses_auto_bounds_clearly() -> None:
-    from dpspark.sql import compile_query
-    from dpspark.sql.errors import SqlError
-
-    with pytest.raises(SqlError, match="needs bounds.*GROUP BY queries only"):
-        compile_query("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-9) SUM(v) AS s FROM t",
-                      private=["t"])
-
-
 @pytest.mark.slow  # FastSample's truncation search runs to its limit first (about 25 s)
 def test_a_bounds_share_too_small_is_refused_before_the_spend(tmp_path: Path) -> None:
     import dpspark
