@@ -11,7 +11,8 @@
   the universe of the key columns' type (:func:`key_universe`, from the schema: metadata only).
 * Without ``GROUP BY``: global answers (the ``answers`` family: ``bounded_noise``, or ``gaussian`` with
   ``noise = 'zcdp'``), one query per aggregate, each with the WHERE as its filter. There the bounds clip
-  each unit's total (BigQuery's per-group contribution, the one group being the whole table); ``COUNT``
+  each unit's total (BigQuery's per-group contribution, the one group being the whole table; without them the
+  bounds of the units' totals are chosen privately: :mod:`dpspark.mechanisms.answers.autobounds`); ``COUNT``
   counts at most ``max_rows_per_group`` rows of a unit; ``AVG`` is a noisy sum over a noisy count.
 """
 

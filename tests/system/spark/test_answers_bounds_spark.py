@@ -30,3 +30,30 @@ def test_spark_prepass_equals_arrow(spark, tmp_path: Path) -> None:
         b = unit_cells_spark(df, pre, unit)
         assert a == b, unit
         assert len({sum(h) for h in a}) == 1 and sum(a[0]) > 0  # every unit (row) in one cell of each histogram
+
+
+def test_auto_bounded_answers_are_identical_on_both_engines(spark, tmp_path: Path) -> None:
+    """One seed, one input: the same chosen bounds, statements and answers on Spark and Arrow."""
+    import json
+
+    import dpspark
+    from dpspark.rng import SeededRandom
+    from tests.system.arrow.test_sql_session import data_files
+    from tests.unit.answers.test_answers_autobounds import BUDGET, QUERIES, frame
+
+    path = tmp_path / "d.parquet"
+    frame(4000).to_parquet(path)
+
+    def release(out: Path, **kw):  # type: ignore[no-untyped-def]
+        with dpspark.Session(str(path), unit_column="user", max_units=10_000, budget=BUDGET, rng=SeededRandom(3),
+                             **kw) as s:
+            return s.release(mechanism="gaussian", sections={"queries": QUERIES}, epsilon="1", delta="1e-9",
+                             output=out)
+
+    a = release(tmp_path / "arrow")
+    b = release(tmp_path / "spark", spark=spark)
+    params = [json.loads((tmp_path / e / "manifest.json").read_text())["mechanism"]["parameters"]
+              for e in ("arrow", "spark")]
+    assert params[0]["bounds"] == params[1]["bounds"] and params[0]["queries"] == params[1]["queries"]
+    assert b.manifest.privacy_text() == a.manifest.privacy_text()
+    assert data_files(tmp_path / "spark") == data_files(tmp_path / "arrow")
