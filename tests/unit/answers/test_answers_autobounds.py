@@ -96,3 +96,26 @@ def test_sql_equals_session_release_under_one_seed(tmp_path: Path) -> None:
                       output=tmp_path / "api")
     pd.testing.assert_frame_equal(a.to_pandas(), b.to_pandas())
     assert _params(tmp_path / "sql")["bounds"]["queries"] == _params(tmp_path / "api")["bounds"]["queries"]
+
+
+def test_toml_equals_session_release_under_one_seed(tmp_path: Path) -> None:
+    from dpspark.api.config import load_config
+    from dpspark.engine.runner import run_release
+    from dpspark.lookup import open_release
+
+    df = frame(5000)
+    df.to_parquet(tmp_path / "in.parquet")
+    (tmp_path / "c.toml").write_text(
+        '[input]\npath = "in.parquet"\n[privacy]\nmechanism = "bounded_noise"\nepsilon = "1"\ndelta = "1e-9"\n'
+        'max_units = 10000\nunit_column = "user"\nbounds_share = "1/5"\n'
+        '[[queries]]\nname = "s"\nkind = "sum"\ncolumn = "v"\n'
+        '[[queries]]\nname = "m"\nkind = "mean"\ncolumn = "d"\nfilter = "k = \'a\'"\n'
+        '[output]\npath = "release"\n')
+    toml = open_release(run_release(load_config(tmp_path / "c.toml"), rng=SeededRandom(SEED),
+                                    progress=lambda _m: None))
+    qs = [{"name": "s", "kind": "sum", "column": "v"}, {"name": "m", "kind": "mean", "column": "d", "filter": "k = 'a'"}]
+    with dpspark.Session(df, unit_column="user", max_units=10_000, budget=BUDGET, rng=SeededRandom(SEED)) as s:
+        api = s.release(mechanism="bounded_noise", sections={"queries": qs}, epsilon="1", delta="1e-9",
+                        bounds_share="1/5", output=tmp_path / "api")
+    pd.testing.assert_frame_equal(toml.to_pandas(), api.to_pandas())
+    assert toml.parameters["bounds"] == api.parameters["bounds"] and api.parameters["bounds"]["share"] == "1/5"
