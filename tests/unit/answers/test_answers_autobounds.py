@@ -62,8 +62,8 @@ def test_release_states_bounds_and_a_clipped_bound_covering_the_truth(tmp_path: 
     with dpspark.Session(df, unit_column="user", max_units=100_000, budget=BUDGET, rng=SeededRandom(SEED)) as s:
         explain = s.release(mechanism=mechanism, sections={"queries": QUERIES}, epsilon="1", delta="1e-9",
                             explain=True)
-        s.release(mechanism=mechanism, sections={"queries": QUERIES}, epsilon="1", delta="1e-9",
-                  output=tmp_path / "r")  # opened: the statements re-derive with the bounds step
+        rel = s.release(mechanism=mechanism, sections={"queries": QUERIES}, epsilon="1", delta="1e-9",
+                        output=tmp_path / "r")  # opened: the statements re-derive with the bounds step
         assert s.remaining.epsilon.le(Fraction(2)) and not s.remaining.epsilon.le(Fraction(19, 10))
     assert "bounds: chosen privately for s, m on 1/10 of epsilon" in explain
     p = _params(tmp_path / "r")
@@ -80,6 +80,11 @@ def test_release_states_bounds_and_a_clipped_bound_covering_the_truth(tmp_path: 
     s_hi = Fraction(b["queries"]["s"]["hi"])
     assert 0 <= Fraction(b["queries"]["s"]["lo"]) and totals["s"].quantile(0.9) <= s_hi <= 2 * totals["s"].max()
     assert listed["fixed"]["hi"] == "10" and listed["fixed"]["scale_bits"] == 8  # given bounds untouched
+    attrs = rel.to_pandas().attrs["bounds"]  # the same choices, exact, beside the table and in inspect's words
+    assert attrs["share"] == Fraction(1, 10) and set(attrs["queries"]) == {"s", "m"}
+    assert attrs["queries"]["s"]["hi"] == s_hi and attrs["queries"]["s"]["scale_bits"] == listed["s"]["scale_bits"]
+    words = dict(rel.describe_lines())
+    assert words["bounds of s"].startswith(f"chosen privately: [{attrs['queries']['s']['lo']}, {s_hi}]")
 
 
 def test_sql_equals_session_release_under_one_seed(tmp_path: Path) -> None:
