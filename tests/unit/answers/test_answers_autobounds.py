@@ -118,7 +118,8 @@ def test_toml_equals_session_release_under_one_seed(tmp_path: Path) -> None:
         '[output]\npath = "release"\n')
     toml = open_release(run_release(load_config(tmp_path / "c.toml"), rng=SeededRandom(SEED),
                                     progress=lambda _m: None))
-    qs = [{"name": "s", "kind": "sum", "column": "v"}, {"name": "m", "kind": "mean", "column": "d", "filter": "k = 'a'"}]
+    qs = [{"name": "s", "kind": "sum", "column": "v"},
+          {"name": "m", "kind": "mean", "column": "d", "filter": "k = 'a'"}]
     with dpspark.Session(df, unit_column="user", max_units=10_000, budget=BUDGET, rng=SeededRandom(SEED)) as s:
         api = s.release(mechanism="bounded_noise", sections={"queries": qs}, epsilon="1", delta="1e-9",
                         bounds_share="1/5", output=tmp_path / "api")
