@@ -78,7 +78,6 @@ class BoundsLaw:
 
     def __init__(self, epsilon: Fraction, sensitivity: int, max_count: int, lam: int = DEFAULT_LAMBDA,
                  tail: Fraction = DEFAULT_TAIL) -> None:
-        from dpspark.noise.exp_eps import exp_eps_at_most
         from dpspark.noise.fastsample import FastSample
 
         if not isinstance(epsilon, Fraction) or epsilon <= 0:
@@ -89,11 +88,7 @@ class BoundsLaw:
             raise BoundsError("the bounds tail must lie in (0, 1/2)")
         self.sensitivity, self.lam, self.tail = sensitivity, lam, tail
         self.bias = bias_epsilon(min(sensitivity, CELLS), lam)
-        target = (epsilon - self.bias) / sensitivity
-        if target <= 0:
-            raise BoundsError("the bounds step's epsilon share is too small")
-        inv = -((-target.denominator) // target.numerator)
-        self.exp_eps = exp_eps_at_most(target, 1 << (clog2(max(inv, 1)) + EXTRA_BITS))
+        self.exp_eps = law_exp_eps(epsilon, sensitivity, lam)
         self.mech = FastSample(n=max(1, max_count), exp_eps=self.exp_eps, gamma=GAMMA)
 
     def epsilon(self) -> LogEpsilon:
@@ -155,6 +150,35 @@ class BoundsLaw:
     def describe(self) -> dict[str, Any]:
         return {"histogram": f"{CELLS} signed bit-length cells", "sensitivity": self.sensitivity,
                 "exp_eps": str(self.exp_eps), "tail": str(self.tail), "fastsample": self.mech.describe()}
+
+
+def law_exp_eps(epsilon: Fraction, sensitivity: int, lam: int = DEFAULT_LAMBDA) -> Fraction:
+    """e^eps~ = p/q of the law: the largest rational (at the law's precision) with (p/q)^Delta <= e^(eps - bias)."""
+    from dpspark.noise.exp_eps import exp_eps_at_most
+
+    target = (epsilon - bias_epsilon(min(sensitivity, CELLS), lam)) / sensitivity
+    if target <= 0:
+        raise BoundsError("the bounds step's epsilon share is too small")
+    inv = -((-target.denominator) // target.numerator)
+    return exp_eps_at_most(target, 1 << (clog2(max(inv, 1)) + EXTRA_BITS))
+
+
+def certainly_refused(epsilon: Fraction, sensitivity: int, max_count: int, lam: int = DEFAULT_LAMBDA) -> bool:
+    """True only when ``BoundsLaw(epsilon, sensitivity, max_count)`` would certainly raise: FastSample's t* search
+    refuses once a power of two hi < t* has 2 hi bits(p) > 2 MAX_D_BITS (dpspark.noise.fastsample.tight_t), and
+    the largest power of two below t* is >= t*/2. t* >= L = (bits(x) - 1) (693/1000) q/(p - q) with
+    x = floor(2 (g - 1)(n + 1) q / (p - q)) (ln x >= (bits(x) - 1) ln 2 and ln(p/q) <= (p - q)/q), so
+    L bits(p) > 2 MAX_D_BITS implies the refusal. Exact and cheap: the search itself takes seconds to fail."""
+    from dpspark.noise import bigint
+
+    try:
+        r = law_exp_eps(epsilon, sensitivity, lam)
+    except BoundsError:
+        return True
+    p, q, g = r.numerator, r.denominator, GAMMA.denominator // GAMMA.numerator
+    x = 2 * (g - 1) * (max(1, max_count) + 1) * q // (p - q)
+    lower = Fraction(693, 1000) * max(0, x.bit_length() - 1) * Fraction(q, p - q)
+    return lower * p.bit_length() > 2 * bigint.MAX_D_BITS
 
 
 def deficit_bound(exp_eps: Fraction, m: int, beta: Fraction, gamma: Fraction, candidates: int = 16) -> int:

@@ -11,7 +11,8 @@
   the universe of the key columns' type (:func:`key_universe`, from the schema: metadata only).
 * Without ``GROUP BY``: global answers (the ``answers`` family: ``bounded_noise``, or ``gaussian`` with
   ``noise = 'zcdp'``), one query per aggregate, each with the WHERE as its filter. There the bounds clip
-  each unit's total (BigQuery's per-group contribution, the one group being the whole table); ``COUNT``
+  each unit's total (BigQuery's per-group contribution, the one group being the whole table; without them the
+  bounds of the units' totals are chosen privately: :mod:`dpspark.mechanisms.answers.autobounds`); ``COUNT``
   counts at most ``max_rows_per_group`` rows of a unit; ``AVG`` is a noisy sum over a noisy count.
 """
 
@@ -164,11 +165,9 @@ def _answers(q: DPQuery, common: dict[str, Any]) -> SqlCall:
             if a.column is not None:
                 conditions.append(f"NOT {quote_name(a.column)} IS NULL")
         else:
-            if a.lo is None:
-                raise SqlError(f"{a.function}({a.column}) AS {a.name} without GROUP BY needs bounds: write "
-                               f"{a.function}({a.column}, contribution_bounds_per_group => (lo, hi)) (bounds chosen "
-                               "privately are built for GROUP BY queries only)")
-            row.update(column=a.column, lo=a.lo, hi=a.hi)
+            row["column"] = a.column
+            if a.lo is not None:  # else the bounds of each unit's total are chosen privately (answers/autobounds.py)
+                row.update(lo=a.lo, hi=a.hi)
             if a.kind == "mean":
                 row["mean"] = "noisy_count"
         if o.max_rows_per_group is not None and a.kind != "count":

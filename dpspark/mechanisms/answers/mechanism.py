@@ -166,6 +166,13 @@ def _parse_choice(choices: tuple[str, ...], what: str) -> Callable[[Any], str]:
     return parse
 
 
+def _parse_share(value: Any) -> Fraction:
+    """``privacy.bounds_share`` (answers/autobounds.parse_share)."""
+    from dpspark.mechanisms.answers.autobounds import parse_share
+
+    return parse_share(value)
+
+
 # ----------------------------------------------------------------------------- mechanisms
 class AnswersMechanism(Mechanism):
     """Shared part of ``bounded_noise`` and ``gaussian``: the queries, one pass, the statement envelope."""
@@ -190,6 +197,13 @@ class AnswersMechanism(Mechanism):
         self.k = len(self.scalars)
         if any(s.delta * spec.max_units >= 10**38 for s in self.scalars):
             raise MechanismSpecError("max_units x a clip bound (fixed point) exceeds decimal(38,0): lower scale_bits")
+        from dpspark.mechanisms.answers.autobounds import answer_bounds, parse_share
+
+        raw = spec.options.get("bounds_share")
+        #: sums and means without lo/hi: their bounds are chosen privately on this stated share (autobounds.py)
+        self.auto = answer_bounds(self.queries, None if raw is None else parse_share(raw), spec)  # parsed twice: exact
+        #: the answers' own epsilon: all of it, or (1 - bounds_share) of it
+        self.main_epsilon = Fraction(spec.epsilon) * (1 - (self.auto.share if self.auto else 0))
         self.law = self.calibrate()
 
     def excess_units_text(self) -> str:
@@ -237,22 +251,40 @@ class AnswersMechanism(Mechanism):
         raise NotImplementedError
 
     def statement(self) -> Any:
-        """The primary privacy statement under AddRemove(max_units)."""
+        """The primary privacy statement under AddRemove(max_units): the answers', composed after the bounds
+        step's when bounds are chosen privately (charged once, before any read)."""
+        from dpspark.privacy import compose_statements
+
+        main = self.answers_statement()
+        return main if self.auto is None else compose_statements([*self.auto.statements(), main])
+
+    def answers_statement(self) -> Any:  # pragma: no cover - abstract
+        """The answers' own statement (within :attr:`main_epsilon`)."""
         raise NotImplementedError
 
     def stages(self) -> list[StageInfo]:
-        from dpspark.mechanisms.answers.stage import ScalarTotalsStage
+        from dpspark.mechanisms.answers.bounds_pass import UnitCellsStage
+        from dpspark.mechanisms.answers.stage import ScalarTotalsStage, WideScalarTotalsStage
 
-        return [StageInfo("sums", f"one pass: exact clipped sums of {self.k} scalar statistics",
-                          stage=ScalarTotalsStage.type_for(self.scalars))]
+        pre = [StageInfo("answers_bounds", "bounds pre-pass: a bit-length histogram of the units' totals of each "
+                                           "query without lo/hi", stage=UnitCellsStage)] if self.auto else []
+        wide = self.auto is None and ScalarTotalsStage.type_for(self.scalars) is WideScalarTotalsStage
+        return [*pre, StageInfo("sums", f"one pass: exact clipped sums of {self.k} scalar statistics",
+                                stage=WideScalarTotalsStage if wide else ScalarTotalsStage)]
 
     def plan(self) -> dict[str, Any]:
         return {"mechanism": self.name, "k": self.k, **self.law.parameters,
-                "queries": [q.describe() for q in self.queries]}
+                "queries": [q.describe() for q in self.queries],
+                **({"bounds": self.auto.describe()} if self.auto is not None else {})}
 
     def privacy_summary(self) -> dict[str, Any]:
-        return {"statement": self.statement().text(), "epsilon_requested": str(self.spec.epsilon),
-                "delta_requested": str(self.spec.delta)}
+        out = {"statement": self.statement().text(), "epsilon_requested": str(self.spec.epsilon),
+               "delta_requested": str(self.spec.delta)}
+        if self.auto is not None:  # stated in the dry run and --explain
+            out["bounds"] = (f"chosen privately for {', '.join(self.auto.names)} on {self.auto.share} of epsilon "
+                             f"({self.auto.each} each; one pre-pass, a noisy bit-length histogram of the units' "
+                             "totals), charged with the rest before any data is read")
+        return out
 
     def accuracy_summary(self) -> dict[str, Any]:
         return {"abs_bound_units": self.law.abs_bound, "bound95_units": self.law.bound95, "k": self.k,
@@ -276,6 +308,9 @@ class AnswersMechanism(Mechanism):
         out: dict[str, dict[str, Any]] = {}
         for q in self.queries:
             sc = q.scalars()
+            if q.auto:
+                out[q.name] = {"bound": "once its bounds are chosen privately (stated with the answer)"}
+                continue
             if q.kind is QueryKind.MEAN and q.mean != "public_n":
                 out[q.name] = {"mean": "noisy_count: the noisy sum over a noisy count of the same rows (two of the "
                                        "k answers; the default without n)",
@@ -325,9 +360,23 @@ class AnswersMechanism(Mechanism):
         return assemble(queries, self.release(totals, scalars_of(queries), rng), self.law)
 
     def run(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> Any:
-        """One pass, k noise draws, the statement envelope."""
+        """With bounds chosen privately: the pre-pass and its noise, the queries with their bounds; then one pass,
+        k noise draws, the statement envelope."""
+        if self.auto is not None:
+            self.resolve_bounds(backend, rng, progress)
         answers = self.answer_totals(self.totals(backend), rng)
         return self.payload(answers)
+
+    def resolve_bounds(self, backend: "Backend", rng: "RandomSource", progress: Progress) -> None:
+        """The bounds pre-pass, its noisy histograms and the chosen bounds (post-processing; cannot fail)."""
+        from dpspark.mechanisms.answers.bounds_pass import UnitCellsStage, pre_scalar
+
+        assert self.auto is not None
+        progress("answers: bounds chosen privately (one pre-pass)")
+        auto = [q for q in self.queries if q.auto]
+        hists = backend.compute(UnitCellsStage(tuple(pre_scalar(q) for q in auto), self.spec.unit_column))
+        self.queries = self.auto.resolve(self.queries, hists, rng)
+        self.scalars = scalars_of(self.queries)
 
     def section(self) -> dict[str, Any]:
         """The kind's manifest section: what the bounds mean, k, the noise (the answers are the table)."""
@@ -363,9 +412,10 @@ class BoundedNoiseAnswers(AnswersMechanism):
 
     name: ClassVar[str] = "bounded_noise"
     theorem: ClassVar[str] = "Dagan-Kur bounded noise (DK COLT 2022, Lemmas 10.1-10.2; certified on the implemented pmf)"
-    options: ClassVar[dict[str, Any]] = {"family": "p2", "method": "chernoff"}
+    options: ClassVar[dict[str, Any]] = {"family": "p2", "method": "chernoff", "bounds_share": "1/10"}
     option_parsers: ClassVar[dict[str, Any]] = {"family": _parse_choice(BOUNDED_FAMILIES, "family"),
-                                                "method": _parse_choice(BOUNDED_METHODS, "method")}
+                                                "method": _parse_choice(BOUNDED_METHODS, "method"),
+                                                "bounds_share": _parse_share}
 
     def calibrate(self) -> NoiseLaw:
         from dpspark.noise.bounded import MAX_TABLE_M, BoundedNoiseError
@@ -373,13 +423,13 @@ class BoundedNoiseAnswers(AnswersMechanism):
         family = self.spec.options.get("family", "p2")
         method = self.spec.options.get("method", "chernoff")
         try:
-            cal = bounded_calibration(self.k, self.spec.epsilon, self.spec.delta, family, method)
+            cal = bounded_calibration(self.k, self.main_epsilon, self.spec.delta, family, method)
         except BoundedNoiseError as err:
             raise MechanismSpecError(f"bounded_noise calibration refused: {err}") from None
         if cal.M > MAX_TABLE_M:
             raise MechanismSpecError(f"bounded_noise needs M = {cal.M} > 2^24 (the table limit) for k = {self.k}: "
                                      "raise epsilon or delta, or answer fewer queries")
-        if cal.certified_delta > self.spec.delta or cal.epsilon != self.spec.epsilon:
+        if cal.certified_delta > self.spec.delta or cal.epsilon != self.main_epsilon:
             raise MechanismSpecError("internal error: the calibration exceeds the configured budget")
         self.cal = cal
         params = {"family": cal.family, "method": cal.method, "M": cal.M, "bits": cal.bits,
@@ -391,7 +441,7 @@ class BoundedNoiseAnswers(AnswersMechanism):
     def certified_M(self) -> int | None:
         return self.cal.M
 
-    def statement(self) -> Any:
+    def answers_statement(self) -> Any:
         from dpspark.privacy import AddRemove, PrivacyStatement
         from dpspark.privacy.measures import ApproxDP
 
@@ -413,6 +463,8 @@ class GaussianAnswers(AnswersMechanism):
     """Baseline: the shared strict-time discrete Gaussian, rho-zCDP converted to (epsilon, delta) by CKS20."""
 
     name: ClassVar[str] = "gaussian"
+    options: ClassVar[dict[str, Any]] = {"bounds_share": "1/10"}
+    option_parsers: ClassVar[dict[str, Any]] = {"bounds_share": _parse_share}
     theorem: ClassVar[str] = ("discrete Gaussian (Canonne-Kamath-Steinke 2020, certified implemented law), "
                               "k-fold zCDP composition, CKS20 Cor. 13 conversion")
 
@@ -421,6 +473,11 @@ class GaussianAnswers(AnswersMechanism):
 
         assert self.spec.delta is not None
         self.rho_budget = largest_rho(self.spec.epsilon, self.spec.delta)
+        if self.auto is not None:  # the bounds step's pure eps s is (eps s)^2 / 2-zCDP (module autobounds)
+            self.rho_budget -= (Fraction(self.spec.epsilon) * self.auto.share) ** 2 / 2
+            if self.rho_budget <= 0:
+                raise MechanismSpecError("gaussian: privacy.bounds_share leaves no zCDP budget for the answers; "
+                                         "lower it or give lo and hi")
         radius = self.spec.max_units
         if radius >= 1 << 48:
             raise MechanismSpecError("max_units must be < 2^48 for the gaussian answers")
@@ -446,7 +503,7 @@ class GaussianAnswers(AnswersMechanism):
             raise MechanismSpecError("gaussian: no 95% bound within the Gaussian body")
         return t95
 
-    def statement(self) -> Any:
+    def answers_statement(self) -> Any:
         from dpspark.privacy import AddRemove, PrivacyStatement, ZCDP
 
         return PrivacyStatement(ZCDP(self.rho), AddRemove(self.spec.max_units), self.theorem,

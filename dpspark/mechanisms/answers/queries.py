@@ -7,7 +7,8 @@ Each query is a table with
 * ``column`` - the summed column (sum and mean);
 * ``lo``, ``hi`` - public clip bounds, exact rationals (str or int; a TOML float is refused with a
   TypeError). Sums and means clip each unit's total of ``column`` to [lo, hi]. A count may give ``hi``
-  (an int >= 1: the most rows of one unit it counts; default 1) and no ``lo``;
+  (an int >= 1: the most rows of one unit it counts; default 1) and no ``lo``. A sum or mean given neither
+  (nor ``scale_bits``) has its bounds and scale **chosen privately** (:mod:`dpspark.mechanisms.answers.autobounds`);
 * ``filter`` - optional predicate in the small grammar of :mod:`dpspark.engine.predicate` (comparisons of a
   column with a literal, IN, BETWEEN, IS NULL, AND, OR, NOT; no functions, no arithmetic): a row counts /
   adds only where it is TRUE (SQL three-valued logic: NULL is not true). Parsed here, before any data, and
@@ -83,6 +84,8 @@ class Query:
     mean: str | None = None
     n: int | None = None
     nulls: NullRule = NullRule()
+    #: bounds (and scale_bits) chosen privately: lo, hi and scale_bits are placeholders (-1, 1, 0) until then
+    auto: bool = False
 
     @property
     def scale(self) -> int:
@@ -118,6 +121,8 @@ class Query:
         out["lo"], out["hi"] = str(self.lo), str(self.hi)
         if self.kind is not QueryKind.COUNT:
             out["scale_bits"] = self.scale_bits
+        if self.auto:
+            out["lo"] = out["hi"] = out["scale_bits"] = "chosen privately"
         if self.filter is not None:
             out["filter"] = self.filter.text
         if self.kind is not QueryKind.COUNT:
@@ -236,13 +241,17 @@ def parse_query(q: Any, index: int) -> Query:
     col = q.get("column")
     if not isinstance(col, str) or not col:
         raise QueryError(f"{where}: a {kind.value} needs a column name")
-    for key in ("lo", "hi"):
-        if key not in q:
-            raise QueryError(f"{where}: a {kind.value} needs public clip bounds lo and hi")
-    lo, hi = _rational(q, "lo", where), _rational(q, "hi", where)
+    auto = "lo" not in q and "hi" not in q
+    if auto and "scale_bits" in q:
+        raise QueryError(f"{where}: scale_bits is chosen with the bounds when lo and hi are left out (bounds "
+                         "chosen privately); give lo and hi too, or leave scale_bits out")
+    if not auto and ("lo" not in q or "hi" not in q):
+        raise QueryError(f"{where}: a {kind.value} needs public clip bounds lo and hi (give both, or neither to "
+                         "have them chosen privately)")
+    lo, hi = (Fraction(-1), Fraction(1)) if auto else (_rational(q, "lo", where), _rational(q, "hi", where))
     if lo > hi:
         raise QueryError(f"{where}: lo must be <= hi")
-    bits = q.get("scale_bits", DEFAULT_SCALE_BITS)
+    bits = 0 if auto else q.get("scale_bits", DEFAULT_SCALE_BITS)
     if isinstance(bits, bool) or not isinstance(bits, int) or not 0 <= bits <= MAX_SCALE_BITS:
         raise QueryError(f"{where}: scale_bits must be an int in [0, {MAX_SCALE_BITS}]")
     mode, n = None, None
@@ -262,7 +271,7 @@ def parse_query(q: Any, index: int) -> Query:
         nulls = parse_null_rule(q.get("nulls"), where)
     except NullRuleError as err:
         raise QueryError(str(err)) from None
-    query = Query(name, kind, col, lo, hi, filt, bits, mode, n, nulls)
+    query = Query(name, kind, col, lo, hi, filt, bits, mode, n, nulls, auto)
     if query.scalars()[0].delta == 0:
         raise QueryError(f"{where}: the clip range [0, 0] sums nothing; widen lo/hi")
     if query.scalars()[0].delta >= MAX_DELTA:

@@ -94,7 +94,30 @@ class AnswersLookup(StatementLookup):
                 cols[c], exact[f"{c}_exact"] = both[c], both[f"{c}_exact"]
             else:
                 cols[c] = [r[c] for r in rows]
-        return pd.DataFrame({**cols, **exact})  # report
+        frame = pd.DataFrame({**cols, **exact})  # report
+        bounds = self.chosen_bounds()
+        if bounds:
+            frame.attrs["bounds"] = bounds
+        return frame
+
+    def chosen_bounds(self) -> dict[str, Any]:
+        """The bounds chosen privately (``parameters.bounds``; empty when every query had its own): ``share``,
+        ``epsilon_each``, and per query the exact ``lo``, ``hi``, ``scale_bits`` it ran with and
+        ``units_clipped_at_most`` (units whose total the bounds clip, with probability >= ``confidence``)."""
+        b = self.parameters.get("bounds")
+        if not b or not b.get("queries"):
+            return {}
+        listed = {q.get("name"): q for q in self.parameters.get("queries", [])}
+        try:
+            queries = {n: {"lo": Fraction(str(r["lo"])), "hi": Fraction(str(r["hi"])),
+                           "scale_bits": int(listed[n]["scale_bits"]),
+                           "units_clipped_at_most": int(r["units_clipped_at_most"]),
+                           "confidence": Fraction(str(r["clipped_bound_confidence"]))}
+                       for n, r in b["queries"].items()}
+            return {"share": Fraction(str(b["share"])), "epsilon_each": Fraction(str(b["epsilon_each"])),
+                    "queries": queries}
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            raise ReleaseFormatError(f"{self.root / 'manifest.json'}: parameters.bounds is malformed") from None
 
     def lookup_rows(self, names: list[str], as_json: bool = False,
                     exact: bool = False) -> tuple[list[tuple[str, ...]], list[str], list[str]]:
@@ -164,6 +187,10 @@ class AnswersLookup(StatementLookup):
         elif "sigma" in noise:
             lines.append(("noise", f"discrete Gaussian sigma = {noise['sigma']}, rho = {noise['rho']}, all k <= "
                                    f"{noise['bound95_units']} w.p. >= 0.95 (units of each answer's sensitivity)"))
+        for name, c in self.chosen_bounds().get("queries", {}).items():
+            lines.append((f"bounds of {name}", f"chosen privately: [{c['lo']}, {c['hi']}], scale_bits "
+                                               f"{c['scale_bits']}; at most {c['units_clipped_at_most']} units' totals "
+                                               f"clipped (w.p. >= {float(c['confidence']):.4g})"))  # report
         for name, r in list(self._rows.items())[:20]:
             v = "undefined (noisy count <= 0)" if r["value"] is None else f"{float(r['value']):.6g}"  # report
             if r["R"] is not None:

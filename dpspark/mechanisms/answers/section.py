@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from typing import Any
 
 from dpspark.release.errors import ReleaseFormatError
@@ -71,26 +73,46 @@ def rederive_answers(m: Any, name: str) -> None:
     Within the config's budget; replacement by group privacy; Gaussian: rho = parameters.rho >= k / (2 sigma^2)
     and within rho_budget; bounded noise: the certified (epsilon, delta) of the parameters.
     """
-    from dpspark.privacy.measures import ApproxDP
+    from dpspark.privacy.measures import ZCDP, ApproxDP
 
     ar = m.privacy.get("add_remove")
     if m.mechanism not in _MECHANISMS or ar is None:
         return
     within_budget(m, name)
     check_group_privacy(m, name)
+    pure, zcdp = _bounds_step(m, name)  # bounds chosen privately: the pure step composed before the answers
     if m.mechanism == "gaussian":
-        check_rho(m, name, ("add_remove",))
+        if not pure:
+            check_rho(m, name, ("add_remove",))
+        elif not isinstance(ar.measure, ZCDP) or ar.measure.rho != param(m, "rho", name) + zcdp:
+            raise fail(name, "privacy.statements.add_remove", "differs from mechanism.parameters.rho composed with "
+                                                              "the bounds step's (epsilon_each^2 / 2 per query)")
         k, sigma = param(m, "k", name), param(m, "sigma", name)
         if sigma <= 0 or ar.measure.rho * 2 * sigma * sigma < k:
             raise fail(name, "privacy.statements.add_remove", f"rho is below k / (2 sigma^2) for k = {k}, "
                                                               f"sigma = {sigma}")
-        if "rho_budget" in m.parameters and ar.measure.rho > param(m, "rho_budget", name):
+        if "rho_budget" in m.parameters and ar.measure.rho > param(m, "rho_budget", name) + zcdp:
             raise fail(name, "privacy.statements.add_remove", "rho exceeds mechanism.parameters.rho_budget")
     if m.mechanism == "bounded_noise":
-        want = ApproxDP(param(m, "certified_epsilon", name), param(m, "certified_delta", name))
+        want = ApproxDP(param(m, "certified_epsilon", name) + pure, param(m, "certified_delta", name))
         if ar.measure != want:
             raise fail(name, "privacy.statements.add_remove", "differs from mechanism.parameters.certified_epsilon "
                                                               "and certified_delta")
+
+
+def _bounds_step(m: Any, name: str) -> tuple[Fraction, Fraction]:
+    """(the bounds step's pure epsilon, its zCDP rho) from ``parameters.bounds`` (zeros without it): m queries at
+    ``epsilon_each``, each eps-DP, i.e. eps^2/2-zCDP (mechanisms/answers/autobounds.py)."""
+    b = m.parameters.get("bounds")
+    if b is None:
+        return Fraction(0), Fraction(0)
+    try:
+        each, count = str_to_frac(b["epsilon_each"], _MAX_BITS), len(b["queries"])
+    except (KeyError, TypeError, ValueError):
+        raise ReleaseFormatError(f"{name}: mechanism.parameters.bounds is malformed") from None
+    if each <= 0 or count < 1:
+        raise ReleaseFormatError(f"{name}: mechanism.parameters.bounds is malformed")
+    return each * count, each * each * count / 2
 
 
 def check_kind(section: dict[str, Any], manifest: Any, name: str) -> None:

@@ -69,6 +69,22 @@ class AutoBounds:
     max_units: int
     choices: dict[str, BoundsChoice] = field(default_factory=dict)
     scale_bits: dict[str, int] = field(default_factory=dict)
+    #: with "auto" limits: one law per candidate sensitivity Delta (ascending), all built before the spend; the
+    #: run uses the least Delta >= the chosen k c (:meth:`select`), so nothing is calibrated after the spend
+    candidates: dict[int, BoundsLaw] = field(default_factory=dict)
+
+    @property
+    def cap(self) -> int | None:
+        """The largest k c a law was built for (None: the limits are given, so is the one law's k c)."""
+        return max(self.candidates) if self.candidates else None
+
+    def select(self, kc: int) -> None:
+        """Use the candidate law of the least Delta >= ``kc`` for every column (``kc`` <= :attr:`cap`; a law of
+        a larger sensitivity than the pass's is still private: the histogram moves by <= kc <= Delta)."""
+        if not self.candidates:
+            return
+        delta = min(d for d in self.candidates if d >= kc)  # the caller capped kc: a function of DP outputs
+        self.laws = {c: self.candidates[delta] for c in self.columns}
 
     @property
     def main_budget(self) -> dict[str, Any]:
@@ -80,6 +96,13 @@ class AutoBounds:
         """The bounds step's statement: the histograms compose sequentially (pure DP)."""
         from dpspark.privacy import AddRemove, PrivacyStatement, PureDP, compose_statements
 
+        if self.candidates:  # the law is chosen with the limits: every candidate's eps_b is <= its share
+            each = self.epsilon * self.share / len(self.columns)
+            parts = [PrivacyStatement(PureDP(each), AddRemove(self.max_units),
+                                      f"bounds of {c!r}: FastSample bit-length histogram, l1 sensitivity k c (the "
+                                      f"\"auto\" limits, <= {self.cap}; dpspark.bounds.histogram)")
+                     for c in self.columns]
+            return compose_statements(parts) if len(parts) > 1 else parts[0]
         parts = [PrivacyStatement(PureDP(law.epsilon()), AddRemove(self.max_units),
                                   f"bounds of {c!r}: FastSample bit-length histogram, l1 sensitivity "
                                   f"{law.sensitivity} (dpspark.bounds.histogram)") for c, law in self.laws.items()]
@@ -103,6 +126,9 @@ class AutoBounds:
                                          f"narrowest range leaving <= {next(iter(self.laws.values())).tail} of the "
                                          "noisy mass outside on each side",
                                "columns": {}}
+        if self.candidates:
+            out["limits"] = (f"\"auto\": the histograms' l1 sensitivity is the chosen k c, at most {self.cap} (the "
+                             "chosen limits are halved to fit; the laws were built before the spend)")
         for c, law in self.laws.items():
             row: dict[str, Any] = {"law": law.describe()}
             if c in self.choices:
@@ -115,6 +141,7 @@ class AutoBounds:
     def resolve(self, mech: Any, backend: Any, rng: "RandomSource") -> None:
         """The pre-pass, the noisy histograms, the chosen bounds; then ``mech``'s aggregates and plan, rebuilt."""
         stage = mech.stage()
+        self.select(stage.max_groups_per_unit * stage.max_rows_per_group)
         value_columns = stage.value_columns  # the same columns in the same order: the same row choice
         cells = tuple(bit_cells(f"{PREFIX}{i}", c) for i, c in enumerate(value_columns))
         stats = backend.compute(replace(stage, aggregates=cells, count_units=False))
@@ -155,9 +182,15 @@ class AutoBounds:
 
 
 def auto_bounds(aggregates: tuple[Aggregate, ...], share: Fraction | None, spec: Any, k: int, c: int,
-                beta: Fraction) -> AutoBounds | None:
-    """The bounds step of a release, or None when every aggregate has its bounds (data-free, before any read)."""
-    from dpspark.bounds.histogram import BoundsError
+                beta: Fraction, auto_limits: int = 0) -> AutoBounds | None:
+    """The bounds step of a release, or None when every aggregate has its bounds (data-free, before any read).
+
+    With ``auto_limits`` "auto" limits (k, c hold 1 for them), the sensitivity k c is known only after their
+    release, so a law is built now for every candidate Delta in ascending order - the powers of two below k c,
+    then k c 2^i up to the limits' largest choice - until one cannot be built (the share is too small for
+    FastSample at that Delta); the run caps the chosen k c at the last one built (:meth:`AutoBounds.select`).
+    Refused here, data-free, when not even k c (every "auto" limit at 1) can be built."""
+    from dpspark.bounds.histogram import BoundsError, certainly_refused
     from dpspark.errors import ParameterError
     from dpspark.rng import DEFAULT_LAMBDA
 
@@ -171,9 +204,32 @@ def auto_bounds(aggregates: tuple[Aggregate, ...], share: Fraction | None, spec:
     epsilon = Fraction(spec.epsilon)
     each = epsilon * s / len(columns)
     try:
-        laws = {col: BoundsLaw(each, k * c, spec.max_units * k * c, DEFAULT_LAMBDA) for col in columns}
+        law = BoundsLaw(each, k * c, spec.max_units * k * c, DEFAULT_LAMBDA)
     except (BoundsError, ParameterError) as err:  # data-free: refused before the spend
         raise GroupsError(f"bounds chosen privately (each column's share {each} of epsilon, l1 sensitivity "
                           f"k c = {k * c}): {err}; raise groups.bounds_share or epsilon, or give lo and hi") from None
+    candidates = {k * c: law} if auto_limits else {}
+    for delta_ in candidate_sensitivities(k * c, auto_limits):  # public list, ascending
+        if delta_ in candidates:
+            continue
+        if delta_ > k * c and certainly_refused(each, delta_, spec.max_units * delta_, DEFAULT_LAMBDA):
+            break  # the same cap, found without FastSample's slow failing search
+        try:
+            candidates[delta_] = BoundsLaw(each, delta_, spec.max_units * delta_, DEFAULT_LAMBDA)
+        except (BoundsError, ParameterError):
+            if delta_ > k * c:
+                break  # the cap: larger k c are halved to it after the limits' release
     delta = None if spec.delta is None else Fraction(spec.delta)
-    return AutoBounds(s, epsilon, delta, columns, laws, beta, spec.max_units)
+    return AutoBounds(s, epsilon, delta, columns, {col: law for col in columns}, beta, spec.max_units,
+                      candidates=dict(sorted(candidates.items())))
+
+
+def candidate_sensitivities(kc: int, auto_limits: int) -> list[int]:
+    """The l1 sensitivities a run with ``auto_limits`` "auto" limits may need, ascending: the powers of two below
+    ``kc`` (a plan that halves a given limit), then kc 2^i up to every "auto" limit at its largest choice."""
+    from dpspark.mechanisms.groups.unit_profile import BUCKETS
+
+    if not auto_limits:
+        return []
+    below = [1 << i for i in range(kc.bit_length()) if 1 << i < kc]
+    return [*below, *(kc << i for i in range(auto_limits * (BUCKETS - 1) + 1))]

@@ -149,10 +149,10 @@ class GroupsMechanism(Mechanism):
         from dpspark.mechanisms.groups.autobounds import auto_bounds
 
         try:  # aggregates without lo/hi: their bounds are chosen privately, on a stated share charged now
-            self.auto = auto_bounds(self.aggs.aggregates, g.bounds_share, spec, g.bounds.k, g.bounds.c, self.beta)
-            if self.auto is not None and g.auto:  # the bounds law is calibrated on k c, unknown until chosen
-                raise GroupsError(f"bounds chosen privately (aggregates without lo/hi) and \"auto\" limits "
-                                  f"({', '.join(g.auto)}) cannot be combined yet: give lo and hi, or set the limits")
+            # with "auto" limits the bounds law's sensitivity k c is chosen with them: a law is built now for every
+            # candidate k c up to a cap (autobounds.auto_bounds), and the chosen limits are halved to the cap
+            self.auto = auto_bounds(self.aggs.aggregates, g.bounds_share, spec, g.bounds.k, g.bounds.c, self.beta,
+                                    auto_limits=len(g.auto))
             if self.auto is not None and g.units_share + g.limits_share + self.auto.share > Fraction(1, 2):
                 raise GroupsError(f"groups.units_share + groups.bounds_share = {g.units_share + self.auto.share} "
                                   "leaves less than half of epsilon for the aggregates; lower them")
@@ -475,6 +475,12 @@ class GroupsMechanism(Mechanism):
             hist = profile.groups_hist if name == "max_groups_per_unit" else profile.rows_hist
             chosen[name] = law.release(list(hist), rng)[0]
         k, c = chosen.get("max_groups_per_unit", g.bounds.k), chosen.get("max_rows_per_group", g.bounds.c)
+        cap = None if self.auto is None else self.auto.cap
+        for _ in range(64):  # public bound: the bounds laws were built for k c <= cap (every "auto" limit at 1 fits)
+            if cap is None or k * c <= cap:
+                break
+            ka, ca = ("max_groups_per_unit" in g.auto and k > 1), ("max_rows_per_group" in g.auto and c > 1)
+            k, c = (max(1, k // 2), c) if ka and (k >= c or not ca) else (k, max(1, c // 2))
         # the chosen limits are DP outputs: when the aggregates' budget cannot pay for them (a plan error, a
         # function of (k, c) only), halve the larger until it can; (1, 1) planned when the mechanism was built
         for _ in range(64):  # public bound: each step halves k or c, both <= 2^(BUCKETS - 1)

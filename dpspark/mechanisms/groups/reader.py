@@ -158,7 +158,27 @@ class GroupsLookup(StatementLookup):
                 warnings.warn(f"{self.root}: {words}", UserWarning, stacklevel=2)
         if self.limits_words():
             frame.attrs["limits"] = self.limits_words()
+        bounds = self.chosen_bounds()
+        if bounds:
+            frame.attrs["bounds"] = bounds
         return frame
+
+    def chosen_bounds(self) -> dict[str, Any]:
+        """The bounds chosen privately (issue 32 §2), from the manifest's ``parameters.bounds``; empty when every
+        aggregate had its own. ``share`` of epsilon and the bounds step's ``epsilon``, then per column the exact
+        ``lo`` and ``hi`` (Fractions), ``scale_bits``, and ``rows_clipped_at_most`` (the rows outside [lo, hi],
+        with probability >= ``confidence``). Public parameters and DP outputs only."""
+        b = self.parameters.get("bounds")
+        if not b or not b.get("columns"):
+            return {}
+        try:
+            columns = {c: {"lo": Fraction(str(r["lo"])), "hi": Fraction(str(r["hi"])),
+                           "scale_bits": int(r["scale_bits"]), "rows_clipped_at_most": int(r["rows_clipped_at_most"]),
+                           "confidence": Fraction(str(r["clipped_bound_confidence"]))}
+                       for c, r in b["columns"].items()}
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            raise ReleaseFormatError(f"{self.root / 'manifest.json'}: parameters.bounds is malformed") from None
+        return {"share": Fraction(str(b["share"])), "epsilon": str(b["epsilon"]), "columns": columns}
 
     def uninformative(self) -> dict[str, list[bool]]:
         """Per quantile (when the release has a count), per group in table order: True where the quantile's stated

@@ -254,9 +254,6 @@ REFUSED = {  # one per class of unsupported construct: (query, words its message
     "unknown function": (Q + "MEDIAN_OF(age) AS m FROM measurements", "unknown function MEDIAN_OF"),
     "no alias": (Q + "COUNT(*) FROM measurements", "has no name"),
     "distinct": (Q + "COUNT(DISTINCT region) AS n FROM measurements", "DISTINCT"),
-    "no bounds without GROUP BY": (Q + "AVG(hours) AS h FROM measurements",
-                                   "contribution_bounds_per_group => (lo, hi)) (bounds chosen privately are built "
-                                   "for GROUP BY queries only"),
     "expression argument": (Q + "SUM(hours * 2, contribution_bounds_per_group => (0, 1)) AS h FROM measurements",
                             "not a column"),
     "function in where": (Q + "COUNT(*) AS n FROM measurements WHERE UPPER(region) = 'N'", "WHERE"),

@@ -111,7 +111,15 @@ def test_release_states_bounds_and_a_clipped_bound_covering_the_truth(tmp_path: 
         lo, hi = float(Fraction(row["lo"])), float(Fraction(row["hi"]))
         clipped = int(((df[col] < lo) | (df[col] > hi)).sum())  # every row kept is a superset: an upper bound
         assert row["rows_clipped_at_most"] >= clipped
-    out = g.to_pandas().set_index("carrier")
+    frame_ = g.to_pandas()
+    attrs = frame_.attrs["bounds"]  # the same choices, exact, beside the table
+    assert attrs["share"] == Fraction(1, 10) and set(attrs["columns"]) == {"v", "d"}
+    for col in ("v", "d"):
+        a, row = attrs["columns"][col], b["columns"][col]
+        assert (a["lo"], a["hi"]) == (Fraction(row["lo"]), Fraction(row["hi"]))
+        assert a["scale_bits"] == row["scale_bits"] and a["rows_clipped_at_most"] == row["rows_clipped_at_most"]
+        assert a["confidence"] == Fraction(row["clipped_bound_confidence"]) and 0 < a["confidence"] < 1
+    out = frame_.set_index("carrier")
     truth = df.groupby("carrier")["v"].mean()
     assert all(abs(out.loc[c, "vm"] - truth[c]) <= out.loc[c, "vm_error"] + 0.01 for c in KEYS)
 
@@ -137,15 +145,6 @@ def test_sql_equals_session_groups_under_one_seed(tmp_path: Path) -> None:
     assert _bounds(tmp_path / "sql")["columns"] == _bounds(tmp_path / "api")["columns"]
 
 
-def test_sql_without_group_by_refuses_auto_bounds_clearly() -> None:
-    from dpspark.sql import compile_query
-    from dpspark.sql.errors import SqlError
-
-    with pytest.raises(SqlError, match="needs bounds.*GROUP BY queries only"):
-        compile_query("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-9) SUM(v) AS s FROM t",
-                      private=["t"])
-
-
 @pytest.mark.slow  # FastSample's truncation search runs to its limit first (about 25 s)
 def test_a_bounds_share_too_small_is_refused_before_the_spend(tmp_path: Path) -> None:
     import dpspark
@@ -155,3 +154,54 @@ def test_a_bounds_share_too_small_is_refused_before_the_spend(tmp_path: Path) ->
             s.groups(by="carrier", keys=KEYS, aggregates=AGGS[:2], epsilon="1/1000", bounds_share="1/1000",
                      output=tmp_path / "r")
         assert s.remaining.epsilon.le(Fraction(1)) and not s.remaining.epsilon.le(Fraction(999, 1000))
+
+
+def test_candidate_sensitivities_cover_every_limit_the_run_can_reach() -> None:
+    from dpspark.mechanisms.groups.autobounds import candidate_sensitivities
+    from dpspark.mechanisms.groups.unit_profile import BUCKETS
+
+    assert candidate_sensitivities(3, 0) == []
+    one = candidate_sensitivities(3, 1)  # k auto (1 .. 2^(B-1)), c = 3 given; a halved c gives 1 or 2
+    assert one == [1, 2, *(3 << i for i in range(BUCKETS))]
+    assert candidate_sensitivities(1, 2)[-1] == 1 << 2 * (BUCKETS - 1)
+
+
+def test_certainly_refused_is_sound_and_tight_at_small_parameters() -> None:
+    from dpspark.bounds.histogram import BoundsLaw, certainly_refused
+
+    each = Fraction(1, 10)
+    assert not certainly_refused(each, 64, 2000 * 64)
+    BoundsLaw(each, 64, 2000 * 64)  # not refused: built
+    for delta in (2048, 4096):  # refused: FastSample's search does raise
+        assert certainly_refused(each, delta, 2000 * delta)
+        with pytest.raises(Exception, match="epsilon is too small"):
+            BoundsLaw(each, delta, 2000 * delta)
+
+
+def test_auto_bounds_with_auto_limits_cap_k_c_at_the_laws_built_before_the_spend(tmp_path: Path) -> None:
+    import pandas as pd
+
+    import dpspark
+
+    rng = np.random.default_rng(4)  # every unit has ~64 rows in each of the 3 groups: the limits want k c ~ 256
+    n = 60 * 192
+    df = pd.DataFrame({"carrier": rng.choice(KEYS, n), "user": rng.integers(0, 60, n),
+                       "v": rng.integers(0, 100, n).astype(float)})
+    aggs = [{"name": "n", "kind": "count"}, {"name": "vs", "kind": "sum", "column": "v"}]
+    kw = dict(by="carrier", keys=KEYS, aggregates=aggs, epsilon="1", max_groups_per_unit="auto",
+              max_rows_per_group="auto", bounds_share="1/200")
+    # a share whose bounds law FastSample cannot build past k c = 64 at max_units = 200 (data-free: a public cap)
+    with dpspark.Session(df, unit_column="user", max_units=200, budget={"epsilon": "1"},
+                         rng=SeededRandom(SEED)) as s:
+        explain = s.groups(**kw, explain=True)
+        g = s.groups(**kw, output=tmp_path / "r")
+        assert s.remaining.epsilon.le(Fraction(1, 10**5))  # everything charged once, before the read
+    assert "bounds: chosen privately for v" in explain
+    b = _bounds(tmp_path / "r")
+    lim = g.section["limits"]
+    kc = lim["max_groups_per_unit"] * lim["max_rows_per_group"]
+    raw = lim["chosen"]
+    assert raw["max_groups_per_unit"] * raw["max_rows_per_group"] > 64  # the limits' release asked for more
+    assert "at most 64 " in b["limits"] and kc <= 64  # and the chosen limits were halved to the cap
+    assert b["columns"]["v"]["law"]["sensitivity"] >= kc  # the law used covers the pass's k c
+    assert g.to_pandas().attrs["bounds"]["columns"]["v"]["hi"] == Fraction(b["columns"]["v"]["hi"])
