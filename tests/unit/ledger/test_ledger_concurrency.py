@@ -7,6 +7,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from dpspark.ledger import BudgetExceeded, Ledger
+from tests.support.race import run_racers
 
 
 def _race(path: str, barrier: "mp.synchronize.Barrier", results: "mp.Queue[str]", worker: int) -> None:
@@ -26,16 +27,7 @@ def test_eight_processes_racing_for_a_budget_of_four_spends() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = str(Path(tmp) / "race.sqlite")
         Ledger(path).set_total("race", "1", "1/100")
-        ctx = mp.get_context("spawn")  # no fork of a process that may host a JVM
-        barrier = ctx.Barrier(8)
-        results = ctx.Queue()
-        procs = [ctx.Process(target=_race, args=(path, barrier, results, i)) for i in range(8)]
-        for p in procs:
-            p.start()
-        for p in procs:
-            p.join(120)
-            assert p.exitcode == 0
-        outcomes = sorted(results.get(timeout=10) for _ in procs)
+        outcomes = sorted(run_racers(_race, path, 8))
         assert outcomes == ["refused"] * 4 + ["spent"] * 4
         led = Ledger(path)
         assert led.spent("race") == type(led.spent("race"))(Fraction(1), Fraction(1, 100))

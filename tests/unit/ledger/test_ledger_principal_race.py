@@ -7,6 +7,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from dpspark.ledger import BudgetExceeded, Ledger
+from tests.support.race import run_racers
 
 RHO = Fraction(267921, 536870912)  # a Gaussian release configured (0.171, 1e-9)
 
@@ -30,16 +31,7 @@ def test_ten_processes_racing_under_principal_limits_and_a_rho_total(tmp_path: P
     led.set_total("race", rho_total=5 * RHO)
     led.set_principal_limit("race", "alice", rho=2 * RHO)
     led.set_principal_limit("race", "bob", rho=4 * RHO)
-    ctx = mp.get_context("spawn")  # no fork of a process that may host a JVM
-    barrier = ctx.Barrier(10)
-    results = ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(path, barrier, results, i)) for i in range(10)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
-    outcomes = [results.get(timeout=10) for _ in procs]
+    outcomes = run_racers(_race, path, 10)
     spent = {who: outcomes.count(f"{who} spent") for who in ("alice", "bob")}
     assert spent["alice"] <= 2 and spent["bob"] <= 4 and sum(spent.values()) == 5
     s = Ledger(path).summary("race")
@@ -60,16 +52,7 @@ def test_ten_processes_racing_under_a_zcdp_filter_total_in_epsilon_delta(tmp_pat
     assert 5 <= k < 10  # so the race is for the last budget
     led.set_principal_limit("race", "alice", rho=2 * RHO)
     led.set_principal_limit("race", "bob", "1", "1/1000000000", rule="zcdp")
-    ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(10)
-    results = ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(path, barrier, results, i)) for i in range(10)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
-    outcomes = [results.get(timeout=10) for _ in procs]
+    outcomes = run_racers(_race, path, 10)
     spent = {who: outcomes.count(f"{who} spent") for who in ("alice", "bob")}
     assert spent["alice"] <= 2 and sum(spent.values()) == k
     s = Ledger(path).summary("race")

@@ -14,6 +14,7 @@ import pytest
 from dpspark.errors import ParameterError
 from dpspark.ledger import BudgetExceeded, Ledger, LedgerError
 from dpspark.ledger.tables import resolve_dataset
+from tests.support.race import run_racers
 
 
 def test_resolve_dataset_rules() -> None:
@@ -121,16 +122,7 @@ def test_processes_racing_on_a_table_and_a_join_never_overspend_the_dataset(tmp_
     led = Ledger(path)
     led.declare_tables("shop", ["orders", "users"])
     led.set_total("shop", "3/10", "0")
-    ctx = mp.get_context("spawn")
-    barrier = ctx.Barrier(8)
-    results = ctx.Queue()
-    procs = [ctx.Process(target=_race, args=(path, barrier, results, i)) for i in range(8)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0
-    outcomes = [results.get(timeout=10) for _ in procs]
+    outcomes = run_racers(_race, path, 8)
     assert outcomes.count("spent") == 3
     s = Ledger(path).summary("shop")
     assert s.spent.epsilon == Fraction(3, 10) and len(s.releases) == 3
