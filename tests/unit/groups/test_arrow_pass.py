@@ -75,12 +75,42 @@ def test_three_text_key_columns_from_parquet(tmp_path: Path, monkeypatch: pytest
     assert "zz" not in str(err.value)
 
 
-def test_row_cut_falls_back_to_the_whole_input_path(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("bits", [2, 16])
+def test_row_cut_in_the_batch_pass_equals_the_reference(monkeypatch: pytest.MonkeyPatch, bits: int) -> None:
+    """Rule 3's row cut is applied by the batch pass itself (no fallback to a whole-input read), exactly, for n
+    below, at and above the in-universe rows; coarse bins (2 bits) put many rows and ties in the cut's bin."""
     monkeypatch.setattr(arrow_pass, "BATCH_ROWS", 31)
+    monkeypatch.setattr(arrow_pass, "CUT_BITS", bits)
     rows = table(3, rows=300)
-    st = stage(unit_column=None, max_units=40)
-    assert arrow_pass.rows_pass(arrow(rows), st) is None
-    assert groups_on(arrow(rows), st, SECRET) == reference(rows, st, SECRET)
+    rows += [dict(rows[0]) for _ in range(25)]  # identical rows: equal keyed row hashes (ties in the cut order)
+    for n in (1, 40, 150, 299, 10_000):
+        st = stage(unit_column=None, max_units=n)
+        got = arrow_pass.rows_pass(arrow(rows), st, SECRET)
+        assert got == reference(rows, st, SECRET)
+        assert groups_on(arrow(rows), st, SECRET) == got
+
+
+def test_the_row_cut_runs_whatever_the_row_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One code path (rule 4): the same steps run, batch for batch, whether the input holds fewer or more
+    in-universe rows than max_units (the cut always runs; it keeps everything when nothing is over n)."""
+    monkeypatch.setattr(arrow_pass, "BATCH_ROWS", 37)
+    calls: list[str] = []
+    for name in ("row_keys", "reduce_batch"):
+        real = getattr(arrow_pass, name)
+
+        def spy(*a: Any, _real: Any = real, _name: str = name, **k: Any) -> Any:
+            calls.append(_name)
+            return _real(*a, **k)
+
+        monkeypatch.setattr(arrow_pass, name, spy)
+    rows = table(5, rows=200)
+    trace = []
+    for n in (10, 10_000):
+        calls.clear()
+        st = stage(unit_column=None, max_units=n)
+        assert groups_on(arrow(rows), st, SECRET) == reference(rows, st, SECRET)
+        trace.append(list(calls))
+    assert trace[0] == trace[1] and trace[0].count("row_keys") == 2 * -(-200 // 37)
 
 
 def test_the_data_pass_is_batch_wise(monkeypatch: pytest.MonkeyPatch) -> None:
