@@ -227,7 +227,7 @@ def rows_pass(dataset: Any, stage: "GroupsStage", secret: bytes) -> "GroupColumn
         keyed = row_keys(table, stage, secret)
         if keyed.outside:
             raise CuratorError(OUT_OF_UNIVERSE)
-        hist += np.bincount(_bins(keyed.hash), minlength=len(hist))
+        hist += np.bincount(cut_bins(keyed.hash), minlength=len(hist))
     cum = np.cumsum(hist)
     cut_bin = int(np.searchsorted(cum, stage.max_units))  # len(hist) when at most n rows: no row is past it
     left = stage.max_units - (int(cum[cut_bin - 1]) if cut_bin else 0)  # rows of bin cut_bin kept
@@ -248,7 +248,7 @@ def rows_pass(dataset: Any, stage: "GroupsStage", secret: bytes) -> "GroupColumn
     edge: list[tuple[pa.Table, RowKeys]] = []
     for table in _prepared(dataset, stage):
         keyed = row_keys(table, stage, secret)
-        bins = _bins(keyed.hash)
+        bins = cut_bins(keyed.hash)
         add(table.take(pa.array(keyed.rows[bins < cut_bin])))
         on_edge = np.flatnonzero(bins == cut_bin)
         edge.append((table.take(pa.array(keyed.rows[on_edge])), keyed.select(on_edge)))
@@ -297,7 +297,7 @@ def row_keys(table: pa.Table, stage: "GroupsStage", secret: bytes) -> RowKeys:
     return RowKeys(rows, h, words, bits, outside)
 
 
-def _bins(h: np.ndarray) -> np.ndarray:
+def cut_bins(h: np.ndarray) -> np.ndarray:
     """The top :data:`CUT_BITS` bits of signed hashes in their signed order (the sign bit flipped)."""
     return ((h.view(np.uint64) ^ np.uint64(1 << 63)) >> np.uint64(64 - CUT_BITS)).astype(np.int64)
 
