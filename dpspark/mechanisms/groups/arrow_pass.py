@@ -219,15 +219,19 @@ def rows_pass(dataset: Any, stage: "GroupsStage", secret: bytes) -> "GroupColumn
     one Arrow group-by each, and gathers bin b's rows (about rows / 2^16 of them, the hash being keyed) to keep
     the first ones in that order at the end. Memory: one batch, the histogram, bin b's rows, O(keys).
     """
-    cols = list(stage.key_columns)
     hist = np.zeros(1 << CUT_BITS, dtype=np.int64)
     read = 0  # the rows (units) read after the join, filter and NULL drops (PassStats)
+    binned: list[np.ndarray] = []  # per batch, each row's bin (2 bytes a row: the second read hashes nothing)
     for table in _prepared(dataset, stage):
         read += table.num_rows
         keyed = row_keys(table, stage, secret)
         if keyed.outside:
             raise CuratorError(OUT_OF_UNIVERSE)
-        hist += np.bincount(cut_bins(keyed.hash), minlength=len(hist))
+        bins = cut_bins(keyed.hash)
+        hist += np.bincount(bins, minlength=len(hist))
+        row_bin = np.zeros(table.num_rows, dtype=np.uint16)  # a row outside the universe: bin 0, dropped below
+        row_bin[keyed.rows] = bins
+        binned.append(row_bin)
     cum = np.cumsum(hist)
     cut_bin = int(np.searchsorted(cum, stage.max_units))  # len(hist) when at most n rows: no row is past it
     left = stage.max_units - (int(cum[cut_bin - 1]) if cut_bin else 0)  # rows of bin cut_bin kept
@@ -246,16 +250,19 @@ def rows_pass(dataset: Any, stage: "GroupsStage", secret: bytes) -> "GroupColumn
             totals.add_cells(qw, qs, qn)
 
     edge: list[tuple[pa.Table, RowKeys]] = []
-    for table in _prepared(dataset, stage):
-        keyed = row_keys(table, stage, secret)
-        bins = cut_bins(keyed.hash)
-        add(table.take(pa.array(keyed.rows[bins < cut_bin])))
-        on_edge = np.flatnonzero(bins == cut_bin)
-        edge.append((table.take(pa.array(keyed.rows[on_edge])), keyed.select(on_edge)))
+    batches = iter(binned)
+    for table in _prepared(dataset, stage):  # the same batches, in the same order (a deterministic scan)
+        row_bin = next(batches)
+        if len(row_bin) != table.num_rows:
+            raise InputError("the input changed while it was read")
+        add(table.filter(pa.array(row_bin < cut_bin)))  # reduce_batch drops the keys outside the universe
+        on_edge = table.filter(pa.array(row_bin == cut_bin))
+        keyed = row_keys(on_edge, stage, secret)  # only the cut's bin is hashed again
+        edge.append((on_edge.take(pa.array(keyed.rows)), keyed))  # its rows in the universe
     if edge:  # the first rows of the cut's bin (every one of them when at most n rows: the bin is empty)
         rows = pa.concat_tables([t for t, _ in edge]).unify_dictionaries().combine_chunks()
         h = np.concatenate([k.hash for _, k in edge])
-        words = np.concatenate([k.words for _, k in edge])
+        words = np.concatenate([k.words for _, k in edge]) if edge else np.zeros((0, 0), np.uint8)
         bits = [np.concatenate([k.bits[i] for _, k in edge]) for i in range(len(stage.value_columns))]
         first = np.sort(core.row_order(h, words, bits)[:left])
         add(rows.take(pa.array(first, pa.int64())))
@@ -265,21 +272,32 @@ def rows_pass(dataset: Any, stage: "GroupsStage", secret: bytes) -> "GroupColumn
 @dataclass
 class RowKeys:
     """A batch's in-universe rows (their row numbers) with the order of rule 3's row cut: keyed row hash, index
-    word, value bits; ``outside``: a key outside the universe (not an unparseable one) while the stage refuses them."""
+    word (``key_words[kid]``: the words are gathered per row only where asked), value bits; ``outside``: a key
+    outside the universe (not an unparseable one) while the stage refuses them."""
 
     rows: np.ndarray
     hash: np.ndarray
-    words: np.ndarray
+    kid: np.ndarray
+    key_words: np.ndarray
     bits: list[np.ndarray]
     outside: bool
 
+    @property
+    def words(self) -> np.ndarray:
+        return self.key_words[self.kid]
+
     def select(self, at: np.ndarray) -> "RowKeys":
-        return RowKeys(self.rows[at], self.hash[at], self.words[at], [b[at] for b in self.bits], self.outside)
+        return RowKeys(self.rows[at], self.hash[at], self.kid[at], self.key_words, [b[at] for b in self.bits],
+                       self.outside)
 
 
 def row_keys(table: pa.Table, stage: "GroupsStage", secret: bytes) -> RowKeys:
-    """The cut order of a batch's in-universe rows (keys encoded once per distinct key, as the whole-input path)."""
+    """The cut order of a batch's in-universe rows (keys encoded once per distinct key, as the whole-input path).
+
+    :func:`core.row_hash` per row, with its first link (the xxhash64 of the index word) computed once per
+    distinct key: the chain's later links (each value's bits) and the keyed mix run per row."""
     from dpspark.engine.arrow.counts import encode_keys
+    from dpspark.engine.xxhash64 import SPARK_SEED, hash_fixed
     from dpspark.mechanisms.groups.parts import index_words, key_ids, numeric_values
 
     cols = list(stage.key_columns)
@@ -290,11 +308,12 @@ def row_keys(table: pa.Table, stage: "GroupsStage", secret: bytes) -> RowKeys:
     if stage.out_of_universe == "error":
         outside = not bool(np.asarray(in_universe.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool)[kid].all())
     rows = np.flatnonzero(member_np[kid])
-    words = index_words(index, member_np)[kid[rows]]
+    kid = kid[rows]
+    key_words = index_words(index, member_np)
     x = numeric_values(table, stage.value_columns)
     bits = [core.value_bits(x[c][rows]) for c in stage.value_columns]
-    h = core.row_hash(core.SPARK_SEED, words, bits, core.row_key(secret))
-    return RowKeys(rows, h, words, bits, outside)
+    h = hash_fixed(key_words, seed=SPARK_SEED)[kid]
+    return RowKeys(rows, core.chain_hash(h, bits, core.row_key(secret)), kid, key_words, bits, outside)
 
 
 def cut_bins(h: np.ndarray) -> np.ndarray:

@@ -64,7 +64,11 @@ def value_bits(x: np.ndarray) -> np.ndarray:
 
 def row_hash(seed: "np.ndarray | int", words: np.ndarray, bits: list[np.ndarray], key: bytes) -> np.ndarray:
     """Signed keyed hash of rows: xxhash64 chained over (seed, index word, each value's bits), then mixed."""
-    h = hash_fixed(words, seed=seed if isinstance(seed, np.ndarray) else int(seed))
+    return chain_hash(hash_fixed(words, seed=seed if isinstance(seed, np.ndarray) else int(seed)), bits, key)
+
+
+def chain_hash(h: np.ndarray, bits: list[np.ndarray], key: bytes) -> np.ndarray:
+    """:func:`row_hash` from the xxhash64 of (seed, index word) on: the value bits chained, then the keyed mix."""
     for b in bits:
         h = hash_long(b, seed=h)
     return keyed_mix(h, key).view(np.int64)

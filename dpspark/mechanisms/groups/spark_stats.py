@@ -120,8 +120,21 @@ class RowCut:
 
         w = np.frombuffer(self.word, dtype=np.uint8).reshape(1, -1)
         bins = cut_bins(h)
-        return (bins < self.bin) | ((bins == self.bin) & parts.lex_below(
-            [h, *parts.word_limbs(words), *bits], [self.hash, *(int(x[0]) for x in parts.word_limbs(w)), *self.bits]))
+        out = bins < self.bin
+        at = np.flatnonzero(bins == self.bin)  # the full order is compared in the cut's bin only
+        out[at] = parts.lex_below([h[at], *parts.word_limbs(words[at]), *(b[at] for b in bits)],
+                                  [self.hash, *(int(x[0]) for x in parts.word_limbs(w)), *self.bits])
+        return out
+
+    def below_keys(self, keyed: Any) -> np.ndarray:
+        """:meth:`below` of an :class:`~dpspark.mechanisms.groups.arrow_pass.RowKeys` (words gathered in the bin only)."""
+        from dpspark.mechanisms.groups.arrow_pass import cut_bins
+
+        out = cut_bins(keyed.hash) < self.bin
+        at = np.flatnonzero(cut_bins(keyed.hash) == self.bin)
+        k = keyed.select(at)
+        out[at] = self.below(k.hash, k.words, k.bits)
+        return out
 
 
 def truncation_key(secret: bytes) -> bytes:
@@ -225,7 +238,7 @@ def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | Non
             if grouped:  # the Arrow engine's per-batch reduction (arrow_pass.reduce_batch): no row-level ids
                 read += table.num_rows  # every row a unit
                 keyed = arrow_pass.row_keys(table, stage, secret)
-                below = keyed.rows[cut.below(keyed.hash, keyed.words, keyed.bits)]
+                below = keyed.rows[cut.below_keys(keyed)]
                 red = arrow_pass.reduce_batch(table.take(pa.array(below)), stage, thresholds)
                 red.outside = keyed.outside  # a non-member key anywhere in the batch (rule 3, before the cut)
                 outside |= red.outside
