@@ -149,3 +149,23 @@ def test_batches_a_filter_empties_take_the_same_steps() -> None:
     empty = arrow(table(1))[:0].select(["k", "x", "y"])
     red = arrow_pass.reduce_batch(empty, st, arrow_pass.quantile_thresholds(st))
     assert red.rows == 0 and len(red.words) == 0 and not red.outside
+
+
+def test_row_keys_hash_is_the_row_hash_of_the_stage() -> None:
+    """The cut's per-row hash (index word hashed once per key, the chain in place) is core.row_hash as defined:
+    xxhash64 over (42, word, each value's bits), then keyed_mix (the Spark engine's and the golden's order)."""
+    import numpy as np
+
+    from dpspark.engine.keyed import keyed_mix
+    from dpspark.engine.xxhash64 import hash_fixed, hash_long
+    from dpspark.mechanisms.groups import core
+
+    rows = [r for r in table(8, rows=300) if r["k"] is not None]  # the pass drops NULL keys before (rule 1)
+    st = stage(unit_column=None, max_units=10)
+    keyed = arrow_pass.row_keys(arrow(rows), st, SECRET)
+    x = {c: np.array([rows[i][c] if rows[i][c] is not None else np.nan for i in keyed.rows], dtype=np.float64)
+         for c in st.value_columns}
+    h = hash_fixed(keyed.words, seed=42)
+    for c in st.value_columns:
+        h = hash_long(core.value_bits(x[c]), seed=h)
+    assert len(keyed.rows) > 100 and np.array_equal(keyed.hash, keyed_mix(h, core.row_key(SECRET)).view(np.int64))
