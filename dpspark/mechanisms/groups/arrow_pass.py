@@ -216,8 +216,10 @@ def rows_pass(dataset: Any, stage: "GroupsStage", secret: bytes) -> "GroupColumn
     rows per top :data:`CUT_BITS` bits of it; the histogram gives the bin b holding the n-th row in (hash, index
     word, value bits) order and how many of its rows are kept (no such bin when at most n rows: b is one past
     the last bin and every row is below it). The second reduces the rows of the bins below b batch by batch,
-    one Arrow group-by each, and gathers bin b's rows (about rows / 2^16 of them, the hash being keyed) to keep
-    the first ones in that order at the end. Memory: one batch, the histogram, bin b's rows, O(keys).
+    one Arrow group-by each (the rows' bins kept from the first read: no second hash), and gathers bin b's rows
+    (about rows / 2^16 of them, the hash being keyed) to keep the first ones in that order at the end. Memory: one
+    batch, the histogram, bin b's rows, O(keys), and 2 bytes a row (the bins; 20 MB at 10^7 rows). The cost of
+    one path: the keyed row hash of every row (about 0.2 s per 10^6 rows) and a second read.
     """
     hist = np.zeros(1 << CUT_BITS, dtype=np.int64)
     read = 0  # the rows (units) read after the join, filter and NULL drops (PassStats)
