@@ -169,3 +169,19 @@ def test_row_keys_hash_is_the_row_hash_of_the_stage() -> None:
     for c in st.value_columns:
         h = hash_long(core.value_bits(x[c]), seed=h)
     assert len(keyed.rows) > 100 and np.array_equal(keyed.hash, keyed_mix(h, core.row_key(SECRET)).view(np.int64))
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 50, 199, 200, 10_000])
+def test_first_n_is_the_first_n_of_the_full_sort(n: int) -> None:
+    """The units' cut (every unit kept at most n: always run, rule 4) keeps exactly lexsort((tie, ranked))[:n],
+    ties in ranked (many) and in both (position order) included."""
+    import numpy as np
+
+    from dpspark.engine.arrow.counts import first_n
+
+    rng = np.random.default_rng(n)
+    ranked = rng.integers(0, 20, 200).astype(np.int64)
+    tie = rng.integers(0, 5, 200).astype(np.int64)
+    want = np.zeros(200, dtype=bool)
+    want[np.lexsort((tie, ranked))[:n]] = True
+    assert np.array_equal(first_n(ranked, tie, n), want)
