@@ -83,9 +83,8 @@ def arrow_counts(dataset: "ds.Dataset", stage: CountsStage, rng: "RandomSource",
     ids = encoded_units.indices
     unit_hash = spark_hash(encoded_units.dictionary, unit, int32_units=int32_units)
     grouped = grouped.select(cols + [ROWS]).append_column(UNIT_ID, ids)
-    kept_units = _bound_units(unit_hash, stage, secret)
-    if kept_units is not None:
-        grouped = grouped.filter(pa.array(kept_units[ids.to_numpy(zero_copy_only=False)]))
+    kept_units = _bound_units(unit_hash, stage, secret)  # always applied: every unit kept when at most n
+    grouped = grouped.filter(pa.array(kept_units[ids.to_numpy(zero_copy_only=False)]))
     keys = grouped.select(cols).group_by(cols).aggregate([])
     index, _member, keep = _encode(keys, stage.universe, cols, stage.out_of_universe)
     index_of = keys.filter(keep).append_column(INDEX, index.filter(keep))
@@ -187,22 +186,37 @@ def _encode(keys: pa.Table, universe: "Universe", cols: list[str],
     return encoded.index, encoded.in_universe, keep
 
 
-def _bound_units(unit_hash: np.ndarray, stage: CountsStage, secret: bytes) -> np.ndarray | None:
+def _bound_units(unit_hash: np.ndarray, stage: CountsStage, secret: bytes) -> np.ndarray:
     """The excess-units rule of the Spark stage over the distinct units (given by their xxhash64).
 
-    Returns None to keep every unit, or a mask keeping the n units with the smallest (keyed hash, unit
-    hash) in signed 64-bit order; raises :class:`CuratorError` for "refuse" with more than n units.
+    Returns a mask keeping the n units with the smallest (keyed hash, unit hash) in signed 64-bit order (every
+    unit when there are at most n); raises :class:`CuratorError` for "refuse" with more than n units (the
+    curator's option). One code path whatever the number of units (rule 4): the keyed hash of every unit is
+    computed and the selection always runs (a linear-time partition to the n-th smallest keyed hash, then the
+    units tied with it by unit hash), so whether the input holds more than n units does not change what runs.
     """
-    if len(unit_hash) <= stage.max_units:
-        return None
-    if stage.on_excess_units == "refuse":
+    if len(unit_hash) > stage.max_units and stage.on_excess_units == "refuse":
         raise CuratorError(
             f"the input holds more units than privacy.max_units = {stage.max_units} and on_excess_units = "
             "'refuse' (curator-side check, before any noise was drawn); raise max_units or use 'truncate'")
     truncation_key = bytes(b ^ 0x5C for b in secret)  # the Spark stage's derived key
     ranked = keyed_mix(unit_hash, truncation_key).view(np.int64)
-    mask = np.zeros(len(unit_hash), dtype=bool)
-    mask[np.lexsort((unit_hash.view(np.int64), ranked))[: stage.max_units]] = True
+    return first_n(ranked, unit_hash.view(np.int64), stage.max_units)
+
+
+def first_n(ranked: np.ndarray, tie: np.ndarray, n: int) -> np.ndarray:
+    """Mask of the min(n, len) entries first in (ranked, tie, position) order: ``np.lexsort((tie, ranked))[:n]``
+    without sorting everything (a partition to the n-th smallest ``ranked``, then a sort of its ties only)."""
+    k = min(n, len(ranked))
+    mask = np.zeros(len(ranked), dtype=bool)
+    if k == 0:  # an empty input (or n = 0): nothing to select
+        return mask
+    t = np.partition(ranked, k - 1)[k - 1]
+    below = ranked < t
+    tied = np.flatnonzero(ranked == t)
+    need = k - int(np.count_nonzero(below))
+    mask[below] = True
+    mask[tied[np.argsort(tie[tied], kind="stable")[:need]]] = True
     return mask
 
 

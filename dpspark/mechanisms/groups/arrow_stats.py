@@ -9,8 +9,8 @@ rule (:func:`dpspark.engine.arrow.counts.bound_units`); then the shared numpy co
 per partition. Memory: the read columns (O(rows)), never a Python object per row on the fast path.
 
 Without a unit column (every row a unit) the pass is :func:`dpspark.mechanisms.groups.arrow_pass.rows_pass`
-instead: batch by batch, one Arrow group-by per batch, memory O(keys + batch); it hands back to the path
-above only for the row cut (more in-universe rows than ``max_units``). Parquet text key columns are read as
+instead: two reads batch by batch, one Arrow group-by per batch, memory O(keys + batch), rule 3's row cut
+always applied (a histogram of the keyed row hash finds it). Parquet text key columns are read as
 dictionaries on both paths (their indices are the key ids: no string is hashed per row).
 """
 
@@ -76,11 +76,8 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
     if not isinstance(dataset, ds.Dataset):
         dataset = ds.dataset(dataset)
     check_input(dataset.schema, stage)
-    if arrow_pass.eligible(stage):  # rows as units: batch-wise, one Arrow group-by per batch
-        done = arrow_pass.rows_pass(dataset, stage)
-        if done is not None:
-            return done  # type: ignore[return-value]
-        # past max_units rows: the row cut below needs every row (a second read; the cut's time, as before)
+    if arrow_pass.eligible(stage):  # rows as units: batch-wise, one Arrow group-by per batch, the cut always
+        return arrow_pass.rows_pass(dataset, stage, secret)  # type: ignore[return-value]
     cols, unit = list(stage.key_columns), stage.unit_column
     table = scan_table(arrow_pass.dictionary_reader(dataset, stage), stage.input_columns).unify_dictionaries()
     if stage.join is not None:  # rule 0 (stage docstring): the public join, before the filter
@@ -110,12 +107,12 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
 
         present = np.flatnonzero(np.bincount(uid, minlength=n_ids))
         read = len(present)  # the units read (PassStats): the units the truncation ranks
-        if rows > stage.max_units:  # then maybe more units than n: the CountsStage rule over the units present
-            kept_units = bound_units(hash_units(present), counts_stage, secret)
-            if kept_units is not None:
-                mask = np.zeros(n_ids, dtype=bool)
-                mask[present[kept_units]] = True
-                keep &= mask[uid]
+        # rule 2, the CountsStage rule over the units present, always applied (every unit kept when at most n):
+        # running it only past max_units rows made whether the input held more than n rows a code path (rule 4)
+        kept_units = bound_units(hash_units(present), counts_stage, secret)
+        mask = np.zeros(n_ids, dtype=bool)
+        mask[present[kept_units]] = True
+        keep &= mask[uid]
     index, in_universe, member = encode_keys(keys, stage.universe, cols, "drop")
     member_np = np.asarray(member.to_numpy(zero_copy_only=False), dtype=bool)
     if stage.out_of_universe == "error":  # a non-member key (not an unparseable one: NULL) of a kept unit
@@ -132,7 +129,7 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
     if unit is not None:
         assert uid is not None
         part.uid, part.units, part.hash_units = uid[sel], n_ids, hash_units
-    elif part.rows > stage.max_units:  # every row a unit: the n rows first in keyed row-hash order
+    else:  # every row a unit: the n rows first in keyed row-hash order (always run: rule 4)
         part = truncate_rows(part, stage, secret)
     return core.PassStats(finish(part, stage, secret), read)
 
@@ -159,8 +156,21 @@ def truncate_rows(part: core.Part, stage: "GroupsStage", secret: bytes) -> core.
     bits = core.bits_of(part, stage)
     words = part.words[part.gid]
     h = core.row_hash(core.SPARK_SEED, words, bits, core.row_key(secret))
-    kept = np.sort(core.row_order(h, words, bits)[: stage.max_units])
+    kept = first_rows(h, words, bits, stage.max_units)
     return core.Part(gid=part.gid[kept], words=part.words, x={c: a[kept] for c, a in part.x.items()})
+
+
+def first_rows(h: np.ndarray, words: np.ndarray, bits: list[np.ndarray], n: int) -> np.ndarray:
+    """Ascending row numbers of the min(n, rows) rows first in (h, index word, value bits) order: a partition to
+    the n-th smallest h, then the full order among the rows tied with it only (the same rows as sorting all)."""
+    k = min(n, len(h))
+    if k == 0:
+        return np.zeros(0, dtype=np.int64)
+    t = np.partition(h, k - 1)[k - 1]
+    below = np.flatnonzero(h < t)
+    tied = np.flatnonzero(h == t)
+    tied = tied[core.row_order(h[tied], words[tied], [b[tied] for b in bits])[: k - len(below)]]
+    return np.sort(np.concatenate([below, tied]))
 
 
 def finish(part: core.Part, stage: "GroupsStage", secret: bytes) -> "list[GroupStats]":

@@ -64,10 +64,54 @@ def value_bits(x: np.ndarray) -> np.ndarray:
 
 def row_hash(seed: "np.ndarray | int", words: np.ndarray, bits: list[np.ndarray], key: bytes) -> np.ndarray:
     """Signed keyed hash of rows: xxhash64 chained over (seed, index word, each value's bits), then mixed."""
-    h = hash_fixed(words, seed=seed if isinstance(seed, np.ndarray) else int(seed))
-    for b in bits:
-        h = hash_long(b, seed=h)
-    return keyed_mix(h, key).view(np.int64)
+    return chain_hash(hash_fixed(words, seed=seed if isinstance(seed, np.ndarray) else int(seed)), bits, key)
+
+
+def chain_hash(h: np.ndarray, bits: list[np.ndarray], key: bytes) -> np.ndarray:
+    """:func:`row_hash` from the xxhash64 of (seed, index word) on: the value bits chained, then the keyed mix.
+
+    The same arithmetic as ``keyed_mix(hash_long(..., seed=h), key)`` (tested equal), in place on two buffers:
+    the row cut hashes every row of a pass, and the temporaries of the plain form cost as much as the maths."""
+    from dpspark.engine import xxhash64 as xx
+    from dpspark.engine.keyed import key_words
+
+    u64 = np.uint64
+    h = np.array(h, dtype=np.uint64, copy=True)
+    t = np.empty_like(h)
+    s = np.empty_like(h)
+
+    def rotl(x: np.ndarray, r: int) -> None:  # x = rotl(x, r), with s as scratch
+        np.right_shift(x, u64(64 - r), out=s)
+        np.left_shift(x, u64(r), out=x)
+        np.bitwise_or(x, s, out=x)
+
+    def shift_xor(x: np.ndarray, r: int) -> None:  # x ^= x >> r
+        np.right_shift(x, u64(r), out=s)
+        np.bitwise_xor(x, s, out=x)
+
+    with np.errstate(over="ignore"):
+        for b in bits:  # xxhash64.hash_long(b, seed=h)
+            np.add(h, xx.P5 + u64(8), out=h)
+            np.multiply(np.ascontiguousarray(b, dtype=np.int64).view(np.uint64), xx.P2, out=t)
+            rotl(t, 31)
+            np.multiply(t, xx.P1, out=t)
+            np.bitwise_xor(h, t, out=h)
+            rotl(h, 27)
+            np.multiply(h, xx.P1, out=h)
+            np.add(h, xx.P4, out=h)
+            shift_xor(h, 33)
+            np.multiply(h, xx.P2, out=h)
+            shift_xor(h, 29)
+            np.multiply(h, xx.P3, out=h)
+            shift_xor(h, 32)
+        for k in key_words(key):  # keyed.keyed_mix: two rounds of keyed.mix64
+            np.bitwise_xor(h, k, out=h)
+            shift_xor(h, 30)
+            np.multiply(h, u64(0xBF58476D1CE4E5B9), out=h)
+            shift_xor(h, 27)
+            np.multiply(h, u64(0x94D049BB133111EB), out=h)
+            shift_xor(h, 31)
+    return h.view(np.int64)
 
 
 def row_order(h: np.ndarray, words: np.ndarray, bits: list[np.ndarray], first: np.ndarray | None = None) -> np.ndarray:

@@ -11,17 +11,17 @@ partition's per-group statistics (per (unit, group) bounded, then summed per gro
 columns sums them: fewer than 2^31 partitions, so the int64 sums cannot overflow; the driver folds them
 into exact Python ints (:func:`~dpspark.mechanisms.groups.core.decode`). Each partition also emits one row
 (stat ``READ``) with the units it read (whole units per partition), summed to the pass's ``units_read``.
-Rows as units without a row cut take the Arrow engine's per-batch group-by instead
+Rows as units (values below 2^52) take the Arrow engine's per-batch group-by instead, over the rows below the cut
 (:func:`~dpspark.mechanisms.groups.arrow_pass.reduce_batch`): no per-row ids or hashes, the same sums.
 
-Truncation to ``max_units`` (only when the input has more rows than that) is a small job before the pass:
+Truncation to ``max_units`` always runs (whatever the input's size: rule 4) as small jobs before the pass:
 
 * units: the n-th smallest (keyed hash, unit hash) over the distinct units (the CountsStage "truncate"
   rule: :func:`~dpspark.engine.arrow.counts.bound_units` on Arrow); the pass keeps the units at or below
   it. Two units share a pair only if their xxhash64 collide: at the boundary, the tied units kept are the
   first by unit value (Arrow keeps the first in input order), so exactly n units are kept either way;
-* rows (no unit column): the n-th smallest (row hash, index word, value bits) of the in-universe rows; the
-  pass keeps the rows below it and the driver adds the copies of that row the n rows hold (rows equal in
+* rows (no unit column): the n-th smallest (row hash, index word, value bits) of the in-universe rows, found
+  from a histogram of the hashes' top bits and the rows of one bin (:func:`row_cut`); the pass keeps the rows below it and the driver adds the copies of that row the n rows hold (rows equal in
   that order are equal in every statistic).
 
 The batch secret and the thresholds live only in the closures shipped to the workers (never in SQL).
@@ -98,16 +98,43 @@ class UnitCut:
 
 @dataclass(frozen=True)
 class RowCut:
-    """Keep the rows below the n-th (row hash, index word, value bits); the driver adds ``copies`` of it."""
+    """Rule 3's row cut: keep the rows of the keyed-row-hash bins below ``bin`` and, in that bin, the rows below
+    the n-th (row hash, index word, value bits); the driver adds the ``copies`` of the n-th row the n rows hold.
+    With at most n in-universe rows there is no n-th row: ``bin`` is one past the last and every row is kept."""
 
+    bin: int
     hash: int
     word: bytes
     bits: tuple[int, ...]
+    last: bool  # whether (hash, word, bits) is the n-th row (at least n rows)
+
+    @classmethod
+    def none(cls, stage: "GroupsStage") -> "RowCut":
+        """The cut of at most n rows: every row below it, no copies."""
+        from dpspark.mechanisms.groups.arrow_pass import CUT_BITS
+
+        return cls(1 << CUT_BITS, 0, bytes(stage.universe.index_width), (0,) * len(stage.value_columns), False)
 
     def below(self, h: np.ndarray, words: np.ndarray, bits: list[np.ndarray]) -> np.ndarray:
+        from dpspark.mechanisms.groups.arrow_pass import cut_bins
+
         w = np.frombuffer(self.word, dtype=np.uint8).reshape(1, -1)
-        return parts.lex_below([h, *parts.word_limbs(words), *bits],
-                               [self.hash, *(int(x[0]) for x in parts.word_limbs(w)), *self.bits])
+        bins = cut_bins(h)
+        out = bins < self.bin
+        at = np.flatnonzero(bins == self.bin)  # the full order is compared in the cut's bin only
+        out[at] = parts.lex_below([h[at], *parts.word_limbs(words[at]), *(b[at] for b in bits)],
+                                  [self.hash, *(int(x[0]) for x in parts.word_limbs(w)), *self.bits])
+        return out
+
+    def below_keys(self, keyed: Any) -> np.ndarray:
+        """:meth:`below` of an :class:`~dpspark.mechanisms.groups.arrow_pass.RowKeys` (words gathered in the bin only)."""
+        from dpspark.mechanisms.groups.arrow_pass import cut_bins
+
+        out = cut_bins(keyed.hash) < self.bin
+        at = np.flatnonzero(cut_bins(keyed.hash) == self.bin)
+        k = keyed.select(at)
+        out[at] = self.below(k.hash, k.words, k.bits)
+        return out
 
 
 def truncation_key(secret: bytes) -> bytes:
@@ -197,7 +224,10 @@ def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | Non
     """The mapInArrow function: one partition's rows (whole units) -> summable (index, stat, shift, value)."""
     from dpspark.mechanisms.groups import arrow_pass
 
-    grouped = arrow_pass.eligible(stage) and row_cut is None  # rows as units, no row cut: the Arrow group-by
+    # rows as units (eligible): the Arrow engine's per-batch group-by over the rows below the cut's bin, always
+    # (the cut's bin is one past the last when at most n rows: then every row is below it; rule 4, one path)
+    grouped = arrow_pass.eligible(stage)
+    cut = row_cut if row_cut is not None else RowCut.none(stage)
     thresholds = arrow_pass.quantile_thresholds(stage) if grouped else {}
     assert CHUNK_ROWS <= arrow_pass.BATCH_ROWS  # the reduction's per-batch bounds hold for a chunk
 
@@ -207,7 +237,10 @@ def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | Non
         for table in _chunks(batches, CHUNK_ROWS if stage.unit_column is None else None):
             if grouped:  # the Arrow engine's per-batch reduction (arrow_pass.reduce_batch): no row-level ids
                 read += table.num_rows  # every row a unit
-                red = arrow_pass.reduce_batch(table, stage, thresholds)
+                keyed = arrow_pass.row_keys(table, stage, secret)
+                below = keyed.rows[cut.below_keys(keyed)]
+                red = arrow_pass.reduce_batch(table.take(pa.array(below)), stage, thresholds)
+                red.outside = keyed.outside  # a non-member key anywhere in the batch (rule 3, before the cut)
                 outside |= red.outside
                 if outside:
                     break
@@ -218,9 +251,9 @@ def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | Non
             outside |= out_here
             if outside:  # the job fails on the driver: no statistic is needed
                 break
-            if row_cut is not None:
+            if stage.unit_column is None:  # values past 2^52 (not eligible): the rows below the n-th, always
                 h, words, bits = _row_keys(part, stage, secret)
-                kept = np.flatnonzero(row_cut.below(h, words, bits))
+                kept = np.flatnonzero(cut.below(h, words, bits))
                 part = core.Part(gid=part.gid[kept], words=part.words, x={c: a[kept] for c, a in part.x.items()})
             if part.rows:
                 out.append(_emitted(part, stage, secret))
@@ -244,16 +277,16 @@ def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | Non
     return run
 
 
-def row_keys_of(stage: "GroupsStage", secret: bytes) -> Any:
-    """The mapInArrow function of the row cut: (HASH, INDEX, value bits) of each in-universe row."""
+def row_keys_of(stage: "GroupsStage", secret: bytes, cut_bin: int) -> Any:
+    """The mapInArrow function of the row cut: (HASH, INDEX, value bits) of the in-universe rows in ``cut_bin``."""
+    from dpspark.mechanisms.groups import arrow_pass
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for table in _chunks(batches, CHUNK_ROWS):
-            part, _ = _part(table, stage, secret, None)
-            if not part.rows:
-                continue
-            h, words, bits = _row_keys(part, stage, secret)
-            arrays = [pa.array(h, pa.int64()), parts.word_array(words)] + [pa.array(b, pa.int64()) for b in bits]
-            yield pa.RecordBatch.from_arrays(arrays, names=[HASH, INDEX] + [_bits_name(i) for i in range(len(bits))])
+            keyed = arrow_pass.row_keys(table, stage, secret)
+            k = keyed.select(np.flatnonzero(arrow_pass.cut_bins(keyed.hash) == cut_bin))
+            arrays = [pa.array(k.hash, pa.int64()), parts.word_array(k.words)] + [pa.array(b, pa.int64()) for b in k.bits]
+            yield pa.RecordBatch.from_arrays(arrays, names=[HASH, INDEX] + [_bits_name(i) for i in range(len(k.bits))])
 
     return run
 
@@ -341,28 +374,58 @@ def _side_of(pair: tuple[int, int]) -> Any:
     return run
 
 
-def row_cut(rows: "DataFrame", stage: "GroupsStage", secret: bytes) -> RowCut | None:
-    """The row-level truncation (rows are units) as a threshold: None when at most n rows are in the universe."""
+def row_cut(rows: "DataFrame", stage: "GroupsStage", secret: bytes) -> RowCut:
+    """Rule 3's row cut (rows are units), found in two small jobs whatever the data (rule 4): a histogram of the
+    in-universe rows' keyed row hashes by their top bits (summed per bin), then the rows of the bin holding the
+    n-th row (about rows / 2^16 of them: the hash is keyed) ranked on the driver. No sort of every row."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import BinaryType, LongType, StructField, StructType
+    from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
+
+    from dpspark.mechanisms.groups import arrow_pass
 
     nb = len(stage.value_columns)
-    names = [HASH, INDEX] + [_bits_name(i) for i in range(nb)]
+    size = 1 << arrow_pass.CUT_BITS
+    counted = rows.mapInArrow(_bin_counts(stage, secret), StructType([StructField(RANK, IntegerType(), False),
+                                                                       StructField(VALUE, LongType(), False)]))
+    hist = np.zeros(size, dtype=np.int64)
+    for r in counted.groupBy(RANK).agg(F.sum(VALUE).alias(VALUE)).collect():
+        hist[int(r[RANK])] = int(r[VALUE])
+    cum = np.cumsum(hist)
+    cut_bin = int(np.searchsorted(cum, stage.max_units))  # size when at most n rows: no row is past it
+    left = stage.max_units - (int(cum[cut_bin - 1]) if cut_bin else 0)
     schema = StructType([StructField(HASH, LongType(), False), StructField(INDEX, BinaryType(), False)]
                         + [StructField(_bits_name(i), LongType(), False) for i in range(nb)])
-    keyed = rows.mapInArrow(row_keys_of(stage, secret), schema)
-    top = keyed.orderBy(*[F.col(c) for c in names]).limit(stage.max_units)
-    got = top.agg(F.count(F.lit(1)).alias("n"), F.max(F.struct(*names)).alias("last")).collect()[0]
-    if got["n"] < stage.max_units:
-        return None
-    last = got["last"]
-    return RowCut(int(last[0]), bytes(last[1]), tuple(int(last[2 + i]) for i in range(nb)))
+    edge = rows.mapInArrow(row_keys_of(stage, secret, cut_bin), schema).toArrow()
+    h = edge.column(HASH).to_numpy().astype(np.int64)
+    words = parts.binary_matrix(edge.column(INDEX), stage.universe.index_width)
+    bits = [edge.column(_bits_name(i)).to_numpy().astype(np.int64) for i in range(nb)]
+    order = core.row_order(h, np.ascontiguousarray(words), bits)
+    if left > len(order):  # at most n rows: the bin is empty (O(1) on the driver; the jobs above ran the same)
+        return RowCut.none(stage)
+    i = int(order[left - 1])
+    return RowCut(cut_bin, int(h[i]), words[i].tobytes(), tuple(int(b[i]) for b in bits), True)
+
+
+def _bin_counts(stage: "GroupsStage", secret: bytes) -> Any:
+    """The mapInArrow function of the cut's histogram: (bin, rows) of a partition's in-universe rows."""
+    from dpspark.mechanisms.groups import arrow_pass
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        hist = np.zeros(1 << arrow_pass.CUT_BITS, dtype=np.int64)
+        for table in _chunks(batches, CHUNK_ROWS):
+            hist += np.bincount(arrow_pass.cut_bins(arrow_pass.row_keys(table, stage, secret).hash),
+                                minlength=len(hist))
+        at = np.flatnonzero(hist)
+        yield pa.RecordBatch.from_arrays([pa.array(at, pa.int32()), pa.array(hist[at], pa.int64())],
+                                         names=[RANK, VALUE])
+
+    return run
 
 
 def _copies(cut: RowCut, kept_rows: int, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, ...]:
     """The statistics rows of the n-th row's copies among the n kept rows (n - rows kept below it)."""
-    e = stage.max_units - kept_rows
-    assert e >= 1, "the n-th row is one of the n"
+    e = stage.max_units - kept_rows if cut.last else 0  # no n-th row (at most n rows): no copies, the same steps
+    assert e >= 1 or not cut.last, "the n-th row is one of the n"
     x = {c: np.full(e, np.int64(b)).view(np.float64) for c, b in zip(stage.value_columns, cut.bits)}
     words = np.frombuffer(cut.word, dtype=np.uint8).reshape(1, -1)
     return _emitted(core.Part(gid=np.zeros(e, dtype=np.int64), words=words, x=x), stage, secret)

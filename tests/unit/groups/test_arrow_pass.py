@@ -75,12 +75,42 @@ def test_three_text_key_columns_from_parquet(tmp_path: Path, monkeypatch: pytest
     assert "zz" not in str(err.value)
 
 
-def test_row_cut_falls_back_to_the_whole_input_path(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("bits", [2, 16])
+def test_row_cut_in_the_batch_pass_equals_the_reference(monkeypatch: pytest.MonkeyPatch, bits: int) -> None:
+    """Rule 3's row cut is applied by the batch pass itself (no fallback to a whole-input read), exactly, for n
+    below, at and above the in-universe rows; coarse bins (2 bits) put many rows and ties in the cut's bin."""
     monkeypatch.setattr(arrow_pass, "BATCH_ROWS", 31)
+    monkeypatch.setattr(arrow_pass, "CUT_BITS", bits)
     rows = table(3, rows=300)
-    st = stage(unit_column=None, max_units=40)
-    assert arrow_pass.rows_pass(arrow(rows), st) is None
-    assert groups_on(arrow(rows), st, SECRET) == reference(rows, st, SECRET)
+    rows += [dict(rows[0]) for _ in range(25)]  # identical rows: equal keyed row hashes (ties in the cut order)
+    for n in (1, 40, 150, 299, 10_000):
+        st = stage(unit_column=None, max_units=n)
+        got = arrow_pass.rows_pass(arrow(rows), st, SECRET)
+        assert got == reference(rows, st, SECRET)
+        assert groups_on(arrow(rows), st, SECRET) == got
+
+
+def test_the_row_cut_runs_whatever_the_row_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One code path (rule 4): the same steps run, batch for batch, whether the input holds fewer or more
+    in-universe rows than max_units (the cut always runs; it keeps everything when nothing is over n)."""
+    monkeypatch.setattr(arrow_pass, "BATCH_ROWS", 37)
+    calls: list[str] = []
+    for name in ("row_keys", "reduce_batch"):
+        real = getattr(arrow_pass, name)
+
+        def spy(*a: Any, _real: Any = real, _name: str = name, **k: Any) -> Any:
+            calls.append(_name)
+            return _real(*a, **k)
+
+        monkeypatch.setattr(arrow_pass, name, spy)
+    rows = table(5, rows=200)
+    trace = []
+    for n in (10, 10_000):
+        calls.clear()
+        st = stage(unit_column=None, max_units=n)
+        assert groups_on(arrow(rows), st, SECRET) == reference(rows, st, SECRET)
+        trace.append(list(calls))
+    assert trace[0] == trace[1] and trace[0].count("row_keys") == 2 * -(-200 // 37)
 
 
 def test_the_data_pass_is_batch_wise(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,3 +149,39 @@ def test_batches_a_filter_empties_take_the_same_steps() -> None:
     empty = arrow(table(1))[:0].select(["k", "x", "y"])
     red = arrow_pass.reduce_batch(empty, st, arrow_pass.quantile_thresholds(st))
     assert red.rows == 0 and len(red.words) == 0 and not red.outside
+
+
+def test_row_keys_hash_is_the_row_hash_of_the_stage() -> None:
+    """The cut's per-row hash (index word hashed once per key, the chain in place) is core.row_hash as defined:
+    xxhash64 over (42, word, each value's bits), then keyed_mix (the Spark engine's and the golden's order)."""
+    import numpy as np
+
+    from dpspark.engine.keyed import keyed_mix
+    from dpspark.engine.xxhash64 import hash_fixed, hash_long
+    from dpspark.mechanisms.groups import core
+
+    rows = [r for r in table(8, rows=300) if r["k"] is not None]  # the pass drops NULL keys before (rule 1)
+    st = stage(unit_column=None, max_units=10)
+    keyed = arrow_pass.row_keys(arrow(rows), st, SECRET)
+    x = {c: np.array([rows[i][c] if rows[i][c] is not None else np.nan for i in keyed.rows], dtype=np.float64)
+         for c in st.value_columns}
+    h = hash_fixed(keyed.words, seed=42)
+    for c in st.value_columns:
+        h = hash_long(core.value_bits(x[c]), seed=h)
+    assert len(keyed.rows) > 100 and np.array_equal(keyed.hash, keyed_mix(h, core.row_key(SECRET)).view(np.int64))
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 50, 199, 200, 10_000])
+def test_first_n_is_the_first_n_of_the_full_sort(n: int) -> None:
+    """The units' cut (every unit kept at most n: always run, rule 4) keeps exactly lexsort((tie, ranked))[:n],
+    ties in ranked (many) and in both (position order) included."""
+    import numpy as np
+
+    from dpspark.engine.arrow.counts import first_n
+
+    rng = np.random.default_rng(n)
+    ranked = rng.integers(0, 20, 200).astype(np.int64)
+    tie = rng.integers(0, 5, 200).astype(np.int64)
+    want = np.zeros(200, dtype=bool)
+    want[np.lexsort((tie, ranked))[:n]] = True
+    assert np.array_equal(first_n(ranked, tie, n), want)

@@ -155,7 +155,9 @@ def test_row_cut_with_copies_of_the_boundary_row(where: str) -> None:
         n = len(order) - 1
     st = stage(unit_column=None, max_units=n)
     last = order[n - 1]
-    cut = RowCut(last[0], last[1], tuple(last[2:]))
+    from dpspark.mechanisms.groups.arrow_pass import cut_bins
+
+    cut = RowCut(int(cut_bins(np.array([last[0]], np.int64))[0]), last[0], last[1], tuple(last[2:]), True)
     got, _ = _run(tab, st, rcut=cut)
     assert got == reference(rows, st, SECRET) == groups_on(arrow(rows), st, SECRET)
     assert sum(g.stats["n"][0] for g in got) == n
