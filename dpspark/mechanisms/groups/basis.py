@@ -97,8 +97,22 @@ def plan_parts(aggs: Sequence[Aggregate], nulls: Mapping[str, Any], pairs: bool 
     ``pairs``: means (and the sums of their column and bounds) read the distance pair (pure noise only).
     ``count_pair``: a count aggregate reads the pair of the first mean whose column imputes NULLs (there the
     pair's N = (a + b) / g0 counts every kept row, N_x = N_all), ``paircount``: its count costs nothing and the
-    pair gets the count's share (docs/groups.md §G). Public keys only: private keys threshold a rows part.
+    pair gets the count's share (docs/groups.md §G). Only when no other aggregate reads the rows part (a sum
+    centred on the count keeps it, and then the count too). Public keys only: private keys threshold a rows part.
     """
+    parts, basis = _plan_parts(aggs, nulls, pairs, None)
+    if not (pairs and count_pair):
+        return parts, basis
+    shared = next((a for a in aggs if a.kind is Kind.MEAN and a.column is not None and _imputes(nulls, a.column)), None)
+    rows = next((i for i, p in enumerate(parts) if p.key.label == "rows"), None)
+    if shared is None or rows is None or any(rows in b.parts for b in basis.values() if b.form != "count"):
+        return parts, basis
+    return _plan_parts(aggs, nulls, pairs, shared)
+
+
+def _plan_parts(aggs: Sequence[Aggregate], nulls: Mapping[str, Any], pairs: bool,
+                shared_mean: Aggregate | None) -> tuple[list[Part], dict[str, Basis]]:
+    """:func:`plan_parts` with the count read off ``shared_mean``'s pair when given."""
     parts: list[Part] = []
     index: dict[StatKey, int] = {}
     count_src = next((a.name for a in aggs if a.kind is Kind.COUNT), None)
@@ -120,8 +134,6 @@ def plan_parts(aggs: Sequence[Aggregate], nulls: Mapping[str, Any], pairs: bool 
 
     basis: dict[str, Basis] = {}
     centred = {vkey(a, "csum") for a in aggs if a.kind is Kind.VARIANCE or (a.kind is Kind.MEAN and not pairs)}
-    shared_mean = next((a for a in aggs if a.kind is Kind.MEAN and a.column is not None and _imputes(nulls, a.column)),
-                       None) if pairs and count_pair else None
     for agg in aggs:  # counts, means and variances first: sums then see what they can share
         if agg.kind is Kind.COUNT and shared_mean is not None:
             pr = part(vkey(shared_mean, "pair"), Statistic("pair", 0, shared_mean.D), shared_mean.name)
