@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+import numpy as np
 import pytest
 
 from dpspark.engine.numeric import NullRule
+from dpspark.mechanisms.groups.aggregates import Bounds
 from dpspark.mechanisms.groups.algorithm import GroupStats, plan_groups, release_planned
 from dpspark.mechanisms.groups.integer_counts import integer_bar, integer_count
 from dpspark.rng import SeededRandom
@@ -70,8 +72,6 @@ def test_released_count_is_the_integer_of_the_pair_and_states_its_bar() -> None:
     again = SeededRandom(7)  # the same draws: the pair's a's, then its b's
     U = [500, 0, 9000]
     N = [10, 0, 400]
-    import numpy as np
-
     a_, b_ = law.release_many(np.array(U), np.array(N), again)
     for v, x, y in zip(rel.values, a_.tolist(), b_.tolist()):
         assert v["n"].value == integer_count(Fraction(x + y, law.g0)) and v["n"].value.denominator == 1
@@ -80,8 +80,6 @@ def test_released_count_is_the_integer_of_the_pair_and_states_its_bar() -> None:
 
 @pytest.mark.parametrize("c", [1, 3])
 def test_split_gives_the_pair_the_whole_share_with_other_aggregates(c: int) -> None:
-    from dpspark.mechanisms.groups.aggregates import Bounds
-
     aggs = [COUNT, _mean("100"), {"name": "q", "kind": "quantile", "column": "x", "q": "1/2", "lo": "0", "hi": "100"}]
     plan = plan_groups(aggs, {"epsilon": "1"}, max_units=100, nulls=IMPUTE, bounds=Bounds(1, c))
     assert [p.key.label for p in plan.parts] == ["pair"]
