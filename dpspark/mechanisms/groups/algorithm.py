@@ -30,7 +30,9 @@ in plan order over the released keys (the threshold's count is not drawn twice),
 Values (targets are the statistics of the clipped fixed-point values v = clip(round(x S), L, H)):
 
 * count: round(N~) = floor(N~ + 1/2), an integer (the grid G = c/g makes N~ a multiple of 2.5 at c = 5), with
-  the bar floor(e_N + 1/2) (integer_counts.py); sum: T~ / S (plain), or (Y~ + C N~) / 2S centred on the count it shares,
+  the bar floor(e_N + 1/2) (integer_counts.py); with public keys and a mean of a column that imputes NULLs,
+  N~ = (a~ + b~) / g0 read off the mean's pair at no cost (the pair takes the count's share), bar
+  floor(2 e / g0 + 1/2) with |Z_a|, |Z_b| <= e each at beta/2 (union bound); sum: T~ / S (plain), or (Y~ + C N~) / 2S centred on the count it shares,
   error (e_Y + |C| e_N) / 2S with each at beta/2 (union bound);
 * mean: C/2S + Y~ / (2 S N~) clamped to [L/S, H/S], with Y the centred sum; when N >= 1 and N~ > 0,
   |error| <= min(D/S, (e_Y + D e_N) / (2 S N~)) with probability >= 1 - beta (each statistic at beta/2;
@@ -254,6 +256,9 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
         if b.form == "pairmean":
             plan.errors[agg.name] = [Fraction(plan.bar(b.parts[0], beta / 2))]
             continue
+        if b.form == "paircount":  # |Z_a|, |Z_b| <= e at beta/2 each: |N~ - N| <= 2e / g0, then the integer bar
+            plan.errors[agg.name] = [integer_bar(Fraction(2 * plan.bar(b.parts[0], beta / 2), law.laws[0].g0))]
+            continue
         m = len(b.parts)
         bars = [plan.bar(i, beta / m) for i in b.parts]
         if b.form == "count":
@@ -296,7 +301,7 @@ def plan_groups(aggregates: Sequence[Any], budget: Any, *, max_units: int, bound
         if measure.delta == 0:
             raise GroupsError("private key selection needs delta > 0 (it is approximate DP)")
     use_pairs = noise in ("auto", "pure") if pairs is None else pairs and noise in ("auto", "pure")
-    parts, basis = plan_parts(aggs, dict(nulls or {}), pairs=use_pairs)
+    parts, basis = plan_parts(aggs, dict(nulls or {}), pairs=use_pairs, count_pair=not private_keys)
     common = dict(max_units=max_units, bounds=bounds, private_keys=private_keys, noise=noise, beta=b,
                   weights=weights, lam=lam, parts=parts, basis=basis)
     if selection not in ("auto", "rows", "units"):
@@ -363,6 +368,10 @@ def _additive(plan: GroupsPlan, agg: Aggregate, drawn: Mapping[int, Drawn], n: i
         return [GroupValue(Fraction(agg.H * x + b.centre * y, den), e, conf, None) for x, y in zip(a_, b_)]
     if b.form == "pairmean":
         return _pair_means(plan, agg, drawn[b.parts[0]], errs[0])
+    if b.form == "paircount":  # N~ = (a~ + b~) / g0 off the mean's pair (post-processing), as an integer
+        g0 = law.laws[0].g0
+        a_, b_ = drawn[b.parts[0]]
+        return [GroupValue(integer_count(Fraction(x + y, g0)), errs[0], conf, None) for x, y in zip(a_, b_)]
     if b.form in ("centred", "zero"):
         e = errs[0] / S
         s = None if None in sure else (sure[1] + abs(b.centre) * sure[0]) / (2 * S)

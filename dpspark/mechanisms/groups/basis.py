@@ -17,7 +17,8 @@ csq      R = 2(4Q - 4CT + N_x C^2) - N_x D^2                  a variance on (x, 
 
 Aggregates (values before the fixed-point scale S):
 
-* count: N_all~;
+* count: N_all~; or, with public keys, when a mean of a column that imputes NULLs draws the pair, (a~ + b~) / g0
+  read off that pair (``paircount``: no part of its own, the pair gets the whole share);
 * sum: *centred* on the count it shares - (Y~ + C N~) / 2 with (n, csum) when a mean or variance of the same
   column and bounds draws them, else (Y'~ + C' N_all~) / 2 with (rows, zsum) when a count aggregate draws
   N_all (with an imputing null rule N_x = N_all and csum is used), else the plain T~;
@@ -79,7 +80,7 @@ class Part:
 class Basis:
     """How one additive aggregate is built: ``form`` and its parts (indexes into the plan's parts)."""
 
-    form: str                # "count", "plain", "centred", "zero", "mean", "variance"
+    form: str                # "count", "paircount", "plain", "centred", "zero", "mean", "pairmean", "pairsum", "variance"
     parts: tuple[int, ...]
     centre: int = 0          # C (centred) or C' (zero): the sum is (Y + centre N) / 2
 
@@ -89,11 +90,29 @@ def _imputes(nulls: Mapping[str, Any], column: str) -> bool:
     return rule is not None and getattr(rule, "value", None) is not None
 
 
-def plan_parts(aggs: Sequence[Aggregate], nulls: Mapping[str, Any], pairs: bool = True) -> tuple[list[Part], dict[str, Basis]]:
+def plan_parts(aggs: Sequence[Aggregate], nulls: Mapping[str, Any], pairs: bool = True,
+               count_pair: bool = False) -> tuple[list[Part], dict[str, Basis]]:
     """The parts and each additive aggregate's basis (module docstring). Deterministic, data-free.
 
     ``pairs``: means (and the sums of their column and bounds) read the distance pair (pure noise only).
+    ``count_pair``: a count aggregate reads the pair of the first mean whose column imputes NULLs (there the
+    pair's N = (a + b) / g0 counts every kept row, N_x = N_all), ``paircount``: its count costs nothing and the
+    pair gets the count's share (docs/groups.md §G). Only when no other aggregate reads the rows part (a sum
+    centred on the count keeps it, and then the count too). Public keys only: private keys threshold a rows part.
     """
+    parts, basis = _plan_parts(aggs, nulls, pairs, None)
+    if not (pairs and count_pair):
+        return parts, basis
+    shared = next((a for a in aggs if a.kind is Kind.MEAN and a.column is not None and _imputes(nulls, a.column)), None)
+    rows = next((i for i, p in enumerate(parts) if p.key.label == "rows"), None)
+    if shared is None or rows is None or any(rows in b.parts for b in basis.values() if b.form != "count"):
+        return parts, basis
+    return _plan_parts(aggs, nulls, pairs, shared)
+
+
+def _plan_parts(aggs: Sequence[Aggregate], nulls: Mapping[str, Any], pairs: bool,
+                shared_mean: Aggregate | None) -> tuple[list[Part], dict[str, Basis]]:
+    """:func:`plan_parts` with the count read off ``shared_mean``'s pair when given."""
     parts: list[Part] = []
     index: dict[StatKey, int] = {}
     count_src = next((a.name for a in aggs if a.kind is Kind.COUNT), None)
@@ -116,7 +135,10 @@ def plan_parts(aggs: Sequence[Aggregate], nulls: Mapping[str, Any], pairs: bool 
     basis: dict[str, Basis] = {}
     centred = {vkey(a, "csum") for a in aggs if a.kind is Kind.VARIANCE or (a.kind is Kind.MEAN and not pairs)}
     for agg in aggs:  # counts, means and variances first: sums then see what they can share
-        if agg.kind is Kind.COUNT:
+        if agg.kind is Kind.COUNT and shared_mean is not None:
+            pr = part(vkey(shared_mean, "pair"), Statistic("pair", 0, shared_mean.D), shared_mean.name)
+            basis[agg.name] = Basis("paircount", (pr,))
+        elif agg.kind is Kind.COUNT:
             basis[agg.name] = Basis("count", (part(StatKey("rows"), Statistic("count", 1, 1), agg.name),))
         elif agg.kind is Kind.MEAN and pairs:
             pr = part(vkey(agg, "pair"), Statistic("pair", 0, agg.D), agg.name)
@@ -165,6 +187,8 @@ def models(aggs: Sequence[Aggregate], parts: Sequence[Part], basis: Mapping[str,
             out.append({b.parts[0]: abs(b.centre) * sens[0] / 2 or 1e-9, b.parts[1]: sens[1] / 2})  # heuristic
         elif b.form == "mean":
             out.append({b.parts[0]: D * sens[0] / 2, b.parts[1]: sens[1] / 2})  # heuristic
+        elif b.form == "paircount":  # (Z_a + Z_b) / g0, each Z at c g0 / f grid units: sd sqrt(2) c / f
+            out.append({b.parts[0]: 2 ** 0.5 * bounds.c})  # heuristic
         elif b.form == "pairmean":
             out.append({b.parts[0]: float(sens[0])})  # heuristic: D (p~ at its worst, 0 or 1)
         elif b.form == "pairsum":
