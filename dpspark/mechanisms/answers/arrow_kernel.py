@@ -70,8 +70,7 @@ def _batches(dataset: Any, columns: list[str], unit_column: str | None) -> Itera
     for batch in _scan(dataset, columns):
         if unit_column is not None:
             col = batch.column(batch.schema.get_field_index(unit_column))
-            if col.null_count:
-                batch = batch.filter(pc.is_valid(col))
+            batch = batch.filter(pc.is_valid(col))  # always (one code path whatever the NULLs: rule 4)
         if batch.num_rows:
             yield batch
 

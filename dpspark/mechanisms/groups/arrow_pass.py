@@ -332,12 +332,11 @@ def _prepared(dataset: Any, stage: "GroupsStage") -> Iterator[pa.Table]:
             table = stage.join.arrow(table)
         if stage.filter is not None:
             table = table.filter(stage.filter.arrow_mask(table), null_selection_behavior="drop")
-        valid = None
+        valid = None  # always built and applied (one code path whatever the NULLs: rule 4)
         for c in cols:
-            if table.column(c).null_count:
-                v = pc.is_valid(table.column(c))
-                valid = v if valid is None else pc.and_(valid, v)
-        if valid is not None:
+            v = pc.is_valid(table.column(c))
+            valid = v if valid is None else pc.and_(valid, v)
+        if valid is not None:  # None only without key columns (public)
             table = table.filter(valid)
         yield table
 

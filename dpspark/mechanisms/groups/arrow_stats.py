@@ -84,12 +84,11 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
         table = stage.join.arrow(table)
     if stage.filter is not None:  # rule 0 (stage docstring): a row passes only where the filter is TRUE
         table = table.filter(stage.filter.arrow_mask(table), null_selection_behavior="drop")
-    valid = None
+    valid = None  # always built and applied (one code path whatever the NULLs: rule 4)
     for c in cols + ([unit] if unit else []):
-        if table.column(c).null_count:
-            v = pc.is_valid(table.column(c))
-            valid = v if valid is None else pc.and_(valid, v)
-    if valid is not None:
+        v = pc.is_valid(table.column(c))
+        valid = v if valid is None else pc.and_(valid, v)
+    if valid is not None:  # None only without key or unit columns (public)
         table = table.filter(valid)
     x = numeric_values(table, stage.value_columns)
     rows = table.num_rows

@@ -90,8 +90,7 @@ def arrow_kernel(backend: Any, stage: UnitProfileStage) -> UnitProfile:
     if g.filter is not None:
         table = table.filter(g.filter.arrow_mask(table), null_selection_behavior="drop")
     for c in [*g.key_columns, *([g.unit_column] if g.unit_column else [])]:
-        if table.column(c).null_count:
-            table = table.filter(pc.is_valid(table.column(c)))
+        table = table.filter(pc.is_valid(table.column(c)))  # always (one code path whatever the NULLs: rule 4)
     out = profile_table(table, stage)
     backend.pass_done()
     return out
