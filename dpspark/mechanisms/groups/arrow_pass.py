@@ -167,10 +167,13 @@ def _batches(dataset: Any, columns: list[str]) -> Iterator[pa.Table]:
     held: list[pa.RecordBatch] = []
     rows = 0
     while True:
+        failed = None
         try:
             batch = next(it, None)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as err:
-            raise InputError(f"cannot read input: {read_error_text(err)}") from None
+            failed = read_error_text(err)
+        if failed is not None:  # raised outside the except block: no __context__ carries the reader's error
+            raise InputError(f"cannot read input: {failed}")
         if held and (batch is None or rows + batch.num_rows > BATCH_ROWS):
             yield pa.Table.from_batches(held).unify_dictionaries()
             held, rows = [], 0

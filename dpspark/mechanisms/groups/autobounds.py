@@ -174,11 +174,15 @@ class AutoBounds:
             if agg.kind is not Kind.QUANTILE and agg.column in self.choices and agg.D * agg.D >= 1 << 126:
                 raise GroupsError("internal error: privately chosen bounds out of the fixed-point range")
         mech.aggs = replace(mech.aggs, aggregates=tuple(new))
+        planned = None
         try:
-            mech.planned = mech._plan()
+            planned = mech._plan()
         except GroupsError:
+            pass
+        if planned is None:  # raised outside the except block: a fixed error with no __context__
             raise GroupsError("the release could not be planned with the privately chosen bounds (no value is "
-                              "shown; the budget is spent)") from None
+                              "shown; the budget is spent)")
+        mech.planned = planned
 
 
 def auto_bounds(aggregates: tuple[Aggregate, ...], share: Fraction | None, spec: Any, k: int, c: int,

@@ -483,14 +483,19 @@ class GroupsMechanism(Mechanism):
             k, c = (max(1, k // 2), c) if ka and (k >= c or not ca) else (k, max(1, c // 2))
         # the chosen limits are DP outputs: when the aggregates' budget cannot pay for them (a plan error, a
         # function of (k, c) only), halve the larger until it can; (1, 1) planned when the mechanism was built
+        planned = None
         for _ in range(64):  # public bound: each step halves k or c, both <= 2^(BUCKETS - 1)
             try:
                 planned = self._plan(Bounds(k, c))
                 break
             except GroupsError:
-                if k == c == 1:
-                    raise
-                k, c = (max(1, k // 2), c) if k >= c else (k, max(1, c // 2))
+                pass
+            if k == c == 1:
+                break
+            k, c = (max(1, k // 2), c) if k >= c else (k, max(1, c // 2))
+        if planned is None:  # (1, 1) was planned before the spend, so this cannot happen; a fixed error if it did
+            raise GroupsError("the release could not be planned with the chosen limits (no value is shown; the "
+                              "budget is spent)")
         self.planned, self.groups = planned, replace(g, bounds=Bounds(k, c))
         self.pre_released["limits"] = {"max_groups_per_unit": k, "max_rows_per_group": c, "auto": list(g.auto),
                                        "chosen": chosen, "share": str(g.limits_share),

@@ -185,3 +185,22 @@ def test_first_n_is_the_first_n_of_the_full_sort(n: int) -> None:
     want = np.zeros(200, dtype=bool)
     want[np.lexsort((tie, ranked))[:n]] = True
     assert np.array_equal(first_n(ranked, tie, n), want)
+
+
+def test_a_read_failure_is_a_fixed_error_without_context(tmp_path: Path) -> None:
+    """Rule 4: the reader's exception is data; the pass's InputError carries no __cause__ and no __context__."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from dpspark.engine.errors import InputError
+
+    path = tmp_path / "damaged.parquet"
+    pq.write_table(pa.table({"g": np.arange(200_000) % 7, "x": np.linspace(0, 1, 200_000)}), path)
+    raw = bytearray(path.read_bytes())
+    for i in range(100, len(raw) // 2, 7):  # damage the data pages, keep the footer (the dataset opens)
+        raw[i] ^= 0xFF
+    path.write_bytes(bytes(raw))
+    with pytest.raises(InputError) as got:
+        for _ in arrow_pass._batches(str(path), ["g", "x"]):
+            pass
+    assert got.value.__cause__ is None and got.value.__context__ is None
