@@ -186,7 +186,7 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
     if P:
         pool = sum((by_name[a.name] for a in additive), Fraction(0)) / total
         ms = models(aggs, parts, basis, bounds)
-        norms = [(x if x is not None else solo(m)) / float(by_name[a.name])  # heuristic: chooses shares only
+        norms = [(x if x is not None else solo(m)) / float(by_name[a.name])  # report (heuristic: chooses shares only)
                  for m, x, a in zip(ms, solo_override(aggs, basis, bounds), additive)]
         fractions[:P] = [pool * f for f in split(P, ms, norms)]
     shares = shares_of(measure, fractions, P + (1 if private_keys else 0))

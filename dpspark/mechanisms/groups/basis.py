@@ -182,17 +182,17 @@ def models(aggs: Sequence[Aggregate], parts: Sequence[Part], basis: Mapping[str,
         sens = [parts[i].stat.sensitivity(bounds) for i in b.parts]
         D = agg.D
         if b.form in ("count", "plain"):
-            out.append({b.parts[0]: float(sens[0])})  # heuristic: chooses shares only
+            out.append({b.parts[0]: float(sens[0])})  # report (heuristic: chooses shares only)
         elif b.form in ("centred", "zero"):
-            out.append({b.parts[0]: abs(b.centre) * sens[0] / 2 or 1e-9, b.parts[1]: sens[1] / 2})  # heuristic
+            out.append({b.parts[0]: abs(b.centre) * sens[0] / 2 or 1e-9, b.parts[1]: sens[1] / 2})  # report
         elif b.form == "mean":
-            out.append({b.parts[0]: D * sens[0] / 2, b.parts[1]: sens[1] / 2})  # heuristic
+            out.append({b.parts[0]: D * sens[0] / 2, b.parts[1]: sens[1] / 2})  # report (heuristic: public shares only)
         elif b.form == "paircount":  # (Z_a + Z_b) / g0, each Z at c g0 / f grid units: sd sqrt(2) c / f
-            out.append({b.parts[0]: 2 ** 0.5 * bounds.c})  # heuristic
+            out.append({b.parts[0]: 2 ** 0.5 * bounds.c})  # report (heuristic: public shares only)
         elif b.form == "pairmean":
-            out.append({b.parts[0]: float(sens[0])})  # heuristic: D (p~ at its worst, 0 or 1)
+            out.append({b.parts[0]: float(sens[0])})  # report (heuristic: D (p~ at its worst, 0 or 1))
         elif b.form == "pairsum":
-            out.append({b.parts[0]: bounds.c * float(agg.H * agg.H + agg.L * agg.L) ** 0.5})  # heuristic
+            out.append({b.parts[0]: bounds.c * float(agg.H * agg.H + agg.L * agg.L) ** 0.5})  # report
         else:
             out.append({b.parts[0]: 2.5 * D * D * sens[0], b.parts[1]: 2.0 * D * sens[1], b.parts[2]: sens[2] / 2})
     return out
@@ -204,7 +204,7 @@ def solo_override(aggs: Sequence[Aggregate], basis: Mapping[str, Basis], bounds:
     for agg in aggs:
         if agg.kind is Kind.QUANTILE:
             continue
-        out.append(float(bounds.c * max(abs(agg.L), abs(agg.H))) if agg.kind is Kind.SUM else None)  # heuristic
+        out.append(float(bounds.c * max(abs(agg.L), abs(agg.H))) if agg.kind is Kind.SUM else None)  # report
     return out
 
 

@@ -32,7 +32,7 @@ STEPS, RATE, TEMPERATURE = 3000, 0.5, 200.0
 
 def solo(coefs: Mapping[int, float]) -> float:
     """The aggregate's sd with the whole budget split optimally among its own parts: (sum c^(2/3))^(3/2)."""
-    return sum(c ** (2 / 3) for c in coefs.values()) ** 1.5  # heuristic: chooses shares only
+    return sum(c ** (2 / 3) for c in coefs.values()) ** 1.5  # report (heuristic: chooses shares only)
 
 
 def minimax_fractions(parts: int, models: Sequence[Mapping[int, float]], norms: Sequence[float]) -> list[float]:
@@ -49,35 +49,35 @@ def minimax_fractions(parts: int, models: Sequence[Mapping[int, float]], norms: 
     if len(used) < parts:
         raise ValueError("every part must appear in some aggregate's model")
     key = tuple(tuple(sorted(m.items())) for m in models)
-    return list(_minimax(parts, key, tuple(float(n) for n in norms)))  # heuristic
+    return list(_minimax(parts, key, tuple(float(n) for n in norms)))  # report (heuristic: public shares only)
 
 
 @functools.lru_cache(maxsize=256)
 def _minimax(parts: int, models: tuple[tuple[tuple[int, float], ...], ...], norms: tuple[float, ...]) -> tuple[float, ...]:
-    coef = np.zeros((len(models), parts))  # heuristic: c_as, 0 where a does not read s
+    coef = np.zeros((len(models), parts))  # report (heuristic: c_as, 0 where a does not read s)
     for a, m in enumerate(models):
         for s, c in m:
             coef[a, s] = c
-    c2 = coef * coef  # heuristic
-    lognorm = np.log(np.asarray(norms, dtype=float))  # heuristic
-    f = np.full(parts, 1.0 / parts)  # heuristic: chooses shares only
-    rates = (RATE / np.sqrt(1 + np.arange(STEPS) / 8)).tolist()  # heuristic: decreasing steps settle the oscillation
+    c2 = coef * coef  # report (heuristic: public shares only)
+    lognorm = np.log(np.asarray(norms, dtype=float))  # report (heuristic: public shares only)
+    f = np.full(parts, 1.0 / parts)  # report (heuristic: chooses shares only)
+    rates = (RATE / np.sqrt(1 + np.arange(STEPS) / 8)).tolist()  # report
     exp, log, dot = np.exp, np.log, np.dot
     for rate in rates:  # STEPS, a public constant: no data, no randomness
-        terms = c2 / (f * f)  # heuristic: (c_as / f_s)^2
-        var = terms.sum(axis=1)  # heuristic
-        logs = 0.5 * log(var) - lognorm  # heuristic: log sd_a - log norm_a (the loop's rounding, step by step)
-        pis = exp(TEMPERATURE * (logs - logs.max()))  # heuristic
-        push = dot(pis / (pis.sum() * var), terms)  # heuristic: share of each a's variance due to part s, weighted
-        f = f * exp(rate * push)  # heuristic
-        f /= f.sum()  # heuristic
-    return tuple(float(x) for x in f)  # heuristic
+        terms = c2 / (f * f)  # report (heuristic: (c_as / f_s)^2)
+        var = terms.sum(axis=1)  # report (heuristic: public shares only)
+        logs = 0.5 * log(var) - lognorm  # report (heuristic: log sd_a - log norm_a (the loop's rounding, step by step))
+        pis = exp(TEMPERATURE * (logs - logs.max()))  # report (heuristic: public shares only)
+        push = dot(pis / (pis.sum() * var), terms)  # report
+        f = f * exp(rate * push)  # report (heuristic: public shares only)
+        f /= f.sum()  # report (heuristic: public shares only)
+    return tuple(float(x) for x in f)  # report (heuristic: public shares only)
 
 
 def exact_shares(fractions: Sequence[float]) -> list[Fraction]:
     """Exact multiples of 1/SPLIT_DENOMINATOR, each >= 1/SPLIT_DENOMINATOR, summing to exactly 1."""
     n = len(fractions)
-    units = [max(1, round(x * SPLIT_DENOMINATOR)) for x in fractions]  # heuristic -> exact ints
+    units = [max(1, round(x * SPLIT_DENOMINATOR)) for x in fractions]  # report (heuristic -> exact ints)
     while sum(units) != SPLIT_DENOMINATOR:  # at most n adjustments of the largest share (public)
         i = max(range(n), key=lambda j: (units[j], -j))
         units[i] += SPLIT_DENOMINATOR - sum(units) if units[i] + SPLIT_DENOMINATOR - sum(units) >= 1 else 1 - units[i]
