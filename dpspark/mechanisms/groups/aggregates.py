@@ -54,7 +54,10 @@ MAX_SCALE_BITS = 64
 DEFAULT_BINS = 256
 MAX_BINS = 1 << 16
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
-_FIELDS = {"name", "kind", "column", "lo", "hi", "scale_bits", "q", "bins"}
+_FIELDS = {"name", "kind", "column", "lo", "hi", "scale_bits", "q", "bins", "quantiles"}
+#: how a quantile shares its column with other quantiles: "auto" (joint when the public rule allows, joint_family.py),
+#: "joint" (required) or "independent" (its own exponential mechanism)
+QUANTILE_MODES = ("auto", "joint", "independent")
 
 
 class GroupsError(DPSparkError, ValueError):
@@ -135,6 +138,8 @@ class Aggregate:
     #: lo, hi (and scale_bits) are chosen privately before the release (docs/groups.md "Bounds chosen
     #: privately"); until then they are placeholders that no statistic is computed with
     auto: bool = False
+    #: a quantile's mode among the quantiles of its column (:data:`QUANTILE_MODES`)
+    joint: str = "auto"
 
     @property
     def scale(self) -> int:
@@ -341,8 +346,11 @@ def parse_aggregate(spec: Any, index: int = 0) -> Aggregate:
         bins = spec.get("bins", DEFAULT_BINS)
         if isinstance(bins, bool) or not isinstance(bins, int) or not 1 <= bins <= MAX_BINS:
             raise GroupsError(f"{where}.bins must be an int in [1, {MAX_BINS}]")
-        return Aggregate(name, kind, column, lo, hi, 0, q, bins, auto)
-    for key in ("q", "bins"):
+        mode = spec.get("quantiles", "auto")
+        if mode not in QUANTILE_MODES:
+            raise GroupsError(f"{where}.quantiles must be one of {QUANTILE_MODES}, got {mode!r}")
+        return Aggregate(name, kind, column, lo, hi, 0, q, bins, auto, mode)
+    for key in ("q", "bins", "quantiles"):
         if key in spec:
             raise GroupsError(f"{where}.{key} applies only to kind = \"quantile\"")
     bits = spec.get("scale_bits", DEFAULT_SCALE_BITS)

@@ -56,7 +56,8 @@ from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError,
 from dpspark.mechanisms.groups.basis import Basis, Part, check_columns, models, part_values, plan_parts, solo_override
 from dpspark.mechanisms.groups.columns import GroupColumns, GroupStats, gather
 from dpspark.mechanisms.groups.integer_counts import integer_bar, integer_count
-from dpspark.mechanisms.groups.noise_choice import StatisticNoise, choose, pure_epsilon, shares_of
+from dpspark.mechanisms.groups.joint_family import JointMember, families, joint_law
+from dpspark.mechanisms.groups.noise_choice import Share, StatisticNoise, choose, pure_epsilon, shares_of
 from dpspark.mechanisms.groups.quantile import QuantileLaw
 from dpspark.mechanisms.groups.selection import SelectionLaw
 from dpspark.mechanisms.groups.split import solo, split
@@ -137,6 +138,10 @@ class GroupsPlan:
             if isinstance(law, QuantileLaw):
                 row.update(noise="exponential_mechanism", share=str(self.shares[agg.name]), law=law.describe(),
                            statement="exponential mechanism, pure DP")
+            elif isinstance(law, JointMember):
+                row.update(noise="joint_exponential_mechanism", quantiles="joint", share=str(self.shares[agg.name]),
+                           law=law.describe(), statement="one joint exponential mechanism for "
+                           f"{', '.join(law.names)} (their shares summed), pure DP")
             else:
                 row.update(noise=law.kind, form=law.basis.form,
                            statistics=[self.parts[i].key.text() for i in law.basis.parts])
@@ -200,7 +205,18 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
         noises.append(nz)
     statements = [nz.statement(max_units, p.key.text()) for p, nz in zip(parts, noises)]
     laws: dict[str, Any] = {}
+    share_of = {a.name: shares[P + i] for i, a in enumerate(quants)}
+    for fam in families(quants, bounds.c * max_units):
+        eps = _summed_epsilon([share_of[a.name] for a in fam])
+        laws.update(joint_law(fam, bounds, eps, lam, bounds.c * max_units))
+        statements.append(PrivacyStatement(PureDP(laws[fam[0].name].law.epsilon()), relation,
+                                           "joint exponential mechanism over non-decreasing tuples with the split "
+                                           "score (McSherry-Talwar 2007, Thm 6; joint_split.py), exact dyadic "
+                                           f"weights; aggregates {', '.join(repr(a.name) for a in fam)}, k groups by "
+                                           "basic composition"))
     for i, agg in enumerate(quants):
+        if agg.name in laws:
+            continue
         law = QuantileLaw(agg, bounds, pure_epsilon(shares[P + i]), lam)
         laws[agg.name] = law
         statements.append(PrivacyStatement(PureDP(law.epsilon()), relation,
@@ -245,6 +261,9 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
         law = laws[agg.name]
         if isinstance(law, QuantileLaw):
             plan.errors[agg.name] = law.rank_error(beta)
+            continue
+        if isinstance(law, JointMember):  # one bar for every member at once (joint_split.py)
+            plan.errors[agg.name] = law.law.rank_error(beta)
             continue
         b = law.basis
         if b.form == "pairsum":  # (|H| e_a + |L| e_b) / g0 + G/2; with L = 0 only a's noise matters
@@ -432,16 +451,40 @@ def _pair_means(plan: GroupsPlan, agg: Aggregate, drawn: Any, e: Fraction) -> li
     return out
 
 
+def _check_cells(agg: Aggregate, cells: Sequence[Sequence[int]], rows: int) -> None:
+    width = (agg.grid or 0) + 1
+    for c in cells:
+        if len(c) != width or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in c) or sum(c) > rows:
+            raise GroupsError(f"aggregate {agg.name!r}: the engine's statistics for a group are outside their public "
+                              "range (an engine bug; no value is shown)")
+
+
+def _summed_epsilon(shares: Sequence[Any]) -> Fraction:
+    """The pure epsilon of a joint family: its members' shares summed (eps, or rho then converted)."""
+    if all(s.rho is None for s in shares):
+        return sum((s.epsilon for s in shares), Fraction(0))
+    return pure_epsilon(Share(rho=sum((s.rho for s in shares), Fraction(0))))
+
+
+def _joint_values(plan: GroupsPlan, aggs: Mapping[str, Aggregate], cells: Sequence[Sequence[int]],
+                  rng: RandomSource, rows: int, member: JointMember) -> dict[str, list[GroupValue]]:
+    """One joint draw per group, in order (fixed work per group), read by every member of the family."""
+    law, conf = member.law, 1 - plan.beta
+    _check_cells(aggs[member.first], cells, rows)
+    drawn = [law.draw(c, rng) for c in cells]
+    out = {}
+    for name in member.names:
+        j, agg, err = plan.laws[name].index, aggs[name], Fraction(plan.errors[name])
+        out[name] = [GroupValue(agg.point(o[j]), err, conf, None, "rank_rows", "") for o in drawn]
+    return out
+
+
 def _quantile_values(plan: GroupsPlan, agg: Aggregate, cells: Sequence[Sequence[int]], rng: RandomSource,
                      rows: int) -> list[GroupValue]:
     """One draw per group, in order (fixed work per group)."""
     law: QuantileLaw = plan.laws[agg.name]
     err, conf = Fraction(plan.errors[agg.name]), 1 - plan.beta
-    width = law.B + 1
-    for c in cells:
-        if len(c) != width or any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in c) or sum(c) > rows:
-            raise GroupsError(f"aggregate {agg.name!r}: the engine's statistics for a group are outside their public "
-                              "range (an engine bug; no value is shown)")
+    _check_cells(agg, cells, rows)
     if not cells:
         return []
     if law.b * rows < 1 << 62:  # public bound: the scores fit int64
@@ -505,8 +548,12 @@ def release_planned(plan: GroupsPlan, groups: Sequence[GroupStats], rng: RandomS
     for agg in plan.aggregates:
         if agg.kind is not Kind.QUANTILE:
             values[agg.name] = _additive(plan, agg, drawn, n)
-    for agg in plan.aggregates:
-        if agg.kind is Kind.QUANTILE:
+    for agg in plan.aggregates:  # each quantile, or each joint family at its first member's turn
+        law = plan.laws[agg.name]
+        if isinstance(law, JointMember):
+            if agg.name == law.first:
+                values.update(_joint_values(plan, aggs, table.cells[agg.name], rng, rows, law))
+        elif agg.kind is Kind.QUANTILE:
             values[agg.name] = _quantile_values(plan, agg, table.cells[agg.name], rng, rows)
     names = [a.name for a in plan.aggregates]
     out_vals = [dict(zip(names, vs)) for vs in zip(*(values[nm] for nm in names))] if n else []
