@@ -87,7 +87,7 @@ def _aggregate_rows(plan: "GroupsPlan") -> list[dict[str, Any]]:
         quantile = agg.kind is Kind.QUANTILE
         out.append({"name": agg.name, "kind": agg.kind.value,
                     "error_unit": "rank_rows" if quantile else "value",
-                    "noise": "exponential_mechanism" if quantile else law.kind,
+                    "noise": law.describe()["noise"] if quantile else law.kind,  # single or joint
                     "condition": ("" if agg.kind in (Kind.COUNT, Kind.SUM, Kind.QUANTILE) else
                                   "the group has >= 1 row; the bound uses the released noisy count")})
     return out

@@ -93,13 +93,23 @@ def test_one_draw_per_group_is_read_by_every_member() -> None:
         assert all(g[n].error == plan.errors[n] and g[n].error_unit == "rank_rows" for n in ("q1", "med", "q3"))
 
 
+STATS_FACE = [GroupStats(0, {"n": (800,), **{k: (0, 0, 0, 200, 400, 200, 0, 0, 0) for k in ("q3", "q1", "med")}}),
+              GroupStats(2, {"n": (1,), **{k: (0, 0, 0, 0, 0, 0, 0, 0, 1) for k in ("q3", "q1", "med")}})]
+
+
 def test_face_states_each_member_with_its_bar_and_flag(tmp_path: Path) -> None:
-    stats = [GroupStats(0, {"n": (800,), **{k: (0, 0, 0, 200, 400, 200, 0, 0, 0) for k in ("q3", "q1", "med")}}),
-             GroupStats(2, {"n": (1,), **{k: (0, 0, 0, 0, 0, 0, 0, 0, 1) for k in ("q3", "q1", "med")}})]
-    out, released, mech = write(tmp_path, raw_config(tmp_path, aggs=QUARTILES), stats)
+    out, released, mech = write(tmp_path, raw_config(tmp_path, aggs=QUARTILES), STATS_FACE)
     frame = open_release(out).to_pandas()
     for n in ("q1", "med", "q3"):
         assert f"{n}_rank_error" in frame.columns and f"{n}_uninformative" in frame.columns
     first = released.values[0]
     assert first["q1"].value <= first["med"].value <= first["q3"].value
     assert 3 <= first["med"].value <= 5  # 800 rows: the bar is a few rows, the median cell is 4
+
+
+def test_manifest_names_the_joint_mechanism(tmp_path: Path) -> None:
+    import json
+
+    out, _, _ = write(tmp_path, raw_config(tmp_path, aggs=QUARTILES), STATS_FACE)
+    text = json.dumps(json.loads((out / "manifest.json").read_text()))
+    assert text.count("joint_exponential_mechanism") >= 3 and "joint_with" in text
