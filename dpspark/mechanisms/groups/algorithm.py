@@ -40,7 +40,9 @@ Values (targets are the statistics of the clipped fixed-point values v = clip(ro
 * variance: from N~, Y~ and R~ (R = 2 sum y^2 - N D^2): var_y = clamp((R~/N~ + D^2)/2 - m^2, 0, D^2),
   m = clamp(Y~/N~, -D, D); error (e_R + D^2 e_N)/(2 N~) + e_m (2|m| + e_m), e_m = min(2D, (e_Y + D e_N)/N~),
   over 4 S^2, each statistic at beta/3, same condition;
-* quantile: the released candidate point; its error bar is in rows of rank (quantile.py).
+* quantile: the released candidate point; its error bar is in rows of rank (quantile.py). Several quantiles of
+  one column on one grid: one joint law per group (joint_family.py, joint_split.py) drawn at the first member's
+  turn, each member its coordinate and the joint bar.
 """
 
 from __future__ import annotations

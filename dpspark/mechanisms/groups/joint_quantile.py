@@ -1,5 +1,9 @@
 """Several quantiles of one column in ONE exponential mechanism over a public grid (issue 34 §4; JointExp).
 
+Not released: this half-rank score has no data-free rank bar (an atom at a quantile lets wrong tuples tie the
+true one); the groups release uses :mod:`.joint_split` (the split score). Kept for its polynomial sampler and
+the dp_multiq benchmark on continuous data.
+
 Gillenwater, Joseph and Kulesza (ICML 2021) release m quantiles jointly: one exponential mechanism over
 non-decreasing tuples, whose utility sums, over the m + 1 gaps the tuple cuts the data into, the distance of
 each gap's row count to its target. This is that mechanism on the public grid of :mod:`.quantile` (candidate
