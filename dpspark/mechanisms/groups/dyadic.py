@@ -53,6 +53,19 @@ def dyadic_table(base: Fraction, count: int, what: str = "quantile") -> tuple[in
     return cap, P, _table(base, cap, P)
 
 
+def least_level(table: tuple[int, ...], bound: Fraction) -> int | None:
+    """The least t with table[t] <= bound (the table decreases), by bisection; None when even the last entry
+    exceeds it. Exact: the tail-bound searches of the quantile laws (rank_steps)."""
+    ok = lambda t: table[t] * bound.denominator <= bound.numerator  # noqa: E731
+    if not ok(len(table) - 1):
+        return None
+    lo, hi = 0, len(table) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
+    return lo
+
+
 @lru_cache(maxsize=16)
 def _table(base: Fraction, cap: int, P: int) -> tuple[int, ...]:
     p, q = base.numerator, base.denominator

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from math import lcm
 from typing import Any, Sequence
 
 from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError
+from dpspark.mechanisms.groups.joint_quantile import gap_targets
 from dpspark.mechanisms.groups.joint_split import MAX_TUPLES, SplitJointLaw, tuple_count
 
 
@@ -56,7 +56,7 @@ def _fits(members: Sequence[Aggregate], max_rows: int) -> str | None:
     assert B is not None
     if tuple_count(B, len(members)) > MAX_TUPLES:
         return f"C(bins + m, m) = {tuple_count(B, len(members))} tuples exceed {MAX_TUPLES} (lower bins)"
-    Q = lcm(*(q.denominator for q in qs if q is not None))
+    Q = gap_targets([q for q in qs if q is not None])[0]
     if 2 * (len(members) + 2) * Q * max(max_rows, 1) >= 1 << 62:
         return "the common denominator of q times the row bound is too large"
     return None

@@ -54,10 +54,29 @@ from typing import Any, Sequence
 
 from dpspark.exact import clog2
 from dpspark.mechanisms.groups.aggregates import GroupsError
-from dpspark.mechanisms.groups.dyadic import ETA_BITS, dyadic_table
+from dpspark.mechanisms.groups.dyadic import ETA_BITS, dyadic_table, least_level
 from dpspark.mechanisms.groups.laws import exp_eps_below
 from dpspark.privacy import LogEpsilon
 from dpspark.rng import RandomSource, bias_epsilon
+
+def joint_arguments(qs: Sequence[Fraction], B: int, max_rows: int, what: str) -> list[Fraction]:
+    """The checked public arguments of a joint law: increasing q in (0, 1), bins >= 1, an int row bound."""
+    out = [Fraction(x) for x in qs]
+    if not out or any(not 0 < x < 1 for x in out) or any(a >= b for a, b in zip(out, out[1:])):
+        raise GroupsError(f"{what}: give increasing quantiles in (0, 1)")
+    if B < 1:
+        raise GroupsError(f"{what}: the grid needs bins >= 1")
+    if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0:
+        raise GroupsError(f"{what}: max_rows must be an int >= 0")
+    return out
+
+
+def gap_targets(qs: Sequence[Fraction]) -> tuple[int, list[int]]:
+    """(Q, t): Q = lcm of the q denominators, t_j = Q (q_j - q_(j-1)) over the m + 1 gaps (q_0 = 0, q_(m+1) = 1)."""
+    Q = lcm(*(x.denominator for x in qs))
+    edges = [Fraction(0), *qs, Fraction(1)]
+    return Q, [int((b - a) * Q) for a, b in zip(edges, edges[1:])]
+
 
 def _draw(weights: Sequence[int], bits: int, rng: RandomSource) -> int:
     """The least i with w_0 + ... + w_i >= u, u = floor(X W / 2^bits) + 1 from ONE uniform X of ``bits`` bits (a
@@ -82,21 +101,13 @@ class JointQuantileLaw:
 
     def __init__(self, qs: Sequence[Fraction], B: int, c: int, k: int, epsilon: Fraction, lam: int,
                  max_rows: int, what: str = "joint quantiles", direct: bool | None = None) -> None:
-        qs = [Fraction(x) for x in qs]
-        if not qs or any(not 0 < x < 1 for x in qs) or any(a >= b for a, b in zip(qs, qs[1:])):
-            raise GroupsError(f"{what}: give increasing quantiles in (0, 1)")
-        if B < 1:
-            raise GroupsError(f"{what}: the grid needs bins >= 1")
-        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0:
-            raise GroupsError(f"{what}: max_rows must be an int >= 0")
+        qs = joint_arguments(qs, B, max_rows, what)
         self.qs, self.B, self.c, self.k, self.lam, self.m = qs, B, c, k, lam, len(qs)
         self.max_rows = max_rows
         # the forward pass: a Kronecker product over the 2 max_rows + 1 positions, or a direct sum over the
         # (B + 1)^2 candidate pairs when that is cheaper (public parameters only)
         self.direct = (B + 1) ** 2 <= 64 * (2 * max_rows + 1) if direct is None else direct
-        self.Q = lcm(*(x.denominator for x in qs))
-        edges = [Fraction(0), *qs, Fraction(1)]
-        self.t = [int((b - a) * self.Q) for a, b in zip(edges, edges[1:])]
+        self.Q, self.t = gap_targets(qs)
         self.delta = 4 * c * (self.Q - min(self.t))
         target = epsilon - bias_epsilon(k * self.m, lam) - self._eta_extra()
         if target <= 0:
@@ -121,15 +132,10 @@ class JointQuantileLaw:
         table (w_t >= 2^P rho^t (1 - eta))."""
         grow = Fraction((1 << self.lam) + 1, 1 << self.lam) ** self.m
         eta = Fraction(1, 1 << ETA_BITS)
-        scale = beta * (1 << self.P) * (1 - eta) ** (self.m + 2) / (grow * self.tuples)
-        ok = lambda t: self.table[t] * scale.denominator <= scale.numerator  # noqa: E731
-        if not ok(self.cap):
+        t = least_level(self.table, beta * (1 << self.P) * (1 - eta) ** (self.m + 2) / (grow * self.tuples))
+        if t is None:
             raise GroupsError("joint quantiles: beta too small for the table")
-        lo, hi = 0, self.cap
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
-        return lo
+        return t
 
     # -- with data -------------------------------------------------------------------------------
     def _gap_weights(self, j: int, n: int) -> list[int]:

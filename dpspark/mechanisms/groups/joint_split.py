@@ -3,7 +3,8 @@
 Why not :mod:`.joint_quantile`'s score. That score places a candidate at its half-rank position R_p = 2 L_p + h_p,
 so an atom (many rows in one cell) at a quantile costs the *true* tuple a score of about Q h, and a wrong tuple
 can tie it: all n rows in one cell p, q = (1/3, 2/3): (p, p) and (v, p) for every cell v below p both score 4n,
-so the first quantile lands below the data with probability ~ p / (p + 1) (``test_the_half_rank_score_has_no_data_free_bar``).
+so the first quantile lands below the data with probability > 1/2 at any n
+(``test_the_half_rank_score_has_no_data_free_bar``).
 No bar from public parameters covers that law.
 
 The split score. Candidates are the B + 1 grid points; a group's cell counts h_0..h_B give L_p (rows in cells
@@ -53,14 +54,15 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 from itertools import combinations_with_replacement
-from math import comb, lcm
+from math import comb
 from typing import Any, Sequence
 
 import numpy as np
 
 from dpspark.exact import clog2
 from dpspark.mechanisms.groups.aggregates import GroupsError
-from dpspark.mechanisms.groups.dyadic import ETA_BITS, dyadic_table
+from dpspark.mechanisms.groups.dyadic import ETA_BITS, dyadic_table, least_level
+from dpspark.mechanisms.groups.joint_quantile import gap_targets, joint_arguments
 from dpspark.mechanisms.groups.laws import exp_eps_below
 from dpspark.privacy import LogEpsilon
 from dpspark.rng import RandomSource, bias_epsilon
@@ -91,22 +93,14 @@ class SplitJointLaw:
 
     def __init__(self, qs: Sequence[Fraction], B: int, c: int, k: int, epsilon: Fraction, lam: int,
                  max_rows: int, what: str = "joint quantiles") -> None:
-        qs = [Fraction(x) for x in qs]
-        if len(qs) < 1 or any(not 0 < x < 1 for x in qs) or any(a >= b for a, b in zip(qs, qs[1:])):
-            raise GroupsError(f"{what}: give increasing quantiles in (0, 1)")
-        if B < 1:
-            raise GroupsError(f"{what}: the grid needs bins >= 1")
-        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0:
-            raise GroupsError(f"{what}: max_rows must be an int >= 0")
+        qs = joint_arguments(qs, B, max_rows, what)
         self.qs, self.B, self.c, self.k, self.lam, self.m = qs, B, c, k, lam, len(qs)
         self.max_rows, self.what = max_rows, what
         self.N = tuple_count(B, self.m)
         if self.N > MAX_TUPLES:
             raise GroupsError(f"{what}: {self.N} tuples exceed the joint law's {MAX_TUPLES}; lower bins or use "
                               "quantiles = \"independent\"")
-        self.Q = lcm(*(x.denominator for x in qs))
-        T = [0, *(int(x * self.Q) for x in qs), self.Q]
-        self.t = [b - a for a, b in zip(T, T[1:])]
+        self.Q, self.t = gap_targets(qs)
         # every position and score is at most 2 (m + 2) Q max_rows: int64 exact below 2^62 (public check)
         if 2 * (self.m + 2) * self.Q * max(max_rows, 1) >= 1 << 62:
             raise GroupsError(f"{what}: the quantiles' common denominator times the row bound is too large for the "
@@ -132,15 +126,11 @@ class SplitJointLaw:
 
     def rank_steps(self, beta: Fraction) -> int:
         """t_beta: the least t <= cap with (1 + 2^-lam) (N - 1) w_t <= beta 2^P, on the exact table entries."""
-        scale = Fraction(beta) * (1 << self.P) * (1 << self.lam) / (((1 << self.lam) + 1) * max(self.N - 1, 1))
-        ok = lambda t: self.table[t] * scale.denominator <= scale.numerator  # noqa: E731
-        if not ok(self.cap):
+        t = least_level(self.table, Fraction(beta) * (1 << self.P) * (1 << self.lam)
+                        / (((1 << self.lam) + 1) * max(self.N - 1, 1)))
+        if t is None:
             raise GroupsError(f"{self.what}: beta too small for the weight table")
-        lo, hi = 0, self.cap
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
-        return lo
+        return t
 
     def rank_error(self, beta: Fraction) -> Fraction:
         """E: rows of rank error of every released point at once, with probability >= 1 - beta."""

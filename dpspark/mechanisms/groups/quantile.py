@@ -60,7 +60,7 @@ import numpy as np
 
 from dpspark.exact import clog2
 from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError
-from dpspark.mechanisms.groups.dyadic import CAP_BITS, ETA_BITS, MAX_CAP, dyadic_table
+from dpspark.mechanisms.groups.dyadic import CAP_BITS, ETA_BITS, MAX_CAP, dyadic_table, least_level
 from dpspark.mechanisms.groups.laws import exp_eps_below
 from dpspark.privacy import LogEpsilon
 from dpspark.rng import RandomSource, bias_epsilon
@@ -109,15 +109,10 @@ class QuantileLaw:
         (1 + 2^-lam) B w_t <= beta 2^P (1 - eta) implies it (a certified, slightly conservative t_beta).
         """
         grow = Fraction((1 << self.lam) + 1, 1 << self.lam)
-        scale = beta * (1 << self.P) * (1 - Fraction(1, 1 << ETA_BITS)) / (grow * self.B)
-        for_t = lambda t: self.table[t] * scale.denominator <= scale.numerator  # noqa: E731
-        if not for_t(self.cap):
+        t = least_level(self.table, beta * (1 << self.P) * (1 - Fraction(1, 1 << ETA_BITS)) / (grow * self.B))
+        if t is None:
             raise GroupsError(f"aggregate {self.agg.name!r}: beta below 2^-{CAP_BITS} is not supported")
-        lo, hi = 0, self.cap
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if for_t(mid) else (mid + 1, hi)
-        return lo
+        return t
 
     def rank_error(self, beta: Fraction) -> Fraction:
         """e: rows of rank error of the released point (module docstring), with probability >= 1 - beta."""

@@ -58,8 +58,8 @@ def test_joint_quartiles_are_identical_on_both_engines_and_within_their_bar(spar
     assert all(rows[n]["noise"] == "joint_exponential_mechanism" for n, _ in Q)
     frame = on_arrow.to_pandas().set_index("carrier")
     for key in KEYS:  # each released quartile's cell holds its rank within the stated bar (seeded, w.p. >= 0.95)
-        vals = sorted(min(max(d, -30), 90) for c, d in zip(tab.column("carrier").to_pylist(),
-                                                            tab.column("delay").to_pylist()) if c == key and d is not None)
+        pairs = zip(tab.column("carrier").to_pylist(), tab.column("delay").to_pylist())
+        vals = sorted(min(max(d, -30), 90) for c, d in pairs if c == key and d is not None)
         n = len(vals)
         got = [frame.loc[key, name] for name, _ in Q]
         assert got == sorted(got)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from itertools import product
+from typing import Iterator
 
 import pytest
 
@@ -14,6 +15,7 @@ from dpspark.mechanisms.groups.dyadic import ETA_BITS
 from dpspark.mechanisms.groups.joint_quantile import JointQuantileLaw
 from dpspark.mechanisms.groups.joint_split import MAX_TUPLES, SplitJointLaw, _tuples, tuple_count
 from dpspark.rng import SeededRandom
+from tests.unit.groups.test_joint_quantile import _Bits
 
 THIRDS = [Fraction(1, 3), Fraction(2, 3)]
 
@@ -55,16 +57,18 @@ def test_split_score_is_the_least_over_every_cut() -> None:
             assert got == [_least_over_cuts(law, cells, tuple(o)) for o in _tuples(law.B, law.m)]
 
 
-def _max_move(law: SplitJointLaw, rows: int, max_n: int) -> int:
-    worst = 0
+def _neighbours(law: SplitJointLaw, max_n: int, rows: int) -> Iterator[tuple[list[int], list[int]]]:
+    """Every dataset of <= max_n - rows rows with every way of adding ``rows`` rows to it."""
     for cells in _datasets(law.B + 1, max_n - rows):
-        base = law.scores(cells)
         for extra in product(range(law.B + 1), repeat=rows):
             other = list(cells)
             for i in extra:
                 other[i] += 1
-            worst = max(worst, int(abs(law.scores(other) - base).max()))
-    return worst
+            yield cells, other
+
+
+def _max_move(law: SplitJointLaw, rows: int, max_n: int) -> int:
+    return max(int(abs(law.scores(b) - law.scores(a)).max()) for a, b in _neighbours(law, max_n, rows))
 
 
 def test_sensitivity_is_two_c_times_q_minus_the_least_gap_and_tight() -> None:
@@ -77,14 +81,9 @@ def test_sensitivity_is_two_c_times_q_minus_the_least_gap_and_tight() -> None:
 
 def _ratio(law: SplitJointLaw, max_n: int, rows: int) -> Fraction:
     worst = Fraction(1)
-    for cells in _datasets(law.B + 1, max_n - rows):
-        base = law.law(cells)
-        for extra in product(range(law.B + 1), repeat=rows):
-            other = list(cells)
-            for i in extra:
-                other[i] += 1
-            near = law.law(other)
-            worst = max(worst, *(max(base[t] / near[t], near[t] / base[t]) for t in base))
+    for a, b in _neighbours(law, max_n, rows):
+        base, near = law.law(a), law.law(b)
+        worst = max(worst, *(max(base[t] / near[t], near[t] / base[t]) for t in base))
     return worst
 
 
@@ -137,16 +136,6 @@ def test_the_half_rank_score_has_no_data_free_bar() -> None:
         new = SplitJointLaw(THIRDS, B, 1, 1, Fraction(4), 128, max_rows=30)
         assert new.law(cells)[(p, p)] > Fraction(1, 2)
         assert new.scores(cells)[list(map(tuple, _tuples(B, 2).tolist())).index((p, p))] == 0
-
-
-class _Bits:
-    lam = 128
-
-    def __init__(self, x: int) -> None:
-        self.x = x
-
-    def bits(self, k: int) -> int:
-        return self.x
 
 
 def test_one_uniform_hits_each_tuple_on_exactly_its_weight() -> None:
