@@ -4,11 +4,12 @@ Quantile aggregates of the same column on the same grid (column, lo, hi, bins an
 privately) form a family. A family is released by ONE :class:`~.joint_split.SplitJointLaw` per group when
 
 * it has >= 2 members with distinct q, none of them ``quantiles = "independent"``, and
-* the law fits its public limits (C(bins + m, m) <= MAX_TUPLES tuples, the int64 bound on Q x rows);
+* the law fits its public limits: C(bins + m, m) <= AUTO_TUPLES tuples (about 0.1 s a group; the work per group
+  is linear in the tuples, so a release with many groups stays quick), and the int64 bound on Q x rows;
 
 otherwise each member keeps its own exponential mechanism (:mod:`.quantile`). ``quantiles = "joint"`` on a member
-makes the rule a requirement: a family that cannot be joint is a configuration error, found before any data is
-read. Every input is public, so the choice is stated in the plan and the manifest and never depends on the data.
+makes the rule a requirement and raises the tuple limit to MAX_TUPLES (about 1-2 s a group): a family that cannot
+be joint is a configuration error, found before any data is read. Every input is public, so the choice is stated in the plan and the manifest and never depends on the data.
 
 Budget: the joint law takes the sum of its members' shares (each member's share as if independent, so the plan's
 split is unchanged) and is charged once for the family; its sensitivity bookkeeping is the single quantile's:
@@ -24,6 +25,9 @@ from typing import Any, Sequence
 from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError
 from dpspark.mechanisms.groups.joint_quantile import gap_targets
 from dpspark.mechanisms.groups.joint_split import MAX_TUPLES, SplitJointLaw, tuple_count
+
+#: the tuple limit of the "auto" rule (``quantiles = "joint"`` allows up to MAX_TUPLES)
+AUTO_TUPLES = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -47,15 +51,15 @@ def _key(agg: Aggregate) -> tuple[Any, ...]:
     return (agg.column, agg.lo, agg.hi, agg.grid, agg.auto)
 
 
-def _fits(members: Sequence[Aggregate], max_rows: int) -> str | None:
-    """Why the family cannot be joint (None: it can)."""
+def _fits(members: Sequence[Aggregate], max_rows: int, limit: int) -> str | None:
+    """Why the family cannot be joint under a tuple ``limit`` (None: it can)."""
     qs = [a.q for a in members]
     if len(set(qs)) != len(qs):
         return "two of them ask for the same q"
     B = members[0].grid
     assert B is not None
-    if tuple_count(B, len(members)) > MAX_TUPLES:
-        return f"C(bins + m, m) = {tuple_count(B, len(members))} tuples exceed {MAX_TUPLES} (lower bins)"
+    if tuple_count(B, len(members)) > limit:
+        return f"C(bins + m, m) = {tuple_count(B, len(members))} tuples exceed {limit} (lower bins)"
     Q = gap_targets([q for q in qs if q is not None])[0]
     if 2 * (len(members) + 2) * Q * max(max_rows, 1) >= 1 << 62:
         return "the common denominator of q times the row bound is too large"
@@ -71,10 +75,12 @@ def families(quants: Sequence[Aggregate], max_rows: int) -> list[tuple[Aggregate
             by_key.setdefault(_key(a), []).append(a)
     out = []
     for members in by_key.values():
-        why = "it is the only quantile of its column and grid" if len(members) < 2 else _fits(members, max_rows)
+        forced = any(a.joint == "joint" for a in members)
+        why = ("it is the only quantile of its column and grid" if len(members) < 2 else
+               _fits(members, max_rows, MAX_TUPLES if forced else AUTO_TUPLES))
         if why is None:
             out.append(tuple(members))
-        elif any(a.joint == "joint" for a in members):
+        elif forced:
             names = ", ".join(repr(a.name) for a in members)
             raise GroupsError(f"quantiles = \"joint\" ({names}) cannot be released jointly: {why}; use "
                               "quantiles = \"independent\"")

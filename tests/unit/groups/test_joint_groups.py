@@ -59,6 +59,10 @@ def test_the_rule_is_public_and_independent_stays_available() -> None:
     assert all(isinstance(law, QuantileLaw) for law in _plan(big).laws.values())
     with pytest.raises(GroupsError, match="cannot be released jointly"):
         _plan([{**big[0], "quantiles": "joint"}, *big[1:]])
+    three = [_q(f"p{i}", f"{i}/4", bins=256) for i in range(1, 4)]  # C(259, 3) = 2.86 M: above the auto limit
+    assert all(isinstance(law, QuantileLaw) for law in _plan(three).laws.values())
+    forced = _plan([{**three[0], "quantiles": "joint"}, *three[1:]])  # below MAX_TUPLES: joint on request
+    assert all(isinstance(law, JointMember) for law in forced.laws.values())
     with pytest.raises(GroupsError, match="only quantile"):
         _plan([_q("a", "1/4", quantiles="joint")])
     with pytest.raises(GroupsError, match="same q"):
