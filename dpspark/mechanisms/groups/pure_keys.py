@@ -303,18 +303,24 @@ class PureGroupsMechanism(Mechanism):
         for (name, law), col in zip(self.sum_laws.items(), rel.sums):
             scale = next(a.scale for a in aggs if a.name == name)
             columns[name] = [law.G * (law.a_lo + s) / scale for s in col]
-        values = [{a.name: GroupValue(columns[a.name][i], bars[a.name], conf) for a in aggs}
-                  for i in range(len(rel.indices))]
-        key_rows = [self.key_of(x) for x in rel.indices]
+        rows = [(i, self.key_of(x)) for i, x in enumerate(rel.indices)]
+        rows = [(i, key) for i, key in rows if key is not None]
+        values = [{a.name: GroupValue(columns[a.name][i], bars[a.name], conf) for a in aggs} for i, _ in rows]
+        key_rows = [key for _, key in rows]
         types = [part.arrow_type() for part in self.universe.parts]
         table = groups_table(_Table(aggs, values), _Table(aggs, values), self.groups.by, key_rows, types)
         return StatementRelease(algorithm=THEOREM, parameters=self.plan(), privacy=tuple(self.planned_statements()),
                                 accuracy=self.accuracy(), section=self.section(len(key_rows), units),
                                 tables={TABLE: table})
 
-    def key_of(self, index: int) -> tuple[Any, ...]:
-        """The key row with this 0-based universe index."""
-        key = self.universe.decode(index + 1)
+    def key_of(self, index: int) -> tuple[Any, ...] | None:
+        """The key row with this 0-based universe index; None for an index no column value has (a string universe
+        holds every byte string, and one that is not UTF-8 is no string): such a released key is an empty key,
+        and leaving it out of the table is post-processing of the release."""
+        try:
+            key = self.universe.decode(index + 1)
+        except ValueError:
+            return None
         return tuple(key) if len(self.groups.by) > 1 else (key,)
 
     def section(self, rows: int, units: dict[str, Any] | None) -> dict[str, Any]:
