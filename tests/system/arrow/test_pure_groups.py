@@ -23,11 +23,11 @@ def frame() -> Any:
     return pd.DataFrame(rows, columns=["dest", "distance"])
 
 
-def release(data: Any, out: Path) -> Any:
+def release(data: Any, out: Path, spark: Any = None) -> Any:
     import dpspark
     from dpspark.rng import SeededRandom
 
-    with dpspark.Session(data, max_units=1000, rng=SeededRandom(SEED), budget={"epsilon": "1"}) as s:
+    with dpspark.Session(data, max_units=1000, rng=SeededRandom(SEED), budget={"epsilon": "1"}, spark=spark) as s:
         rel = s.release(mechanism="pure_groups", epsilon="1", output=out,
                         sections={"groups": {"by": "dest"}, "aggregates": AGGS,
                                   "universe": {"kind": "string", "max_bytes": 15}})
