@@ -176,6 +176,11 @@ class PureGroupsMechanism(Mechanism):
         from dpspark.mechanisms.groups.laws import pure_accuracy
 
         self.count_bar = Fraction(pure_accuracy(self.counting, self.counting.exp_eps, self.bar_beta))
+        # BV Thm 6.2(iii): every key's count at once (0 when not released) within 2 a', a' = a_M(beta2 / |X|),
+        # beta2 = (beta - gamma - delta_SD) / 2, failing with probability <= beta2 + gamma + delta_SD
+        half = self.bar_beta / 2
+        self.simultaneous = (2 * pure_accuracy(self.counting, self.counting.exp_eps, half / size),
+                             Fraction(-(-(half + self.mixing + self.sd) * (1 << 64) // 1), 1 << 64))
         self.sum_bars = {name: law.error(self.bar_beta) / next(a.scale for a in sums if a.name == name)
                          for name, law in self.sum_laws.items()}
 
@@ -229,8 +234,13 @@ class PureGroupsMechanism(Mechanism):
     def accuracy(self) -> Any:
         from dpspark.privacy import AccuracyClaim, AccuracyStatement
 
-        return AccuracyStatement([AccuracyClaim(f"{n}: abs error", b, self.beta, "per_query")
-                                  for n, b in self.bars().items()],
+        count = next(a.name for a in self.aggs.aggregates if a.kind is Kind.COUNT)
+        every = AccuracyClaim(f"{count}: abs error of every key of the universe at once (0 for a key not released)",
+                              *self.simultaneous, "simultaneous",
+                              condition="BV Thm 6.2(iii); on this event a released key whose noisy count exceeds "
+                                        "the bar has rows")
+        return AccuracyStatement([*(AccuracyClaim(f"{n}: abs error", b, self.beta, "per_query")
+                                    for n, b in self.bars().items()), every],
                                  "per released key: Pr[the key is released and its value is off by more than the bar] "
                                  "<= beta; a sum's truth is the key's true sum, 0 if it has no rows")
 

@@ -51,6 +51,11 @@ def test_plan_states_pure_epsilon_within_the_budget_with_the_sums_factor(tmp_pat
     assert mech.laws[0].zero == -law.a_lo == 0 and mech.laws[0].values == law.a_hi - law.a_lo + 1
     assert mech.count_bar >= 1 and mech.sum_bars["total"] > 0
     assert mech.plan()["s_bits"] > 1200 * 64  # n (log2 3|X| + log2 V) bits at least
+    bar, beta = mech.simultaneous  # BV Thm 6.2(iii): all keys of 2^63 at once, far above the per-key bar
+    assert bar > 2 * mech.count_bar and mech.beta / 2 < beta <= mech.beta
+    claims = {(c.quantity.split(":")[0], c.scope): c.bound for c in mech.accuracy().claims}
+    assert claims == {("n", "per_query"): mech.count_bar, ("total", "per_query"): mech.sum_bars["total"],
+                      ("n", "simultaneous"): bar}
 
 
 @pytest.mark.parametrize(("groups", "aggs", "universe", "privacy", "fragment"), [
