@@ -17,6 +17,10 @@ the ideal mechanism is pure with e^eps = (p/q)^(k c) prod_j (p_j/q_j)^(k g), and
 (the sampler's module docstring), plus the rng bias of its public worst-case number of biased draws. The noisy
 count of the units read (``units_share`` of epsilon) composes sequentially, as in ``groups``.
 
+``privacy.trim = true`` keeps in the table only the rows whose noisy count exceeds the simultaneous count bar
+(BV Thm 6.2(iii), stated in the accuracy statement): on its event every kept row is a key with rows. Dropping
+rows by their released count is post-processing, so the option is the analyst's and costs nothing.
+
 Budget: after the unit count, the count takes half and the sums share the other half (the count alone takes
 all). The sampler mixes with gamma = beta/3 (as ``pure_sparse``).
 
@@ -49,6 +53,13 @@ CONDITION = {"count": "per key: Pr[the key is released and its count is off by m
                       "count before selection; a released key's count is among the n + 1 largest)",
              "sum": "per key: Pr[the key is released and its sum is off by more than the bar from the key's true "
                     "sum, 0 if it has no rows] <= beta (the sum's noise is independent of the selection)"}
+
+
+def parse_trim(value: Any) -> bool:
+    """``privacy.trim``: a bool (true: the table keeps only rows whose noisy count exceeds the simultaneous bar)."""
+    if not isinstance(value, bool):
+        raise ValueError("privacy.trim must be true or false")
+    return value
 
 
 class _Table(NamedTuple):
@@ -84,9 +95,12 @@ class PureGroupsMechanism(Mechanism):
     needs_keys: ClassVar[bool] = False
     sections: ClassVar[dict[str, Any]] = {"groups": parse_groups_section, "aggregates": parse_aggregates_section,
                                           "universe": parse_universe_section}
+    options: ClassVar[dict[str, Any]] = {"trim": False}
+    option_parsers: ClassVar[dict[str, Any]] = {"trim": parse_trim}
 
     def __init__(self, spec: Any) -> None:
         super().__init__(spec)
+        self.trim = bool(spec.options.get("trim", False))
         try:
             self.groups = parse_groups_section(spec.sections.get("groups"))
             self.aggs = parse_aggregates_section(spec.sections.get("aggregates"))
@@ -214,6 +228,7 @@ class PureGroupsMechanism(Mechanism):
                 "max_groups_per_unit": self.k, "max_rows_per_group": self.c, "count_range": self.n_rows,
                 "counting": self.counting.describe(), "sums": {n: law.describe() for n, law in self.sum_laws.items()},
                 "mixing_gamma": str(self.mixing), "s_bits": self.s_bits, "units_share": str(self.groups.units_share),
+                "simultaneous_count_bar": str(self.simultaneous[0]), "trim": self.trim,
                 **({"filter": self.groups.filter.text} if self.groups.filter is not None else {})}
 
     def privacy_summary(self) -> dict[str, Any]:
@@ -314,7 +329,8 @@ class PureGroupsMechanism(Mechanism):
             scale = next(a.scale for a in aggs if a.name == name)
             columns[name] = [law.G * (law.a_lo + s) / scale for s in col]
         rows = [(i, self.key_of(x)) for i, x in enumerate(rel.indices)]
-        rows = [(i, key) for i, key in rows if key is not None]
+        floor = self.simultaneous[0] if self.trim else None  # post-processing of the released counts (public bar)
+        rows = [(i, key) for i, key in rows if key is not None and (floor is None or rel.counts[i] > floor)]
         values = [{a.name: GroupValue(columns[a.name][i], bars[a.name], conf) for a in aggs} for i, _ in rows]
         key_rows = [key for _, key in rows]
         types = [part.arrow_type() for part in self.universe.parts]

@@ -23,12 +23,12 @@ def frame() -> Any:
     return pd.DataFrame(rows, columns=["dest", "distance"])
 
 
-def release(data: Any, out: Path, spark: Any = None) -> Any:
+def release(data: Any, out: Path, spark: Any = None, **privacy: Any) -> Any:
     import dpspark
     from dpspark.rng import SeededRandom
 
     with dpspark.Session(data, max_units=1000, rng=SeededRandom(SEED), budget={"epsilon": "1"}, spark=spark) as s:
-        rel = s.release(mechanism="pure_groups", epsilon="1", output=out,
+        rel = s.release(mechanism="pure_groups", epsilon="1", output=out, **privacy,
                         sections={"groups": {"by": "dest"}, "aggregates": AGGS,
                                   "universe": {"kind": "string", "max_bytes": 15}})
         assert s.remaining.epsilon.le(Fraction(0))
@@ -56,3 +56,17 @@ def test_pure_groups_release_reads_back_with_lookup_and_inspect(tmp_path: Path) 
     assert "pure DP" in text and "pure_sparse" in text and "ATL" in text
     again = release(data, tmp_path / "again")
     assert again.to_arrow().equals(rel.to_arrow())
+
+
+def test_trim_keeps_the_rows_above_the_simultaneous_bar_which_are_true_keys(tmp_path: Path) -> None:
+    """Same seed, same draws: the trimmed table is the full table's rows above the stated bar, all true keys."""
+    data = frame()
+    full = release(data, tmp_path / "full").to_pandas()
+    trimmed = release(data, tmp_path / "trim", trim=True)
+    bar = trimmed.manifest.parameters["simultaneous_count_bar"]
+    claim = [c for c in trimmed.manifest.accuracy.claims if c.scope == "simultaneous"]
+    assert len(claim) == 1 and str(claim[0].bound) == bar
+    kept = trimmed.to_pandas()
+    want = full[full["flights"] > Fraction(bar)]
+    assert list(kept["dest"]) == list(want["dest"]) and 1 <= len(kept) < len(full)
+    assert set(kept["dest"]) <= set(data["dest"])  # every kept row is a key with rows
