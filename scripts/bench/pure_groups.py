@@ -11,6 +11,8 @@ No peer has a pure-DP group-by over an unbounded universe, so there is no peer r
 Metrics (floats, reporting only): keys released (all, and true keys: keys with rows), the median and max
 absolute error of the count and the sum over the released true keys, pooled over trials, the per-key bars,
 and seconds per release (median; the data read included). The 1-minute load average is printed with each row.
+"trim (true)": the rows ``privacy.trim`` would keep (noisy count above the simultaneous bar; post-processing of
+the same release) and how many of them are true keys (for groups: every row).
 
 Usage: python scripts/bench/pure_groups.py [--rows 10000,100000] [--trials 2] [--epsilon 1] [--out PATH]
 Writes bench-results/pure_groups-<rows>.json.
@@ -78,7 +80,10 @@ def score(rel: Any, exact: dict[int, tuple[int, int]]) -> dict[str, Any]:
             se.append(abs(s - exact[int(k)][1]))  # report
     bars = {n: float(Fraction(t.column(f"{n}_error")[0].as_py())) if t.num_rows else None  # report
             for n in ("count", "sum")}
-    return {"released": len(keys), "true": len(ce), "count_err": ce, "sum_err": se, "bars": bars}
+    bar = rel.manifest.parameters.get("simultaneous_count_bar")  # pure_groups: privacy.trim's floor
+    above = [k for k, c in zip(keys, counts) if bar is None or c > float(Fraction(bar))]  # report
+    return {"released": len(keys), "true": len(ce), "count_err": ce, "sum_err": se, "bars": bars,
+            "trimmed": len(above), "trimmed_true": sum(1 for k in above if int(k) in exact), "trim_bar": bar}
 
 
 def main() -> int:
@@ -92,8 +97,8 @@ def main() -> int:
     folder = ROOT / "bench-results" / "groups-data"
     folder.mkdir(parents=True, exist_ok=True)
     results = []
-    print(f"{'rows':>8} {'system':<12} {'released':>9} {'true':>6} {'count med/max':>14} {'sum med/max':>16} "
-          f"{'bars c/s':>12} {'s/release':>10} {'load':>6}")
+    print(f"{'rows':>8} {'system':<12} {'released':>9} {'true':>6} {'trim (true)':>12} {'count med/max':>14} "
+          f"{'sum med/max':>16} {'bars c/s':>12} {'s/release':>10} {'load':>6}")
     for rows in sizes:
         path = data(rows, folder)
         exact = truth(path)
@@ -112,10 +117,13 @@ def main() -> int:
                    "true_released": statistics.median(r["true"] for r in recs),
                    "count_median": statistics.median(ce) if ce else None, "count_max": max(ce) if ce else None,
                    "sum_median": statistics.median(se) if se else None, "sum_max": max(se) if se else None,
+                   "trimmed": statistics.median(r["trimmed"] for r in recs),
+                   "trimmed_true": statistics.median(r["trimmed_true"] for r in recs), "trim_bar": recs[0]["trim_bar"],
                    "bars": recs[0]["bars"], "seconds_median": statistics.median(secs), "seconds": secs,
                    "load": os.getloadavg()[0]}
             results.append(row)
             print(f"{rows:>8} {system:<12} {row['released']:>9} {row['true_released']:>6} "
+                  f"{row['trimmed']:>6} ({row['trimmed_true']:>3}) "
                   f"{row['count_median']:>6.1f}/{row['count_max']:<7.0f} {row['sum_median']:>7.1f}/{row['sum_max']:<8.0f} "
                   f"{row['bars']['count']:>5.0f}/{row['bars']['sum']:<6.0f} {row['seconds_median']:>10.1f} "
                   f"{row['load']:>6.1f}", flush=True)

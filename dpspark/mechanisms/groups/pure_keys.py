@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from dpspark.engine.backend import Backend
     from dpspark.rng import RandomSource
 
+#: how far below the histogram family's gamma_for(beta, |X|) the count law's uniform weight is
+UNIFORM_MARGIN = 1 << 20
 #: the noise name the release's section gives each value
 NOISE = "pure_sparse"
 THEOREM = ("pure-DP grouped counts and sums over a huge universe (docs/groups.md §H): KeepHeavy with independent "
@@ -173,8 +175,10 @@ class PureGroupsMechanism(Mechanism):
             self.sum_laws[a.name] = PureLaw(stat.sensitivity(g.bounds), lo, hi, k, (rest - count_eps) / len(sums),
                                             self.lam, g=PURE_GRID)
         target = count_eps - bias_epsilon(worst_draws, self.lam)
+        # FastSample's uniform part, 2^20 times below the histogram's beta/(6|X|): an empty key drawn from it (any
+        # count in [0, N], so nearly always released) comes out about once in 10^8 releases, not once in 10^2
         fast = FastSample(n=n, exp_eps=exp_eps_below(target / (k * c)),
-                          gamma=as_unit_fraction(gamma_for(self.beta, size)))
+                          gamma=as_unit_fraction(gamma_for(self.beta / UNIFORM_MARGIN, size)))
         self.counting = fast.fallback if fast.fallback is not None else fast
         self.laws = [SumLaw(law.mech, law.g, -law.a_lo) for law in self.sum_laws.values()]
         self.mixing = Fraction(1, -(-3 * self.beta.denominator // self.beta.numerator))  # beta/3 as 1/g

@@ -50,6 +50,8 @@ def test_plan_states_pure_epsilon_within_the_budget_with_the_sums_factor(tmp_pat
     assert add_remove.measure.delta == 0 and add_remove.measure.epsilon.le(Fraction(1))
     assert mech.laws[0].zero == -law.a_lo == 0 and mech.laws[0].values == law.a_hi - law.a_lo + 1
     assert mech.count_bar >= 1 and mech.sum_bars["total"] > 0
+    # the count law's uniform part: every one of the 2^63 empty keys together draws from it w.p. < 10^-7
+    assert mech.counting.gamma * (1 << 63) < Fraction(1, 10**7)
     assert mech.plan()["s_bits"] > 1200 * 64  # n (log2 3|X| + log2 V) bits at least
     bar, beta = mech.simultaneous  # BV Thm 6.2(iii): all keys of 2^63 at once, far above the per-key bar
     assert bar > 2 * mech.count_bar and mech.beta / 2 < beta <= mech.beta
