@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, Progress, StageInfo
 from dpspark.mechanisms.groups.aggregates import Aggregate, GroupsError, Kind, Statistic
@@ -46,15 +46,10 @@ if TYPE_CHECKING:
 
 #: how far below the histogram family's gamma_for(beta, |X|) the count law's uniform weight is
 UNIFORM_MARGIN = 1 << 20
-#: the noise name the release's section gives each value
-NOISE = "pure_sparse"
+#: the release's algorithm line
 THEOREM = ("pure-DP grouped counts and sums over a huge universe (docs/groups.md §H): KeepHeavy with independent "
            "per-key sums, simulated within delta_SD (Balcer-Vadhan Alg. 6.21) and mixed with a full-support P "
            "(Alg. 6.9, Lemma 3.2' with eps = eps' = eps~)")
-CONDITION = {"count": "per key: Pr[the key is released and its count is off by more than the bar] <= beta (the "
-                      "count before selection; a released key's count is among the n + 1 largest)",
-             "sum": "per key: Pr[the key is released and its sum is off by more than the bar from the key's true "
-                    "sum, 0 if it has no rows] <= beta (the sum's noise is independent of the selection)"}
 
 
 def parse_trim(value: Any) -> bool:
@@ -62,13 +57,6 @@ def parse_trim(value: Any) -> bool:
     if not isinstance(value, bool):
         raise ValueError("privacy.trim must be true or false")
     return value
-
-
-class _Table(NamedTuple):
-    """What :func:`dpspark.mechanisms.groups.writer.groups_table` reads of a plan and a release."""
-
-    aggregates: tuple[Aggregate, ...]
-    values: list[dict[str, Any]]
 
 
 def _refuse(groups: Any, aggs: tuple[Aggregate, ...]) -> str | None:
@@ -313,8 +301,8 @@ class PureGroupsMechanism(Mechanism):
     def release_from_stats(self, stats: Any, rng: "RandomSource", progress: Progress,
                            units: dict[str, Any] | None = None) -> Any:
         """The release from the engine's per-group statistics (ascending 0-based universe indexes)."""
-        from dpspark.mechanisms.groups.algorithm import GroupValue
-        from dpspark.mechanisms.groups.writer import TABLE, groups_table
+        from dpspark.mechanisms.groups.pure_table import pure_section, released_table
+        from dpspark.mechanisms.groups.writer import TABLE
         from dpspark.mechanisms.histogram.pure_sparse_sums import pure_sparse_sums
         from dpspark.release.statements import StatementRelease
 
@@ -327,20 +315,9 @@ class PureGroupsMechanism(Mechanism):
                                self.mixing, rng, k=self.k, c=self.c, units=self.spec.max_units, progress=progress)
         if rel.privacy.measure != self.statement.measure:
             raise RuntimeError("internal error: the release's statement differs from the plan's")
-        conf, bars = 1 - self.beta, self.bars()
-        columns: dict[str, list[Fraction]] = {count: [Fraction(y) for y in rel.counts]}
-        for (name, law), col in zip(self.sum_laws.items(), rel.sums):
-            scale = next(a.scale for a in aggs if a.name == name)
-            columns[name] = [law.G * (law.a_lo + s) / scale for s in col]
-        rows = [(i, self.key_of(x)) for i, x in enumerate(rel.indices)]
-        floor = self.simultaneous[0] if self.trim else None  # post-processing of the released counts (public bar)
-        rows = [(i, key) for i, key in rows if key is not None and (floor is None or rel.counts[i] > floor)]
-        values = [{a.name: GroupValue(columns[a.name][i], bars[a.name], conf) for a in aggs} for i, _ in rows]
-        key_rows = [key for _, key in rows]
-        types = [part.arrow_type() for part in self.universe.parts]
-        table = groups_table(_Table(aggs, values), _Table(aggs, values), self.groups.by, key_rows, types)
+        table = released_table(self, rel)
         return StatementRelease(algorithm=THEOREM, parameters=self.plan(), privacy=tuple(self.planned_statements()),
-                                accuracy=self.accuracy(), section=self.section(len(key_rows), units),
+                                accuracy=self.accuracy(), section=pure_section(self, table.num_rows, units),
                                 tables={TABLE: table})
 
     def key_of(self, index: int) -> tuple[Any, ...] | None:
@@ -352,18 +329,3 @@ class PureGroupsMechanism(Mechanism):
         except ValueError:
             return None
         return tuple(key) if len(self.groups.by) > 1 else (key,)
-
-    def section(self, rows: int, units: dict[str, Any] | None) -> dict[str, Any]:
-        """The release's section: the groups kind's, with pure_sparse noise and its conditions."""
-        from dpspark.mechanisms.groups.writer import NULLS_TEXT, TABLE
-
-        aggs = [{"name": a.name, "kind": a.kind.value, "error_unit": "value", "noise": NOISE,
-                 "condition": CONDITION[a.kind.value]} for a in self.aggs.aggregates]
-        return {"table": TABLE, "by": list(self.groups.by), "keys": "private", "groups": rows,
-                "universe": self.universe.to_dict(), "aggregates": aggs, "beta": str(self.beta),
-                "bounds": ("each released key's <name>_error holds with probability >= <name>_confidence in the sense "
-                           "of the aggregate's condition (per key, before selection)"),
-                "nulls": NULLS_TEXT,
-                "composition": ("pure DP: one sparse release of every key's count and sums over the whole universe "
-                                "(a unit changes at most max_groups_per_unit keys), then the noisy unit count"),
-                **({"units": units} if units is not None else {})}
