@@ -35,7 +35,7 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "samplers": ("dpspark.mechanisms.samplers.family", ("sample",)),
     "product": ("dpspark.mechanisms.product.family", ("distribution",)),
     "gaussian_model": ("dpspark.mechanisms.gaussian_model.family", ("gaussian_model",)),
-    "groups": ("dpspark.mechanisms.groups.family", ("groups",)),
+    "groups": ("dpspark.mechanisms.groups.family", ("groups", "pure_groups")),
 }
 #: built-in kind -> the family module that declares it
 _KIND_MODULES: dict[str, str] = {kind: module for module, kinds in FAMILIES.values() for kind in kinds}

@@ -218,6 +218,12 @@ CASES: dict[str, Case] = {c.id: c for c in (
                        {"name": "total", "kind": "sum", "column": "x", "lo": "-2", "hi": "5", "nulls": "0"},
                        {"name": "avg", "kind": "mean", "column": "x", "lo": "0", "hi": "10", "nulls": "0"}],
         "privacy": {"mechanism": "groups", "epsilon": "1", "max_units": 400, "unit_column": "u"}}),
+    Case("pure_groups", "arrow", answers_table, {
+        "groups": {"by": ["g"], "max_rows_per_group": 2},
+        "aggregates": [{"name": "rows", "kind": "count"},
+                       {"name": "total", "kind": "sum", "column": "x", "lo": "-2", "hi": "5", "nulls": "0"}],
+        "universe": {"kind": "string", "max_bytes": 4},
+        "privacy": {"mechanism": "pure_groups", "epsilon": "1", "max_units": 150, "unit_column": "u"}}),
 )}
 
 

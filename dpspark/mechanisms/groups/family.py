@@ -14,9 +14,17 @@ KINDS = (
         codec="dpspark.mechanisms.groups.section:check_kind",
         reader="dpspark.mechanisms.groups.reader:GroupsLookup",
     ),
+    ReleaseKind(  # the same table and reader; its codec checks the pure mechanism's manifest (docs/groups.md §H)
+        name="pure_groups",
+        form="statements",
+        section="section",
+        codec="dpspark.mechanisms.groups.pure_section:check_kind",
+        reader="dpspark.mechanisms.groups.reader:GroupsLookup",
+    ),
 )
 
 #: mechanism name (the config's ``privacy.mechanism``) -> its class, imported on first use
 MECHANISMS = {
     "groups": "dpspark.mechanisms.groups.mechanism:GroupsMechanism",
+    "pure_groups": "dpspark.mechanisms.groups.pure_keys:PureGroupsMechanism",
 }

@@ -68,18 +68,20 @@ def check_gamma(gamma: Any) -> Fraction:
     return value
 
 
-def mixing_min_probability_bound(universe_size: int, n: int) -> Fraction:
-    """(3|X|)^-n, a lower bound on min_r P(r) over the output range (docs/balcer-vadhan-notes.md §P).
+def mixing_min_probability_bound(universe_size: int, n: int, values: int = 1) -> Fraction:
+    """(3|X| V)^-n, a lower bound on min_r P(r) over the output range (docs/balcer-vadhan-notes.md §P).
 
+    ``values`` = V: 1 for counts alone; with sums, the product of the sums' grid sizes (P draws each released
+    key's sums uniformly, :mod:`dpspark.mechanisms.histogram.pure_sparse_sums`).
     GMP computes the power (about 66 n bits at |X| = 2^64): CPython's pow takes ~20 s at n = 10^6.
     """
-    return Fraction(1, int(gmpy2.mpz(3 * universe_size) ** n))
+    return Fraction(1, int(gmpy2.mpz(3 * universe_size * values) ** n))
 
 
-def mixing_delta(exp_eps: Fraction, gamma: Fraction, universe_size: int, n: int) -> Fraction:
-    """delta_s = ((p-q)/(p+q)) (gamma/(1-gamma)) (3|X|)^-n: Lemma 3.2' condition with eps = eps' = eps~."""
+def mixing_delta(exp_eps: Fraction, gamma: Fraction, universe_size: int, n: int, values: int = 1) -> Fraction:
+    """delta_s = ((p-q)/(p+q)) (gamma/(1-gamma)) (3|X| V)^-n: Lemma 3.2' condition with eps = eps' = eps~."""
     p, q = exp_eps.numerator, exp_eps.denominator
-    return Fraction(p - q, p + q) * gamma / (1 - gamma) * mixing_min_probability_bound(universe_size, n)
+    return Fraction(p - q, p + q) * gamma / (1 - gamma) * mixing_min_probability_bound(universe_size, n, values)
 
 
 def random_histogram(
