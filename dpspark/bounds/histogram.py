@@ -20,10 +20,23 @@ the public strong noise floor, or above the weak floor and within two cells of a
 far out is not followed; a real tail is contiguous in bit lengths); the others count as empty, and [lo, hi] is the narrowest run of cells [a, b] (never an overflow
 cell) whose kept mass leaves at most ``tail`` of the kept mass on each side (extended to 0 when 0 < 3 lo < hi or
 lo < 3 hi < 0: one-signed data whose low cells are lost in the noise clips nothing at 0, and the range grows
-by at most a half). **Clipped rows:** for any set O of
-cells, sum_(j in O) h_j <= sum_(j in O) h~_j + S with S = sum over *all* cells of (h_j - h~_j)^+, and
-Pr[S >= t] <= beta for the certified Chernoff t of :func:`deficit_bound`; so, with probability >= 1 - beta, the
-rows outside [lo, hi] (a data-dependent set, chosen from h~) number at most sum_(j outside [a, b]) h~_j + t.
+by at most a half).
+
+**Clipped rows** (:func:`outside_bound`). The rows a range clips are the true counts of the cells outside it,
+O = {j < a} u {j > b}, a set chosen from h~. Every count lies in [0, n] and so does their total (each of at most
+max_units units adds at most Delta rows; n = max_units Delta). With probability >= 1 - beta,
+
+    sum_(j in O) h_j  <=  sum_(j in O) h~_j + t(|O|)
+
+for *every* O of the P = (CELLS - 2)(CELLS - 1)/2 possible ranges at once (a union bound over them, each at
+beta' / P), so the bound holds for the chosen one whatever the noise chose. Per cell, h - h~ is the mean-zero
+noise -Z (clamping at 0 only lowers it; clamping at n moves it to h - n <= 0 when Z > n - h), so
+E[u^(h - h~)] <= G(u) + Pr[Z > n - h] with G the two-sided geometric's moment generating function (the
+truncation at +-t* moves mass to 0 and only lowers it). At most one cell holds more than n/2 rows; the others
+have Pr[Z > n - h] <= r^(ceil(n/2) + 1)/(1 + r), and that one is also bounded by the one-sided
+E[u^((-Z)^+)]. The Chernoff bound over the |O| independent cells (no uniform draw: beta' = beta - CELLS gamma)
+is certified with outward logarithms. The noise of the cells outside the range enters with its sign, where
+the former bound (:func:`deficit_bound`) added the shortfall (h - h~)^+ of all CELLS cells.
 """
 
 from __future__ import annotations
@@ -134,13 +147,18 @@ class BoundsLaw:
                 b -= 1
         assert a in inner and b in inner and a <= b
         outside = sum(noisy[j] for j in range(CELLS) if j < a or j > b)
-        clipped = min(self.mech.n * CELLS, outside + self.deficit(beta))
+        clipped = min(self.mech.n, outside + self.outside(beta, CELLS - (b - a + 1)))
         lo, hi = EDGES[a], EDGES[b + 1]
         if 0 < 3 * lo < hi:  # a one-signed range spanning more than its distance to 0: extend it to 0
             lo = Fraction(0)
         elif lo < 3 * hi < 0:
             hi = Fraction(0)
         return BoundsChoice(lo, hi, a, b, clipped, beta, kept)
+
+    def outside(self, beta: Fraction, m: int) -> int:
+        """t(m): the clipped-rows slack for a range leaving m cells outside (module docstring): :func:`outside_bound`."""
+        gamma = self.mech.gamma if self.mech.fallback is None else Fraction(0)
+        return outside_bound(self.exp_eps, self.mech.n, CELLS, m, beta, gamma)
 
     def deficit(self, beta: Fraction) -> int:
         """t with Pr[sum_j (h_j - h~_j)^+ > t] <= beta over all CELLS cells (module docstring): :func:`deficit_bound`."""
@@ -206,6 +224,56 @@ def deficit_bound(exp_eps: Fraction, m: int, beta: Fraction, gamma: Fraction, ca
         best = t if best is None else min(best, t)
     assert best is not None
     return max(0, best)
+
+
+def outside_bound(exp_eps: Fraction, n: int, cells: int, m: int, beta: Fraction, gamma: Fraction,
+                  candidates: int = 24) -> int:
+    """A certified t with Pr[some range's outside set O, |O| = m, has sum_(j in O) (h_j - h~_j) >= t] <= beta/(m's
+    share), for every histogram h in [0, n]^cells with total <= n (module docstring, "Clipped rows").
+
+    Ranges: cells [a, b] with 1 <= a <= b <= cells - 2 (the overflow cells are always outside): P = (cells - 2)
+    (cells - 1)/2 outside sets, each bounded at beta' / P, beta' = beta - cells gamma (the uniform draws). With
+    r = q/p and 1 < u < 1/r: G(u) = (1 - r)^2 / ((1 - r u)(1 - r/u)) bounds E[u^(-Z)]; a cell with h <= n/2 adds
+    at most G'(u) = G(u) + r^(ceil(n/2) + 1)/(1 + r), the one cell that may hold more at most
+    B(u) = min(G(u) + r/(1 + r), phi(u)) with phi the one-sided bound of :func:`deficit_bound`, so
+    Pr[sum >= t] <= max(B, G') G'^(m - 1) u^-t. t = ceil((ln max(B, G') + (m - 1) ln G' + ln(P/beta')) / ln u),
+    certified logarithms (upper over lower), the least over a public grid of u.
+    """
+    from dpspark.privacy.certified import ln_bounds
+
+    if cells < 3 or not 1 <= m <= cells:
+        raise BoundsError("the outside set has 1 to cells cells, of at least 3")
+    left = beta - cells * gamma
+    if left <= 0:
+        raise BoundsError("beta is below the noise's uniform-mixture probability")
+    sets = (cells - 2) * (cells - 1) // 2
+    r = Fraction(exp_eps.denominator, exp_eps.numerator)
+    far = _power_upper(r, -(-n // 2) + 1) / (1 + r)  # Pr[Z > n - h] for h <= n/2, rounded up (never to 0)
+    top_log = ln_bounds(sets / left)[1]
+    best: int | None = None
+    for i in range(1, candidates):  # public count: a geometric grid of u - 1 towards 0, then a linear one
+        for u in (1 + (1 / r - 1) / (1 << i), 1 + (1 / r - 1) * Fraction(i, candidates)):
+            g = (1 - r) ** 2 / ((1 - r * u) * (1 - r / u))
+            g_far = g + far
+            phi = 1 / (1 + r) + (1 - r) * r * u / ((1 + r) * (1 - r * u))
+            big = max(min(g + r / (1 + r), phi), g_far)
+            top = ln_bounds(big)[1] + (m - 1) * ln_bounds(g_far)[1] + top_log
+            t = (top / ln_bounds(u)[0]).__ceil__()
+            best = t if best is None else min(best, t)
+    assert best is not None
+    return max(0, best)
+
+
+def _power_upper(r: Fraction, k: int, bits: int = 64) -> Fraction:
+    """An upper bound on r^k (0 < r < 1) with a small denominator: each square rounded up to ``bits`` bits."""
+    scale = 1 << bits
+    out, base = Fraction(1), Fraction(-(-r.numerator * scale // r.denominator), scale)
+    while k:  # public: log2 k steps
+        if k & 1:
+            out = Fraction(-(-out.numerator * base.numerator * scale // (out.denominator * base.denominator)), scale)
+        base = Fraction(-(-base.numerator * base.numerator * scale // (base.denominator * base.denominator)), scale)
+        k >>= 1
+    return out
 
 
 def choose_scale_bits(lo: Fraction, hi: Fraction, epsilon: Fraction, target_bits: int = 16,

@@ -160,8 +160,11 @@ def _groups(q: DPQuery, public: Collection[str], common: dict[str, Any]) -> SqlC
 
 def _answers(q: DPQuery, common: dict[str, Any]) -> SqlCall:
     o = q.options
-    if q.join is not None:
-        raise SqlError(f"JOIN {q.join[0]} in a query without GROUP BY is not supported yet: add a GROUP BY")
+    if q.join is not None:  # the answers family has no join stage, and a groups release has at least one key column
+        raise SqlError(f"JOIN {q.join[0]} in a query without GROUP BY is not supported: global answers read the FROM "
+                       "table alone. Write GROUP BY <column> with its keys listed, OPTIONS (keys = <public table>), "
+                       "and add up the released groups after the release (post-processing); or query "
+                       f"{q.table} without the join")
     for name, what in (("keys", "keys"), ("max_groups_per_unit", "max_groups_contributed")):
         if getattr(o, name) is not None:
             raise SqlError(f"OPTIONS {what} applies to GROUP BY queries; this query has no GROUP BY")

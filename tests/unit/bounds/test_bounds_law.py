@@ -126,3 +126,63 @@ def test_scale_bits_never_overflow() -> None:
             assert (H - L) ** 2 < 1 << 126
             assert max(abs(L), abs(H)) <= 1 << 52 or s == 0
     assert choose_scale_bits(Fraction(0), Fraction(128), Fraction(1)) >= 9  # 2^16 steps over the range
+
+
+# ---- the clipped-rows bound over the cells outside the chosen range (bounds/histogram.outside_bound) ----------
+def _worst_outside_tail(exp_eps: Fraction, n: int, t: dict[int, int]) -> Fraction:
+    """max over histograms h of 4 cells in [0, n] with total <= n of the exact Pr[some range's outside set O
+    (the overflow cells 0 and 3, and cells 1 or 2 unless chosen) has sum_(j in O) (h_j - h~_j) >= t[|O|]], h~ drawn
+    from FastSample's exact pmf (the law the bounds step draws)."""
+    from collections import defaultdict
+
+    from dpspark.bounds.histogram import GAMMA
+    from dpspark.noise.fastsample import FastSample
+
+    mech = FastSample(n=n, exp_eps=exp_eps, gamma=GAMMA)
+    laws = []
+    for h in range(n + 1):  # the law of h - h~
+        law: dict[int, Fraction] = defaultdict(Fraction)
+        for x, p in enumerate(mech.pmf(h)):
+            law[h - x] += p
+        laws.append(law)
+    worst = Fraction(0)
+    for h in product(range(n + 1), repeat=4):
+        if sum(h) > n:
+            continue
+        ends: dict[int, Fraction] = defaultdict(Fraction)  # cells 0 and 3: outside every range
+        for a, pa in laws[h[0]].items():
+            for b, pb in laws[h[3]].items():
+                ends[a + b] += pa * pb
+        p = Fraction(0)
+        for s, ps in ends.items():
+            for d1, p1 in laws[h[1]].items():
+                for d2, p2 in laws[h[2]].items():
+                    if s >= t[2] or s + d1 >= t[3] or s + d2 >= t[3]:  # ranges [1,2]; [2,2]; [1,1]
+                        p += ps * p1 * p2
+        worst = max(worst, p)
+    return worst
+
+
+@pytest.mark.parametrize("exp_eps, n", [(Fraction(4), 6), (Fraction(3), 6)])
+def test_outside_bound_holds_on_the_exact_law_and_an_understating_bound_is_caught(exp_eps: Fraction, n: int) -> None:
+    from dpspark.bounds.histogram import GAMMA, outside_bound
+
+    beta = Fraction(1, 5)
+    t = {m: outside_bound(exp_eps, n, 4, m, beta, GAMMA) for m in (2, 3)}
+    assert t[2] <= n and _worst_outside_tail(exp_eps, n, t) <= beta  # not vacuous: below the total n
+    # mutants that under-state: no slack for the outside cells' noise (the noisy sum alone), and the noise read
+    # as four times as concentrated (e^(4 eps))
+    assert _worst_outside_tail(exp_eps, n, {2: 0, 3: 0}) > beta
+    fast = {m: outside_bound(exp_eps ** 4, n, 4, m, beta, GAMMA) for m in (2, 3)}
+    assert fast[3] < t[3] and _worst_outside_tail(exp_eps, n, fast) > beta
+
+
+def test_outside_bound_is_tighter_than_the_all_cells_deficit_and_grows_with_the_cells() -> None:
+    """At nycflights13's scale (336,776 rows, epsilon 1/10 for the step): fewer cells outside, a smaller slack;
+    even all CELLS outside states less than the former bound on every cell's shortfall."""
+    law = BoundsLaw(Fraction(1, 10), 1, 336_776)
+    beta = Fraction(1, 20)
+    slack = [law.outside(beta, m) for m in (2, 100, 300, CELLS)]
+    assert slack == sorted(slack) and slack[-1] < law.deficit(beta)
+    with pytest.raises(BoundsError, match="uniform-mixture"):
+        law.outside(Fraction(1, 1 << 60), 10)
