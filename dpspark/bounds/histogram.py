@@ -22,8 +22,9 @@ cell) whose kept mass leaves at most ``tail`` of the kept mass on each side (ext
 lo < 3 hi < 0: one-signed data whose low cells are lost in the noise clips nothing at 0, and the range grows
 by at most a half).
 
-**Clipped rows** (:func:`outside_bound`). The rows a range clips are the true counts of the cells outside it,
-O = {j < a} u {j > b}, a set chosen from h~. Every count lies in [0, n] and so does their total (each of at most
+**Clipped rows** (:func:`outside_bound`). The rows a range clips lie in the cells outside it,
+O = {j < a'} u {j > b'}, a set chosen from h~: [a', b'] = [a, b], or, when lo was extended to 0, a' = the cell
+[0, 2^E_MIN) (a value below lo = 0 lies in a negative cell; when hi was extended, b' = the cell just below 0). Every count lies in [0, n] and so does their total (each of at most
 max_units units adds at most Delta rows; n = max_units Delta). With probability >= 1 - beta,
 
     sum_(j in O) h_j  <=  sum_(j in O) h~_j + t(|O|)
@@ -146,13 +147,15 @@ class BoundsLaw:
                 above += mass[b]
                 b -= 1
         assert a in inner and b in inner and a <= b
-        outside = sum(noisy[j] for j in range(CELLS) if j < a or j > b)
-        clipped = min(self.mech.n, outside + self.outside(beta, CELLS - (b - a + 1)))
         lo, hi = EDGES[a], EDGES[b + 1]
+        zero = EDGES.index(Fraction(0))  # the cell [0, 2^E_MIN)
+        first, last = a, b  # the cells the range keeps whole: the clipped rows lie in the others
         if 0 < 3 * lo < hi:  # a one-signed range spanning more than its distance to 0: extend it to 0
-            lo = Fraction(0)
+            lo, first = Fraction(0), zero
         elif lo < 3 * hi < 0:
-            hi = Fraction(0)
+            hi, last = Fraction(0), zero - 1
+        outside = sum(noisy[j] for j in range(CELLS) if j < first or j > last)
+        clipped = min(self.mech.n, outside + self.outside(beta, CELLS - (last - first + 1)))
         return BoundsChoice(lo, hi, a, b, clipped, beta, kept)
 
     def outside(self, beta: Fraction, m: int) -> int:
