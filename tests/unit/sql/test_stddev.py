@@ -165,6 +165,7 @@ def test_lookup_inspect_verify_and_signing_show_and_cover_it(releases: tuple[Pat
 
     from dpspark.cli.app import main
     from dpspark.lookup import open_release
+    from tests.support.release_fixtures import reseal
 
     sql = tmp_path / "rel"
     shutil.copytree(releases[0], sql)
@@ -181,7 +182,12 @@ def test_lookup_inspect_verify_and_signing_show_and_cover_it(releases: tuple[Pat
     manifest = json.loads((sql / "manifest.json").read_text())
     manifest["section"]["aggregates"][0].pop("post")  # the file no longer says it is a standard deviation
     (sql / "manifest.json").write_text(json.dumps(manifest))
-    assert main(["verify", "--key", str(tmp_path / "k.pub"), str(sql)]) != 0
+    assert main(["verify", "--key", str(tmp_path / "k.pub"), str(sql)]) != 0  # the signature covers it
+    unsigned = tmp_path / "unsigned"
+    shutil.copytree(releases[0], unsigned)
+    reseal(unsigned, lambda doc: doc["section"]["aggregates"][0].pop("post"))  # resealed: the codec catches it
+    assert main(["verify", str(unsigned)]) != 0
+    assert "groups.aggregates differ from mechanism.parameters.aggregates" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("edit", ["drop", "on_count", "log"])
