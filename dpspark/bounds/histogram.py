@@ -24,20 +24,24 @@ by at most a half).
 
 **Clipped rows** (:func:`outside_bound`). The rows a range clips lie in the cells outside it,
 O = {j < a'} u {j > b'}, a set chosen from h~: [a', b'] = [a, b], or, when lo was extended to 0, a' = the cell
-[0, 2^E_MIN) (a value below lo = 0 lies in a negative cell; when hi was extended, b' = the cell just below 0). Every count lies in [0, n] and so does their total (each of at most
-max_units units adds at most Delta rows; n = max_units Delta). With probability >= 1 - beta,
+[0, 2^E_MIN) (a value below lo = 0 lies in a negative cell; when hi was extended, b' = the cell just below 0).
+With probability >= 1 - beta,
 
-    sum_(j in O) h_j  <=  sum_(j in O) h~_j + t(|O|)
+    sum_(j in O) h_j  <=  sum_(j in O) h~_j + t(|O|, k)
 
-for *every* O of the P = (CELLS - 2)(CELLS - 1)/2 possible ranges at once (a union bound over them, each at
-beta' / P), so the bound holds for the chosen one whatever the noise chose. Per cell, h - h~ is the mean-zero
-noise -Z (clamping at 0 only lowers it; clamping at n moves it to h - n <= 0 when Z > n - h), so
-E[u^(h - h~)] <= G(u) + Pr[Z > n - h] with G the two-sided geometric's moment generating function (the
-truncation at +-t* moves mass to 0 and only lowers it). At most one cell holds more than n/2 rows; the others
-have Pr[Z > n - h] <= r^(ceil(n/2) + 1)/(1 + r), and that one is also bounded by the one-sided
-E[u^((-Z)^+)]. The Chernoff bound over the |O| independent cells (no uniform draw: beta' = beta - CELLS gamma)
-is certified with outward logarithms. The noise of the cells outside the range enters with its sign, where
-the former bound (:func:`deficit_bound`) added the shortfall (h - h~)^+ of all CELLS cells.
+for *every* O of the P = (CELLS - 2)(CELLS - 1)/2 possible ranges at once (a union bound, each at beta' / P,
+beta' = beta - CELLS gamma for the uniform draws), so the bound holds for the chosen one whatever the noise
+chose. Per cell (no uniform draw), h~ = clamp(h + Z_t, 0, n) with |Z_t| <= t* (FastSample's truncation):
+a cell with h <= n - t* never reaches the top clamp, so h - h~ = min(h, -Z_t) <= -Z_t, whose moment
+generating function is at most the two-sided geometric's G(u) (mean zero: the noise enters with its sign;
+the truncation moves mass to 0 and only lowers it); any cell has h - h~ <= (-Z_t)^+, at most phi(u) (the
+one-sided bound of :func:`deficit_bound`). A cell with h > n - t* reads h~ >= h - t* > n - 2 t*, so the
+k = |{j in O : h~_j > n - 2 t*}| cells of O given phi include every such cell of O; t(m, k) grows with k,
+so it is at least the bound for the (unobserved) true set. Chernoff over the independent cells:
+Pr[sum >= t] <= phi^k G^(m - k) u^-t, with certified logarithms (upper over lower). Without truncation
+(FastSample's exact GeoSample fallback when t* >= n) every cell takes phi (k = m). No assumption on the
+data: cell counts in [0, n] only. The former bound (:func:`deficit_bound`) summed the shortfall
+(h_j - h~_j)^+ of all CELLS cells.
 """
 
 from __future__ import annotations
@@ -154,14 +158,24 @@ class BoundsLaw:
             lo, first = Fraction(0), zero
         elif lo < 3 * hi < 0:
             hi, last = Fraction(0), zero - 1
-        outside = sum(noisy[j] for j in range(CELLS) if j < first or j > last)
-        clipped = min(self.mech.n, outside + self.outside(beta, CELLS - (last - first + 1)))
+        out = [j for j in range(CELLS) if j < first or j > last]
+        top = self.near_top()
+        clipped = min(self.mech.n * CELLS, sum(noisy[j] for j in out)
+                      + self.outside(beta, len(out), sum(1 for j in out if noisy[j] > top)))
         return BoundsChoice(lo, hi, a, b, clipped, beta, kept)
 
-    def outside(self, beta: Fraction, m: int) -> int:
-        """t(m): the clipped-rows slack for a range leaving m cells outside (module docstring): :func:`outside_bound`."""
+    def near_top(self) -> int:
+        """A noisy count above this may be a cell whose true count reaches the top clamp (h > n - t*): n - 2 t*,
+        or -1 without truncation (GeoSample: every cell may) (module docstring, "Clipped rows")."""
+        if self.mech.fallback is not None:
+            return -1
+        return self.mech.n - 2 * self.mech.t
+
+    def outside(self, beta: Fraction, m: int, top: int) -> int:
+        """t(m, k): the clipped-rows slack for a range leaving m cells outside, k of them read above
+        :meth:`near_top` (module docstring): :func:`outside_bound`."""
         gamma = self.mech.gamma if self.mech.fallback is None else Fraction(0)
-        return outside_bound(self.exp_eps, self.mech.n, CELLS, m, beta, gamma)
+        return outside_bound(self.exp_eps, CELLS, m, top, beta, gamma)
 
     def deficit(self, beta: Fraction) -> int:
         """t with Pr[sum_j (h_j - h~_j)^+ > t] <= beta over all CELLS cells (module docstring): :func:`deficit_bound`."""
@@ -229,54 +243,35 @@ def deficit_bound(exp_eps: Fraction, m: int, beta: Fraction, gamma: Fraction, ca
     return max(0, best)
 
 
-def outside_bound(exp_eps: Fraction, n: int, cells: int, m: int, beta: Fraction, gamma: Fraction,
+def outside_bound(exp_eps: Fraction, cells: int, m: int, top: int, beta: Fraction, gamma: Fraction,
                   candidates: int = 24) -> int:
-    """A certified t with Pr[some range's outside set O, |O| = m, has sum_(j in O) (h_j - h~_j) >= t] <= beta/(m's
-    share), for every histogram h in [0, n]^cells with total <= n (module docstring, "Clipped rows").
+    """A certified t with Pr[sum_(j in O) (h_j - h~_j) >= t] <= beta' / P for each outside set O of m cells, k = ``top``
+    of them taking the one-sided law and the others the mean-zero one (module docstring, "Clipped rows").
 
-    Ranges: cells [a, b] with 1 <= a <= b <= cells - 2 (the overflow cells are always outside): P = (cells - 2)
-    (cells - 1)/2 outside sets, each bounded at beta' / P, beta' = beta - cells gamma (the uniform draws). With
-    r = q/p and 1 < u < 1/r: G(u) = (1 - r)^2 / ((1 - r u)(1 - r/u)) bounds E[u^(-Z)]; a cell with h <= n/2 adds
-    at most G'(u) = G(u) + r^(ceil(n/2) + 1)/(1 + r), the one cell that may hold more at most
-    B(u) = min(G(u) + r/(1 + r), phi(u)) with phi the one-sided bound of :func:`deficit_bound`, so
-    Pr[sum >= t] <= max(B, G') G'^(m - 1) u^-t. t = ceil((ln max(B, G') + (m - 1) ln G' + ln(P/beta')) / ln u),
-    certified logarithms (upper over lower), the least over a public grid of u.
+    P = (cells - 2)(cells - 1)/2 ranges [a, b], 1 <= a <= b <= cells - 2; beta' = beta - cells gamma. With
+    r = q/p and 1 < u < 1/r: G(u) = (1 - r)^2 / ((1 - r u)(1 - r/u)) (E[u^(-Z)], Z two-sided geometric) and
+    phi(u) = 1/(1 + r) + (1 - r) r u / ((1 + r)(1 - r u)) (E[u^((-Z)^+)]); t = ceil((k ln phi + (m - k) ln G
+    + ln(P/beta')) / ln u), certified logarithms (upper over lower), the least over a public grid of u.
     """
     from dpspark.privacy.certified import ln_bounds
 
-    if cells < 3 or not 1 <= m <= cells:
-        raise BoundsError("the outside set has 1 to cells cells, of at least 3")
+    if cells < 3 or not 1 <= m <= cells or not 0 <= top <= m:
+        raise BoundsError("the outside set has 1 to cells cells (of at least 3), top of them near the top")
     left = beta - cells * gamma
     if left <= 0:
         raise BoundsError("beta is below the noise's uniform-mixture probability")
-    sets = (cells - 2) * (cells - 1) // 2
     r = Fraction(exp_eps.denominator, exp_eps.numerator)
-    far = _power_upper(r, -(-n // 2) + 1) / (1 + r)  # Pr[Z > n - h] for h <= n/2, rounded up (never to 0)
-    top_log = ln_bounds(sets / left)[1]
+    union = ln_bounds((cells - 2) * (cells - 1) / (2 * left))[1]
     best: int | None = None
     for i in range(1, candidates):  # public count: a geometric grid of u - 1 towards 0, then a linear one
         for u in (1 + (1 / r - 1) / (1 << i), 1 + (1 / r - 1) * Fraction(i, candidates)):
             g = (1 - r) ** 2 / ((1 - r * u) * (1 - r / u))
-            g_far = g + far
             phi = 1 / (1 + r) + (1 - r) * r * u / ((1 + r) * (1 - r * u))
-            big = max(min(g + r / (1 + r), phi), g_far)
-            top = ln_bounds(big)[1] + (m - 1) * ln_bounds(g_far)[1] + top_log
-            t = (top / ln_bounds(u)[0]).__ceil__()
+            logs = (top * ln_bounds(phi)[1] if top else 0) + ((m - top) * ln_bounds(g)[1] if m > top else 0)
+            t = ((logs + union) / ln_bounds(u)[0]).__ceil__()
             best = t if best is None else min(best, t)
     assert best is not None
     return max(0, best)
-
-
-def _power_upper(r: Fraction, k: int, bits: int = 64) -> Fraction:
-    """An upper bound on r^k (0 < r < 1) with a small denominator: each square rounded up to ``bits`` bits."""
-    scale = 1 << bits
-    out, base = Fraction(1), Fraction(-(-r.numerator * scale // r.denominator), scale)
-    while k:  # public: log2 k steps
-        if k & 1:
-            out = Fraction(-(-out.numerator * base.numerator * scale // (out.denominator * base.denominator)), scale)
-        base = Fraction(-(-base.numerator * base.numerator * scale // (base.denominator * base.denominator)), scale)
-        k >>= 1
-    return out
 
 
 def choose_scale_bits(lo: Fraction, hi: Fraction, epsilon: Fraction, target_bits: int = 16,
