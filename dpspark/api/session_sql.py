@@ -228,9 +228,4 @@ def run_sql(session: Any, query: str, *, output: Any = None, explain: bool = Fal
         if dim is not None:  # key columns may come from the public table
             schema = pa.schema(list(schema) + [f for f in dim.schema if f.name not in schema.names])
         kwargs["universe"] = key_universe(tuple(by), schema)
-    released = session.groups(output=output, explain=explain, **kwargs)
-    if call.stddev and not explain:  # STDDEV_POP: the square root of the released variance (post-processing)
-        from dpspark.sql.stddev import SqlRelease
-
-        return SqlRelease(released, call.stddev)
-    return released
+    return session.groups(output=output, explain=explain, **kwargs)

@@ -20,10 +20,28 @@ the public strong noise floor, or above the weak floor and within two cells of a
 far out is not followed; a real tail is contiguous in bit lengths); the others count as empty, and [lo, hi] is the narrowest run of cells [a, b] (never an overflow
 cell) whose kept mass leaves at most ``tail`` of the kept mass on each side (extended to 0 when 0 < 3 lo < hi or
 lo < 3 hi < 0: one-signed data whose low cells are lost in the noise clips nothing at 0, and the range grows
-by at most a half). **Clipped rows:** for any set O of
-cells, sum_(j in O) h_j <= sum_(j in O) h~_j + S with S = sum over *all* cells of (h_j - h~_j)^+, and
-Pr[S >= t] <= beta for the certified Chernoff t of :func:`deficit_bound`; so, with probability >= 1 - beta, the
-rows outside [lo, hi] (a data-dependent set, chosen from h~) number at most sum_(j outside [a, b]) h~_j + t.
+by at most a half).
+
+**Clipped rows** (:func:`outside_bound`). The rows a range clips lie in the cells outside it,
+O = {j < a'} u {j > b'}, a set chosen from h~: [a', b'] = [a, b], or, when lo was extended to 0, a' = the cell
+[0, 2^E_MIN) (a value below lo = 0 lies in a negative cell; when hi was extended, b' = the cell just below 0).
+With probability >= 1 - beta,
+
+    sum_(j in O) h_j  <=  sum_(j in O) h~_j + t(|O|, k)
+
+for *every* O of the P = (CELLS - 2)(CELLS - 1)/2 possible ranges at once (a union bound, each at beta' / P,
+beta' = beta - CELLS gamma for the uniform draws), so the bound holds for the chosen one whatever the noise
+chose. Per cell (no uniform draw), h~ = clamp(h + Z_t, 0, n) with |Z_t| <= t* (FastSample's truncation):
+a cell with h <= n - t* never reaches the top clamp, so h - h~ = min(h, -Z_t) <= -Z_t, whose moment
+generating function is at most the two-sided geometric's G(u) (mean zero: the noise enters with its sign;
+the truncation moves mass to 0 and only lowers it); any cell has h - h~ <= (-Z_t)^+, at most phi(u) (the
+one-sided bound of :func:`deficit_bound`). A cell with h > n - t* reads h~ >= h - t* > n - 2 t*, so the
+k = |{j in O : h~_j > n - 2 t*}| cells of O given phi include every such cell of O; t(m, k) grows with k,
+so it is at least the bound for the (unobserved) true set. Chernoff over the independent cells:
+Pr[sum >= t] <= phi^k G^(m - k) u^-t, with certified logarithms (upper over lower). Without truncation
+(FastSample's exact GeoSample fallback when t* >= n) every cell takes phi (k = m). No assumption on the
+data: cell counts in [0, n] only. The former bound (:func:`deficit_bound`) summed the shortfall
+(h_j - h~_j)^+ of all CELLS cells.
 """
 
 from __future__ import annotations
@@ -133,14 +151,31 @@ class BoundsLaw:
                 above += mass[b]
                 b -= 1
         assert a in inner and b in inner and a <= b
-        outside = sum(noisy[j] for j in range(CELLS) if j < a or j > b)
-        clipped = min(self.mech.n * CELLS, outside + self.deficit(beta))
         lo, hi = EDGES[a], EDGES[b + 1]
+        zero = EDGES.index(Fraction(0))  # the cell [0, 2^E_MIN)
+        first, last = a, b  # the cells the range keeps whole: the clipped rows lie in the others
         if 0 < 3 * lo < hi:  # a one-signed range spanning more than its distance to 0: extend it to 0
-            lo = Fraction(0)
+            lo, first = Fraction(0), zero
         elif lo < 3 * hi < 0:
-            hi = Fraction(0)
+            hi, last = Fraction(0), zero - 1
+        out = [j for j in range(CELLS) if j < first or j > last]
+        top = self.near_top()
+        clipped = min(self.mech.n * CELLS, sum(noisy[j] for j in out)
+                      + self.outside(beta, len(out), sum(1 for j in out if noisy[j] > top)))
         return BoundsChoice(lo, hi, a, b, clipped, beta, kept)
+
+    def near_top(self) -> int:
+        """A noisy count above this may be a cell whose true count reaches the top clamp (h > n - t*): n - 2 t*,
+        or -1 without truncation (GeoSample: every cell may) (module docstring, "Clipped rows")."""
+        if self.mech.fallback is not None:
+            return -1
+        return self.mech.n - 2 * self.mech.t
+
+    def outside(self, beta: Fraction, m: int, top: int) -> int:
+        """t(m, k): the clipped-rows slack for a range leaving m cells outside, k of them read above
+        :meth:`near_top` (module docstring): :func:`outside_bound`."""
+        gamma = self.mech.gamma if self.mech.fallback is None else Fraction(0)
+        return outside_bound(self.exp_eps, CELLS, m, top, beta, gamma)
 
     def deficit(self, beta: Fraction) -> int:
         """t with Pr[sum_j (h_j - h~_j)^+ > t] <= beta over all CELLS cells (module docstring): :func:`deficit_bound`."""
@@ -204,6 +239,37 @@ def deficit_bound(exp_eps: Fraction, m: int, beta: Fraction, gamma: Fraction, ca
         top = m * ln_bounds(phi)[1] + ln_bounds(1 / left)[1]
         t = (top / ln_bounds(u)[0]).__ceil__()
         best = t if best is None else min(best, t)
+    assert best is not None
+    return max(0, best)
+
+
+def outside_bound(exp_eps: Fraction, cells: int, m: int, top: int, beta: Fraction, gamma: Fraction,
+                  candidates: int = 24) -> int:
+    """A certified t with Pr[sum_(j in O) (h_j - h~_j) >= t] <= beta' / P for each outside set O of m cells, k = ``top``
+    of them taking the one-sided law and the others the mean-zero one (module docstring, "Clipped rows").
+
+    P = (cells - 2)(cells - 1)/2 ranges [a, b], 1 <= a <= b <= cells - 2; beta' = beta - cells gamma. With
+    r = q/p and 1 < u < 1/r: G(u) = (1 - r)^2 / ((1 - r u)(1 - r/u)) (E[u^(-Z)], Z two-sided geometric) and
+    phi(u) = 1/(1 + r) + (1 - r) r u / ((1 + r)(1 - r u)) (E[u^((-Z)^+)]); t = ceil((k ln phi + (m - k) ln G
+    + ln(P/beta')) / ln u), certified logarithms (upper over lower), the least over a public grid of u.
+    """
+    from dpspark.privacy.certified import ln_bounds
+
+    if cells < 3 or not 1 <= m <= cells or not 0 <= top <= m:
+        raise BoundsError("the outside set has 1 to cells cells (of at least 3), top of them near the top")
+    left = beta - cells * gamma
+    if left <= 0:
+        raise BoundsError("beta is below the noise's uniform-mixture probability")
+    r = Fraction(exp_eps.denominator, exp_eps.numerator)
+    union = ln_bounds((cells - 2) * (cells - 1) / (2 * left))[1]
+    best: int | None = None
+    for i in range(1, candidates):  # public count: a geometric grid of u - 1 towards 0, then a linear one
+        for u in (1 + (1 / r - 1) / (1 << i), 1 + (1 / r - 1) * Fraction(i, candidates)):
+            g = (1 - r) ** 2 / ((1 - r * u) * (1 - r / u))
+            phi = 1 / (1 + r) + (1 - r) * r * u / ((1 + r) * (1 - r * u))
+            logs = (top * ln_bounds(phi)[1] if top else 0) + ((m - top) * ln_bounds(g)[1] if m > top else 0)
+            t = ((logs + union) / ln_bounds(u)[0]).__ceil__()
+            best = t if best is None else min(best, t)
     assert best is not None
     return max(0, best)
 

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Collection
 
 from dpspark.sql.errors import SqlError
@@ -60,12 +61,6 @@ class SqlCall:
         return {} if lim is None else {"max_rows_per_unit": lim}
 
     @property
-    def stddev(self) -> dict[str, str]:
-        """``STDDEV_POP(...) AS name``: name -> the released variance aggregate's name (post-processed by
-        :func:`dpspark.sql.stddev.with_stddev`)."""
-        return {a.name: a.released for a in self.query.aggregates if a.post == "sqrt"}
-
-    @property
     def private_keys(self) -> bool:
         """True when the keys are selected privately (GROUP BY without a public key table)."""
         return self.family == "groups" and self.keys_table is None
@@ -88,9 +83,34 @@ def compile_query(text: Any, *, private: Collection[str], public: Collection[str
     common: dict[str, Any] = {"epsilon": o.epsilon, "delta": o.delta}
     if o.beta is not None:
         common["beta"] = o.beta
+    if o.bounds_share is not None:
+        common["bounds_share"] = _bounds_share(q)
     if q.by:
         return _groups(q, public, common)
     return _answers(q, common)
+
+
+def _bounds_share(q: DPQuery) -> str:
+    """``OPTIONS (bounds_share = s)``, checked before the spend: some aggregate has its bounds chosen privately, and
+    s lies in (0, 1) with ``GROUP BY`` (``groups.bounds_share``) or in (0, 1/2] without (``privacy.bounds_share``)."""
+    from dpspark.exact import parse_rational
+
+    text = q.options.bounds_share
+    assert text is not None
+    try:
+        share = parse_rational(text, "OPTIONS bounds_share")
+    except (TypeError, ValueError):
+        share = None
+    if share is None:
+        raise SqlError(f"OPTIONS bounds_share = {text}: expected an exact fraction such as 0.2 or '1/5'")
+    if not any(a.column is not None and a.lo is None for a in q.aggregates if a.kind != "count"):
+        raise SqlError("OPTIONS bounds_share is the share of epsilon for bounds chosen privately; every aggregate "
+                       "has contribution_bounds_per_group: drop the option")
+    top, words = (Fraction(1), "(0, 1)") if q.by else (Fraction(1, 2), "(0, 1/2]")
+    if not (0 < share < top or (share == top and not q.by)):
+        raise SqlError(f"OPTIONS bounds_share = {text}: the share of epsilon for the bounds must lie in {words}"
+                       + ("" if q.by else " without GROUP BY (the answers' privacy.bounds_share)"))
+    return text
 
 
 def _check_private_join(q: DPQuery, unit_column: str | None) -> None:
@@ -113,13 +133,15 @@ def _groups(q: DPQuery, public: Collection[str], common: dict[str, Any]) -> SqlC
         if a.kind == "count" and a.column is not None:
             raise SqlError(f"COUNT({a.column}) AS {a.name} in a GROUP BY query is not supported: write COUNT(*) and "
                            f"add {a.column} IS NOT NULL to WHERE")
-        row: dict[str, Any] = {"name": a.released, "kind": a.kind}  # STDDEV_POP: its variance, <name>_variance
+        row: dict[str, Any] = {"name": a.name, "kind": a.kind}
         if a.column is not None:
             row["column"] = a.column
             if a.lo is not None:  # else the bounds are chosen privately (groups.bounds_share of epsilon)
                 row.update(lo=a.lo, hi=a.hi)
         if a.q is not None:
             row["q"] = a.q
+        if a.post is not None:  # STDDEV_POP: the variance, stated post = "sqrt" (readers show its root)
+            row["post"] = a.post
         aggs.append(row)
     kwargs: dict[str, Any] = {"by": list(q.by), "aggregates": aggs, **common}
     for name in ("max_groups_per_unit", "max_rows_per_group", "noise"):
@@ -138,8 +160,11 @@ def _groups(q: DPQuery, public: Collection[str], common: dict[str, Any]) -> SqlC
 
 def _answers(q: DPQuery, common: dict[str, Any]) -> SqlCall:
     o = q.options
-    if q.join is not None:
-        raise SqlError(f"JOIN {q.join[0]} in a query without GROUP BY is not supported yet: add a GROUP BY")
+    if q.join is not None:  # the answers family has no join stage, and a groups release has at least one key column
+        raise SqlError(f"JOIN {q.join[0]} in a query without GROUP BY is not supported: global answers read the FROM "
+                       "table alone. Write GROUP BY <column> with its keys listed, OPTIONS (keys = <public table>), "
+                       "and add up the released groups after the release (post-processing); or query "
+                       f"{q.table} without the join")
     for name, what in (("keys", "keys"), ("max_groups_per_unit", "max_groups_contributed")):
         if getattr(o, name) is not None:
             raise SqlError(f"OPTIONS {what} applies to GROUP BY queries; this query has no GROUP BY")

@@ -12,6 +12,9 @@ option                      dpspark field
 ``keys``                    a public table whose ``GROUP BY`` columns list the keys (a dpspark extension)
 ``noise``                   ``groups.noise``: 'auto', 'pure', 'zcdp', 'gaussian' or 'bounded' (extension)
 ``beta``                    ``privacy.beta``: the error bars hold with probability >= 1 - beta (extension)
+``bounds_share``            the share of epsilon spent choosing bounds privately: ``groups.bounds_share`` (in
+                            (0, 1)) with ``GROUP BY``, the answers' ``privacy.bounds_share`` (in (0, 1/2])
+                            without (extension; default 1/10; only when an aggregate has no bounds)
 ==========================  =============================================================================
 """
 
@@ -26,7 +29,7 @@ from dpspark.sql.errors import SqlError
 from dpspark.sql.literals import name_of, number_text, sql_text, whole_number
 
 OPTION_NAMES = ("epsilon", "delta", "privacy_unit_column", "max_groups_contributed", "max_rows_per_group", "keys",
-                "noise", "beta", "max_rows_contributed", "max_rows_per_unit")
+                "noise", "beta", "max_rows_contributed", "max_rows_per_unit", "bounds_share")
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,7 @@ class Options:
     noise: str | None = None
     beta: str | None = None
     max_rows_per_unit: int | None = None  # a private join's rows kept per unit and table (L; owner: joins)
+    bounds_share: str | None = None  # the share of epsilon for bounds chosen privately (exact text)
 
 
 def _rational_text(node: Any, where: str) -> str:
@@ -75,7 +79,7 @@ def parse_options(clause: Any) -> Options:
     if "epsilon" not in seen:
         raise SqlError("OPTIONS: epsilon is missing; write OPTIONS (epsilon = 1, ...)")
     kw: dict[str, Any] = {"epsilon": _rational_text(seen["epsilon"], "OPTIONS epsilon")}
-    for key in ("delta", "beta"):
+    for key in ("delta", "beta", "bounds_share"):
         if key in seen:
             kw[key] = _rational_text(seen[key], f"OPTIONS {key}")
     if "privacy_unit_column" in seen:

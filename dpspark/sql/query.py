@@ -67,17 +67,17 @@ class SqlAggregate:
     lo: str | None = None
     hi: str | None = None
     q: str | None = None
-    #: "sqrt" for STDDEV_POP: the release holds the variance (:data:`STDDEV_SUFFIX`), its root is post-processing
+    #: "sqrt" for STDDEV_POP: the release holds the variance, stated ``post = "sqrt"``; readers show its root
     post: str | None = None
 
     @property
-    def released(self) -> str:
-        """The name of the aggregate the release holds (a standard deviation's variance: ``<name>_variance``)."""
-        return self.name + STDDEV_SUFFIX if self.post == "sqrt" else self.name
+    def shown(self) -> tuple[str, ...]:
+        """The names a reader shows beside ``name`` (a standard deviation's variance and interval ends)."""
+        return tuple(f"{self.name}{s}" for s in STDDEV_SHOWN) if self.post == "sqrt" else ()
 
 
-#: the released variance of ``STDDEV_POP(...) AS <name>`` is the aggregate ``<name>_variance``
-STDDEV_SUFFIX = "_variance"
+#: a standard deviation's ``to_pandas()`` also shows ``<name>_variance``, ``<name>_lo`` and ``<name>_hi``
+STDDEV_SHOWN = ("_variance", "_lo", "_hi")
 
 
 @dataclass(frozen=True)
@@ -158,7 +158,7 @@ def check_query(text: Any, *, private: Collection[str], public: Collection[str] 
     if not aggregates:
         raise SqlError("the SELECT list has no DP aggregate: add one, e.g. COUNT(*) AS n")
     names = [a.name for a in aggregates]
-    names += [a.released for a in aggregates if a.post is not None]
+    names += [n for a in aggregates for n in a.shown]
     if len(set(names)) != len(names):
         raise SqlError("two aggregates have the same name: give each its own AS name")
     where = tree.args.get("where")
@@ -329,7 +329,7 @@ def _aggregate(alias: str, call: DPAggregate, column: Any) -> SqlAggregate:
     if not isinstance(bounds, exp.Tuple) or len(bounds.expressions) != 2:
         raise SqlError(f"{where}: contribution_bounds_per_group is a pair: => (lo, hi)")
     lo, hi = (number_text(b, f"{where}: contribution_bounds_per_group") for b in bounds.expressions)
-    if fn == "STDDEV_POP":  # the variance aggregate; the square root is post-processing (dpspark.sql.stddev)
+    if fn == "STDDEV_POP":  # the variance aggregate; the square root is post-processing (dpspark.lookup.stddev)
         return SqlAggregate(alias, fn, "variance", col, lo, hi, q, post="sqrt")
     return SqlAggregate(alias, fn, AGGREGATES[fn], col, lo, hi, q)
 

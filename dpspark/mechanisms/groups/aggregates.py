@@ -46,6 +46,7 @@ from typing import Any
 
 from dpspark.errors import DPSparkError
 from dpspark.exact import parse_rational
+from dpspark.lookup.stddev import POSTS
 
 #: default fixed-point scale: 2^8
 DEFAULT_SCALE_BITS = 8
@@ -54,7 +55,9 @@ MAX_SCALE_BITS = 64
 DEFAULT_BINS = 256
 MAX_BINS = 1 << 16
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
-_FIELDS = {"name", "kind", "column", "lo", "hi", "scale_bits", "q", "bins", "quantiles"}
+#: ``post``: the post-processing readers show instead of the released value (the file keeps the exact value):
+#: "sqrt" on a variance is its standard deviation (SQL's STDDEV_POP; :data:`dpspark.lookup.stddev.POSTS`)
+_FIELDS = {"name", "kind", "column", "lo", "hi", "scale_bits", "q", "bins", "quantiles", "post"}
 #: how a quantile shares its column with other quantiles: "auto" (joint when the public rule allows, joint_family.py),
 #: "joint" (required) or "independent" (its own exponential mechanism)
 QUANTILE_MODES = ("auto", "joint", "independent")
@@ -140,6 +143,8 @@ class Aggregate:
     auto: bool = False
     #: a quantile's mode among the quantiles of its column (:data:`QUANTILE_MODES`)
     joint: str = "auto"
+    #: the readers' post-processing of the released value ("sqrt": a variance shown as its standard deviation)
+    post: str | None = None
 
     @property
     def scale(self) -> int:
@@ -236,6 +241,8 @@ class Aggregate:
             out["scale_bits"] = "chosen with the bounds" if self.auto else self.scale_bits
         if self.kind is Kind.QUANTILE:
             out.update(q=str(self.q), bins=self.grid)
+        if self.post is not None:
+            out["post"] = self.post
         return out
 
 
@@ -312,6 +319,10 @@ def parse_aggregate(spec: Any, index: int = 0) -> Aggregate:
     if spec.get("kind") not in KINDS:
         raise GroupsError(f"{where}.kind must be one of {KINDS}, got {spec.get('kind')!r}")
     kind = Kind(spec["kind"])
+    post = spec.get("post")
+    if post is not None and POSTS.get(post) != kind.value:
+        raise GroupsError(f"{where}.post: \"sqrt\" (a standard deviation) applies to kind = \"variance\"")
+    spec = {k: v for k, v in spec.items() if k != "post"}
     if kind is Kind.COUNT:
         extra = sorted(set(spec) - {"name", "kind"})
         if extra:
@@ -356,7 +367,7 @@ def parse_aggregate(spec: Any, index: int = 0) -> Aggregate:
     bits = spec.get("scale_bits", DEFAULT_SCALE_BITS)
     if isinstance(bits, bool) or not isinstance(bits, int) or not 0 <= bits <= MAX_SCALE_BITS:
         raise GroupsError(f"{where}.scale_bits must be an int in [0, {MAX_SCALE_BITS}]")
-    agg = Aggregate(name, kind, column, lo, hi, bits, auto=auto)
+    agg = Aggregate(name, kind, column, lo, hi, bits, auto=auto, post=post)
     if agg.D * agg.D >= 1 << 126:
         raise GroupsError(f"{where}: (hi - lo) x 2^scale_bits is too large (its square must be < 2^126); "
                           "lower scale_bits")
@@ -372,4 +383,9 @@ def parse_aggregates(raw: Any) -> tuple[Aggregate, ...]:
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise GroupsError(f"aggregate names must be unique; repeated: {', '.join(map(repr, dup))}")
+    for a in aggs:  # a standard deviation's table also shows its variance, <name>_variance: no other aggregate's
+        taken = sorted(set(names) & {f"{a.name}{s}" for s in ("_variance", "_lo", "_hi")}) if a.post else []
+        if taken:
+            raise GroupsError(f"aggregate {a.name!r} is a standard deviation (post = \"sqrt\"): its table shows "
+                              f"{a.name}_variance, {a.name}_lo and {a.name}_hi; rename {taken[0]!r}")
     return aggs

@@ -7,7 +7,10 @@
 >>> r.lookup(("AA", 2013))   # several key columns: a tuple
 
 Every value is the exact rational the release wrote (the table stores "p/q" strings); the float columns of the
-table are for display only and must agree with the exact ones.
+table are for display only and must agree with the exact ones. An aggregate whose section entry says
+``"post": "sqrt"`` (SQL's ``STDDEV_POP``) holds a variance exactly; every view here (``to_pandas``,
+``dpspark lookup``, ``inspect``, ``plot``) shows its square root with the bar's interval mapped through the root
+(:mod:`dpspark.lookup.stddev`), and :meth:`GroupsLookup.lookup` keeps the exact variance (``Entry.post``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,14 @@ class Entry:
     always: Fraction | None
     error_unit: str
     condition: str
+    #: "sqrt": ``value`` and ``error`` are a variance's, shown as the standard deviation (:meth:`stddev`)
+    post: str | None = None
+
+    def stddev(self) -> tuple[float | None, ...]:
+        """(sd, lo, hi, error) of a ``post = "sqrt"`` entry: display floats (:func:`dpspark.lookup.stddev.stddev_bar`)."""
+        from dpspark.lookup.stddev import stddev_bar
+
+        return stddev_bar(self.value, self.error)
 
 
 class GroupsLookup(StatementLookup):
@@ -128,7 +139,9 @@ class GroupsLookup(StatementLookup):
         ``<name>_rank_error`` in rows of rank (the released value is within that many rows of the true quantile's
         rank, not within that many value units). A count whose values are all integers is an integer column
         (pandas ``Int64``); other values are floats. A quantile of a release that also has a count gets
-        ``<name>_uninformative`` (:meth:`uninformative`) after its bar.
+        ``<name>_uninformative`` (:meth:`uninformative`) after its bar. A standard deviation (``post = "sqrt"``)
+        has ``<name>``, ``<name>_error``, ``<name>_lo`` and ``<name>_hi`` (the root and its interval), then its
+        variance as released, ``<name>_variance`` and ``<name>_variance_error`` (exact: ``..._exact``).
         """
         import pandas as pd
 
@@ -140,6 +153,9 @@ class GroupsLookup(StatementLookup):
         for a in self.aggregates:
             n = a["name"]
             entries = [e[n] for e in self._entries.values()]
+            if a.get("post") == "sqrt":
+                _stddev_columns(n, entries, cols, exact)
+                continue
             error_name = error_column(a)
             for col, values in ((n, [e.value for e in entries]), (error_name, [e.error for e in entries])):
                 both = exact_columns(col, values)
@@ -260,6 +276,11 @@ class GroupsLookup(StatementLookup):
         for a in self.aggregates:
             unit = "rows of rank" if a["error_unit"] == "rank_rows" else "value units"
             cond = f"; holds when {a['condition']}" if a["condition"] else ""
+            if a.get("post") == "sqrt":
+                out.append(f"{a['name']}: standard deviation, the square root of a released variance (noise "
+                           f"{a['noise']}); its interval is the variance bar's mapped through the root, w.p. >= "
+                           f"{self._confidence()}{cond}")
+                continue
             out.append(f"{a['name']}: {a['kind']}, noise {a['noise']}, error bar in {unit} w.p. >= "
                        f"{self._confidence()}{cond}")
         return out
@@ -289,6 +310,14 @@ class GroupsLookup(StatementLookup):
             n = a["name"]
             entries = [self._entries[k][n] for k in keys]
             rank = a["error_unit"] == "rank_rows"
+            if a.get("post") == "sqrt":  # the standard deviation and its symmetric bar (contains the interval)
+                roots = [e.stddev() for e in entries]
+                panels.append({
+                    "title": f"{n} (standard deviation, {a['noise']}): bars hold w.p. >= {self._confidence()}",
+                    "labels": labels, "xlabel": ", ".join(self.by), "ylabel": n,
+                    "values": [r[0] or 0.0 for r in roots], "errors": [r[3] or 0.0 for r in roots],  # report
+                    "muted": [False] * len(keys)})
+                continue
             grey = flags.get(n, [False] * len(self._entries))[:top]
             title = f"{n} ({a['kind']}, {a['noise']}): " + (
                 "rank error in rows, not drawn" if rank else f"bars hold w.p. >= {self._confidence()}")
@@ -385,13 +414,38 @@ def _parse_key(universe: "Universe", text: str, as_json: bool) -> Any:
     return universe.parse_text(text)
 
 
+def _stddev_columns(n: str, entries: list[Entry], cols: dict[str, Any], exact: dict[str, Any]) -> None:
+    """``to_pandas()`` columns of a standard deviation (display floats) and of the variance it is the root of."""
+    from dpspark.lookup.frames import exact_columns
+
+    roots = [e.stddev() for e in entries]
+    for i, suffix in ((0, ""), (3, "_error"), (1, "_lo"), (2, "_hi")):
+        cols[f"{n}{suffix}"] = [r[i] for r in roots]
+    for col, values in ((f"{n}_variance", [e.value for e in entries]),
+                        (f"{n}_variance_error", [e.error for e in entries])):
+        both = exact_columns(col, values)
+        cols[col] = both[col]
+        exact[f"{col}_exact"] = both[f"{col}_exact"]
+    exact[f"{n}_confidence"] = [float(e.confidence) for e in entries]  # report
+
+
 def _shown(e: Entry, exact: bool = False) -> str:
-    """One aggregate in a lookup row: ``46.4271 +- 2.35`` (a rank bar: ``+- 22.5 rows``); ``exact``: rationals."""
-    from dpspark.text import short
+    """One aggregate in a lookup row: ``46.4271 +- 2.35`` (a rank bar: ``+- 22.5 rows``); ``exact``: rationals. A
+    standard deviation: ``12.3 in [11.9, 12.8]`` (its interval; ``exact``: the exact variance it is the root of)."""
+    from dpspark.text import rounded, short
     from dpspark.text.decimals import bar_decimal, value_decimal
 
     if e.value is None:
         return "undefined"
+    if e.post == "sqrt":
+        if exact:
+            bar = "" if e.error is None else f" +- {short(e.error, True)}"
+            return f"sqrt of variance {short(e.value, True)}{bar}"
+        sd, lo, hi, _ = e.stddev()
+        text = value_decimal(Fraction(sd))
+        if lo is None or hi is None:
+            return text
+        return f"{text} in [{rounded(Fraction(lo), 3, up=False)[0]}, {rounded(Fraction(hi), 3, up=True)[0]}]"
     value = short(e.value, True) if exact else value_decimal(e.value)
     if e.error is None:
         return value
@@ -428,4 +482,4 @@ def _entry(v: Any, f: Any, e: Any, c: Any, al: Any, agg: dict[str, Any], where: 
         raise ReleaseFormatError(f"{where}: a value is not an exact rational") from None
     if (value is None) != (f is None) or (value is not None and value.numerator / value.denominator != f):  # report
         raise ReleaseFormatError(f"{where}: the display float differs from the exact value")
-    return Entry(value, triple[0], triple[1], triple[2], agg["error_unit"], agg["condition"])
+    return Entry(value, triple[0], triple[1], triple[2], agg["error_unit"], agg["condition"], agg.get("post"))

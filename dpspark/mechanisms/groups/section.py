@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dpspark.lookup.stddev import POSTS
 from dpspark.release.errors import ReleaseFormatError
 from dpspark.release.rederive import check_group_privacy, privacy_checked, within_budget
 
@@ -19,6 +20,7 @@ OPTIONAL_KEYS = frozenset({"units", "limits"})
 UNITS_KEYS = frozenset({"noisy", "error", "beta", "max_units", "share"})
 LIMITS_KEYS = frozenset({"max_groups_per_unit", "max_rows_per_group", "auto", "chosen", "share", "cover"})
 AGGREGATE_KEYS = frozenset({"name", "kind", "error_unit", "noise", "condition"})
+#: an aggregate may also say ``"post": "sqrt"`` (a variance shown as its standard deviation, :data:`POSTS`)
 KINDS = ("count", "sum", "mean", "variance", "quantile")
 #: most released groups a reader takes (the public key lists stay far below)
 MAX_GROUPS = 1 << 32
@@ -50,14 +52,15 @@ def check_section(section: Any, manifest: Any, name: str) -> None:
             raise ReleaseFormatError(f"{name}: groups.{key} must be a string")
     aggs = section["aggregates"]
     if not isinstance(aggs, list) or not aggs or not all(
-            isinstance(a, dict) and set(a) == AGGREGATE_KEYS and a["kind"] in KINDS and isinstance(a["name"], str)
-            and a["error_unit"] == ("rank_rows" if a["kind"] == "quantile" else "value")
-            and isinstance(a["condition"], str) and isinstance(a["noise"], str) for a in aggs):
+            isinstance(a, dict) and AGGREGATE_KEYS <= set(a) <= AGGREGATE_KEYS | {"post"} and a["kind"] in KINDS
+            and isinstance(a["name"], str) and a["error_unit"] == ("rank_rows" if a["kind"] == "quantile" else "value")
+            and isinstance(a["condition"], str) and isinstance(a["noise"], str)
+            and ("post" not in a or POSTS.get(a["post"]) == a["kind"]) for a in aggs):
         raise ReleaseFormatError(f"{name}: groups.aggregates must describe each aggregate (name, kind, error_unit, "
-                                 "noise, condition)")
+                                 "noise, condition; post = \"sqrt\" only on a variance)")
     listed = manifest.parameters.get("aggregates")
-    if not isinstance(listed, list) or [(a.get("name"), a.get("kind")) for a in listed if isinstance(a, dict)] != [
-            (a["name"], a["kind"]) for a in aggs]:
+    if not isinstance(listed, list) or [(a.get("name"), a.get("kind"), a.get("post")) for a in listed
+                                        if isinstance(a, dict)] != [(a["name"], a["kind"], a.get("post")) for a in aggs]:
         raise ReleaseFormatError(f"{name}: groups.aggregates differ from mechanism.parameters.aggregates")
     if len({a["name"] for a in aggs}) != len(aggs):
         raise ReleaseFormatError(f"{name}: groups.aggregates names an aggregate twice")

@@ -9,6 +9,10 @@ The table ``groups.parquet`` holds the key columns (``groups.by``, in order), th
 * ``<name>_confidence`` - that probability, exact (1 - beta; 1 for a mean without a positive noisy count);
 * ``<name>_always`` - a probability-1 bound (bounded noise), exact, or null.
 
+An aggregate with ``post = "sqrt"`` (a standard deviation, SQL's ``STDDEV_POP``) is a variance: its columns hold
+the exact released variance and its bar, and the section's aggregate says ``"post": "sqrt"`` so that every
+reader shows the square root and its interval (:mod:`dpspark.lookup.stddev`).
+
 The statements (privacy, accuracy) are the general statements envelope's
 (:func:`dpspark.release.statements.write_statement_release` stores the payload).
 """
@@ -90,6 +94,8 @@ def _aggregate_rows(plan: "GroupsPlan") -> list[dict[str, Any]]:
                     "noise": law.describe()["noise"] if quantile else law.kind,  # single or joint
                     "condition": ("" if agg.kind in (Kind.COUNT, Kind.SUM, Kind.QUANTILE) else
                                   "the group has >= 1 row; the bound uses the released noisy count")})
+        if agg.post is not None:  # the table keeps the exact variance; readers show its square root
+            out[-1]["post"] = agg.post
     return out
 
 

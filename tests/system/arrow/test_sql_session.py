@@ -42,6 +42,13 @@ FROM measurements m
 LEFT JOIN zones z ON m.region = z.region
 WHERE z.zone != 'polar'
 GROUP BY zone"""
+STDDEV = """SELECT WITH DIFFERENTIAL_PRIVACY
+    OPTIONS (epsilon = 1, privacy_unit_column = user_id, keys = regions, bounds_share = 0.2)
+  region,
+  STDDEV_POP(hours) AS sd_hours,
+  AVG(income) AS mean_income
+FROM measurements
+GROUP BY region"""
 GLOBAL = """SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-9, privacy_unit_column = user_id)
   COUNT(*) AS users,
   SUM(income, contribution_bounds_per_group => (0, 400)) AS income
@@ -75,6 +82,12 @@ def _api_joined(s: Any, out: Path) -> Any:
                                 {"name": "mean_income", "kind": "mean", "column": "income", "lo": "0", "hi": "400"}])
 
 
+def _api_stddev(s: Any, out: Path) -> Any:
+    return s.groups(by=["region"], keys=["north", "east", "islands"], epsilon="1", bounds_share="0.2", output=out,
+                    aggregates=[{"name": "sd_hours", "kind": "variance", "column": "hours", "post": "sqrt"},
+                                {"name": "mean_income", "kind": "mean", "column": "income"}])
+
+
 def _api_global(s: Any, out: Path) -> Any:
     return s.release(mechanism="bounded_noise", epsilon="1", delta="1e-9", output=out, sections={"queries": [
         {"name": "users", "kind": "count", "hi": 1, "filter": "hours > 40"},
@@ -82,7 +95,7 @@ def _api_global(s: Any, out: Path) -> Any:
 
 
 EXAMPLES = {"private": (PRIVATE_KEYS, _api_private), "public": (PUBLIC_KEYS, _api_public),
-            "joined": (JOINED, _api_joined), "global": (GLOBAL, _api_global)}
+            "joined": (JOINED, _api_joined), "stddev": (STDDEV, _api_stddev), "global": (GLOBAL, _api_global)}
 
 
 def measurements(rows: int = 6000, users: int = 1500) -> Any:
@@ -153,11 +166,17 @@ def test_sql_equals_the_api_call_under_one_seed(files: dict[str, Path], tmp_path
     assert by_sql.to_pandas().equals(by_api.to_pandas()) and len(by_sql.to_pandas()) >= 2
     if name != "global":
         table = by_sql.to_pandas()
-        assert {a for a in ("people", "visits") if a in table} and any(c.endswith("_error") for c in table)
+        assert {a for a in ("people", "visits", "sd_hours") if a in table} and any(c.endswith("_error") for c in table)
     if name == "public":  # the distinct regions of the public table, in first-seen order
         assert by_sql.keys() == ["north", "east", "islands"]
     if name == "joined":  # every region has a zone: the three zones are selected (2,000+ rows each)
         assert sorted(by_sql.keys()) == ["cold", "mild", "warm"]
+    if name == "stddev":  # the file states the standard deviation and the bounds' share; readers show the root
+        table = by_sql.to_pandas()
+        assert by_sql.chosen_bounds()["share"] == Fraction(1, 5)
+        assert [a.get("post") for a in by_sql.aggregates] == ["sqrt", None]
+        shown = table.loc[table["region"] == "north"].iloc[0]
+        assert 4 < shown["sd_hours"] < 15 and shown["sd_hours_lo"] <= shown["sd_hours"] <= shown["sd_hours_hi"]
     import dpspark
     from dpspark.rng import SeededRandom
 

