@@ -89,6 +89,9 @@ class GroupsMechanism(Mechanism):
     release_kind: ClassVar[str] = "groups"
     delta: ClassVar[str] = "optional"
     needs_keys: ClassVar[bool] = False
+    #: add/remove of one unit needs no declared n: without max_units the release runs at the fixed cap
+    #: (dpspark.privacy.relations.UNITS_CAP; module docstring)
+    units_optional: ClassVar[bool] = True
     sections: ClassVar[dict[str, Any]] = {"groups": parse_groups_section, "aggregates": parse_aggregates_section,
                                           "universe": parse_universe_section}
     #: own sections a config may leave out (``[universe]``: private key selection only)
