@@ -83,7 +83,9 @@ def plan_words(plan: dict[str, Any]) -> str:
     # the per-key bounds where keys are counted, or where configured (the words ``dpspark inspect`` prints too)
     keyed = c.get("keyed", True) or c["max_keys_per_unit"] != 1 or c["max_rows_per_key"] != 1
     per_key = f"; <= {c['max_keys_per_unit']} key(s) per unit, <= {c['max_rows_per_key']} row(s) per key" if keyed else ""
-    lines.append(f"privacy unit     {c['unit']} (at most {c['max_units']} units; excess units: {c['on_excess_units']}"
+    from dpspark.privacy.relations import units_limit_words
+
+    lines.append(f"privacy unit     {c['unit']} ({units_limit_words(c['max_units'])}; excess units: {c['on_excess_units']}"
                  f"{per_key})")
     lines += _lines("privacy", plan["privacy"])
     lines += _lines("error bar", plan["accuracy"])
