@@ -190,8 +190,11 @@ def _inspect_statement(root: Path, m: Any, exact: bool) -> int:
         ("input", ", ".join(f"{k} = {v}" for k, v in m.input.items()) or "(not described)"),
         ("randomness", m.rng_name + ("  ** TEST ONLY: NOT PRIVATE **" if m.rng_test_only else "")),
     ]
+    from dpspark.privacy.relations import UNITS_CAP
+
     for key, value in m.parameters.items():
-        lines.insert(3, (f"parameter {key}", short_json(value, exact)))
+        shown = n_words(value) if key == "max_units" and value == UNITS_CAP else short_json(value, exact)
+        lines.insert(3, (f"parameter {key}", shown))
     _print_fields(lines, exact)
     print()
     print("Privacy:")

@@ -66,10 +66,14 @@ def value_words(value: Any) -> str:
 
 def _lines(label: str, values: dict[str, Any]) -> list[str]:
     """``label  key: value`` lines; a dict of dicts (per-query bounds) gets one line per inner key."""
+    from dpspark.privacy.relations import UNITS_CAP, units_limit_words
+
     out = []
     for key, value in values.items():
         if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
             out += [f"{label:<16} {key} {k}: {value_words(v)}" for k, v in value.items()]
+        elif key == "max_units" and value == UNITS_CAP:  # the fixed cap: no user chose it
+            out.append(f"{label:<16} {key}: {units_limit_words(value)}")
         else:
             out.append(f"{label:<16} {key}: {value_words(value)}")
     return out
