@@ -27,9 +27,11 @@ from dpspark.privacy.errors import DescriptionError, RelationError
 #: under ``AddRemove(UNITS_CAP)``, which covers ``AddRemove(m)`` for every m <= 2^40 (:func:`steps`), so it
 #: composes with releases that declare their own n (up to the cap). Why 2^40 and not more (each bound is
 #: checked against this constant by tests/unit/core/test_units_cap.py): the noisy unit count's exact range
-#: is [0, 2^40] (:data:`dpspark.noise.count_quantile.DEFAULT_CAP`); the answers' discrete Gaussian window
-#: radius n must stay < 2^48 and a groups count's Gaussian window c n / g as well (2^8 of room for c);
-#: decimal(38,0) sums hold n x 2^63 (answers' largest fixed-point clip bound: 2^103 < 10^38).
+#: is [0, 2^40] (:data:`dpspark.noise.count_quantile.DEFAULT_CAP`), so it covers every unit kept; a groups
+#: statistic's discrete Gaussian spans up to about 2^5 n grid units (a sum over [-a, a] at grid g = 16), which
+#: must stay < 2^48 (n < 2^44: the tightest bound, 2^3 of room at 2^40); the answers' Gaussian window radius is n
+#: (< 2^48); decimal(38,0) sums hold n x 2^63 (answers' largest fixed-point clip bound: 2^103 < 10^38); the
+#: private selection's keep table saturates long before n (its cost does not grow with n).
 UNITS_CAP = 1 << 40
 
 
