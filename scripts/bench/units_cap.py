@@ -6,7 +6,7 @@ Generates the example data (scripts/gen_measurements.py: 10^6 rows, 2 * 10^5 use
 then, for one groups config (count, sum, mean, median per region, k = 2, c = 3) and the two answers configs of
 conf/ (gaussian, bounded_noise: 7 scalars), plans each at n = 10^6 and without max_units (the cap), interleaved:
 the plan's build time (median of ``--reps`` fresh builds, each in this process after one warm-up), its bits (the
-JSON of its parameters, and the largest exact integer in them), the error bars at beta, then one Arrow release of
+JSON of its parameters, the largest exact integer in them, FastSample's exact table bits), the error bars at beta, then one Arrow release of
 each (wall seconds, median of ``--reps``). Prints a table and writes /tmp/bench_units_cap.json. Timing code only.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -58,14 +59,38 @@ def _widest(obj: Any) -> int:
     return 0
 
 
+def _bars(acc: dict[str, Any]) -> list[str]:
+    """The accuracy summary's per-statistic entries (groups: per aggregate; answers: per query)."""
+    return [k for k in acc if k not in ("beta", "k", "compared", "abs_bound_units", "per_query")] + \
+        [f"per_query.{q}" for q in acc.get("per_query") or {}]
+
+
+def _get(acc: dict[str, Any], key: str) -> Any:
+    return acc["per_query"][key.split(".", 1)[1]] if key.startswith("per_query.") else acc[key]
+
+
+def _bar(v: Any) -> str:
+    """One entry's bar, short: an answer's R (always) or bound95, a group's "+-x per group"."""
+    if isinstance(v, dict):
+        for key in ("R (always)", "bound95 (all answers, w.p. >= 0.95)"):
+            if v.get(key) is not None:
+                return f"{key.split()[0]} {v[key]}"
+        return str(next(iter(v.values())))[:30]
+    return str(v)[:30]
+
+
 def _call(name: str) -> dict[str, Any]:
-    if name == "groups":
+    if name.startswith("groups"):
         g = dict(GROUPS)
         aggs = g.pop("aggregates")
         by = g.pop("by")
         section = {"by": [by], **{k: v for k, v in g.items() if k != "epsilon"}}
         section["keys"] = [[k] for k in section["keys"]]
-        return {"mechanism": "groups", "epsilon": g["epsilon"], "sections": {"groups": section, "aggregates": aggs}}
+        call = {"mechanism": "groups", "epsilon": g["epsilon"], "sections": {"groups": section, "aggregates": aggs}}
+        if name == "groups_gaussian":  # the discrete Gaussian forced: its window is the bound nearest the cap
+            section["noise"] = "gaussian"
+            call["delta"] = "1e-8"
+        return call
     return {"mechanism": name, "epsilon": "1", "delta": "1e-8", "sections": {"queries": QUERIES}}
 
 
@@ -84,7 +109,7 @@ def main() -> None:
 
     sizes = {"n=10^6": 10**6, "no max_units": None}
     rows: list[dict[str, Any]] = []
-    for family in ("groups", "gaussian", "bounded_noise"):
+    for family in ("groups", "groups_gaussian", "gaussian", "bounded_noise"):
         call = _call(family)
         got: dict[str, dict[str, Any]] = {}
         for label, n in sizes.items():
@@ -100,7 +125,8 @@ def main() -> None:
                     builds.append(mech)
                 mech = builds[-1]
                 text = json.dumps(plan, default=str)
-                got[label] = {"plan_s": statistics.median(plan_s), "plan_json_bytes": len(text),
+                d_bits = sum(int(b) for b in re.findall(r'"d_bits": (\d+)', text))  # FastSample's exact tables
+                got[label] = {"plan_s": statistics.median(plan_s), "plan_json_bytes": len(text), "fastsample_d_bits": d_bits,
                               "widest_int_bits": _widest(json.loads(text)),
                               "accuracy": json.loads(json.dumps(mech.accuracy_summary(), default=str))}
         for _ in range(args.reps):  # the releases, interleaved (the load moves)
@@ -115,16 +141,16 @@ def main() -> None:
             got[label]["release_s"] = statistics.median(got[label]["release_s"])
             rows.append({"family": family, "n": label, **got[label]})
     print(f"load: {open('/proc/loadavg').read().split()[:3]}")  # report
-    print(f"{'family':<14} {'n':<13} {'plan s':>8} {'release s':>10} {'plan JSON B':>12} {'widest int':>11}")
+    print(f"{'family':<16} {'n':<13} {'plan s':>8} {'release s':>10} {'plan JSON B':>12} {'widest int':>11} "
+          f"{'FastSample d bits':>18}")
     for r in rows:
-        print(f"{r['family']:<14} {r['n']:<13} {r['plan_s']:8.3f} {r['release_s']:10.2f} "  # report
-              f"{r['plan_json_bytes']:12d} {r['widest_int_bits']:10d}b")
-    print("error bars (accuracy summary):")
-    for r in rows:
-        acc = r["accuracy"]
-        bars = {k: v for k, v in acc.items() if k not in ("compared", "per_query")}
-        bars.update({f"q.{k}": v for k, v in (acc.get("per_query") or {}).items()})
-        print(f"  {r['family']:<14} {r['n']:<13} " + "; ".join(f"{k}: {str(v)[:60]}" for k, v in bars.items()))
+        print(f"{r['family']:<16} {r['n']:<13} {r['plan_s']:8.3f} {r['release_s']:10.2f} "  # report
+              f"{r['plan_json_bytes']:12d} {r['widest_int_bits']:10d}b {r['fastsample_d_bits']:18d}")
+    print("error bars at beta (n = 10^6 | no max_units), and whether the accuracy summaries are identical:")
+    for family in dict.fromkeys(r["family"] for r in rows):
+        a, b = (r["accuracy"] for r in rows if r["family"] == family)
+        print(f"  {family:<16} identical: {a == b}; " + "; ".join(f"{k}: {_bar(_get(a, k))} | {_bar(_get(b, k))}"
+                                                               for k in _bars(a)))
     Path("/tmp/bench_units_cap.json").write_text(json.dumps({"load": os.getloadavg(), "rows": rows}, indent=1,
                                                             default=str))
     print("wrote /tmp/bench_units_cap.json")
