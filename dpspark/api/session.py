@@ -46,7 +46,8 @@ class Session:
     None for no session budget. ``max_units`` (n, public) may be left out when the session runs only groups and
     answers (:meth:`groups`, :meth:`answers`, :meth:`sql`): their guarantee needs no n, so they run at the fixed
     cap :data:`dpspark.privacy.relations.UNITS_CAP` (stated as "no limit on the number of units"); a release
-    of a family calibrated on n (histograms, samplers, learners) is then refused before anything is spent. ``ledger``/``dataset``: charge a persistent ledger too; ``total``
+    of a family calibrated on n (histograms, samplers, learners) is then refused before anything is spent.
+    ``ledger``/``dataset``: charge a persistent ledger too; ``total``
     (``{"epsilon": ..., "delta": ...}`` or ``{"rho": ...}``) names the dataset's total like a config's
     [budget] totals: set when the ledger has none, else it must equal it (checked here, before anything runs).
     ``principal``: the analyst each ledger spend is charged to (else $DPSPARK_PRINCIPAL).

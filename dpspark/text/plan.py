@@ -81,15 +81,16 @@ def _lines(label: str, values: dict[str, Any]) -> list[str]:
 
 def plan_words(plan: dict[str, Any]) -> str:
     """The plan summary in plain words, one fact per line (``dpspark release --dry-run``)."""
+    from dpspark.privacy.relations import units_limit_words
+
     lines = [f"mechanism        {plan['mechanism']}"]
     lines.append(f"passes           {len(plan['passes'])}: " + "; ".join(plan["passes"]))
     c = plan["contribution"]
     # the per-key bounds where keys are counted, or where configured (the words ``dpspark inspect`` prints too)
     keyed = c.get("keyed", True) or c["max_keys_per_unit"] != 1 or c["max_rows_per_key"] != 1
     per_key = f"; <= {c['max_keys_per_unit']} key(s) per unit, <= {c['max_rows_per_key']} row(s) per key" if keyed else ""
-    from dpspark.privacy.relations import units_limit_words
-
-    lines.append(f"privacy unit     {c['unit']} ({units_limit_words(c['max_units'])}; excess units: {c['on_excess_units']}"
+    lines.append(f"privacy unit     {c['unit']} ({units_limit_words(c['max_units'])}; "
+                 f"excess units: {c['on_excess_units']}"
                  f"{per_key})")
     lines += _lines("privacy", plan["privacy"])
     lines += _lines("error bar", plan["accuracy"])

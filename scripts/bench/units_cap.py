@@ -6,8 +6,8 @@ Generates the example data (scripts/gen_measurements.py: 10^6 rows, 2 * 10^5 use
 then, for one groups config (count, sum, mean, median per region, k = 2, c = 3) and the two answers configs of
 conf/ (gaussian, bounded_noise: 7 scalars), plans each at n = 10^6 and without max_units (the cap), interleaved:
 the plan's build time (median of ``--reps`` fresh builds, each in this process after one warm-up), its bits (the
-JSON of its parameters, the largest exact integer in them, FastSample's exact table bits), the error bars at beta, then one Arrow release of
-each (wall seconds, median of ``--reps``). Prints a table and writes /tmp/bench_units_cap.json. Timing code only.
+JSON of its parameters, the largest exact integer in them, FastSample's exact table bits), the error bars at
+beta, then one Arrow release of each (wall seconds, median of ``--reps``). Prints a table and writes /tmp/bench_units_cap.json. Timing code only.
 """
 
 from __future__ import annotations
@@ -126,7 +126,8 @@ def main() -> None:
                 mech = builds[-1]
                 text = json.dumps(plan, default=str)
                 d_bits = sum(int(b) for b in re.findall(r'"d_bits": (\d+)', text))  # FastSample's exact tables
-                got[label] = {"plan_s": statistics.median(plan_s), "plan_json_bytes": len(text), "fastsample_d_bits": d_bits,
+                got[label] = {"plan_s": statistics.median(plan_s), "plan_json_bytes": len(text),
+                              "fastsample_d_bits": d_bits,
                               "widest_int_bits": _widest(json.loads(text)),
                               "accuracy": json.loads(json.dumps(mech.accuracy_summary(), default=str))}
         for _ in range(args.reps):  # the releases, interleaved (the load moves)

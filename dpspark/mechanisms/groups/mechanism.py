@@ -20,14 +20,15 @@ the private selection's keep table), so the stage keeps at most n units (the key
 :mod:`~dpspark.mechanisms.groups.stage`). The guarantee itself is add/remove of one unit and needs no n from
 the user: without ``max_units`` the release runs at the fixed public cap
 :data:`~dpspark.privacy.relations.UNITS_CAP` = 2^40 units (more than any real input; the laws' error bars do
-not depend on the range, only their exact parameters grow by about 20 bits: ``scripts/bench/units_cap.py``),
+not depend on the range: the same bars, and exact parameters about 20 bits wider, FastSample's tables about a
+fifth larger, ``scripts/bench/units_cap.py``),
 states AddRemove(2^40) in the words "no limit on the number of units", and the ledger pins no n for it
 (docs/groups.md §I). Units beyond n are dropped, so **the release states a noisy count
 of the units read** (``units_share`` of epsilon, :class:`~dpspark.noise.count_quantile.NoisyCount`: pure DP,
 exact integer noise, composed into the statement) in its section's ``units``; with a declared n the reader and
-``inspect`` say in words when it exceeds n, and by about how many units. The pass itself counts the units it reads (the units
-the truncation ranks: :class:`~dpspark.mechanisms.groups.core.PassStats`), so a release without an "auto" limit
-reads the input once. Only an ``"auto"`` limit adds a pre-pass (:mod:`~dpspark.mechanisms.groups.unit_profile`):
+``inspect`` say in words when it exceeds n, and by about how many units. The pass itself counts the units it
+reads (the units the truncation ranks: :class:`~dpspark.mechanisms.groups.core.PassStats`), so a release
+without an "auto" limit reads the input once. Only an ``"auto"`` limit adds a pre-pass (:mod:`~dpspark.mechanisms.groups.unit_profile`):
 the contribution histograms that choose the limits (:class:`~dpspark.noise.count_quantile.CountQuantile`,
 ``limits_share`` of epsilon), and the unit count, both before the pass that uses the limits.
 """
