@@ -17,7 +17,7 @@ SUMMARY = "run a DP SQL query (SELECT WITH DIFFERENTIAL_PRIVACY ...) on local fi
 EXAMPLES = (
     "dpspark sql \"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-9, privacy_unit_column = "
     "user_id) region, COUNT(*) AS n FROM m GROUP BY region\" --table m=demo-output/measurements.parquet "
-    "--max-units 1000000 --output releases/sql --explain"
+    "--output releases/sql --explain"
 )
 
 

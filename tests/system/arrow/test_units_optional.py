@@ -135,6 +135,23 @@ def test_a_family_that_needs_n_is_refused_before_any_spend(survey: Path, tmp_pat
     assert Ledger(led).releases("survey") == [] and not (tmp_path / "h2").exists()
 
 
+def test_sql_without_max_units(survey: Path, tmp_path: Path) -> None:
+    """Session.sql and ``dpspark sql`` (no --max-units): the groups call the query compiles to, at the cap."""
+    import dpspark
+    from dpspark.cli import main
+    from dpspark.rng import SeededRandom
+
+    query = ("SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-9, privacy_unit_column = pid) "
+             "region, COUNT(*) AS n FROM survey GROUP BY region")
+    with dpspark.Session(tables={"survey": str(survey)}, unit_column="pid", rng=SeededRandom(3)) as s:
+        rel = s.sql(query, output=tmp_path / "s")
+    assert rel.manifest.add_remove.relation == AddRemove(UNITS_CAP) and "no max_units declared" in rel.units_words()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["sql", query, "--table", f"survey={survey}", "--explain"]) == 0
+    assert NO_LIMIT in out.getvalue() and "nothing was spent" in out.getvalue()
+
+
 def test_a_declared_max_units_keeps_its_words(survey: Path, tmp_path: Path) -> None:
     """With a user n the statement and the unit words are as before (n quoted, the MORE sentence possible)."""
     with _session(survey, max_units=20_000) as s:
