@@ -7,7 +7,8 @@ then, for one groups config (count, sum, mean, median per region, k = 2, c = 3) 
 conf/ (gaussian, bounded_noise: 7 scalars), plans each at n = 10^6 and without max_units (the cap), interleaved:
 the plan's build time (median of ``--reps`` fresh builds, each in this process after one warm-up), its bits (the
 JSON of its parameters, the largest exact integer in them, FastSample's exact table bits), the error bars at
-beta, then one Arrow release of each (wall seconds, median of ``--reps``). Prints a table and writes /tmp/bench_units_cap.json. Timing code only.
+beta, then one Arrow release of each (wall seconds, median of ``--reps``). Prints a table and writes
+/tmp/bench_units_cap.json. Timing code only.
 """
 
 from __future__ import annotations
@@ -121,12 +122,12 @@ def main() -> None:
                     t = time.perf_counter()
                     mech = build_mechanism(spec)
                     plan = mech.plan()
-                    plan_s.append(time.perf_counter() - t)
+                    plan_s.append(time.perf_counter() - t)  # report
                     builds.append(mech)
                 mech = builds[-1]
                 text = json.dumps(plan, default=str)
                 d_bits = sum(int(b) for b in re.findall(r'"d_bits": (\d+)', text))  # FastSample's exact tables
-                got[label] = {"plan_s": statistics.median(plan_s), "plan_json_bytes": len(text),
+                got[label] = {"plan_s": statistics.median(plan_s), "plan_json_bytes": len(text),  # report
                               "fastsample_d_bits": d_bits,
                               "widest_int_bits": _widest(json.loads(text)),
                               "accuracy": json.loads(json.dumps(mech.accuracy_summary(), default=str))}
@@ -137,9 +138,9 @@ def main() -> None:
                     out = Path(tempfile.mkdtemp(prefix="bench-units-cap-")) / "r"
                     t = time.perf_counter()
                     s.release(**call, output=out)
-                    got[label].setdefault("release_s", []).append(time.perf_counter() - t)
+                    got[label].setdefault("release_s", []).append(time.perf_counter() - t)  # report
         for label in sizes:
-            got[label]["release_s"] = statistics.median(got[label]["release_s"])
+            got[label]["release_s"] = statistics.median(got[label]["release_s"])  # report
             rows.append({"family": family, "n": label, **got[label]})
     print(f"load: {open('/proc/loadavg').read().split()[:3]}")  # report
     print(f"{'family':<16} {'n':<13} {'plan s':>8} {'release s':>10} {'plan JSON B':>12} {'widest int':>11} "
@@ -152,7 +153,7 @@ def main() -> None:
         a, b = (r["accuracy"] for r in rows if r["family"] == family)
         print(f"  {family:<16} identical: {a == b}; " + "; ".join(f"{k}: {_bar(_get(a, k))} | {_bar(_get(b, k))}"
                                                                for k in _bars(a)))
-    Path("/tmp/bench_units_cap.json").write_text(json.dumps({"load": os.getloadavg(), "rows": rows}, indent=1,
+    Path("/tmp/bench_units_cap.json").write_text(json.dumps({"load": os.getloadavg(), "rows": rows}, indent=1,  # report
                                                             default=str))
     print("wrote /tmp/bench_units_cap.json")
 
