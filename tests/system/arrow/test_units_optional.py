@@ -71,6 +71,13 @@ def test_groups_without_max_units_states_no_limit(survey: Path, tmp_path: Path) 
         assert main(["inspect", str(tmp_path / "rel")]) == 0
     text = out.getvalue()
     assert NO_LIMIT in text and "units at most (declared" not in text and "MORE than max_units" not in text
+    with _session(survey, max_units=100_000, ledger=led, dataset="survey") as s:  # a declared n pins n later
+        s.groups(by="region", keys=REGIONS, aggregates=COUNT, epsilon="1", output=tmp_path / "rel2")
+    assert Ledger(led).pinned_max_units("survey") == 100_000
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        assert main(["verify", str(tmp_path / "rel"), "--ledger", str(led)]) == 0, out.getvalue()
+    assert "pinned n" not in out.getvalue()  # the cap release composes with the n pinned after it
 
 
 def test_groups_explain_and_dry_run_say_no_limit(survey: Path, tmp_path: Path) -> None:
