@@ -65,18 +65,24 @@ def check_analyst_spec(spec: "ReleaseSpec", *, curator_checks: bool) -> None:
 
 
 def check_analyst_unit(spec: "ReleaseSpec", *, unit_column: str | None, max_units: int) -> None:
-    """Refuse ``spec`` when it changes the Session's privacy unit (``unit_column``) or its ``max_units``.
+    """Refuse ``spec`` when it changes the Session's privacy unit (``unit_column``) or its ``max_units``
+    (``max_units``: the Session's n as releases state it, the fixed cap when it declares none).
 
     The unit and n are the curator's: the Session's budget is a statement under add/remove of one such unit
     among at most n. A release over another unit would be charged as if it protected the Session's unit
     while it protects another (a row of a coarser unit is a *change* of that unit: up to twice the stated
     loss), and a smaller or larger n changes what the budget means. A release may repeat them.
     """
+    from dpspark.privacy.relations import UNITS_CAP
+
     if spec.unit_column != unit_column or spec.max_units != max_units:
+        def n(v: int) -> str:
+            return "none declared" if v == UNITS_CAP else str(v)
+
         raise CuratorOptionError(
             "the privacy unit and max_units are the Session's (unit_column = "
-            f"{unit_column!r}, max_units = {max_units}): a release cannot change them (it asked for unit_column "
-            f"= {spec.unit_column!r}, max_units = {spec.max_units}); the curator sets them when building the "
+            f"{unit_column!r}, max_units = {n(max_units)}): a release cannot change them (it asked for unit_column "
+            f"= {spec.unit_column!r}, max_units = {n(spec.max_units)}); the curator sets them when building the "
             "Session (Session(..., unit_column=..., max_units=...)); nothing was read and nothing was spent")
 
 

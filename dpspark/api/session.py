@@ -43,7 +43,11 @@ class Session:
     DataFrame, a pyarrow Table, or a local Parquet/CSV/ORC/JSON path (these run on the Arrow engine, no
     JVM, unless ``spark=`` is given). ``budget``: ``{"epsilon": ..., "delta": ...}``
     as exact strings, the session's total under add/remove of one unit among at most ``max_units``;
-    None for no session budget. ``ledger``/``dataset``: charge a persistent ledger too; ``total``
+    None for no session budget. ``max_units`` (n, public) may be left out when the session runs only groups and
+    answers (:meth:`groups`, :meth:`answers`, :meth:`sql`): their guarantee needs no n, so they run at the fixed
+    cap :data:`dpspark.privacy.relations.UNITS_CAP` (stated as "no limit on the number of units"); a release
+    of a family calibrated on n (histograms, samplers, learners) is then refused before anything is spent.
+    ``ledger``/``dataset``: charge a persistent ledger too; ``total``
     (``{"epsilon": ..., "delta": ...}`` or ``{"rho": ...}``) names the dataset's total like a config's
     [budget] totals: set when the ledger has none, else it must equal it (checked here, before anything runs).
     ``principal``: the analyst each ledger spend is charged to (else $DPSPARK_PRINCIPAL).
@@ -68,7 +72,7 @@ class Session:
         self,
         data: Any = None,
         *,
-        max_units: int,
+        max_units: int | None = None,
         unit_column: str | None = None,
         budget: Mapping[str, Any] | None = None,
         ledger: str | os.PathLike[str] | None = None,
@@ -141,7 +145,11 @@ class Session:
         self._spark = spark
         self._own_spark = False
         self._df: "DataFrame | None" = None
-        self.budget = None if budget is None else Budget(dict(budget), AddRemove(max_units))
+        from dpspark.privacy.relations import UNITS_CAP
+
+        #: n as the releases state it: the declared max_units, or the fixed cap (groups and answers only)
+        self.units_bound = UNITS_CAP if max_units is None else max_units
+        self.budget = None if budget is None else Budget(dict(budget), AddRemove(self.units_bound))
         self.releases: list[Path] = []
 
     # --- context manager ---------------------------------------------------------------------
@@ -263,7 +271,9 @@ class Session:
             from dpspark.api.scratch import scratch_output
 
             out = scratch_output(keep=self.keep_releases)
-        priv = {"mechanism": mechanism, "epsilon": epsilon, "max_units": self.max_units,
+        self._check_units(mechanism)
+        priv = {"mechanism": mechanism, "epsilon": epsilon,
+                **({"max_units": self.max_units} if self.max_units is not None else {}),
                 **({"unit_column": self.unit_column} if self.unit_column else {}),
                 **{k: v for k, v in privacy.items() if v is not None}}
         raw: dict[str, Any] = {"privacy": priv, "output": {"path": str(out.resolve())}}
@@ -283,8 +293,25 @@ class Session:
         check_analyst_files(raw, public_files=self.public_files)  # before the parse opens any file
         spec = parse_config(raw, Path(".") / PYTHON_SOURCE, input_given=True, certify=certify)
         check_analyst_spec(spec, curator_checks=self.curator_checks)  # before any charge, check or read
-        check_analyst_unit(spec, unit_column=self.unit_column, max_units=self.max_units)
+        check_analyst_unit(spec, unit_column=self.unit_column, max_units=self.units_bound)
         return spec
+
+    def _check_units(self, mechanism: str) -> None:
+        """Refuse, before anything is read or spent, a family calibrated on n in a Session without max_units."""
+        if self.max_units is not None:
+            return
+        from dpspark.mechanisms.registry import UnknownMechanismError, mechanism_class
+
+        try:
+            cls = mechanism_class(mechanism)
+        except UnknownMechanismError:
+            return  # the spec's parse names the choices
+        if not cls.units_optional:
+            raise SessionInputError(
+                f"mechanism {mechanism!r} needs max_units (n, the public bound on the number of units): its noise, "
+                "ranges or estimates are calibrated on n, and this Session declares none (only groups and the "
+                "answers run without it); build the Session with Session(..., max_units=...); nothing was read and "
+                "nothing was spent")
 
     def release(self, *, mechanism: str, epsilon: Any, output: str | os.PathLike[str] | None = None,
                 sections: Mapping[str, Any] | None = None, keys: list[str] | str | None = None,

@@ -79,12 +79,14 @@ def session_repr(session: Any) -> str:
     else:
         budget = (f"budget {budget_words(session.budget.total)}; spent {budget_words(session.budget.spent)}; "
                   f"left {budget_words(session.budget.remaining)}")
-    return f"<dpspark Session: n <= {session.max_units} units ({unit}); {budget}; {charges_words(session)}>"
+    units = "no limit on units" if session.max_units is None else f"n <= {session.max_units} units"
+    return f"<dpspark Session: {units} ({unit}); {budget}; {charges_words(session)}>"
 
 
 def session_html(session: Any) -> str:
     """The session in a notebook: the budget spent and left as numbers, and the releases made."""
-    rows = [("units", f"at most {session.max_units} ({session.unit_column or 'one row per unit'})")]
+    n = "no limit (groups and answers only)" if session.max_units is None else f"at most {session.max_units}"
+    rows = [("units", f"{n} ({session.unit_column or 'one row per unit'})")]
     if session.budget is None:
         rows.append(("budget", "no session budget"))
     else:

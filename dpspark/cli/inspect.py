@@ -17,6 +17,14 @@ if TYPE_CHECKING:
     from dpspark.universe import Universe
 
 
+
+def n_words(n: int) -> str:
+    """The release's n: declared and public, or (no max_units declared) no limit on the number of units."""
+    from dpspark.privacy.relations import UNITS_CAP, units_limit_words
+
+    return units_limit_words(n) if n == UNITS_CAP else f"{n} units at most (declared, public)"
+
+
 def universe_words(universe: "Universe", key_columns: tuple[str, ...]) -> str:
     """A universe in plain words."""
     parts = [f"{name}: {c.words}" for name, c in zip(key_columns, universe.parts)]
@@ -120,7 +128,7 @@ def _inspect(args: argparse.Namespace) -> int:
         ("e^eps~", f"{short(m.exp_epsilon_tilde, args.exact)} (eps~ ~ {m.raw['mechanism']['epsilon_tilde']['float']:.6g})"),  # report
         ("add/remove", relation_line(m.add_remove, args.exact)),
         ("replacement", relation_line(m.replacement, args.exact)),
-        ("n", f"{m.max_units} units at most (declared, public)"),
+        ("n", n_words(m.max_units)),
         ("units", contribution_words(m.raw.get("config") or {})),
         ("counted", counted_words(m.raw.get("config") or {}) + " (after contribution bounding, not rows of the data)"),
         ("unbounded", unbounded_words(m, args.exact)),
@@ -176,14 +184,17 @@ def _inspect_statement(root: Path, m: Any, exact: bool) -> int:
         ("release", str(root)),
         ("kind", f"{m.kind} (schema version {m.schema_version}, dpspark {m.dpspark_version}, created {m.created_utc})"),
         ("mechanism", f"{m.mechanism}: {m.algorithm}"),
-        ("n", f"{m.max_units} units at most (declared, public)"),
+        ("n", n_words(m.max_units)),
         ("units", contribution_words(m.config, keyed=bool(m.raw.get("key_columns")))),
         *extra,
         ("input", ", ".join(f"{k} = {v}" for k, v in m.input.items()) or "(not described)"),
         ("randomness", m.rng_name + ("  ** TEST ONLY: NOT PRIVATE **" if m.rng_test_only else "")),
     ]
+    from dpspark.privacy.relations import UNITS_CAP
+
     for key, value in m.parameters.items():
-        lines.insert(3, (f"parameter {key}", short_json(value, exact)))
+        shown = n_words(value) if key == "max_units" and value == UNITS_CAP else short_json(value, exact)
+        lines.insert(3, (f"parameter {key}", shown))
     _print_fields(lines, exact)
     print()
     print("Privacy:")

@@ -17,7 +17,7 @@ SUMMARY = "run a DP SQL query (SELECT WITH DIFFERENTIAL_PRIVACY ...) on local fi
 EXAMPLES = (
     "dpspark sql \"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-9, privacy_unit_column = "
     "user_id) region, COUNT(*) AS n FROM m GROUP BY region\" --table m=demo-output/measurements.parquet "
-    "--max-units 1000000 --output releases/sql --explain"
+    "--output releases/sql --explain"
 )
 
 
@@ -46,7 +46,8 @@ def sql_config(args: argparse.Namespace) -> dict[str, Any]:
     tables: dict[str, Any] = {n: {"path": p} for n, p in private.items()}
     tables.update({n: {"path": p, "public": True} for n, p in public.items()})
     output = args.output or str(Path(tempfile.mkdtemp(prefix="dpspark-sql-")) / "release")
-    raw: dict[str, Any] = {"sql": {"query": args.query, "max_units": args.max_units}, "tables": tables,
+    sql = {"query": args.query, **({"max_units": args.max_units} if args.max_units is not None else {})}
+    raw: dict[str, Any] = {"sql": sql, "tables": tables,
                            "output": {"path": str(Path(output).resolve())}}
     if args.ledger is not None:
         raw["budget"] = {"ledger": str(Path(args.ledger).resolve()), "dataset": args.dataset}
@@ -93,7 +94,9 @@ def add_sql_command(sub: Any, make: Any) -> None:
                         "query reads FROM, the others (Parquet) share its unit and JOIN it on the unit column")
     p.add_argument("--public", action="append", metavar="NAME=PATH",
                    help="a public table: JOIN it, or list the keys with OPTIONS (keys = NAME); repeatable")
-    p.add_argument("--max-units", type=int, required=True, help="n: public bound on the number of privacy units")
+    p.add_argument("--max-units", type=int, default=None,
+                   help="n: public bound on the number of privacy units (optional: without it the release states "
+                        "add/remove of one unit with no limit on the number of units)")
     p.add_argument("--output", default=None, help="the release folder")
     p.add_argument("--explain", action="store_true",
                    help="print the plan (budget split, bounds, noise, error bars, keys); read and spend nothing")

@@ -90,7 +90,10 @@ def ledger_check(release: Any, root: Path, ledger_path: str) -> tuple[list[str],
                         f"configured with ({eps}, {delta})")
     problems += _statement_within(m, rec.epsilon, rec.delta, rec.rho)
     pinned = ledger.pinned_max_units(ds)
-    if pinned is not None and pinned != m.max_units:
+    from dpspark.privacy.relations import UNITS_CAP
+
+    no_limit = m.max_units == UNITS_CAP  # a release without max_units composes with any pinned n up to the cap
+    if pinned is not None and (pinned > UNITS_CAP if no_limit else pinned != m.max_units):
         problems.append(f"the ledger pinned n = {pinned} for dataset {ds!r}; the release states max_units = {m.max_units}")
     unit = ledger.unit(ds)
     if unit is not None and unit != unit_key(config.get("unit_column")):

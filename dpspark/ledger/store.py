@@ -971,14 +971,7 @@ class Ledger:
                 "(a row-level epsilon costs k*epsilon for a unit with k rows), so it is refused; release under "
                 "the pinned unit. Nothing was spent."
             )
-        pinned_n = self._pinned_n(conn, ds)
-        if pinned_n is not None and max_units is not None and pinned_n != max_units:
-            raise UnitMismatch(
-                f"dataset {ds!r} is pinned to n = {pinned_n} units at most (max_units) since its first spend, but this "
-                f"release declares max_units = {max_units}. Every spend's statement is under add/remove among at "
-                "most n units, and they add up to a valid total only under the same n; release with the pinned "
-                "max_units. Nothing was spent."
-            )
+        self._check_n(conn, ds, max_units)
         cap = self._query_limit(conn, ds)
         if cap is not None:
             over = _over_query_limit(new, cap)
@@ -1032,6 +1025,38 @@ class Ledger:
         cfg_delta = None if config_total_delta is None else _amount(config_total_delta, "total_delta", below_one=True)
         law_text = None if law is None else check_law(law, eps, delta_v, rho_v)
         return ds, Entry(eps, delta_v, rho_v, law_text), unit_key(unit), (cfg_eps, cfg_delta)
+
+    def _check_n(self, conn: sqlite3.Connection, ds: str, max_units: int | None) -> None:
+        """Refuse a spend whose n does not compose with the dataset's pinned n (:class:`UnitMismatch`).
+
+        A release without a declared max_units states AddRemove(UNITS_CAP), which covers AddRemove(m) for
+        every m <= the cap: it composes with any pinned n up to the cap and pins nothing. A declared n above
+        the cap is refused on a dataset whose earlier spends pinned no n (they may hold only up to the cap).
+        """
+        from dpspark.privacy.relations import UNITS_CAP
+
+        pinned_n = self._pinned_n(conn, ds)
+        if max_units is None:
+            return
+        if max_units == UNITS_CAP:
+            if pinned_n is not None and pinned_n > UNITS_CAP:
+                raise UnitMismatch(
+                    f"dataset {ds!r} is pinned to n = {pinned_n} units at most (max_units), above the fixed cap "
+                    "2^40 of a release without max_units; its statement holds only up to the cap and would not "
+                    f"add up under n = {pinned_n}: declare max_units = {pinned_n}. Nothing was spent.")
+            return
+        if pinned_n is not None and pinned_n != max_units:
+            raise UnitMismatch(
+                f"dataset {ds!r} is pinned to n = {pinned_n} units at most (max_units) since its first spend, but this "
+                f"release declares max_units = {max_units}. Every spend's statement is under add/remove among at "
+                "most n units, and they add up to a valid total only under the same n; release with the pinned "
+                "max_units. Nothing was spent."
+            )
+        if pinned_n is None and max_units > UNITS_CAP and self._records(conn, ds):
+            raise UnitMismatch(
+                f"dataset {ds!r} has spends without a declared max_units, stated for at most 2^40 units (the fixed "
+                f"cap); this release declares max_units = {max_units} above it, and the two would not add up. "
+                "Nothing was spent.")
 
     def check_spend(
         self,
@@ -1113,12 +1138,15 @@ class Ledger:
             raise ParameterError("release_id must be 32 lower-case hex digits (128 bits)")
         path = os.fspath(release_path)
         created = _now()
+        from dpspark.privacy.relations import UNITS_CAP
+
         with self._connect() as conn, self._write(conn):
             ds = self._resolve(conn, ds)  # inside the transaction: a table map declared meanwhile applies
             new_total, pin = self._check(conn, ds, new, ukey, cfg, max_units, who)
             if new_total is not None:
                 self._put_total(conn, ds, new_total, created)
-            n_text = None if max_units is None else str(int(max_units))
+            # a release without max_units (the fixed cap) pins no n: it composes with any n up to the cap
+            n_text = None if max_units is None or max_units == UNITS_CAP else str(int(max_units))
             if pin:
                 conn.execute("INSERT INTO units (dataset_id, unit, pinned_at, max_units) VALUES (?, ?, ?, ?)",
                              (ds, ukey, created, n_text))

@@ -77,6 +77,10 @@ class Mechanism(ABC):
     reads_every_unit: ClassVar[bool] = False
     #: whether the release is keyed: [keys] and [universe] are required (histograms), or refused (answers, samples)
     needs_keys: ClassVar[bool] = True
+    #: whether ``privacy.max_units`` may be left out: the guarantee holds under add/remove of one unit whatever
+    #: the number of units (groups, answers), so the release runs at the fixed public cap
+    #: :data:`dpspark.privacy.relations.UNITS_CAP`; False: the family's noise or estimates are calibrated on n
+    units_optional: ClassVar[bool] = False
     #: the mechanism's own config sections and their parsers (e.g. {"queries": parse_queries})
     sections: ClassVar[Mapping[str, Any]] = {}
 

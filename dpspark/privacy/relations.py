@@ -22,6 +22,26 @@ from dpspark.privacy._encode import dec_int, require_keys
 from dpspark.privacy.errors import DescriptionError, RelationError
 
 
+#: The fixed public n of a release that declares no ``max_units`` (groups and answers only): 2^40 ~ 1.1 * 10^12
+#: units, over a hundred times the world's population, so no real input reaches it. Such a release is stated
+#: under ``AddRemove(UNITS_CAP)``, which covers ``AddRemove(m)`` for every m <= 2^40 (:func:`steps`), so it
+#: composes with releases that declare their own n (up to the cap). Why 2^40 and not more (each bound is
+#: checked against this constant by tests/unit/core/test_units_cap.py): the noisy unit count's exact range
+#: is [0, 2^40] (:data:`dpspark.noise.count_quantile.DEFAULT_CAP`), so it covers every unit kept; a groups
+#: statistic's discrete Gaussian spans up to about 2^5 n grid units (a sum over [-a, a] at grid g = 16), which
+#: must stay < 2^48 (n < 2^44: the tightest bound, 2^3 of room at 2^40); the answers' Gaussian window radius is n
+#: (< 2^48); decimal(38,0) sums hold n x 2^63 (answers' largest fixed-point clip bound: 2^103 < 10^38); the
+#: private selection's keep table saturates long before n (its cost does not grow with n).
+UNITS_CAP = 1 << 40
+
+
+def units_limit_words(n: int) -> str:
+    """The public bound n on the number of units, in words: the cap reads as no limit (no user chose it)."""
+    if n == UNITS_CAP:
+        return "no limit on the number of units (max_units not declared; the fixed cap is 2^40 ~ 1.1 * 10^12)"
+    return f"at most n = {n} units"
+
+
 def _check_n(n: Any) -> int:
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise RelationError(f"n (the public bound on units) must be an int >= 1, got {n!r}")
@@ -39,6 +59,8 @@ class AddRemove:
 
     def text(self) -> str:
         """The relation in words."""
+        if self.n == UNITS_CAP:
+            return f"add or remove one unit; {units_limit_words(self.n)}"
         return f"add or remove one unit, among datasets of at most n = {self.n} units (n public)"
 
     def describe(self) -> dict[str, Any]:
@@ -57,6 +79,9 @@ class Substitute:
 
     def text(self) -> str:
         """The relation in words."""
+        if self.n == UNITS_CAP:
+            return ("change one unit's records (its id kept), among datasets of any one size (max_units not "
+                    "declared; the fixed cap is 2^40 ~ 1.1 * 10^12)")
         return f"change one unit's records (its id kept), among datasets of exactly n = {self.n} units"
 
     def describe(self) -> dict[str, Any]:

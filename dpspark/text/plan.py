@@ -66,10 +66,14 @@ def value_words(value: Any) -> str:
 
 def _lines(label: str, values: dict[str, Any]) -> list[str]:
     """``label  key: value`` lines; a dict of dicts (per-query bounds) gets one line per inner key."""
+    from dpspark.privacy.relations import UNITS_CAP, units_limit_words
+
     out = []
     for key, value in values.items():
         if isinstance(value, dict) and value and all(isinstance(v, dict) for v in value.values()):
             out += [f"{label:<16} {key} {k}: {value_words(v)}" for k, v in value.items()]
+        elif key == "max_units" and value == UNITS_CAP:  # the fixed cap: no user chose it
+            out.append(f"{label:<16} {key}: {units_limit_words(value)}")
         else:
             out.append(f"{label:<16} {key}: {value_words(value)}")
     return out
@@ -77,13 +81,16 @@ def _lines(label: str, values: dict[str, Any]) -> list[str]:
 
 def plan_words(plan: dict[str, Any]) -> str:
     """The plan summary in plain words, one fact per line (``dpspark release --dry-run``)."""
+    from dpspark.privacy.relations import units_limit_words
+
     lines = [f"mechanism        {plan['mechanism']}"]
     lines.append(f"passes           {len(plan['passes'])}: " + "; ".join(plan["passes"]))
     c = plan["contribution"]
     # the per-key bounds where keys are counted, or where configured (the words ``dpspark inspect`` prints too)
     keyed = c.get("keyed", True) or c["max_keys_per_unit"] != 1 or c["max_rows_per_key"] != 1
     per_key = f"; <= {c['max_keys_per_unit']} key(s) per unit, <= {c['max_rows_per_key']} row(s) per key" if keyed else ""
-    lines.append(f"privacy unit     {c['unit']} (at most {c['max_units']} units; excess units: {c['on_excess_units']}"
+    lines.append(f"privacy unit     {c['unit']} ({units_limit_words(c['max_units'])}; "
+                 f"excess units: {c['on_excess_units']}"
                  f"{per_key})")
     lines += _lines("privacy", plan["privacy"])
     lines += _lines("error bar", plan["accuracy"])

@@ -24,7 +24,8 @@ Example (see ``conf/*.toml`` for commented versions)::
     delta = "1e-9"                     # approximate-DP mechanisms only; below 1/max_units
     # allow_large_delta = true         # accept delta >= 1/max_units on purpose (refused otherwise)
     beta = "1/20"                      # error bars hold with probability >= 1 - beta
-    max_units = 1000000                # n: public bound on the number of units (never computed from data); <= 2^48
+    max_units = 1000000                # n: public bound on the number of units (never computed from data); <= 2^48;
+                                       # optional for groups and answers (left out: no limit, the fixed cap 2^40)
     unit_column = "user_id"            # optional: the privacy unit (default: every row is a unit)
     max_keys_per_unit = 1              # with unit_column: distinct keys a unit counts in (epsilon/k per bin)
     max_rows_per_key = 1               # with unit_column: rows a unit adds to one key's count (noise scales with c)

@@ -13,8 +13,8 @@ SECTIONS: dict[str, tuple[set[str], set[str] | None]] = {
     "keys": ({"columns"}, set()),
     "universe": (set(), None),  # checked by dpspark.universe
     "privacy": (
-        {"mechanism", "epsilon", "max_units"},
-        None,  # common fields plus the mechanism's own options, checked once the mechanism is known
+        {"mechanism", "epsilon"},
+        None,  # common fields, max_units (optional for some families) and the mechanism's own options
     ),
     "output": ({"path"}, set()),
     "budget": ({"ledger", "dataset"}, {"total_epsilon", "total_delta"}),

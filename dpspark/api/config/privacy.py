@@ -31,16 +31,15 @@ def parse_privacy(priv: Mapping[str, Any], source: Path, mech_cls: Any, cols: li
     if delta is not None and not 0 < delta < 1:
         raise fail(source, "privacy.delta must lie in (0, 1)")
     options = _options(priv, source, mech_cls)
-    n = priv["max_units"]
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise fail(source, "privacy.max_units (n, the public bound on the number of units) must be an integer >= 1")
-    if n > MAX_UNITS:
-        raise fail(source, f"privacy.max_units = {n} is above the supported maximum of 2^48 = {MAX_UNITS} "
-                           "(supported range: 1 <= max_units <= 2^48)")
+    if priv.get("max_units") is None:  # left out (a Session or SQL without one passes None)
+        n = _units_cap(source, mech_cls)
+    else:
+        n = _declared_units(priv["max_units"], source)
     allow_large = priv.get("allow_large_delta", False)
     if not isinstance(allow_large, bool):
         raise fail(source, "privacy.allow_large_delta must be true or false")
-    if delta is not None and delta * n >= 1 and not allow_large:
+    # without a declared n there is no n to hold delta against: the rule applies to a declared max_units only
+    if delta is not None and priv.get("max_units") is not None and delta * n >= 1 and not allow_large:
         raise fail(source, f"privacy.delta = {delta} is >= 1/max_units = 1/{n}: a delta that large allows "
                            "releasing a random unit's data in the clear (each unit's record published with "
                            "probability delta, about delta * n >= 1 records in all) and still meets the "
@@ -48,6 +47,29 @@ def parse_privacy(priv: Mapping[str, Any], source: Path, mech_cls: Any, cols: li
                            "if you mean it")
     return {"mechanism": mechanism, "epsilon": epsilon, "delta": delta, "beta": beta, "max_units": n,
             "options": options, "allow_large_delta": allow_large, **_contribution(priv, source, cols)}
+
+
+def _units_cap(source: Path, mech_cls: Any) -> int:
+    """n for a config without ``privacy.max_units``: the fixed cap for a family whose guarantee needs no n
+    (groups, answers), else a ConfigError naming max_units and why the family needs it (before any spend)."""
+    from dpspark.privacy.relations import UNITS_CAP
+
+    if getattr(mech_cls, "units_optional", False):
+        return UNITS_CAP
+    raise fail(source, f"[privacy] is missing 'max_units': mechanism {mech_cls.name!r} needs it (n, the public "
+                       "bound on the number of units, never computed from data) because its noise, ranges or "
+                       "estimates are calibrated on n; only groups and the answers (bounded_noise, gaussian) "
+                       "run without it")
+
+
+def _declared_units(n: Any, source: Path) -> int:
+    """A declared ``privacy.max_units``: an int in [1, 2^48]."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise fail(source, "privacy.max_units (n, the public bound on the number of units) must be an integer >= 1")
+    if n > MAX_UNITS:
+        raise fail(source, f"privacy.max_units = {n} is above the supported maximum of 2^48 = {MAX_UNITS} "
+                           "(supported range: 1 <= max_units <= 2^48)")
+    return n
 
 
 def _refuse_unknown(priv: Mapping[str, Any], source: Path, mech_cls: Any) -> None:

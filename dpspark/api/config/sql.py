@@ -5,7 +5,7 @@
     [sql]
     query = \"\"\"SELECT WITH DIFFERENTIAL_PRIVACY OPTIONS (epsilon = 1, delta = 1e-9,
                  privacy_unit_column = user_id) region, COUNT(*) AS n FROM measurements GROUP BY region\"\"\"
-    max_units = 1000000            # n: public bound on the units (the session's max_units)
+    max_units = 1000000            # n: public bound on the units (optional: none means no limit on the units)
 
     [tables.measurements]          # the private table: a path (with format and options) or a catalog table
     path = "measurements.parquet"

@@ -25,10 +25,11 @@ MECHANISMS = {
 
 #: what "more than n units" means for these mechanisms, in the words the dry run (``excess_units_text``) and
 #: ``dpspark inspect`` both print: sums are clipped per unit and never truncated (n sets the fixed-point
-#: capacity check only), whatever ``on_excess_units`` says
+#: capacity check only), whatever ``on_excess_units`` says; so ``max_units`` is optional for them
+#: (``units_optional``: without it n is the fixed cap :data:`dpspark.privacy.relations.UNITS_CAP`)
 EXCESS_UNITS = {
     "bounded_noise": "none removed (each unit's total is clipped per query; the guarantee does not depend on n)",
     "gaussian": ("none removed (each unit's total is clipped per query; the guarantee does not depend on n); an "
-                 "answer beyond +-max_units x its clip bound (possible only with more than max_units units) is "
-                 "released at that edge of the noise window"),
+                 "answer beyond +-n x its clip bound (n: max_units, or the fixed cap 2^40 without it; possible only "
+                 "with more than n units) is released at that edge of the noise window"),
 }

@@ -180,6 +180,9 @@ class AnswersMechanism(Mechanism):
     release_kind: ClassVar[str] = "answers"
     delta: ClassVar[str] = "required"
     needs_keys: ClassVar[bool] = False
+    #: no unit is removed and every answer is clamped to its window: the guarantee needs no declared n
+    #: (without max_units the release runs at the fixed cap, dpspark.privacy.relations.UNITS_CAP)
+    units_optional: ClassVar[bool] = True
     sections: ClassVar[dict[str, Any]] = {"queries": parse_queries}
     theorem: ClassVar[str] = ""
 

@@ -14,15 +14,21 @@ or, without a pure count, takes its own share.
 calls :func:`~dpspark.mechanisms.groups.algorithm.release_planned`; the release is written by the statements
 writer (:mod:`dpspark.mechanisms.groups.writer`).
 
-**Why groups keeps ``max_units`` (n).** Every noise law is calibrated on a public range of its statistic
+**``max_units`` (n) is optional.** Every noise law is calibrated on a public range of its statistic
 (``rows = c n`` bounds a group's count and sum: the exact FastSample range, the int64 fits of the kernels,
 the private selection's keep table), so the stage keeps at most n units (the keyed-hash truncation, rule 2 of
-:mod:`~dpspark.mechanisms.groups.stage`). Units beyond n are dropped, so **the release states a noisy count
+:mod:`~dpspark.mechanisms.groups.stage`). The guarantee itself is add/remove of one unit and needs no n from
+the user: without ``max_units`` the release runs at the fixed public cap
+:data:`~dpspark.privacy.relations.UNITS_CAP` = 2^40 units (more than any real input; the laws' error bars do
+not depend on the range: the same bars, and exact parameters about 20 bits wider, FastSample's tables about a
+fifth larger, ``scripts/bench/units_cap.py``),
+states AddRemove(2^40) in the words "no limit on the number of units", and the ledger pins no n for it
+(docs/groups.md §I). Units beyond n are dropped, so **the release states a noisy count
 of the units read** (``units_share`` of epsilon, :class:`~dpspark.noise.count_quantile.NoisyCount`: pure DP,
-exact integer noise, composed into the statement) in its section's ``units``; the reader and ``inspect`` say in
-words when it exceeds n, and by about how many units. The pass itself counts the units it reads (the units
-the truncation ranks: :class:`~dpspark.mechanisms.groups.core.PassStats`), so a release without an "auto" limit
-reads the input once. Only an ``"auto"`` limit adds a pre-pass (:mod:`~dpspark.mechanisms.groups.unit_profile`):
+exact integer noise, composed into the statement) in its section's ``units``; with a declared n the reader and
+``inspect`` say in words when it exceeds n, and by about how many units. The pass itself counts the units it
+reads (the units the truncation ranks: :class:`~dpspark.mechanisms.groups.core.PassStats`), so a release
+without an "auto" limit reads the input once. Only an ``"auto"`` limit adds a pre-pass (:mod:`~dpspark.mechanisms.groups.unit_profile`):
 the contribution histograms that choose the limits (:class:`~dpspark.noise.count_quantile.CountQuantile`,
 ``limits_share`` of epsilon), and the unit count, both before the pass that uses the limits.
 """
@@ -89,6 +95,9 @@ class GroupsMechanism(Mechanism):
     release_kind: ClassVar[str] = "groups"
     delta: ClassVar[str] = "optional"
     needs_keys: ClassVar[bool] = False
+    #: add/remove of one unit needs no declared n: without max_units the release runs at the fixed cap
+    #: (dpspark.privacy.relations.UNITS_CAP; module docstring)
+    units_optional: ClassVar[bool] = True
     sections: ClassVar[dict[str, Any]] = {"groups": parse_groups_section, "aggregates": parse_aggregates_section,
                                           "universe": parse_universe_section}
     #: own sections a config may leave out (``[universe]``: private key selection only)
@@ -375,6 +384,11 @@ class GroupsMechanism(Mechanism):
 
     def excess_units_text(self) -> str:
         a = self.units_law.error(self.beta)
+        from dpspark.privacy.relations import UNITS_CAP
+
+        if self.spec.max_units == UNITS_CAP:  # no max_units declared: nothing a real input could exceed
+            return ("none removed below the fixed cap of 2^40 units (no max_units declared); the release states a "
+                    f"noisy count of the units read (+-{a} at beta = {self.beta})")
         return ("truncate: keep max_units units by keyed hash of the unit id; the release states a noisy count of "
                 f"the units read (+-{a} at beta = {self.beta}) and says when it exceeds max_units")
 

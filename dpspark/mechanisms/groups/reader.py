@@ -233,16 +233,20 @@ class GroupsLookup(StatementLookup):
     # --- units read (post-processing of the release's noisy count) -------------------------
     def units_words(self) -> str:
         """In words: the noisy count of the units read against max_units, and about how many units the
-        truncation to max_units dropped (noisy count - max_units, +- its bar). Empty for a release without it."""
+        truncation to max_units dropped (noisy count - max_units, +- its bar); without a declared max_units (the
+        fixed cap) only the count, and no "MORE than max_units" sentence. Empty for a release without it."""
         u = self.section.get("units")
         if not u:
             return ""
+        from dpspark.privacy.relations import UNITS_CAP
         from dpspark.text import confidence, readable
 
         noisy, a, n = u["noisy"], u["error"], u["max_units"]
         conf = confidence(Fraction(str(u["beta"])))
         head = (f"about {readable(noisy)} units read (noisy count, +-{readable(a)} w.p. >= {conf}; "
                 f"{u['share']} of epsilon)")
+        if n == UNITS_CAP:  # no max_units declared: nothing to exceed (the cap is the count's own range)
+            return f"{head}; no max_units declared (no limit on the number of units): no unit was dropped."
         if noisy > n:
             low = max(noisy - n - a, 0)
             return (f"{head}: MORE than max_units = {readable(n)}. About {readable(noisy - n)} units (between "

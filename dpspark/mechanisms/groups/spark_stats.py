@@ -56,6 +56,8 @@ OUTSIDE = -3
 READ = -4
 #: rows per chunk when rows are units (no unit column): a partition is read in chunks of this many rows
 CHUNK_ROWS = 1 << 20
+#: the largest ``DataFrame.limit`` Spark takes (a Java int)
+JAVA_INT_MAX = (1 << 31) - 1
 
 
 def groups_kernel(backend: "SparkBackend", stage: "GroupsStage") -> "list[GroupStats]":
@@ -341,7 +343,10 @@ def unit_cut(rows: "DataFrame", stage: "GroupsStage", secret: bytes) -> UnitCut 
     schema = StructType(list(units.schema.fields) + [StructField(HASH, LongType(), False)])
     ranked = units.mapInArrow(keyed_pick_hash(truncation_key(secret)), schema)
     order = [F.col(HASH), F.col(UNIT_HASH)]
-    top = ranked.orderBy(*order).limit(n + 1)  # one partition: the rank window moves nothing
+    # Spark's limit takes a Java int: an n past it (a declared n >= 2^31 - 1, or the fixed cap 2^40 of a release
+    # without max_units) ranks the first 2^31 - 1 units, so no rank reaches n and nothing is cut (all kept: right
+    # for every input of at most n units, the only ones the statement covers)
+    top = ranked.orderBy(*order).limit(min(n + 1, JAVA_INT_MAX))  # one partition: the rank window moves nothing
     # partitioned by HASH & 0 (0 on every row, but not foldable): Spark drops a literal partition key and then
     # logs "WARN WindowExec: No Partition Defined" (this job once ran only when the input had more than
     # max_units rows, so the line was a data-dependent side channel)
