@@ -5,6 +5,8 @@ public: one query `group_by("key").agg(dp.sum, dp.mean, dp.median)` under a Marg
 private: `group_by("key").agg(dp.len(), dp.sum)` without a key invariant: OpenDP then releases only the
 groups whose noisy length passes a threshold it derives from delta (its key selection).
 The whole (eps, delta) goes to the one query; OpenDP splits it among the expressions itself.
+Multi-row units (issue 34): the unit column is the identifier and OpenDP truncates to k keys per unit and
+c rows per key itself, so its sensitivities are those of every other system (k groups, c rows per group).
 """
 
 from __future__ import annotations
@@ -24,13 +26,23 @@ dp.enable_features("contrib")
 warnings.filterwarnings("ignore", category=FutureWarning)  # dp.len's default sign changes later
 
 
-def _bounds(spec: dict) -> "int | list":
-    """Rows as units: 1. Multi-row units (issue 34): the declared bounds of a unit (c rows per key in at most
-    k keys; OpenDP does not truncate without an identifier, so "spread" units declare their true 5 keys)."""
+def _unit(spec: dict) -> "dict":
+    """The privacy unit. Rows as units: 1 contribution. Multi-row units (issue 34): the unit column is OpenDP's
+    identifier and the query truncates every unit to k keys and c rows per key itself (``_truncated``), so
+    OpenDP derives the same bounds as every other system: k groups, c rows per group (k c rows in all).
+    (Before: declared bounds ``Bound(per_group=c)`` with no ``by``, i.e. c = 5 rows per unit in all, a
+    bound the other systems do not use, so at k = 4 its count noise had a quarter of their sensitivity.)"""
     if not spec.get("unit"):
-        return 1
-    k = int(spec["k"]) if int(spec["k"]) == 1 else 5
-    return [dp.polars.Bound(per_group=int(spec["c"])), dp.polars.Bound(by=[pl.col("key")], num_groups=k)]
+        return {"contributions": 1}
+    return {"contributions": 1, "identifier": spec["unit"]}
+
+
+def _truncated(spec: dict, q: "object") -> "object":
+    """OpenDP's own truncation to c rows per (unit, key) (a random sample, its default) and k keys per unit
+    (the first k: keep="sample" fails in OpenDP 0.16 on one key column, "multiple fields with name 'key'")."""
+    if not spec.get("unit"):
+        return q
+    return q.truncate_per_group(int(spec["c"]), by=["key"]).truncate_num_groups(int(spec["k"]), by=["key"], keep="first")
 
 
 def _context(spec: dict, keys_public: bool) -> "dp.Context":
@@ -41,8 +53,8 @@ def _context(spec: dict, keys_public: bool) -> "dp.Context":
     loss = (dp.loss_of(epsilon=float(spec["epsilon"])) if keys_public
             else dp.loss_of(epsilon=float(spec["epsilon"]), delta=float(spec["delta"])))
     return dp.Context.compositor(
-        data=pl.scan_parquet(spec["data"]).select("key", "value"),
-        privacy_unit=dp.unit_of(contributions=_bounds(spec)),
+        data=pl.scan_parquet(spec["data"]).select("key", "value", *([spec["unit"]] if spec.get("unit") else [])),
+        privacy_unit=dp.unit_of(**_unit(spec)),
         privacy_loss=loss,
         split_evenly_over=1,
         margins=[dp.polars.Margin(by=[], max_length=int(spec["rows"])), margin],
@@ -64,7 +76,7 @@ def public(spec: dict, trial: int) -> dict:
 
 def private(spec: dict, trial: int) -> dict:
     lo, hi = int(spec["lo"]), int(spec["hi"])
-    query = _context(spec, False).query().group_by("key").agg(
+    query = _truncated(spec, _context(spec, False).query()).group_by("key").agg(
         dp.len().alias("count"),
         pl.col("value").fill_null(lo).dp.sum((lo, hi)).alias("sum"),
     )
