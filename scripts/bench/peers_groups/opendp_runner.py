@@ -5,8 +5,8 @@ public: one query `group_by("key").agg(dp.sum, dp.mean, dp.median)` under a Marg
 private: `group_by("key").agg(dp.len(), dp.sum)` without a key invariant: OpenDP then releases only the
 groups whose noisy length passes a threshold it derives from delta (its key selection).
 The whole (eps, delta) goes to the one query; OpenDP splits it among the expressions itself.
-Multi-row units (issue 34): the unit column is the identifier and OpenDP truncates to k keys per unit and
-c rows per key itself, so its sensitivities are those of every other system (k groups, c rows per group).
+Multi-row units (issue 34): each unit is cut to k keys and c rows per key before OpenDP reads the rows, and
+OpenDP is given exactly those bounds, so its sensitivities are those of every other system (``_data``).
 """
 
 from __future__ import annotations
@@ -26,23 +26,29 @@ dp.enable_features("contrib")
 warnings.filterwarnings("ignore", category=FutureWarning)  # dp.len's default sign changes later
 
 
-def _unit(spec: dict) -> "dict":
-    """The privacy unit. Rows as units: 1 contribution. Multi-row units (issue 34): the unit column is OpenDP's
-    identifier and the query truncates every unit to k keys and c rows per key itself (``_truncated``), so
-    OpenDP derives the same bounds as every other system: k groups, c rows per group (k c rows in all).
-    (Before: declared bounds ``Bound(per_group=c)`` with no ``by``, i.e. c = 5 rows per unit in all, a
-    bound the other systems do not use, so at k = 4 its count noise had a quarter of their sensitivity.)"""
+def _unit(spec: dict) -> "int | list":
+    """Rows as units: 1. Multi-row units (issue 34): ``Bound(by=[key], per_group=c, num_groups=k)``, the bounds
+    every other system uses (k groups, c rows per group, so k c rows in all), true of the data OpenDP gets
+    because ``_data`` truncates each unit to them first. (Before: ``Bound(per_group=c)`` with no ``by``, i.e.
+    c = 5 rows per unit in all, a bound the other systems do not use, so at k = 4 its count noise had a
+    quarter of their sensitivity, and no truncation, so none of their bounding bias.)"""
     if not spec.get("unit"):
-        return {"contributions": 1}
-    return {"contributions": 1, "identifier": spec["unit"]}
+        return 1
+    return [dp.polars.Bound(by=[pl.col("key")], per_group=int(spec["c"]), num_groups=int(spec["k"]))]
 
 
-def _truncated(spec: dict, q: "object") -> "object":
-    """OpenDP's own truncation to c rows per (unit, key) (a random sample, its default) and k keys per unit
-    (the first k: keep="sample" fails in OpenDP 0.16 on one key column, "multiple fields with name 'key'")."""
-    if not spec.get("unit"):
-        return q
-    return q.truncate_per_group(int(spec["c"]), by=["key"]).truncate_num_groups(int(spec["k"]), by=["key"], keep="first")
+def _data(spec: dict) -> "pl.LazyFrame":
+    """The rows OpenDP reads: with a unit column, every unit cut to its first k keys (key order) and c rows per
+    key, a per-unit transformation (a unit's rows only), so the declared bounds hold. Not OpenDP's own
+    truncate_num_groups: in 0.16 it keeps rank < k with dense ranks from 1 (k - 1 groups; none at k = 1) while
+    its analysis assumes k, and a filter rank < k + 1 is analysed as k + 1 groups."""
+    lf = pl.scan_parquet(spec["data"])
+    unit = spec.get("unit")
+    if not unit:
+        return lf.select("key", "value")
+    k, c = int(spec["k"]), int(spec["c"])
+    lf = lf.filter(pl.col("key").rank("dense").over(unit) <= k)
+    return lf.filter(pl.int_range(pl.len()).over([unit, "key"]) < c).select("key", "value")
 
 
 def _context(spec: dict, keys_public: bool) -> "dp.Context":
@@ -53,8 +59,8 @@ def _context(spec: dict, keys_public: bool) -> "dp.Context":
     loss = (dp.loss_of(epsilon=float(spec["epsilon"])) if keys_public
             else dp.loss_of(epsilon=float(spec["epsilon"]), delta=float(spec["delta"])))
     return dp.Context.compositor(
-        data=pl.scan_parquet(spec["data"]).select("key", "value", *([spec["unit"]] if spec.get("unit") else [])),
-        privacy_unit=dp.unit_of(**_unit(spec)),
+        data=_data(spec),
+        privacy_unit=dp.unit_of(contributions=_unit(spec)),
         privacy_loss=loss,
         split_evenly_over=1,
         margins=[dp.polars.Margin(by=[], max_length=int(spec["rows"])), margin],
@@ -76,7 +82,7 @@ def public(spec: dict, trial: int) -> dict:
 
 def private(spec: dict, trial: int) -> dict:
     lo, hi = int(spec["lo"]), int(spec["hi"])
-    query = _truncated(spec, _context(spec, False).query()).group_by("key").agg(
+    query = _context(spec, False).query().group_by("key").agg(
         dp.len().alias("count"),
         pl.col("value").fill_null(lo).dp.sum((lo, hi)).alias("sum"),
     )
