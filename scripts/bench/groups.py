@@ -124,8 +124,8 @@ def unit_dataset(kind: str, rows: int, folder: Path, flights: str) -> Path:
 
 
 def bounding_loss(path: Path, k: int) -> float:
-    """The fraction of rows any k-key bounding drops: sum over units of max(0, keys - k) rows / rows (exact here:
-    a unit has at most 5 rows = c, so only the key bound drops rows). The k = 4 errors carry this bias."""
+    """The least fraction of rows any k-key bounding drops: sum over units of max(0, keys - k) / rows (exact on
+    the unit workloads at k = 4: a unit with 5 keys has 5 rows, one each). The k = 4 errors carry this bias."""
     t = pq.read_table(path, columns=["unit", "key"]).group_by(["unit", "key"]).aggregate([])
     keys = t.group_by("unit").aggregate([("key", "count")]).column("key_count").to_numpy()
     return float((keys - k).clip(min=0).sum()) / pq.ParquetFile(path).metadata.num_rows  # report
