@@ -38,8 +38,9 @@ def _unit(spec: dict) -> "int | list":
 
 
 def _data(spec: dict) -> "pl.LazyFrame":
-    """The rows OpenDP reads: with a unit column, every unit cut to its first k keys (key order) and c rows per
-    key, a per-unit transformation (a unit's rows only), so the declared bounds hold. Not OpenDP's own
+    """The rows OpenDP reads: with a unit column, every unit cut to k keys (the first k in a hashed order of
+    (unit, key), as a random choice: a fixed key order would always drop the same keys, a bias the others do not
+    have) and c rows per key, a per-unit transformation (a unit's rows only), so the declared bounds hold. Not OpenDP's own
     truncate_num_groups: in 0.16 it keeps rank < k with dense ranks from 1 (k - 1 groups; none at k = 1) while
     its analysis assumes k, and a filter rank < k + 1 is analysed as k + 1 groups."""
     lf = pl.scan_parquet(spec["data"])
@@ -47,7 +48,8 @@ def _data(spec: dict) -> "pl.LazyFrame":
     if not unit:
         return lf.select("key", "value")
     k, c = int(spec["k"]), int(spec["c"])
-    lf = lf.filter(pl.col("key").rank("dense").over(unit) <= k)
+    h = pl.struct(unit, "key").hash(seed=34)  # a pseudo-random key order per unit: no key is always dropped
+    lf = lf.filter(pl.struct(h, pl.col("key")).rank("dense").over(unit) <= k)
     return lf.filter(pl.int_range(pl.len()).over([unit, "key"]) < c).select("key", "value")
 
 
