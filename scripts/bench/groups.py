@@ -10,6 +10,16 @@ Every system gets the same (eps, delta) for the whole workload, spends it in its
 runner's docstring says how), and the same bounds: rows are units, one group per unit, one row per group,
 values clipped to [lo, hi].
 
+Multi-row units (issue 34; ``--workloads units,flights,units4,flights4``): the Zipf rows (``--rows-units``) or
+nycflights13's flights cut into units of 1-5 rows; every system gets the unit column as its privacy id and
+bounds each unit itself to the same k groups and c = 5 rows per group (dpspark: its keyed-hash bounding;
+OpenDP: truncate_per_group / truncate_num_groups on the identifier; Tumult: MaxGroupsPerID /
+MaxRowsPerGroupPerID; PipelineDP: max_partitions_contributed / max_contributions_per_partition), so every
+sensitivity is k c rows for a count. At k = 4 the bounding drops the rows of each unit's fifth key in every
+system (the header gives the share: ~6%), a bias in the errors against the exact answer. The issue-34 table:
+``--systems dpspark,dpspark-rows,opendp,pipelinedp,tumult --workloads units,flights,units4,flights4``
+(Tumult needs ~10-25 min a trial per workload here; run it as its own part with ``--trials-units 1``).
+
 Each peer runs in its own venv (scripts/bench/peer_venvs.sh; never a dependency of dpspark) as a
 subprocess: scripts/bench/peers_groups/<peer>_runner.py reads the same Parquet file and prints one JSON
 result line. dpspark runs the same way with this interpreter (dpspark_runner.py; a marked placeholder
@@ -113,6 +123,14 @@ def unit_dataset(kind: str, rows: int, folder: Path, flights: str) -> Path:
     return path
 
 
+def bounding_loss(path: Path, k: int) -> float:
+    """The least fraction of rows any k-key bounding drops: sum over units of max(0, keys - k) / rows (exact on
+    the unit workloads at k = 4: a unit with 5 keys has 5 rows, one each). The k = 4 errors carry this bias."""
+    t = pq.read_table(path, columns=["unit", "key"]).group_by(["unit", "key"]).aggregate([])
+    keys = t.group_by("unit").aggregate([("key", "count")]).column("key_count").to_numpy()
+    return float((keys - k).clip(min=0).sum()) / pq.ParquetFile(path).metadata.num_rows  # report
+
+
 def truth(kind: str, path: Path) -> dict[str, dict[str, float]]:
     """Exact per-key answers (no privacy): public sum/mean/median, private count/sum."""
     t = pq.read_table(path, columns=["key", "value"])
@@ -141,8 +159,8 @@ def interpreter(system: str, venvs: Path) -> tuple[str | None, str]:
 
 def run_system(system: str, spec: dict[str, Any], venvs: Path, timeout: int) -> dict[str, Any]:
     """Run one system's runner on one workload; the parsed result plus wall time and load."""
-    if system == "dpspark-units":  # dpspark with selection = "units" (issue 34 §1): same runner, one more field
-        spec = {**spec, "selection": "units"}
+    if system in ("dpspark-units", "dpspark-rows"):  # dpspark with selection = "units" / "rows" (issue 34 §1)
+        spec = {**spec, "selection": system.split("-")[1]}
     python, where = interpreter("dpspark" if system.startswith("dpspark") else system, venvs)
     rec: dict[str, Any] = {"system": system, "where": where, "load_before": load()}
     if python is None:
@@ -218,11 +236,13 @@ def _fmt(x: Any, digits: int = 1) -> str:
 
 
 def table(kind: str, records: list[dict[str, Any]]) -> str:
-    """A Markdown table for one workload."""
+    """A Markdown table for one workload (private: also each system's true keys over PipelineDP's)."""
     aggs = AGGS[kind]
     head = ["system"] + [f"{a} err med / max" for a in aggs]
+    pdp = next((r["score"].get("true_keys_released_median") for r in records
+                if r["system"] == "pipelinedp" and r["status"] == "ok"), None)
     if kind != "public":
-        head += ["keys released (true)"]
+        head += ["keys released (true)", "keys / PipelineDP's"]
     head += ["trials", "s/trial (median)", "wall s", "load before/after"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for rec in records:
@@ -236,6 +256,7 @@ def table(kind: str, records: list[dict[str, Any]]) -> str:
                               + (f" ({s[a]['missing']} missing)" if s[a]["missing"] else "") for a in aggs]
             if kind != "public":
                 cells.append(f"{_fmt(s['released_keys_median'])} ({_fmt(s['true_keys_released_median'])})")
+                cells.append(f"{s['true_keys_released_median'] / pdp:.2f}" if pdp else "-")  # report
             cells += [str(s["trials"]), f"{s['seconds_median']:.1f}", f"{rec['wall']:.1f}",
                       f"{rec['load_before']}/{rec['load_after']}"]
         lines.append("| " + " | ".join(cells) + " |")
@@ -281,6 +302,7 @@ def main() -> int:
         if unit_kind:
             rows = pq.ParquetFile(path).metadata.num_rows
         exact = truth(kind, path)
+        loss = bounding_loss(path, unit_kind[2]) if unit_kind else 0.0  # report
         spec = {"workload": "private" if unit_kind else kind, "data": str(path), "rows": rows,
                 "epsilon": args.epsilon, "delta": args.delta, "lo": "0", "hi": "100", "bins": 100,
                 "trials": args.trials_public if kind == "public" else args.trials_units if unit_kind
@@ -298,11 +320,13 @@ def main() -> int:
                   + (f", {rec['wall']:.0f} s wall" if "wall" in rec else ""), file=sys.stderr, flush=True)
             rec.pop("trials", None)  # the released values stay out of the JSON (big); the scores are kept
             records.append(rec)
-        report["workloads"][kind] = {"rows": rows, "groups_in_data": len(exact), "data": str(path.relative_to(ROOT)),
+        report["workloads"][kind] = {"rows": rows, "bounding_loss": loss, "groups_in_data": len(exact), "data": str(path.relative_to(ROOT)),
                                      "trials": spec["trials"], "records": records}
         print(f"\n## {kind}: {rows:,} rows, {len(exact):,} keys in the data, eps {args.epsilon}"
               + (f", delta {args.delta}" if kind != "public" else ", pure")
-              + (f", units of 1-5 rows, k = {unit_kind[2]}, c = {unit_kind[3]}" if unit_kind else "") + f", {spec['trials']} trials\n")
+              + (f", units of 1-5 rows, k = {unit_kind[2]}, c = {unit_kind[3]}" if unit_kind else "") + f", {spec['trials']} trials"
+              + (f"; k-bounding drops {100 * loss:.1f}% of the rows (a bias in every system's errors)" if loss else "")
+              + "\n")  # report
         print(table(kind, records), flush=True)
         out.write_text(json.dumps(report, indent=2))  # after each workload: a long run keeps what it measured
     report["finished"] = time.strftime("%F %T")

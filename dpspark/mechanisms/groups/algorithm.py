@@ -62,7 +62,7 @@ from dpspark.mechanisms.groups.joint_family import JointMember, families, joint_
 from dpspark.mechanisms.groups.noise_choice import Share, StatisticNoise, choose, pure_epsilon, shares_of
 from dpspark.mechanisms.groups.quantile import QuantileLaw
 from dpspark.mechanisms.groups.selection import SelectionLaw
-from dpspark.mechanisms.groups.split import solo, split
+from dpspark.mechanisms.groups.split import selection_weight, solo, split
 from dpspark.mechanisms.groups.threshold import ThresholdSelection
 from dpspark.mechanisms.groups.weighted_selection import WeightedSelection
 from dpspark.privacy import AddRemove, PrivacyStatement, PureDP, ZCDP, compose_statements, measure_from_budget
@@ -171,8 +171,8 @@ def _weights(raw: Sequence[Any] | None, n: int, separate: bool) -> list[Fraction
     if len(w) not in (n, n + 1) or any(x <= 0 for x in w):
         raise GroupsError(f"weights: give {n} positive exact weights (one per aggregate), and optionally one more "
                           "for a separate key selection")
-    if separate:
-        return w if len(w) == n + 1 else w + [Fraction(1)]
+    if separate:  # no weight for the selection: its default share (split.selection_weight, half the budget)
+        return w if len(w) == n + 1 else w + [selection_weight(w)]
     return w[:n]
 
 
@@ -184,7 +184,8 @@ def _plan_once(aggs: tuple[Aggregate, ...], measure: Measure, *, max_units: int,
     additive = [a for a in aggs if a.kind is not Kind.QUANTILE]
     separate = private_keys and threshold is None
     P = len(parts)
-    w = _weights(weights, len(aggs), separate) or [Fraction(1)] * (len(aggs) + (1 if separate else 0))
+    ones = [Fraction(1)] * len(aggs)
+    w = _weights(weights, len(aggs), separate) or ones + ([selection_weight(ones)] if separate else [])
     by_name = dict(zip([a.name for a in aggs], w))
     total = sum(w, Fraction(0))
     # quantiles (and a separate selection) read no statistic another aggregate reads: each gets its equal
@@ -300,10 +301,11 @@ def plan_groups(aggregates: Sequence[Any], budget: Any, *, max_units: int, bound
     """Calibrate every law and state the release's privacy under AddRemove(max_units); no data.
 
     ``selection`` (private keys): "rows" thresholds the released noisy count of rows when the plan draws a pure
-    one (no epsilon of its own); "auto" does so when k = 1 and selects on units when k > 1; "units" selects on the distinct units per key with the separate
-    law on its own share (issue 34 §1: better when units bring few rows per key while c is large, below about
-    0.57 c rows per unit on average at c = 5 and c = 10, docs/groups.md §F). The separate path uses the weighted
-    Gaussian law when k > 1 (issue 34 §2) and the optimal per-key law when k = 1.
+    one (no epsilon of its own); "units" selects on the distinct units per key with the separate law on its own
+    share (half the budget unless ``weights`` says otherwise: split.selection_weight); "auto" is "rows" when
+    units are rows (k = c = 1) and "units" otherwise (issue 34 §1: at share 1/2 units keep more keys unless a
+    unit brings a key more than about 0.85 c rows on average, docs/groups.md §F). The separate path uses the
+    weighted Gaussian law when k > 1 (issue 34 §2) and the optimal per-key law when k = 1.
 
     ``nulls``: the null rule of each value column (:class:`dpspark.engine.numeric.NullRule`; default drop).
     ``pairs``: means read the distance pair (pair.py); default: whenever the noise may be pure.
@@ -330,10 +332,11 @@ def plan_groups(aggregates: Sequence[Any], budget: Any, *, max_units: int, bound
     # the released count's threshold is free of epsilon, but with c > 1 a new key may bring c rows, so it is c
     # times higher in rows; "units" selects on distinct units per key instead (sensitivity 1 per key, its own
     # share, issue 34 §1) and the row statistics keep their values. Which keeps more keys depends on the rows a
-    # unit brings per key (data the plan cannot see). "auto": rows while k = 1 (free, and as many keys at 3 rows
-    # per unit and c = 5); units when k > 1, where the row threshold pays k c per unit and the weighted law the
-    # unit's l2 norm (bench: 127 keys against 33 on the Zipf units of 1-5 rows at k = 4, 482 against 0 on flights)
-    rows = selection == "rows" or (selection == "auto" and bounds.k == 1)
+    # unit brings per key (data the plan cannot see). "auto": rows when units are rows (k = c = 1: free, and a new
+    # key brings one row); units otherwise: at k = 1 with half the budget units win below ~0.85 c rows per unit
+    # (bench, units of 1-5 rows, c = 5: 1.5x the keys of the row threshold), and at k > 1 the row threshold pays
+    # k c per unit and the weighted law the unit's l2 norm (127 keys against 33 on Zipf at k = 4, 482 against 0)
+    rows = selection == "rows" or (selection == "auto" and bounds.k == 1 and bounds.c == 1)
     if private_keys and noise in ("auto", "pure") and rows:
         counts = [i for i, p in enumerate(parts) if p.key.label == "rows"]
         counts += [i for i, p in enumerate(parts) if p.key.label == "n"]

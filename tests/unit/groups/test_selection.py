@@ -129,22 +129,58 @@ def test_multi_row_units_select_on_units_with_the_exact_delta(k: int, c: int) ->
     assert _worst_delta(sel, k, st.measure.epsilon.exp) <= st.measure.delta
 
 
-def test_rows_threshold_the_count_unless_units_are_asked_for() -> None:
-    """k = 1: the default keeps the free threshold on the released count (at 3 rows per unit and c = 5 it keeps as
-    many keys with more accurate values: docs/groups.md §F); k > 1: units (the weighted law) by default;
-    selection="units" / "rows" choose; a bad name is refused."""
+def test_auto_selects_on_units_unless_units_are_rows() -> None:
+    """"auto" thresholds the free released count only when units are rows (k = c = 1); with c > 1 or k > 1 it
+    selects on units (issue 34 §1: at half the budget units keep more keys unless a unit brings a key more than
+    ~0.85 c rows); selection="units" / "rows" choose; a bad name is refused."""
     from dpspark.mechanisms.groups.aggregates import GroupsError
     from dpspark.mechanisms.groups.threshold import ThresholdSelection
 
     from dpspark.mechanisms.groups.weighted_selection import WeightedSelection
 
-    for sel in ("auto", "rows"):
-        assert isinstance(_plan(1, 5, selection=sel).selection, ThresholdSelection)
+    assert isinstance(_plan(1, 1, selection="auto").selection, ThresholdSelection)
+    assert isinstance(_plan(1, 5, selection="auto").selection, SelectionLaw)  # c > 1: units by default
+    assert isinstance(_plan(1, 5, selection="rows").selection, ThresholdSelection)
     assert isinstance(_plan(1, 5).selection, SelectionLaw)
     assert isinstance(_plan(4, 5, selection="auto").selection, WeightedSelection)  # k > 1: units by default
     assert isinstance(_plan(2, 1, selection="rows").selection, ThresholdSelection)
     with pytest.raises(GroupsError, match="selection"):
         _plan(1, 5, selection="unit")
+
+
+def test_separate_selection_takes_half_the_budget_unless_weighted() -> None:
+    """The separate selection's default share is 1/2 (split.selection_weight), also when only the aggregates are
+    weighted; an explicit selection weight still rules. The statement stays within the budget."""
+    from dpspark.mechanisms.groups.aggregates import Bounds
+    from dpspark.mechanisms.groups.algorithm import plan_groups
+
+    for k in (1, 3):
+        for weights, share in ((None, Fraction(1, 2)), (["3", "1"], Fraction(1, 2)), (["1", "1", "1"], Fraction(1, 3)),
+                               (["1", "1", "6"], Fraction(3, 4))):
+            plan = plan_groups(_AGGS, {"epsilon": "1", "delta": "1e-6"}, max_units=10**4, bounds=Bounds(k, 5),
+                               private_keys=True, weights=weights)
+            assert plan.shares["selection"] == share
+            assert plan.statement.measure.epsilon.le(1) and plan.statement.measure.delta <= Fraction(1, 10**6)
+
+
+def test_default_plan_keeps_1_3x_pipelinedp_keys_on_a_zipf_profile() -> None:
+    """Issue 34 §1's goal on a public Zipf profile (key i has floor(4000 / i) units, k = 1, c = 5, eps = 1,
+    delta = 1e-9, count and sum): the default plan's expected kept keys (exact keep law, summed in floats for the
+    ratio) are at least 1.3x those of PipelineDP's law at eps/3 with the whole delta (its three-way split, delta
+    as generous as ours). On main ("auto" = the row threshold, or units at share 1/3) this fails."""
+    from dpspark.mechanisms.groups.aggregates import Bounds
+    from dpspark.mechanisms.groups.algorithm import plan_groups
+
+    aggs = [{"name": "n", "kind": "count"}, {"name": "s", "kind": "sum", "column": "x", "lo": "0", "hi": "100"}]
+    plan = plan_groups(aggs, {"epsilon": "1", "delta": "1e-9"}, max_units=10**6, bounds=Bounds(1, 5),
+                       private_keys=True)
+    sel = plan.selection
+    assert isinstance(sel, SelectionLaw)
+    units = [4000 // i for i in range(1, 4001)]
+    pdp_table = [_pdp_keep(1 / 3, 1e-9, 1, u) for u in range(sel.saturation + 200)]  # report
+    ours = sum(float(sel.keep_probability(u)) for u in units)  # report
+    theirs = sum(pdp_table[min(u, len(pdp_table) - 1)] for u in units)  # report
+    assert ours >= 1.3 * theirs  # report
 
 
 def test_a_per_key_law_at_sensitivity_one_for_k_keys_is_caught() -> None:
