@@ -72,7 +72,7 @@ class GroupsSection:
     beta: Fraction | None
     #: the row filter (None: every row); data-free, parsed here
     filter: Predicate | None = None
-    #: private key selection with c > 1 (issue 34 §1): "auto"/"rows" or "units" (docs/groups.md §F)
+    #: private key selection (issue 34 §1): "rows", "units", or "auto" (units unless k = c = 1; docs/groups.md §F)
     selection: str = "auto"
     #: the public join as given (the mechanism reads its table: relative paths resolve against the config)
     join: Any = None
