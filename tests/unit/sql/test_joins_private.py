@@ -134,9 +134,9 @@ REFUSED = {
                                   "JOIN users on customer_id, age"),
     "from the other table": (JOINED.format(how="").replace("FROM orders JOIN users", "FROM users JOIN orders"),
                              "FROM users: the session's data is the private table 'orders'"),
-    "without group by": (Q.replace(", max_groups_contributed = 2", "") + "COUNT(*) AS n FROM orders JOIN users "
-                         "USING (customer_id)", "JOIN users in a query without GROUP BY is not supported: global "
-                         "answers read the FROM table alone. Write GROUP BY <column> with its keys listed"),
+    # without GROUP BY a private join is one public group (tests/unit/sql/test_join_global.py); k is not an option
+    "without group by, max_groups_contributed": (Q + "COUNT(*) AS n FROM orders JOIN users USING (customer_id)",
+                                                 "OPTIONS max_groups_contributed applies to GROUP BY queries"),
     "self join": (Q + "region, COUNT(*) AS n FROM orders JOIN orders USING (customer_id) GROUP BY region",
                   "with itself"),
     "right join": (Q + "region, COUNT(*) AS n FROM orders RIGHT JOIN users USING (customer_id) GROUP BY region",
