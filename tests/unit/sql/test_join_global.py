@@ -1,8 +1,8 @@
 """A private join without GROUP BY (issue 32 §4): global answers over the rows of two private tables joined on the
 unit. It compiles to groups' one public group (``Session.groups(by=[], keys=[[]], join=...)``: k = 1, c the rows a
-unit adds after the join), so the SQL, the Session.groups call and TOML give the same files under one seed, equal
-to a GROUP BY over a constant column, and the release reads as one row of global answers. Every refusal comes
-before the spend."""
+unit adds after the join), so the SQL and the Session.groups call give the same files under one seed (TOML too, and
+the SQL refusals: tests/unit/sql/test_joins_private.py), equal to a GROUP BY over a constant column, and the
+release reads as one row of global answers. Every refusal comes before the spend."""
 
 from __future__ import annotations
 
@@ -100,48 +100,6 @@ def test_auto_rows_per_unit_after_the_join(tmp_path: Path) -> None:
         rel = s.sql(query(opts=OPTS + ", max_rows_per_group = auto"), output=tmp_path / "auto")
     assert "max_rows_per_group" in rel.limits_words()
     assert rel.manifest.parameters["limits_auto"] == ["max_rows_per_group"]
-
-
-def test_toml_equals_session_sql(tmp_path: Path) -> None:
-    import pyarrow.parquet as pq
-
-    from dpspark.api.config import load_config
-    from dpspark.engine.runner import plan_release, run_release
-    from dpspark.rng import SeededRandom
-
-    pq.write_table(orders_table(), tmp_path / "orders.parquet")
-    pq.write_table(users_table(), tmp_path / "users.parquet")
-    with session(tables={"orders": tmp_path / "orders.parquet", "users": tmp_path / "users.parquet"}) as s:
-        s.sql(query(WHERE), output=tmp_path / "sql")
-    toml = tmp_path / "q.toml"
-    toml.write_text(f'[sql]\nquery = """{query(WHERE)}"""\nmax_units = 100000\n'
-                    f'[tables.orders]\npath = "orders.parquet"\n[tables.users]\npath = "users.parquet"\n'
-                    f'[output]\npath = "toml"\n[budget]\nledger = "ledger.sqlite"\ntotal_epsilon = "5"\n'
-                    f'total_delta = "1e-6"\n', encoding="utf-8")
-    run_release(plan_release(load_config(toml), engine="arrow"), rng=SeededRandom(SEED))
-    assert data_files(tmp_path / "toml") == data_files(tmp_path / "sql")
-
-
-REFUSED_SQL = {
-    "max_groups_contributed": (query(opts=OPTS + ", max_groups_contributed = 2"),
-                               "OPTIONS max_groups_contributed applies to GROUP BY queries"),
-    "bounds_share 1": (query(opts=OPTS + ", bounds_share = 1"), "must lie in (0, 1)"),
-    "count of a column": (query().replace("COUNT(*)", "COUNT(age)"), "write COUNT(*) and add age IS NOT NULL"),
-}
-
-
-@pytest.mark.parametrize("name", list(REFUSED_SQL))
-def test_sql_refusals_leave_the_ledger_unchanged(tmp_path: Path, name: str) -> None:
-    from dpspark.errors import DPSparkError
-    from dpspark.ledger import Ledger
-
-    text, words = REFUSED_SQL[name]
-    ledger = tmp_path / "ledger.sqlite"
-    Ledger(ledger).set_total("orders+users", "4", "1e-6")
-    with session(ledger=ledger) as s:
-        with pytest.raises(DPSparkError, match=re.escape(words)):
-            s.sql(text, output=tmp_path / "out")
-    assert Ledger(ledger).releases("orders+users") == [] and not (tmp_path / "out").exists()
 
 
 def test_session_groups_refusals_leave_the_ledger_unchanged(tmp_path: Path) -> None:
