@@ -219,7 +219,7 @@ def run_sql(session: Any, query: str, *, output: Any = None, explain: bool = Fal
         kwargs["join"] = {"table": dim, "on": list(on), "how": how}
     if call.keys_table is not None:
         kwargs["keys"] = distinct_keys(public_arrow(tables.public[call.keys_table], by), by)
-    else:
+    elif by:  # (no by: one public group, its keys given by the compile)
         import pyarrow as pa
 
         schema, text = private_schema(session)

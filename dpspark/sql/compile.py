@@ -9,7 +9,9 @@
   or another private table's on the unit only (``private_join``; any other private join is refused). Keys: a
   public table (``OPTIONS (keys = t)``) lists them; without it they are selected privately from
   the universe of the key columns' type (:func:`key_universe`, from the schema: metadata only).
-* Without ``GROUP BY``: global answers (the ``answers`` family: ``bounded_noise``, or ``gaussian`` with
+* Without ``GROUP BY`` but with a private join on the unit: ``Session.groups(by=[], keys=[[]], join=...)``, one
+  public group over the joined rows (:func:`_one_group`), read as global answers (one row, no key column).
+* Without ``GROUP BY`` otherwise: global answers (the ``answers`` family: ``bounded_noise``, or ``gaussian`` with
   ``noise = 'zcdp'``), one query per aggregate, each with the WHERE as its filter. There the bounds clip
   each unit's total (BigQuery's per-group contribution, the one group being the whole table; without them the
   bounds of the units' totals are chosen privately: :mod:`dpspark.mechanisms.answers.autobounds`); ``COUNT``
@@ -63,7 +65,7 @@ class SqlCall:
     @property
     def private_keys(self) -> bool:
         """True when the keys are selected privately (GROUP BY without a public key table)."""
-        return self.family == "groups" and self.keys_table is None
+        return self.family == "groups" and self.keys_table is None and bool(self.query.by)
 
 
 def compile_query(text: Any, *, private: Collection[str], public: Collection[str] = (),
@@ -92,7 +94,8 @@ def compile_query(text: Any, *, private: Collection[str], public: Collection[str
 
 def _bounds_share(q: DPQuery) -> str:
     """``OPTIONS (bounds_share = s)``, checked before the spend: some aggregate has its bounds chosen privately, and
-    s lies in (0, 1) with ``GROUP BY`` (``groups.bounds_share``) or in (0, 1/2] without (``privacy.bounds_share``)."""
+    s lies in (0, 1) with ``GROUP BY`` or a private join (``groups.bounds_share``) or in (0, 1/2] without
+    (``privacy.bounds_share``)."""
     from dpspark.exact import parse_rational
 
     text = q.options.bounds_share
@@ -106,10 +109,11 @@ def _bounds_share(q: DPQuery) -> str:
     if not any(a.column is not None and a.lo is None for a in q.aggregates if a.kind != "count"):
         raise SqlError("OPTIONS bounds_share is the share of epsilon for bounds chosen privately; every aggregate "
                        "has contribution_bounds_per_group: drop the option")
-    top, words = (Fraction(1), "(0, 1)") if q.by else (Fraction(1, 2), "(0, 1/2]")
-    if not (0 < share < top or (share == top and not q.by)):
+    groups = bool(q.by) or q.private_join  # a private join without GROUP BY is groups' one public group
+    top, words = (Fraction(1), "(0, 1)") if groups else (Fraction(1, 2), "(0, 1/2]")
+    if not (0 < share < top or (share == top and not groups)):
         raise SqlError(f"OPTIONS bounds_share = {text}: the share of epsilon for the bounds must lie in {words}"
-                       + ("" if q.by else " without GROUP BY (the answers' privacy.bounds_share)"))
+                       + ("" if groups else " without GROUP BY (the answers' privacy.bounds_share)"))
     return text
 
 
@@ -126,8 +130,8 @@ def _check_private_join(q: DPQuery, unit_column: str | None) -> None:
                        "different units' rows)")
 
 
-def _groups(q: DPQuery, public: Collection[str], common: dict[str, Any]) -> SqlCall:
-    o = q.options
+def _group_aggregates(q: DPQuery) -> list[dict[str, Any]]:
+    """The ``aggregates`` of a ``Session.groups`` call (GROUP BY, or one public group: a private join without)."""
     aggs = []
     for a in q.aggregates:
         if a.kind == "count" and a.column is not None:
@@ -143,7 +147,12 @@ def _groups(q: DPQuery, public: Collection[str], common: dict[str, Any]) -> SqlC
         if a.post is not None:  # STDDEV_POP: the variance, stated post = "sqrt" (readers show its root)
             row["post"] = a.post
         aggs.append(row)
-    kwargs: dict[str, Any] = {"by": list(q.by), "aggregates": aggs, **common}
+    return aggs
+
+
+def _groups(q: DPQuery, public: Collection[str], common: dict[str, Any]) -> SqlCall:
+    o = q.options
+    kwargs: dict[str, Any] = {"by": list(q.by), "aggregates": _group_aggregates(q), **common}
     for name in ("max_groups_per_unit", "max_rows_per_group", "noise"):
         if getattr(o, name) is not None:
             kwargs[name] = getattr(o, name)
@@ -160,14 +169,16 @@ def _groups(q: DPQuery, public: Collection[str], common: dict[str, Any]) -> SqlC
 
 def _answers(q: DPQuery, common: dict[str, Any]) -> SqlCall:
     o = q.options
-    if q.join is not None:  # the answers family has no join stage, and a groups release has at least one key column
-        raise SqlError(f"JOIN {q.join[0]} in a query without GROUP BY is not supported: global answers read the FROM "
-                       "table alone. Write GROUP BY <column> with its keys listed, OPTIONS (keys = <public table>), "
-                       "and add up the released groups after the release (post-processing); or query "
-                       f"{q.table} without the join")
     for name, what in (("keys", "keys"), ("max_groups_per_unit", "max_groups_contributed")):
         if getattr(o, name) is not None:
             raise SqlError(f"OPTIONS {what} applies to GROUP BY queries; this query has no GROUP BY")
+    if q.join is not None and q.private_join:
+        return _one_group(q, common)
+    if q.join is not None:  # the answers family has no join stage
+        raise SqlError(f"JOIN {q.join[0]} (a public table) in a query without GROUP BY is not supported: global "
+                       "answers read the FROM table alone. Write GROUP BY <column> with its keys listed, OPTIONS "
+                       "(keys = <public table>), and add up the released groups after the release (post-processing); "
+                       f"or query {q.table} without the join")
     if o.max_rows_per_group == "auto":
         raise SqlError("OPTIONS max_rows_per_group = auto applies to GROUP BY queries (limits chosen privately); "
                        "without GROUP BY give a whole number")
@@ -203,6 +214,19 @@ def _answers(q: DPQuery, common: dict[str, Any]) -> SqlCall:
         queries.append(row)
     kwargs = {"mechanism": mechanisms[noise], **common, "sections": {"queries": queries}}
     return SqlCall(q, "answers", kwargs)
+
+
+def _one_group(q: DPQuery, common: dict[str, Any]) -> SqlCall:
+    """A private join without ``GROUP BY``: ``Session.groups(by=[], keys=[[]], join=...)``, one public group (k = 1,
+    c = ``max_rows_per_group``, the rows a unit adds after the join, or "auto"): every guarantee is groups' own."""
+    o = q.options
+    kwargs: dict[str, Any] = {"by": [], "keys": [[]], "aggregates": _group_aggregates(q), **common}
+    for name in ("max_rows_per_group", "noise"):
+        if getattr(o, name) is not None:
+            kwargs[name] = getattr(o, name)
+    if q.where is not None:
+        kwargs["where"] = q.where.text
+    return SqlCall(q, "groups", kwargs)
 
 
 def key_universe(by: tuple[str, ...], schema: Any) -> dict[str, Any]:

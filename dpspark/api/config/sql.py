@@ -162,7 +162,7 @@ def expand_sql(raw: Mapping[str, Any], source: Path) -> dict[str, Any]:
         table = _public_table(public[call.keys_table], call.keys_table, by, source)
         rows = list(dict.fromkeys(zip(*(table.column(c).to_pylist() for c in by))))
         groups["keys"] = [r[0] if len(by) == 1 else list(r) for r in rows]
-    else:
+    elif by:  # (no by: one public group, its keys given by the compile)
         import pyarrow as pa
 
         schema = _private_schema(inp, by, source)

@@ -5,7 +5,11 @@ parser on its raw section and names the file). Every check here is data-free.
 
 ``[groups]``:
 
-* ``by`` - the key columns (a name or a non-empty list);
+* ``by`` - the key columns (a name or a non-empty list); or ``[]`` with a private join: **one public group**,
+  the global answers of a query without ``GROUP BY`` (``keys`` absent or ``[[]]``, ``max_groups_per_unit`` 1).
+  The stage groups the joined rows by a constant column :data:`GLOBAL_KEY` (value 0) that the join adds
+  (:class:`~dpspark.mechanisms.groups.private_join.PrivateJoin` ``key``), so every guarantee is the stage's own
+  with k = 1 and c = the rows a unit adds after the join (``max_rows_per_group``, or "auto");
 * ``keys`` - the public key rows: one value per row for one key column, a list per row for several; or
   ``keys_file`` - a CSV or Parquet file of key rows whose columns are ``by`` (read when the mechanism is
   built: public, no data). Neither: the keys are selected privately from ``[universe]``;
@@ -34,7 +38,7 @@ as; one rule per column).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -58,6 +62,8 @@ SELECTIONS = ("auto", "rows", "units")
 NOISE_NAMES = {"auto": "auto", "pure": "pure", "zcdp": "gaussian", "gaussian": "gaussian", "bounded": "bounded"}
 #: most public keys a config lists (the release holds one row per key)
 MAX_PUBLIC_KEYS = 1_000_000
+#: the constant key column of one public group (``by = []``), added after a private join; its one key is 0
+GLOBAL_KEY = "_global"
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,8 @@ class GroupsSection:
     units_share: Fraction = UNITS_SHARE
     #: the share of the budget spent choosing the bounds of aggregates given without lo/hi (None: the default)
     bounds_share: Fraction | None = None
+    #: ``by = []``: one public group (``by`` is then (GLOBAL_KEY,), ``keys`` ((0,),)); global answers
+    one_group: bool = False
 
     @property
     def public_keys(self) -> bool:
@@ -177,7 +185,9 @@ def parse_groups_section(raw: Any) -> GroupsSection:
         raise GroupsError(f"has unknown field(s) {', '.join(map(repr, bad))}; expected {list(GROUP_FIELDS)}")
     by = raw.get("by")
     by = [by] if isinstance(by, str) else by
-    if not isinstance(by, (list, tuple)) or not by or not all(isinstance(c, str) and c for c in by):
+    if isinstance(by, (list, tuple)) and not by:
+        return _one_group(raw)
+    if not isinstance(by, (list, tuple)) or not all(isinstance(c, str) and c for c in by):
         raise GroupsError("groups.by must name the key column(s): a name or a non-empty list of names")
     if len(set(by)) != len(by):
         raise GroupsError("groups.by names a column twice")
@@ -214,6 +224,24 @@ def parse_groups_section(raw: Any) -> GroupsSection:
     return GroupsSection(tuple(by), keys, keys_file, bounds, NOISE_NAMES[noise], beta, _filter(raw.get("filter")),
                          selection=selection, join=raw.get("join"), auto=auto, limits_share=limits_share,
                          units_share=units_share, bounds_share=_bounds_share(raw.get("bounds_share")))
+
+
+def _one_group(raw: dict[str, Any]) -> GroupsSection:
+    """``by = []``: one public group over a private join's rows (data-free checks; see the module docstring)."""
+    join = raw.get("join")
+    if not isinstance(join, dict) or join.get("private", False) is not True:
+        raise GroupsError("groups.by is empty: one public group (global answers) reads a private join "
+                          "(join = {table = ..., on = \"<unit>\", private = true}); otherwise name the key column(s)")
+    if raw.get("keys", [[]]) not in ([[]], [()], ((),), ([],)) or "keys_file" in raw:
+        raise GroupsError("groups.by is empty: its one public group is the empty key; give keys = [[]] or no keys")
+    if raw.get("max_groups_per_unit", 1) != 1:
+        raise GroupsError("groups.by is empty: one public group, so max_groups_per_unit is 1 (a unit's rows after "
+                          "the join are bounded by max_rows_per_group)")
+    if raw.get("selection", "auto") != "auto":
+        raise GroupsError("groups.selection applies to keys selected privately; one public group has none")
+    rest = {k: v for k, v in raw.items() if k not in ("by", "keys")}
+    section = parse_groups_section({**rest, "by": [GLOBAL_KEY], "keys": [0]})
+    return replace(section, one_group=True)
 
 
 def _bounds_share(raw: Any) -> Fraction | None:

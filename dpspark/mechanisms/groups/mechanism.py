@@ -35,6 +35,7 @@ the contribution histograms that choose the limits (:class:`~dpspark.noise.count
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 from functools import cached_property
 from pathlib import Path
@@ -44,8 +45,8 @@ from dpspark.errors import ParameterError
 from dpspark.mechanisms.base import Mechanism, MechanismSpecError, Progress, StageInfo
 from dpspark.mechanisms.groups.aggregates import GroupsError, Kind
 from dpspark.mechanisms.groups.writer import table_columns
-from dpspark.mechanisms.groups.config import (AggregatesSection, GroupsSection, key_rows, parse_aggregates_section,
-                                              parse_groups_section, parse_universe_section)
+from dpspark.mechanisms.groups.config import (GLOBAL_KEY, AggregatesSection, GroupsSection, key_rows,
+                                              parse_aggregates_section, parse_groups_section, parse_universe_section)
 
 if TYPE_CHECKING:
     from dpspark.engine.backend import Backend
@@ -146,6 +147,8 @@ class GroupsMechanism(Mechanism):
                     f"{spec.unit_column!r}); this one is on {', '.join(map(repr, self.join.on))}"
                     if spec.unit_column is not None else
                     "groups.join: a join of two private tables needs privacy.unit_column (the unit they share)")
+            if g.one_group:  # by = []: the joined rows gain the one group's constant key column
+                self.join = replace(self.join, key=GLOBAL_KEY)
             needed = [*g.by, *(a.column for a in self.aggs.aggregates if a.column is not None),
                       *(g.filter.columns() if g.filter is not None else ()), spec.unit_column]
             self.join = self.join.narrowed(needed)

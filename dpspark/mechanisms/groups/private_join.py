@@ -11,6 +11,11 @@ The tables (``orders`` and ``users``, say) are one dataset: a unit is present in
 3. then the stage's usual contribution bounding runs on the joined rows (at most n units, k groups per unit,
    c rows per group).
 
+With ``key`` (``groups.by = []``: one public group, the global answers of a query without ``GROUP BY``) the
+joined rows gain a constant int64 column ``key`` = 0 (Arrow: a literal column; Spark: ``F.lit``), the stage's one
+key column, and the release has one public group (k = 1): a constant column is a row-level map, so the claim
+below is unchanged.
+
 **Claim.** Adding or removing one unit (its rows in both tables) adds or removes only that unit's joined rows:
 steps 1 and 2 map each unit's rows (in both tables) to its joined rows, and nothing of another unit. So the
 joined table is a neighbouring input of the stage, and every guarantee of the stage (calibrated on k and c,
@@ -60,6 +65,8 @@ class PrivateJoin:
     columns: tuple[str, ...] = ()
     left_columns: tuple[str, ...] = ()
     schema: pa.Schema = field(default=None)  # type: ignore[assignment]
+    #: the constant key column of one public group (None: the stage groups by the tables' own columns)
+    key: str | None = None
 
     def __post_init__(self) -> None:
         if self.how not in HOWS:
@@ -94,19 +101,21 @@ class PrivateJoin:
 
     @property
     def added(self) -> tuple[str, ...]:
-        """The other table's columns a joined row gains."""
-        return self.columns
+        """The columns a joined row gains: the other table's, and the constant key column if any."""
+        return self.columns + ((self.key,) if self.key is not None else ())
 
     def narrowed(self, needed: Sequence[str]) -> "PrivateJoin":
         """This join reading only the ``needed`` columns: the other table's among them, the rest from the primary."""
-        mine = tuple(c for c in dict.fromkeys(needed) if c in self.schema.names and c != self.unit)
-        left = tuple(c for c in dict.fromkeys([*needed, self.unit]) if c not in mine)
+        mine = tuple(c for c in dict.fromkeys(needed) if c in self.schema.names and c not in (self.unit, self.key))
+        left = tuple(c for c in dict.fromkeys([*needed, self.unit]) if c not in mine and c != self.key)
         return replace(self, columns=mine, left_columns=left)
 
     def describe(self) -> dict[str, Any]:
         """The join in the manifest: public parameters only (the other table is data: no size, no digest)."""
         left, right = self.max_rows_per_unit
-        return {"private": True, "table": self.name, "on": list(self.on), "how": self.how, "columns": list(self.added),
+        one = {"global_key": self.key} if self.key is not None else {}  # one public group: global answers
+        return {"private": True, "table": self.name, "on": list(self.on), "how": self.how, "columns": list(self.columns),
+                **one,
                 "max_rows_per_unit": [left, right],
                 "bound": (f"each table keeps at most {left} (left) and {right} (right) rows per unit before the join, "
                           f"so a unit has at most {left * right} joined rows; contribution is bounded after the join "
@@ -122,7 +131,10 @@ class PrivateJoin:
         if mine != theirs:
             return (f"groups.join: the unit column {u!r} is {mine} in the input and {theirs} in {self.name}; "
                     "give both tables the same type")
-        clash = [c for c in self.added if c in schema.names]
+        if self.key is not None and self.key in (*schema.names, *self.schema.names):
+            return (f"groups.join: the column {self.key!r} is the constant key of one public group (groups.by = []); "
+                    "rename it in the tables")
+        clash = [c for c in self.columns if c in schema.names]
         if clash:
             return (f"groups.join: {self.name}'s column(s) {', '.join(map(repr, clash))} are also in the input; "
                     "rename them in one table")
@@ -131,8 +143,9 @@ class PrivateJoin:
                 or type_problem(self.schema, [u, *self.columns], f"groups.join ({self.name})"))
 
     def joined_schema(self, schema: pa.Schema) -> pa.Schema:
-        """The input's schema with the other table's columns appended."""
-        return pa.schema(list(schema) + [self.schema.field(c) for c in self.added])
+        """The input's schema with the other table's columns (and the constant key column) appended."""
+        key = [pa.field(self.key, pa.int64(), nullable=False)] if self.key is not None else []
+        return pa.schema(list(schema) + [self.schema.field(c) for c in self.columns] + key)
 
     # --- the data (read in the stage, after the spend) ----------------------------------------------------------
     def _other_arrow(self) -> pa.Table:
@@ -148,7 +161,10 @@ class PrivateJoin:
         left_lim, right_lim = self.max_rows_per_unit
         left = _plain_table(truncate(table, self.unit, left_lim))
         right = _plain_table(truncate(self._other_arrow(), self.unit, right_lim))
-        return left.join(right, [self.unit], join_type=HOWS[self.how], coalesce_keys=True)
+        joined = left.join(right, [self.unit], join_type=HOWS[self.how], coalesce_keys=True)
+        if self.key is None:
+            return joined
+        return joined.append_column(self.key, pa.repeat(pa.scalar(0, pa.int64()), joined.num_rows))
 
     def spark(self, df: "DataFrame") -> "DataFrame":
         """The joined rows on Spark: the same truncation per unit (after a shuffle by unit), then the join."""
@@ -167,8 +183,13 @@ class PrivateJoin:
         left_cols = self.left_columns or tuple(df.columns)
         left = df.select(*[spark_ref(c).alias(c) for c in left_cols])
         left_lim, right_lim = self.max_rows_per_unit
-        return spark_truncate(left, self.unit, left_lim).join(
+        joined = spark_truncate(left, self.unit, left_lim).join(
             spark_truncate(other, self.unit, right_lim), on=[self.unit], how="inner" if self.how == "inner" else "left")
+        if self.key is None:
+            return joined
+        from pyspark.sql import functions as F
+
+        return joined.withColumn(self.key, F.lit(0).cast("long"))
 
 
 def _plain_table(table: pa.Table) -> pa.Table:

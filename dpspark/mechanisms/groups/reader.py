@@ -81,6 +81,11 @@ class GroupsLookup(StatementLookup):
         keys = list(zip(*(table.column(c).to_pylist() for c in self.by))) if table.num_rows else []
         if any(v is None for k in keys for v in k) or len(set(keys)) != len(keys):
             raise ReleaseFormatError(f"{where}: every released group has one key, listed once")
+        join = self.manifest.parameters.get("join")
+        #: global answers (no GROUP BY): one public group, keyed by the constant column a private join added
+        self.is_global: bool = isinstance(join, dict) and [join.get("global_key")] == list(self.by)
+        if self.is_global and keys != [(0,)]:
+            raise ReleaseFormatError(f"{where}: a global release (no GROUP BY) has one group, of key 0")
         self._entries: dict[tuple[Any, ...], dict[str, Entry]] = {k: {} for k in keys}
         for a in self.aggregates:
             n = a["name"]
@@ -105,13 +110,16 @@ class GroupsLookup(StatementLookup):
         return [k[0] if len(self.by) == 1 else k for k in self._entries]
 
     def _key(self, key: Any) -> tuple[Any, ...]:
+        if key is None and self.is_global:  # global answers: the one group, without a key
+            return (0,)
         return tuple(key) if isinstance(key, (tuple, list)) else (key,)
 
     def __contains__(self, key: Any) -> bool:
         return self._key(key) in self._entries
 
-    def lookup(self, key: Any) -> dict[str, Entry]:
-        """Every aggregate of group ``key`` (a scalar, or a tuple for several key columns), exact.
+    def lookup(self, key: Any = None) -> dict[str, Entry]:
+        """Every aggregate of group ``key`` (a scalar, or a tuple for several key columns), exact. A global release
+        (no ``GROUP BY``, :attr:`is_global`): ``lookup()`` without a key (its one group's fixed key is 0).
 
         A ``KeyError`` when the group was not released (not a public key, or not selected); the message
         does not echo the key.
@@ -122,7 +130,7 @@ class GroupsLookup(StatementLookup):
             raise KeyError("no released group has this key") from None
 
     def value(self, key: Any, aggregate: str) -> Fraction | None:
-        """The exact released value of ``aggregate`` for group ``key``."""
+        """The exact released value of ``aggregate`` for group ``key`` (None for a global release's one group)."""
         return self.lookup(key)[aggregate].value
 
     # --- tables -------------------------------------------------------------------------------
@@ -131,7 +139,8 @@ class GroupsLookup(StatementLookup):
         return self._table
 
     def to_pandas(self) -> "pd.DataFrame":
-        """Key columns, then per aggregate ``<name>`` and its error bar for reading, then the exact values beside
+        """Key columns (none for a global release: one row), then per aggregate ``<name>`` and its error bar for
+        reading, then the exact values beside
         them: ``<name>_exact``, the error's ``..._exact`` ("p/q" strings) and ``<name>_confidence`` (the error bar
         holds with at least this probability, a float).
 
@@ -147,7 +156,8 @@ class GroupsLookup(StatementLookup):
 
         from dpspark.lookup.frames import exact_columns
 
-        cols: dict[str, Any] = {c: self._table.column(c).to_pylist() for c in self.by}
+        # a global release (no GROUP BY) is one row of aggregates: its constant key column is not shown
+        cols: dict[str, Any] = {} if self.is_global else {c: self._table.column(c).to_pylist() for c in self.by}
         exact: dict[str, Any] = {}
         flags = self.uninformative()
         for a in self.aggregates:
@@ -292,7 +302,9 @@ class GroupsLookup(StatementLookup):
     def describe_lines(self) -> list[tuple[str, str]]:
         """``dpspark inspect``: the groups, keys and aggregates."""
         sec = self.section
-        lines = [("groups", f"{sec['groups']} released, by {', '.join(self.by)} ({sec['keys']} keys)")]
+        lines = [("groups", "global (no GROUP BY): one public group, the rows of the private join with "
+                  f"{self.manifest.parameters['join'].get('table')}") if self.is_global else
+                 ("groups", f"{sec['groups']} released, by {', '.join(self.by)} ({sec['keys']} keys)")]
         lines += [("  aggregate", w) for w in self.aggregate_words()]
         lines.append(("composition", sec["composition"]))
         lines.append(("nulls", sec["nulls"]))
@@ -307,7 +319,7 @@ class GroupsLookup(StatementLookup):
         (a quantile's bar is in rows of rank, so it is drawn without one; ``muted``: the bars drawn grey, a
         quantile's value that :meth:`uninformative` flags)."""
         keys = list(self._entries)[:top]
-        labels = [", ".join(str(v) for v in k) for k in keys]
+        labels = ["global"] if self.is_global else [", ".join(str(v) for v in k) for k in keys]
         flags = self.uninformative()
         panels = []
         for a in self.aggregates:

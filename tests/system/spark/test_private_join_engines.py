@@ -130,3 +130,22 @@ def test_fuzz_join_queries_are_identical_on_both_engines(spark: Any, tmp_path: P
             break
     assert len(ran) == 8 and len(refused) == 3
     assert any(" JOIN u " in q for q in ran) and any("dupdims" in q for q in ran)
+
+
+def test_private_join_without_group_by_is_identical_on_spark_and_arrow(spark: Any, tmp_path: Path) -> None:
+    """A private join without GROUP BY (one public group, its constant key added after the join: F.lit on Spark)
+    and SUM/AVG with bounds chosen privately: SQL over Spark DataFrames gives the files of Session.groups(by=[])
+    on Arrow under one seed (on main the query is refused)."""
+    from tests.unit.sql.test_join_global import AGGS, WHERE, query
+
+    tables = {"orders": orders(), "users": users_table(250)}
+    frames = {name: spark.createDataFrame(table) for name, table in tables.items()}
+    with _session(frames) as s:
+        assert s.arrow_source() is None
+        rel = s.sql(query(WHERE, "epsilon = 1, delta = 1e-9, privacy_unit_column = customer_id, "
+                                 "max_rows_per_group = 2"), output=tmp_path / "spark")
+    with _session(tables) as s:
+        s.groups(by=[], keys=[[]], epsilon="1", delta="1e-9", max_rows_per_group=2, where=WHERE[len(" WHERE "):],
+                 output=tmp_path / "arrow", aggregates=AGGS, join={"table": "users", "on": UNIT, "private": True})
+    assert data_files(tmp_path / "spark") == data_files(tmp_path / "arrow")
+    assert rel.is_global and len(rel.to_pandas()) == 1

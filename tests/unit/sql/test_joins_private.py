@@ -104,7 +104,13 @@ def test_options_max_rows_per_unit_is_the_private_joins_bound(tmp_path: Path) ->
         assert s.remaining.measure == before and not (tmp_path / "alone").exists()
 
 
-def test_toml_equals_session_sql(tmp_path: Path) -> None:
+#: a private join without GROUP BY (one public group: tests/unit/sql/test_join_global.py)
+GLOBAL_JOIN = (Q.replace(", max_groups_contributed = 2", "") + "COUNT(*) AS n, SUM(amount) AS total, AVG(age) AS "
+               "mean_age FROM orders JOIN users USING (customer_id) WHERE channel != 'phone'")
+
+
+@pytest.mark.parametrize("query", [JOINED.format(how=""), GLOBAL_JOIN], ids=["group by", "global"])
+def test_toml_equals_session_sql(tmp_path: Path, query: str) -> None:
     import pyarrow.parquet as pq
 
     from dpspark.api.config import load_config
@@ -113,7 +119,6 @@ def test_toml_equals_session_sql(tmp_path: Path) -> None:
 
     pq.write_table(orders_table(), tmp_path / "orders.parquet")
     pq.write_table(users_table(), tmp_path / "users.parquet")
-    query = JOINED.format(how="")
     with session(tables={"orders": tmp_path / "orders.parquet", "users": tmp_path / "users.parquet"}) as s:
         s.sql(query, output=tmp_path / "sql")
     toml = tmp_path / "q.toml"
@@ -134,9 +139,13 @@ REFUSED = {
                                   "JOIN users on customer_id, age"),
     "from the other table": (JOINED.format(how="").replace("FROM orders JOIN users", "FROM users JOIN orders"),
                              "FROM users: the session's data is the private table 'orders'"),
-    "without group by": (Q.replace(", max_groups_contributed = 2", "") + "COUNT(*) AS n FROM orders JOIN users "
-                         "USING (customer_id)", "JOIN users in a query without GROUP BY is not supported: global "
-                         "answers read the FROM table alone. Write GROUP BY <column> with its keys listed"),
+    # without GROUP BY a private join is one public group (tests/unit/sql/test_join_global.py); k is not an option
+    "without group by, max_groups_contributed": (Q + "COUNT(*) AS n FROM orders JOIN users USING (customer_id)",
+                                                 "OPTIONS max_groups_contributed applies to GROUP BY queries"),
+    "global, bounds_share 1": (GLOBAL_JOIN.replace("privacy_unit_column", "bounds_share = 1, privacy_unit_column"),
+                               "must lie in (0, 1)"),
+    "global, count of a column": (GLOBAL_JOIN.replace("COUNT(*)", "COUNT(age)"),
+                                  "write COUNT(*) and add age IS NOT NULL"),
     "self join": (Q + "region, COUNT(*) AS n FROM orders JOIN orders USING (customer_id) GROUP BY region",
                   "with itself"),
     "right join": (Q + "region, COUNT(*) AS n FROM orders RIGHT JOIN users USING (customer_id) GROUP BY region",
