@@ -19,7 +19,7 @@ from dpspark.gf.clmul import CACHE, clmul64
 U64 = np.uint64
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, inline="always")
 def mul_acc(a, ai, b, bi, acc, w):  # type: ignore[no-untyped-def]
     """acc[0:2w] ^= unreduced a[ai] * b[bi]."""
     for p in range(w):
@@ -97,9 +97,9 @@ def mul_row(a, ai, b, bi, out, oi, taps, acc):  # type: ignore[no-untyped-def]
     """out[oi] = a[ai] * b[bi] (out may alias a or b); acc is 2w scratch.
 
     Inlined at every call site (a call costs more than the product: numba passes each array argument as
-    a struct and counts its references), so it stays small: m = 64 and m = 128 multiply in registers and
-    wider fields call :func:`mul_row_wide`, which compiles once instead of once per call site (inlining
-    that generic path everywhere made a third of a cold build's compile time, issue 35).
+    a struct), so m = 64 and m = 128 multiply in registers. Wider fields inline :func:`mul_row_wide`, whose
+    reduction is a call (:func:`reduce_row` compiles once: inlining it everywhere added about 7 CPU s to a cold
+    build's compile for no measured speed, issue 35).
     """
     w = a.shape[1]
     if w == 2 and taps.shape[0] == 4:
@@ -112,7 +112,7 @@ def mul_row(a, ai, b, bi, out, oi, taps, acc):  # type: ignore[no-untyped-def]
         mul_row_wide(a, ai, b, bi, out, oi, taps, acc)
 
 
-@njit(cache=CACHE)
+@njit(cache=CACHE, inline="always")
 def mul_row_wide(a, ai, b, bi, out, oi, taps, acc):  # type: ignore[no-untyped-def]
     """:func:`mul_row` for any width: unreduced product into acc, then one reduction."""
     w = a.shape[1]
