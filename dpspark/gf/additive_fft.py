@@ -48,7 +48,7 @@ def _xor_into(ff, dst, src, n):  # type: ignore[no-untyped-def]
         ff[dst + i] ^= ff[src + i]
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _taylor_passes(f, blk, size, s_hi, s_lo):  # type: ignore[no-untyped-def]
     w = f.shape[1]
     ff = f.reshape(-1)
@@ -61,7 +61,7 @@ def _taylor_passes(f, blk, size, s_hi, s_lo):  # type: ignore[no-untyped-def]
         s >>= 1
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _taylor(f, blk, size):  # type: ignore[no-untyped-def]
     """In-place Taylor expansion at x^2 + x of f[blk:blk+size] (size a power of two >= 1).
 
@@ -69,14 +69,14 @@ def _taylor(f, blk, size):  # type: ignore[no-untyped-def]
     f = (f0 + x^q h) + (x^2 + x)^q (h + x^q f2); recurse on both halves.
     """
     if size <= _CHUNK:
-        _taylor_passes(f, blk, size, size, 4)
+        _taylor_passes(f, blk, size, size, int(4))
         return
     _taylor_passes(f, blk, size, size, 2 * _CHUNK)
     for b in range(blk, blk + size, _CHUNK):
-        _taylor_passes(f, b, _CHUNK, _CHUNK, 4)
+        _taylor_passes(f, b, int(_CHUNK), int(_CHUNK), int(4))
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _untaylor_passes(f, blk, size, s_lo, s_hi):  # type: ignore[no-untyped-def]
     w = f.shape[1]
     ff = f.reshape(-1)
@@ -89,18 +89,18 @@ def _untaylor_passes(f, blk, size, s_lo, s_hi):  # type: ignore[no-untyped-def]
         s <<= 1
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _untaylor(f, blk, size):  # type: ignore[no-untyped-def]
     """Inverse of :func:`_taylor`."""
     if size <= _CHUNK:
-        _untaylor_passes(f, blk, size, 4, size)
+        _untaylor_passes(f, blk, size, int(4), size)
         return
     for b in range(blk, blk + size, _CHUNK):
-        _untaylor_passes(f, b, _CHUNK, 4, _CHUNK)
+        _untaylor_passes(f, b, int(_CHUNK), int(4), int(_CHUNK))
     _untaylor_passes(f, blk, size, 2 * _CHUNK, size)
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _fwd_prepare(f, blk, L, tw, tw_off, taps, acc, scratch):  # type: ignore[no-untyped-def]
     """Forward, going down: scale by b_L^i, Taylor-expand, split into (g0 | g1)."""
     w = f.shape[1]
@@ -120,7 +120,7 @@ def _fwd_prepare(f, blk, L, tw, tw_off, taps, acc, scratch):  # type: ignore[no-
             f[blk + i, j] = scratch[blk + i, j]
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _fwd_combine(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-untyped-def]
     """Forward, coming up: (u | v) -> (u + G v | u + G v + v)."""
     w = f.shape[1]
@@ -146,14 +146,14 @@ def _fwd_combine(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-un
             f[b, 0] ^= u0
         return
     for i in range(half):
-        mul_row(pts, go + i, f, blk + half + i, tmp, 0, taps, acc)
+        mul_row(pts, go + i, f, blk + half + i, tmp, int(0), taps, acc)
         for j in range(w):
             u = f[blk + i, j] ^ tmp[0, j]
             f[blk + i, j] = u
             f[blk + half + i, j] ^= u
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _inv_split(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-untyped-def]
     """Inverse, going down: (w0 | w1) -> (u | v)."""
     w = f.shape[1]
@@ -181,12 +181,12 @@ def _inv_split(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-unty
     for i in range(half):
         for j in range(w):
             f[blk + half + i, j] ^= f[blk + i, j]  # v = w0 + w1
-        mul_row(pts, go + i, f, blk + half + i, tmp, 0, taps, acc)
+        mul_row(pts, go + i, f, blk + half + i, tmp, int(0), taps, acc)
         for j in range(w):
             f[blk + i, j] ^= tmp[0, j]  # u = w0 + G v
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _inv_join(f, blk, L, itw, tw_off, taps, acc, scratch):  # type: ignore[no-untyped-def]
     """Inverse, coming up: interleave (g0 | g1), undo Taylor, divide by b_L^i."""
     w = f.shape[1]
@@ -206,7 +206,7 @@ def _inv_join(f, blk, L, itw, tw_off, taps, acc, scratch):  # type: ignore[no-un
             mul_row(f, blk + i, itw, o + i, f, blk + i, taps, acc)
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _leaf_pairs(f, blk, size, plain):  # type: ignore[no-untyped-def]
     """The size-2 transforms of every pair in f[blk:blk+size]: the level-1 span point is 0, so no product.
 
@@ -261,7 +261,7 @@ def afft_forward_block(f, blk0, t, tw, tw_off, pts, pts_off, taps, only):  # typ
             sp += 1
             if L == 2:
                 # both children are pairs: done here rather than as four stack entries
-                _leaf_pairs(f, blk, 4, True)
+                _leaf_pairs(f, blk, int(4), bool(True))
             elif L > 2:
                 half = 1 << (L - 1)
                 stack[sp, 0] = blk + half
@@ -309,7 +309,7 @@ def afft_inverse_block(f, blk0, t, itw, tw_off, pts, pts_off, taps, only):  # ty
             sp += 1
             if L == 2:
                 # both children are pairs: done here rather than as four stack entries
-                _leaf_pairs(f, blk, 4, True)
+                _leaf_pairs(f, blk, int(4), bool(True))
             elif L > 2:
                 half = 1 << (L - 1)
                 stack[sp, 0] = blk + half

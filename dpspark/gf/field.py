@@ -155,9 +155,20 @@ class GF2m:
         a = self.check(a, "a")
         b = self.check(b, "b")
         shape = np.broadcast_shapes(a.shape, b.shape)
-        a2 = np.ascontiguousarray(np.broadcast_to(a, shape)).reshape(-1, self.w)
-        b2 = np.ascontiguousarray(np.broadcast_to(b, shape)).reshape(-1, self.w)
-        return a2, b2, shape
+        return self._rows_of(a, shape), self._rows_of(b, shape), shape
+
+    def _rows_of(self, a: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        """a broadcast to ``shape`` as C-contiguous, writeable (n, w) rows.
+
+        Writeable always: numba compiles a kernel once per argument type and a read-only array is another
+        type (np.broadcast_to returns a read-only view even when nothing is broadcast), so one signature per kernel.
+        """
+        if a.shape != shape:
+            a = np.broadcast_to(a, shape)
+        a = np.ascontiguousarray(a)
+        if not a.flags.writeable:
+            a = a.copy()
+        return a.reshape(-1, self.w)
 
     def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """a + b (= a - b): word-wise XOR, broadcasting over the batch axes."""

@@ -30,7 +30,7 @@ def mul_acc(a, ai, b, bi, acc, w):  # type: ignore[no-untyped-def]
             acc[p + q + 1] ^= hi
 
 
-@njit(cache=CACHE, inline="always")
+@njit(cache=CACHE)
 def reduce_row(acc, taps, w, out, oi):  # type: ignore[no-untyped-def]
     """out[oi] = acc (2w words) mod z^m + r(z); acc is left unchanged."""
     ov = U64(0)
@@ -94,41 +94,35 @@ def mul2_words(a0, a1, b0, b1, t1, t2, t3):  # type: ignore[no-untyped-def]
 
 @njit(cache=CACHE, inline="always")
 def mul_row(a, ai, b, bi, out, oi, taps, acc):  # type: ignore[no-untyped-def]
-    """out[oi] = a[ai] * b[bi] (out may alias a or b); acc is 2w scratch."""
+    """out[oi] = a[ai] * b[bi] (out may alias a or b); acc is 2w scratch.
+
+    Inlined at every call site (a call costs more than the product: numba passes each array argument as
+    a struct), so m = 64 and m = 128 multiply in registers. Wider fields inline :func:`mul_row_wide`, whose
+    reduction is a call (:func:`reduce_row` compiles once: inlining it everywhere added about 7 CPU s to a cold
+    build's compile for no measured speed, issue 35).
+    """
     w = a.shape[1]
     if w == 2 and taps.shape[0] == 4:
-        # m = 128 fast path in registers: 3 carry-less products (word Karatsuba)
-        a0 = a[ai, 0]
-        a1 = a[ai, 1]
-        b0 = b[bi, 0]
-        b1 = b[bi, 1]
-        l0, h0 = clmul64(a0, b0)
-        l2, h2 = clmul64(a1, b1)
-        lm, hm = clmul64(a0 ^ a1, b0 ^ b1)
-        lm ^= l0 ^ l2
-        hm ^= h0 ^ h2
-        # product words p0..p3 = l0, h0^lm, hm^l2, h2 ; reduce p2, p3 (z^128 = r(z))
-        p0 = l0
-        p1 = h0 ^ lm
-        p2 = hm ^ l2
-        p3 = h2
-        t1 = taps[0]
-        t2 = taps[1]
-        t3 = taps[2]
-        f2, c2 = _fold(p2, t1, t2, t3)
-        f3, c3 = _fold(p3, t1, t2, t3)
-        # p2 contributes f2 to word 0 and c2 to word 1; p3 contributes f3 to word 1, c3 overflows
-        f4, _ = _fold(c3, t1, t2, t3)
-        out[oi, 0] = p0 ^ f2 ^ f4
-        out[oi, 1] = p1 ^ c2 ^ f3
-        return
+        r0, r1 = mul2_words(a[ai, 0], a[ai, 1], b[bi, 0], b[bi, 1], taps[0], taps[1], taps[2])
+        out[oi, 0] = r0
+        out[oi, 1] = r1
+    elif w == 1 and taps.shape[0] == 4:
+        out[oi, 0] = mul1_words(a[ai, 0], b[bi, 0], taps[0], taps[1], taps[2])
+    else:
+        mul_row_wide(a, ai, b, bi, out, oi, taps, acc)
+
+
+@njit(cache=CACHE, inline="always")
+def mul_row_wide(a, ai, b, bi, out, oi, taps, acc):  # type: ignore[no-untyped-def]
+    """:func:`mul_row` for any width: unreduced product into acc, then one reduction."""
+    w = a.shape[1]
     for j in range(2 * w):
         acc[j] = U64(0)
     mul_acc(a, ai, b, bi, acc, w)
     reduce_row(acc, taps, w, out, oi)
 
 
-@njit(cache=CACHE, inline="always")
+@njit(cache=CACHE)
 def sqr_row(a, ai, out, oi, taps, acc):  # type: ignore[no-untyped-def]
     """out[oi] = a[ai]^2 (squaring is linear in char 2: cross terms cancel)."""
     w = a.shape[1]
@@ -157,7 +151,7 @@ def sqr_arrays(a, taps, out):  # type: ignore[no-untyped-def]
         sqr_row(a, i, out, i, taps, acc)
 
 
-@njit(cache=CACHE, inline="always")
+@njit(cache=CACHE)
 def pow_row(a, ai, ebits, out, oi, taps, acc, tmp):  # type: ignore[no-untyped-def]
     """out[oi] = a[ai]^e, ebits = exponent bits most significant first.
 
@@ -168,9 +162,9 @@ def pow_row(a, ai, ebits, out, oi, taps, acc, tmp):  # type: ignore[no-untyped-d
         tmp[0, j] = U64(0)
     tmp[0, 0] = U64(1)
     for k in range(ebits.shape[0]):
-        sqr_row(tmp, 0, tmp, 0, taps, acc)
+        sqr_row(tmp, int(0), tmp, int(0), taps, acc)
         if ebits[k] != 0:
-            mul_row(tmp, 0, a, ai, tmp, 0, taps, acc)
+            mul_row(tmp, int(0), a, ai, tmp, int(0), taps, acc)
     for j in range(w):
         out[oi, j] = tmp[0, j]
 
@@ -185,7 +179,7 @@ def pow_arrays(a, ebits, taps, out):  # type: ignore[no-untyped-def]
         pow_row(a, i, ebits, out, i, taps, acc, tmp)
 
 
-@njit(cache=CACHE, inline="always")
+@njit(cache=CACHE)
 def inv_row(a, ai, m, out, oi, taps, acc, tmp):  # type: ignore[no-untyped-def]
     """out[oi] = a[ai]^(2^m - 2) by the Itoh-Tsujii chain (0 maps to 0).
 
@@ -205,14 +199,14 @@ def inv_row(a, ai, m, out, oi, taps, acc, tmp):  # type: ignore[no-untyped-def]
         for j in range(w):
             tmp[1, j] = tmp[0, j]
         for _ in range(k):
-            sqr_row(tmp, 1, tmp, 1, taps, acc)
-        mul_row(tmp, 1, tmp, 0, tmp, 0, taps, acc)
+            sqr_row(tmp, int(1), tmp, int(1), taps, acc)
+        mul_row(tmp, int(1), tmp, int(0), tmp, int(0), taps, acc)
         k *= 2
         if ((m - 1) >> bit) & 1:
-            sqr_row(tmp, 0, tmp, 0, taps, acc)
-            mul_row(tmp, 0, a, ai, tmp, 0, taps, acc)
+            sqr_row(tmp, int(0), tmp, int(0), taps, acc)
+            mul_row(tmp, int(0), a, ai, tmp, int(0), taps, acc)
             k += 1
-    sqr_row(tmp, 0, out, oi, taps, acc)
+    sqr_row(tmp, int(0), out, oi, taps, acc)
 
 
 @njit(cache=CACHE, nogil=True)
@@ -232,11 +226,11 @@ def inv_arrays(a, m, taps, out):  # type: ignore[no-untyped-def]
     for i in range(1, n):
         mul_row(pre, i - 1, a, i, pre, i, taps, acc)
     inv = np.empty((1, w), U64)
-    inv_row(pre, n - 1, m, inv, 0, taps, acc, tmp)
+    inv_row(pre, n - 1, m, inv, int(0), taps, acc, tmp)
     for i in range(n - 1, 0, -1):
         # inv = (a_0...a_i)^-1 ; a_i^-1 = inv * pre[i-1]; then inv *= a_i
-        mul_row(inv, 0, pre, i - 1, out, i, taps, acc)
-        mul_row(inv, 0, a, i, inv, 0, taps, acc)
+        mul_row(inv, int(0), pre, i - 1, out, i, taps, acc)
+        mul_row(inv, int(0), a, i, inv, int(0), taps, acc)
     for j in range(w):
         out[0, j] = inv[0, j]
 
@@ -291,7 +285,7 @@ def make_table(x, taps):  # type: ignore[no-untyped-def]
     return tab
 
 
-@njit(cache=CACHE, inline="always")
+@njit(cache=CACHE)
 def table_mul_row(tab, y, yi, out, oi):  # type: ignore[no-untyped-def]
     """out[oi] = x * y[yi] with tab = make_table(x); out may alias y."""
     w = y.shape[1]
@@ -335,7 +329,7 @@ def horner_table(coeffs, tab):  # type: ignore[no-untyped-def]
     n, w = coeffs.shape
     acc = np.zeros((1, w), U64)
     for i in range(n - 1, -1, -1):
-        table_mul_row(tab, acc, 0, acc, 0)
+        table_mul_row(tab, acc, int(0), acc, int(0))
         for j in range(w):
             acc[0, j] ^= coeffs[i, j]
     return acc[0]
@@ -358,7 +352,7 @@ def horner_table4(coeffs, tab4, xp, taps):  # type: ignore[no-untyped-def]
     res = np.zeros((1, w), U64)
     tmp = np.zeros((1, w), U64)
     for r in range(4):
-        mul_row(ch, r, xp, r, tmp, 0, taps, acc)
+        mul_row(ch, r, xp, r, tmp, int(0), taps, acc)
         for j in range(w):
             res[0, j] ^= tmp[0, j]
     return res[0]
@@ -375,7 +369,7 @@ def horner_clmul(coeffs, x, taps):  # type: ignore[no-untyped-def]
     xp = np.zeros((5, w), U64)  # x^0..x^4
     xp[0, 0] = U64(1)
     for k in range(1, 5):
-        mul_row(xp, k - 1, x, 0, xp, k, taps, acc)
+        mul_row(xp, k - 1, x, int(0), xp, k, taps, acc)
     ch = np.zeros((4, w), U64)
     a0 = np.zeros(2 * w, U64)
     a1 = np.zeros(2 * w, U64)
@@ -383,10 +377,10 @@ def horner_clmul(coeffs, x, taps):  # type: ignore[no-untyped-def]
     a3 = np.zeros(2 * w, U64)
     top = (n + 3) // 4
     for i in range(top - 1, -1, -1):
-        mul_row(ch, 0, xp, 4, ch, 0, taps, a0)
-        mul_row(ch, 1, xp, 4, ch, 1, taps, a1)
-        mul_row(ch, 2, xp, 4, ch, 2, taps, a2)
-        mul_row(ch, 3, xp, 4, ch, 3, taps, a3)
+        mul_row(ch, int(0), xp, int(4), ch, int(0), taps, a0)
+        mul_row(ch, int(1), xp, int(4), ch, int(1), taps, a1)
+        mul_row(ch, int(2), xp, int(4), ch, int(2), taps, a2)
+        mul_row(ch, int(3), xp, int(4), ch, int(3), taps, a3)
         base = 4 * i
         for r in range(4):
             if base + r < n:
@@ -395,7 +389,7 @@ def horner_clmul(coeffs, x, taps):  # type: ignore[no-untyped-def]
     res = np.zeros((1, w), U64)
     tmp = np.zeros((1, w), U64)
     for r in range(4):
-        mul_row(ch, r, xp, r, tmp, 0, taps, acc)
+        mul_row(ch, r, xp, r, tmp, int(0), taps, acc)
         for j in range(w):
             res[0, j] ^= tmp[0, j]
     return res[0]

@@ -17,6 +17,28 @@ U64 = np.uint64
 
 
 @njit(cache=CACHE, nogil=True)
+def xor_rows(dst, d0, src, s0, n):  # type: ignore[no-untyped-def]
+    """dst[d0 : d0 + n] ^= src[s0 : s0 + n], row by row.
+
+    An explicit loop rather than ``dst[a:b] ^= src[c:d]``: numba compiles array-to-slice assignment with a
+    formatted shape-mismatch error (string joins, about 9 CPU s of compiling in a cold cache) and a ufunc loop.
+    """
+    for i in range(n):
+        for j in range(dst.shape[1]):
+            dst[d0 + i, j] ^= src[s0 + i, j]
+
+
+@njit(cache=CACHE, nogil=True)
+def xor_new(a, a0, b, b0, n):  # type: ignore[no-untyped-def]
+    """A new array a[a0 : a0 + n] ^ b[b0 : b0 + n] (see :func:`xor_rows`)."""
+    out = np.empty((n, a.shape[1]), U64)
+    for i in range(n):
+        for j in range(a.shape[1]):
+            out[i, j] = a[a0 + i, j] ^ b[b0 + i, j]
+    return out
+
+
+@njit(cache=CACHE, nogil=True)
 def school_unreduced(a, b, out):  # type: ignore[no-untyped-def]
     """out[i+j] ^= a[i]*b[j] (unreduced, out has 2w columns)."""
     na, w = a.shape
@@ -83,17 +105,17 @@ def karatsuba_unreduced(a, b, out, thr):  # type: ignore[no-untyped-def]
     z2 = np.zeros((la + lb - 1, 2 * w), U64)
     karatsuba_unreduced(a[h:], b[h:], z2, thr)
     sa = a[:h].copy()
-    sa[:la] ^= a[h:]
+    xor_rows(sa, int(0), a, h, la)
     sb = b[:h].copy()
-    sb[:lb] ^= b[h:]
+    xor_rows(sb, int(0), b, h, lb)
     z1 = np.zeros((2 * h - 1, 2 * w), U64)
     karatsuba_unreduced(sa, sb, z1, thr)
-    z1 ^= z0
-    z1[: la + lb - 1] ^= z2
-    out[: 2 * h - 1] ^= z0
-    out[2 * h : 2 * h + la + lb - 1] ^= z2
+    xor_rows(z1, int(0), z0, int(0), 2 * h - 1)
+    xor_rows(z1, int(0), z2, int(0), la + lb - 1)
+    xor_rows(out, int(0), z0, int(0), 2 * h - 1)
+    xor_rows(out, 2 * h, z2, int(0), la + lb - 1)
     mlen = min(2 * h - 1, na + nb - 1 - h)
-    out[h : h + mlen] ^= z1[:mlen]
+    xor_rows(out, h, z1, int(0), mlen)
 
 
 @njit(cache=CACHE, nogil=True)
@@ -207,7 +229,7 @@ def monic_level_remainders(tree_lo, vals, n, s, taps, dst):  # type: ignore[no-u
                             lo, hi = clmul64(x, tree_lo[c0 + i, q])
                             acc[p + q] ^= lo
                             acc[p + q + 1] ^= hi
-                    reduce_row(acc, taps, w, tmp, 0)
+                    reduce_row(acc, taps, w, tmp, int(0))
                     for j in range(w):
                         buf[d - sc + i, j] ^= tmp[0, j]
             for i in range(sc):
@@ -235,7 +257,7 @@ def eval_blocks(vals, points, n, s, taps, out):  # type: ignore[no-untyped-def]
                         lo, hi = clmul64(x, points[k, q])
                         acc[p + q] ^= lo
                         acc[p + q + 1] ^= hi
-                reduce_row(acc, taps, w, st, 0)
+                reduce_row(acc, taps, w, st, int(0))
                 for j in range(w):
                     st[0, j] ^= vals[i, j]
             for j in range(w):
@@ -264,7 +286,7 @@ def monic_divmod_school(a, blo, taps, q):  # type: ignore[no-untyped-def]
                     lo, hi = clmul64(x, blo[i, r])
                     acc[p + r] ^= lo
                     acc[p + r + 1] ^= hi
-            reduce_row(acc, taps, w, tmp, 0)
+            reduce_row(acc, taps, w, tmp, int(0))
             for j in range(w):
                 a[top - d + i, j] ^= tmp[0, j]
         for j in range(w):
@@ -402,14 +424,14 @@ def middle_karatsuba_unreduced(a, c, out, thr):  # type: ignore[no-untyped-def]
     h = n // 2
     w2 = out.shape[1]
     beta = np.zeros((h, w2), U64)
-    sa = a[:h] ^ a[h:]
+    sa = xor_new(a, int(0), a, h, h)
     middle_karatsuba_unreduced(sa, c[h : 3 * h - 1], beta, thr)
-    d = c[0 : 2 * h - 1] ^ c[h : 3 * h - 1]
+    d = xor_new(c, int(0), c, h, 2 * h - 1)
     middle_karatsuba_unreduced(a[h:], d, out[:h], thr)
-    d = c[2 * h : 4 * h - 1] ^ c[h : 3 * h - 1]
+    d = xor_new(c, 2 * h, c, h, 2 * h - 1)
     middle_karatsuba_unreduced(a[:h], d, out[h:], thr)
-    out[:h] ^= beta
-    out[h:] ^= beta
+    xor_rows(out, int(0), beta, int(0), h)
+    xor_rows(out, h, beta, int(0), h)
 
 
 @njit(cache=CACHE, nogil=True)

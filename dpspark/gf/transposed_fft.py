@@ -39,7 +39,7 @@ from dpspark.gf.kernels import mul1_words, mul2_words, mul_row
 U64 = np.uint64
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _taylor_t_passes(f, blk, size, s_lo, s_hi):  # type: ignore[no-untyped-def]
     """Transpose of additive_fft._taylor_passes(s_hi -> s_lo): passes reversed, XORs mirrored."""
     w = f.shape[1]
@@ -53,18 +53,18 @@ def _taylor_t_passes(f, blk, size, s_lo, s_hi):  # type: ignore[no-untyped-def]
         s <<= 1
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _taylor_t(f, blk, size):  # type: ignore[no-untyped-def]
     """T^T on f[blk:blk+size] (the transpose of additive_fft._taylor)."""
     if size <= _CHUNK:
-        _taylor_t_passes(f, blk, size, 4, size)
+        _taylor_t_passes(f, blk, size, int(4), size)
         return
     for b in range(blk, blk + size, _CHUNK):
-        _taylor_t_passes(f, b, _CHUNK, 4, _CHUNK)
+        _taylor_t_passes(f, b, int(_CHUNK), int(4), int(_CHUNK))
     _taylor_t_passes(f, blk, size, 2 * _CHUNK, size)
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _untaylor_t_passes(f, blk, size, s_hi, s_lo):  # type: ignore[no-untyped-def]
     """Transpose of additive_fft._untaylor_passes(s_lo -> s_hi)."""
     w = f.shape[1]
@@ -78,18 +78,18 @@ def _untaylor_t_passes(f, blk, size, s_hi, s_lo):  # type: ignore[no-untyped-def
         s >>= 1
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _untaylor_t(f, blk, size):  # type: ignore[no-untyped-def]
     """T^-T on f[blk:blk+size] (the transpose of additive_fft._untaylor)."""
     if size <= _CHUNK:
-        _untaylor_t_passes(f, blk, size, size, 4)
+        _untaylor_t_passes(f, blk, size, size, int(4))
         return
     _untaylor_t_passes(f, blk, size, size, 2 * _CHUNK)
     for b in range(blk, blk + size, _CHUNK):
-        _untaylor_t_passes(f, b, _CHUNK, _CHUNK, 4)
+        _untaylor_t_passes(f, b, int(_CHUNK), int(_CHUNK), int(4))
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _fwd_t_down(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-untyped-def]
     """C^T: (u | v) -> (u + v | G (u + v) + v)."""
     w = f.shape[1]
@@ -117,12 +117,12 @@ def _fwd_t_down(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-unt
     for i in range(half):
         for j in range(w):
             f[blk + i, j] ^= f[blk + half + i, j]
-        mul_row(pts, go + i, f, blk + i, tmp, 0, taps, acc)
+        mul_row(pts, go + i, f, blk + i, tmp, int(0), taps, acc)
         for j in range(w):
             f[blk + half + i, j] ^= tmp[0, j]
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _fwd_t_up(f, blk, L, scratch):  # type: ignore[no-untyped-def]
     """P^T then T^T: interleave (g0 | g1), then the transposed Taylor expansion."""
     w = f.shape[1]
@@ -138,7 +138,7 @@ def _fwd_t_up(f, blk, L, scratch):  # type: ignore[no-untyped-def]
     _taylor_t(f, blk, size)
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _inv_t_down(f, blk, L, scratch):  # type: ignore[no-untyped-def]
     """T^-T then P: the transposed inverse Taylor expansion, then split into (even | odd)."""
     w = f.shape[1]
@@ -154,7 +154,7 @@ def _inv_t_down(f, blk, L, scratch):  # type: ignore[no-untyped-def]
             f[blk + i, j] = scratch[blk + i, j]
 
 
-@njit(cache=CACHE, nogil=True, inline="always")
+@njit(cache=CACHE, nogil=True)
 def _inv_t_up(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-untyped-def]
     """C^-T: (u | v) -> (G u + v + u | G u + v)."""
     w = f.shape[1]
@@ -180,7 +180,7 @@ def _inv_t_up(f, blk, L, pts, pts_off, taps, acc, tmp):  # type: ignore[no-untyp
             f[a, 0] ^= v0
         return
     for i in range(half):
-        mul_row(pts, go + i, f, blk + i, tmp, 0, taps, acc)
+        mul_row(pts, go + i, f, blk + i, tmp, int(0), taps, acc)
         for j in range(w):
             v = f[blk + half + i, j] ^ tmp[0, j]
             f[blk + half + i, j] = v
@@ -231,7 +231,7 @@ def walk_block(f, blk0, t, pts, pts_off, taps, transposed_forward, only):  # typ
             sp += 1
             if L == 2:
                 # both children are pairs: done here rather than as four stack entries
-                _leaf_pairs(f, blk, 4, False)
+                _leaf_pairs(f, blk, int(4), bool(False))
             elif L > 2:
                 half = 1 << (L - 1)
                 stack[sp, 0] = blk + half
