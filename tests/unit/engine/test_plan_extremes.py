@@ -70,6 +70,10 @@ def _raw(tmp: Path, mech: str, **privacy: Any) -> dict[str, Any]:
         raw["groups"] = {"by": ["k"], "keys": [0, 1, 2, 3], "noise": "pure"}
         raw["aggregates"] = [{"name": "n", "kind": "count"},
                              {"name": "t", "kind": "sum", "column": "x", "lo": "0", "hi": "10"}]
+    if mech == "pure_groups":
+        raw["groups"], raw["universe"] = {"by": ["k"]}, {"kind": "int_range", "lo": 0, "hi": (1 << 63) - 1}
+        raw["aggregates"] = [{"name": "n", "kind": "count"},
+                             {"name": "t", "kind": "sum", "column": "x", "lo": "0", "hi": "10"}]
     priv.update(privacy)
     return raw
 
@@ -154,7 +158,7 @@ def test_every_registered_mechanism_is_covered(tmp_path: Path) -> None:
     from dpspark.engine.backend import supported_engines
     from dpspark.mechanisms.registry import construct
 
-    assert set(names()) == set(ARROW) | set(SPARK_ONLY) and len(names()) == 14
+    assert set(names()) == set(ARROW) | set(SPARK_ONLY) and len(names()) == 15
     for m in SPARK_ONLY:  # derived from the stage types each declares (family stages: Arrow kernels too, issue 24)
         raw = _raw(_prepare(tmp_path), m, epsilon="4", max_units=10**7)
         assert supported_engines(construct(ReleaseSpec.from_dict(raw, base_dir=tmp_path))) == ("arrow", "spark"), m
