@@ -22,8 +22,15 @@ def spark() -> Iterator[object]:
     ``spark.conf.set`` should be restored by the test.
     """
     from dpspark.engine.spark.local import local_session
+    from tests.support.spark_procs import TEST_JVM_OPTS
 
-    session = local_session("dpspark-tests", "local[2]", shuffle_partitions=2)
+    # The C1 compiler only and the serial GC (as for the tests' own spark-submit JVMs): the tests run small
+    # jobs whose generated code rarely gets hot enough for C2 to pay off, and C2's and the parallel GC's
+    # threads took the second core from the parallel phase (issue 35 §4, measured on
+    # tests/system/spark/test_spark_counts.py: 78 -> 42 CPU s, JVM + Python). Spark's own settings are the
+    # product's defaults, so the tests run the plans a release runs.
+    session = local_session("dpspark-tests", "local[2]", shuffle_partitions=2,
+                            conf={"spark.driver.extraJavaOptions": TEST_JVM_OPTS})
     yield session
     session.stop()
 
