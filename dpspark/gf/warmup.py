@@ -223,6 +223,10 @@ def compile_all() -> float:
             horner(f, coeffs, c[0], method)
             horner(f, coeffs[:40], c[0], method)
         horner_many(f, coeffs, c[:3], "generic")
+    # GF2m.mul hands the kernel read-only broadcast views: both operands when the shapes agree, the first
+    # when the second is broadcast (then copied)
+    f.mul(c[:2], c[:2])
+    f.mul(c[:2], c[0])
     f.pow(c[:2], 5)
     f.mul_fixed(f.mul_table(c[0]), c[:2])
     f.square(c[:2])
