@@ -37,7 +37,7 @@ PHASE_MARKS = {
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def session_cpu(sid: int, seen: dict[tuple[str, str], tuple[str, float]]) -> None:
+def session_cpu(sid: int, seen: dict[tuple[str, str], tuple[str, float]]) -> None:  # report: CPU seconds
     """Record the CPU seconds so far of every process in session ``sid`` (keyed by pid and start time)."""
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -56,15 +56,15 @@ def session_cpu(sid: int, seen: dict[tuple[str, str], tuple[str, float]]) -> Non
 
 def run_measured(name: str, argv: list[str], cwd: Path, env: dict[str, str], log: Path) -> dict[str, Any]:
     """Run ``argv`` in a new session, polling its processes' CPU until it exits; one result row."""
-    load0 = os.getloadavg()[0]
-    t0 = time.monotonic()
-    seen: dict[tuple[str, str], tuple[str, float]] = {}
+    load0 = os.getloadavg()[0]  # report
+    t0 = time.monotonic()  # report
+    seen: dict[tuple[str, str], tuple[str, float]] = {}  # report
     with open(log, "w", encoding="utf-8") as out:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         while proc.poll() is None:
             session_cpu(proc.pid, seen)
-            time.sleep(0.3)
-    by: dict[str, float] = {}
+            time.sleep(0.3)  # report
+    by: dict[str, float] = {}  # report
     for comm, secs in seen.values():
         by[comm] = by.get(comm, 0.0) + secs  # report
     tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
@@ -72,7 +72,7 @@ def run_measured(name: str, argv: list[str], cwd: Path, env: dict[str, str], log
         "phase": name, "rc": proc.returncode, "summary": tail[-1] if tail else "",
         "wall_s": round(time.monotonic() - t0, 1), "cpu_s": round(sum(by.values()), 1),  # report
         "jvm_cpu_s": round(by.get("java", 0.0), 1), "python_cpu_s": round(by.get("python", 0.0), 1),  # report
-        "load_start": load0, "load_end": os.getloadavg()[0], "log": str(log),
+        "load_start": load0, "load_end": os.getloadavg()[0], "log": str(log),  # report
     }
 
 
@@ -118,7 +118,7 @@ def main() -> None:
     print(f"{'phase':<9} {'wall s':>8} {'CPU s':>8} {'JVM s':>8} {'Python s':>9} {'load':>11}  result")
     for r in rows:
         print(f"{r['phase']:<9} {r['wall_s']:>8.1f} {r['cpu_s']:>8.1f} {r['jvm_cpu_s']:>8.1f} "  # report
-              f"{r['python_cpu_s']:>9.1f} {r['load_start']:>5.1f}-{r['load_end']:<5.1f}  {r['summary'][:80]}")
+              f"{r['python_cpu_s']:>9.1f} {r['load_start']:>5.1f}-{r['load_end']:<5.1f}  {r['summary'][:80]}")  # report
     (args.out / "suite_cpu.json").write_text(json.dumps({"root": str(root), "pytest_args": pytest_args,
                                                          "rows": rows}, indent=2) + "\n")
 
