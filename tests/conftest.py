@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -71,9 +72,10 @@ def _compact_files_last(items: list[pytest.Item]) -> None:
 
 
 def _source(path: object) -> str:
+    """A test file's text ("" when unreadable: the file then keeps its place)."""
     try:
-        return open(str(path), encoding="utf-8").read()
-    except OSError:
+        return Path(str(path)).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
         return ""
 
 
