@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -22,8 +23,15 @@ def spark() -> Iterator[object]:
     ``spark.conf.set`` should be restored by the test.
     """
     from dpspark.engine.spark.local import local_session
+    from tests.support.spark_procs import TEST_JVM_OPTS
 
-    session = local_session("dpspark-tests", "local[2]", shuffle_partitions=2)
+    # The C1 compiler only and the serial GC (as for the tests' own spark-submit JVMs): the tests run small
+    # jobs whose generated code rarely gets hot enough for C2 to pay off, and C2's and the parallel GC's
+    # threads took the second core from the parallel phase (issue 35 §4, measured on
+    # tests/system/spark/test_spark_counts.py: 78 -> 42 CPU s, JVM + Python). Spark's own settings are the
+    # product's defaults, so the tests run the plans a release runs.
+    session = local_session("dpspark-tests", "local[2]", shuffle_partitions=2,
+                            conf={"spark.driver.extraJavaOptions": TEST_JVM_OPTS})
     yield session
     session.stop()
 
@@ -35,7 +43,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     ``scripts/test`` runs the tests on the shared session in one process (one JVM), and the rest, the
     ``spark_procs`` tests included, in parallel workers: those wait on their own JVMs, so they need not
-    queue behind the shared one. So both marks must be exact.
+    queue behind the shared one. So both marks must be exact. A test that starts processes of its own *and*
+    takes the session (the kill test: four ``dpspark release`` JVMs, then reruns in-process) is marked
+    ``spark_procs`` in its file: it runs in a parallel worker, which starts the session for it.
     """
     for item in items:
         uses_session = "spark" in getattr(item, "fixturenames", ()) or _asks_for_the_session(item)
@@ -43,6 +53,30 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.spark)
         if not uses_session and item.get_closest_marker("spark") is not None:
             item.add_marker(pytest.mark.spark_procs)
+    _compact_files_last(items)
+
+
+def _compact_files_last(items: list[pytest.Item]) -> None:
+    """Move the files whose session tests may build a compact release to the end (stable; a file stays whole).
+
+    ``scripts/test`` starts the one-JVM phase beside the GF(2^m) kernel warmup (1-2 min of CPU on a fresh
+    clone): a compact build that starts before the warmup has cached the kernels compiles all of them again
+    (the first compact e2e test took 33 s in CI, issue 35 §4). Run last, these files load the cached kernels.
+    Order only: every test still runs. A file is matched by the word ``compact`` in its source.
+    """
+    session_files = {item.path for item in items if item.get_closest_marker("spark") is not None
+                     and item.get_closest_marker("spark_procs") is None}
+    late = {path for path in session_files if "compact" in _source(path)}
+    if late:
+        items[:] = sorted(items, key=lambda item: item.path in late)
+
+
+def _source(path: object) -> str:
+    """A test file's text ("" when unreadable: the file then keeps its place)."""
+    try:
+        return Path(str(path)).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 _ASKS: dict[object, bool] = {}

@@ -28,6 +28,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _DONE = False
 
@@ -184,14 +188,24 @@ def compile_lookup() -> float:
 
     t0 = time.perf_counter()
     f = GF2m(128)
-    c = np.ones((70, f.w), np.uint64)
-    for m in (64, 128, 192, 256):  # one kernel serves every m; the vector kernel has a branch per width
-        g = GF2m(m)
-        cg = np.ones((70, g.w), np.uint64)
-        horner(g, cg, cg[0])
-        horner_many(g, cg, cg[:3])
-    multipoint_eval(f, c, c[:5] ^ np.arange(5, dtype=np.uint64)[:, None])
+    for c in (np.ones((70, f.w), np.uint64), _read_only(np.ones((70, f.w), np.uint64))):
+        # the lookup library hands the coefficients over read-only (a memory map): numba types a read-only
+        # array apart from a writable one, so each path is compiled for both
+        for m in (64, 128, 192, 256):  # one kernel serves every m; the vector kernel has a branch per width
+            g = GF2m(m)
+            cg = np.ones((70, g.w), np.uint64)
+            if not c.flags.writeable:
+                cg = _read_only(cg)
+            horner(g, cg, np.ones(g.w, np.uint64))
+            horner_many(g, cg, np.ones((3, g.w), np.uint64))
+        multipoint_eval(f, c, np.ones((5, f.w), np.uint64) ^ np.arange(5, dtype=np.uint64)[:, None])
     return time.perf_counter() - t0  # report
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` made read-only in place (the flag numba types apart)."""
+    a.setflags(write=False)
+    return a
 
 
 def compile_all() -> float:
@@ -204,10 +218,15 @@ def compile_all() -> float:
     t0 = time.perf_counter()
     f = GF2m(128)
     c = np.ones((70, f.w), np.uint64)
-    for method in ("clmul", "table"):
-        horner(f, c, c[0], method)
-        horner(f, c[:40], c[0], method)
-    horner_many(f, c, c[:3], "generic")
+    for coeffs in (c, _read_only(c.copy())):  # writable and read-only coefficients, as in compile_lookup
+        for method in ("clmul", "table"):
+            horner(f, coeffs, c[0], method)
+            horner(f, coeffs[:40], c[0], method)
+        horner_many(f, coeffs, c[:3], "generic")
+    # GF2m.mul hands the kernel read-only broadcast views: both operands when the shapes agree, the first
+    # when the second is broadcast (then copied)
+    f.mul(c[:2], c[:2])
+    f.mul(c[:2], c[0])
     f.pow(c[:2], 5)
     f.mul_fixed(f.mul_table(c[0]), c[:2])
     f.square(c[:2])

@@ -21,6 +21,7 @@ from pathlib import Path
 from dpspark.ledger import Ledger, SpendRecord
 from dpspark.lookup import open_release
 from dpspark.release import ReleaseFormatError
+from tests.support.spark_procs import TEST_JVM_OPTS
 
 REPO = Path(__file__).resolve().parents[2]
 DPSPARK = Path(sys.executable).parent / "dpspark"
@@ -65,7 +66,7 @@ def write_config(
     ``quick_jvm`` runs a freshly started driver JVM with the C1 compiler only and the serial GC:
     about a third less time to a first count on this 2-core machine; it changes no result.
     """
-    jvm = '"spark.driver.extraJavaOptions" = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"' if quick_jvm else ""
+    jvm = f'"spark.driver.extraJavaOptions" = "{TEST_JVM_OPTS}"' if quick_jvm else ""
     text = f"""
 [input]
 path = "{data}"
@@ -304,7 +305,9 @@ def retry_experiment(config: str, clean_out: str, flaky_out: str, marker_dir: st
     from dpspark.rng import SeededRandom
     from dpspark.engine.spark.local import local_session
 
-    spark = local_session("dpspark-retry-test", master, shuffle_partitions=2)
+    # a short-lived JVM: C1 only and the serial GC, as for the suite's other test JVMs (issue 35 §4)
+    spark = local_session("dpspark-retry-test", master, shuffle_partitions=2,
+                          conf={"spark.driver.extraJavaOptions": TEST_JVM_OPTS})
     quiet = lambda msg: None  # noqa: E731
     run_release(load_config(config, output=clean_out), spark=spark, rng=SeededRandom(b"retries"), progress=quiet)
     real = counts_module.sparse_counts

@@ -99,6 +99,10 @@ def test_local_session_settings(spark):
     assert spark.conf.get("spark.sql.execution.arrow.pyspark.enabled") == "true"
     assert os.environ["SPARK_LOCAL_IP"] == "127.0.0.1"
     assert inspect_java_home(os.environ["JAVA_HOME"]).major >= 17
+    # the suite's JVM runs with the test options (C1 only, serial GC; tests/conftest.py) and the quiet log config
+    args = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert {"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"} <= set(args)
+    assert any(a.startswith("-Dlog4j2.configurationFile=") for a in args)
 
 
 @pytest.mark.spark

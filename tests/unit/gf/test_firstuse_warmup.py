@@ -47,3 +47,23 @@ def test_the_helper_fills_the_same_cache_with_its_kernels(tmp_path: Path, monkey
     assert helper.wait(timeout=1800) == 0
     assert not _missing(cache, "_walk", "inv_arrays")  # a build's process loads these instead of compiling them
     assert _missing(cache, "afft_forward")  # the build's own share is left to it
+
+
+def test_the_warmup_runs_the_lookup_paths_on_read_only_coefficients_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """numba compiles a read-only array type apart from a writable one, and the lookup library hands the
+    coefficients over read-only (a memory map): the warmup must run each lookup path on both, or the first
+    lookup (and the tests of those paths: 26-36 s each in CI, issue 35 §4) compiles them itself."""
+    import dpspark.gf as gf
+
+    seen: dict[str, set[bool]] = {}
+
+    def record(name: str):  # type: ignore[no-untyped-def]
+        def call(field, coeffs, *rest):  # type: ignore[no-untyped-def]
+            seen.setdefault(name, set()).add(bool(coeffs.flags.writeable))
+            return coeffs[0]
+        return call
+
+    for name in ("horner", "horner_many", "multipoint_eval"):
+        monkeypatch.setattr(gf, name, record(name))
+    W.compile_lookup()
+    assert seen == {"horner": {True, False}, "horner_many": {True, False}, "multipoint_eval": {True, False}}
