@@ -150,3 +150,54 @@ def test_spark_empty_input_and_all_null_keys(spark: Any) -> None:
         assert groups_spark(df, st, SECRET) == groups_on(arrow(rows), st, SECRET)
         assert groups_spark(df.limit(0), st, SECRET) == []
     assert len(groups_spark(df, stage(unit_column=None, max_units=1), SECRET)) == 1
+
+
+def test_the_unit_cut_runs_the_same_jobs_whatever_the_units(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rule 4: the same DataFrame calls in the same order whether the input holds more units than max_units or
+    not, and whether two units' xxhash64 collide at the boundary (main ran three more jobs on a collision and
+    skipped the cut in the partitions at most n units); the values still equal the reference."""
+    import numpy as np
+    from pyspark.sql import functions as F
+
+    from dpspark.engine.arrow.counts import spark_hash
+    from dpspark.mechanisms.groups import spark_stats
+    from tests.unit.groups import reference_stats
+    from tests.unit.groups.test_spark_partitions import _unit_ranks, _with_unit_hash
+
+    rows = table(6)
+    ranks = _unit_ranks(_with_unit_hash(arrow(rows), stage(max_units=6)), stage(max_units=6))
+    a, ha = ranks[5][2], ranks[5][1]
+    b = next(u for _h, _uh, u in ranks[7:] if (u < a) == (repr(u) < repr(a)))
+    df = _df(spark, rows, "k string, u long, x double, y double")
+    real_read = spark_stats._read
+    calls: list[str] = []
+    for name in ("collect", "toArrow", "count", "mapInArrow", "orderBy", "sort", "limit", "groupBy", "distinct",
+                 "filter", "withColumn", "repartition", "join"):
+        real = getattr(type(df), name)  # the session's DataFrame class (classic or Connect)
+
+        def spy(self: Any, *args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+            calls.append(_name)
+            return _real(self, *args, **kw)
+
+        monkeypatch.setattr(type(df), name, spy)
+    traces = []
+    for n, twin in ((6, -1), (6, b), (10_000, -1)):  # twin: the unit given a's xxhash64 (-1: no unit)
+        def colliding_read(df_: Any, stage_: Any, _twin: Any = twin) -> Any:
+            return real_read(df_, stage_).withColumn(
+                spark_stats.UNIT_HASH, F.when(F.col("u") == _twin, F.lit(ha)).otherwise(F.col(spark_stats.UNIT_HASH)))
+
+        def colliding_hash(values: Any, *args: Any, _twin: Any = twin, **kw: Any) -> Any:
+            out = spark_hash(values, *args, **kw)
+            for i, u in enumerate(values.to_pylist()):
+                if u == _twin:
+                    out[i] = np.int64(ha).view(np.uint64)
+            return out
+
+        monkeypatch.setattr(spark_stats, "_read", colliding_read)
+        monkeypatch.setattr(reference_stats, "spark_hash", colliding_hash)
+        calls.clear()
+        st = stage(max_units=n)
+        assert groups_spark(df, st, SECRET) == reference(rows, st, SECRET)
+        traces.append(list(calls))
+    assert traces[0] == traces[1] == traces[2]
+    assert traces[0].count("collect") + traces[0].count("toArrow") == 3  # histogram, the bin's units, the pass

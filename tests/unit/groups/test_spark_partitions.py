@@ -96,10 +96,10 @@ def test_unit_cut_keeps_the_first_n_units() -> None:
     st = stage(max_units=5)
     tab = _with_unit_hash(arrow(rows), st)
     th, tu, _ = _unit_ranks(tab, st)[4]
-    got, _ = _run(tab, st, ucut=UnitCut(th, tu))
+    got, _ = _run(tab, st, ucut=UnitCut(th, tu, (_unit_ranks(tab, st)[4][2],)))
     assert got == reference(rows, st, SECRET) == groups_on(arrow(rows), st, SECRET)
     wrong = _unit_ranks(tab, st)[5]  # mutant: a threshold one unit too far
-    assert _run(tab, st, ucut=UnitCut(wrong[0], wrong[1]))[0] != got
+    assert _run(tab, st, ucut=UnitCut(wrong[0], wrong[1], (wrong[2],)))[0] != got
 
 
 def test_an_xxhash64_collision_at_the_boundary_keeps_exactly_n_units(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,12 +129,13 @@ def test_an_xxhash64_collision_at_the_boundary_keeps_exactly_n_units(monkeypatch
 
     monkeypatch.setattr(reference_stats, "spark_hash", colliding)  # the reference sorts ties by value (repr)
     assert got == reference(rows, st, SECRET)
-    assert _run(tab, st, ucut=UnitCut(ranks[5][0], ranks[5][1]))[0] != got  # without the tie rule: 7 units
+    both = UnitCut(ranks[5][0], ranks[5][1], (a, b))  # mutant: both tied units kept (7 units)
+    assert _run(tab, st, ucut=both)[0] != got
 
 
 def _row_order(tab: pa.Table, st: Any) -> list[tuple]:
     """(row hash, index word, bits) of every in-universe row, ascending: the row truncation order."""
-    part, _ = spark_stats._part(tab, st, SECRET, None)
+    part, _ = spark_stats._part(tab, st, SECRET, UnitCut.keep_all())
     h, words, bits = spark_stats._row_keys(part, st, SECRET)
     return sorted((int(h[i]), words[i].tobytes(), *(int(b[i]) for b in bits)) for i in range(part.rows))
 
