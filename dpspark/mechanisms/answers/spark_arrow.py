@@ -107,10 +107,10 @@ def _chunks(batches: Iterator["pa.RecordBatch"], rows: int) -> Iterator["pa.Reco
         buf.append(b)
         held += b.num_rows
         if held >= rows:
-            yield pa.Table.from_batches(buf).combine_chunks().to_batches()[0] if len(buf) > 1 else buf[0]
+            yield pa.concat_batches(buf)  # one batch (a copy, whatever the batches held)
             buf, held = [], 0
     if buf:
-        yield pa.Table.from_batches(buf).combine_chunks().to_batches()[0] if len(buf) > 1 else buf[0]
+        yield pa.concat_batches(buf)
 
 
 def row_partials(scalars: Sequence[Scalar], kinds: dict[str, str], fields: dict[tuple[str, str], str],

@@ -1,7 +1,8 @@
 """Rule 4: the Spark groups pass and the answers passes take one code path whatever a batch or a part holds.
 
-A branch on a batch's or a part's row count (``if batch.num_rows: yield batch``, ``if part.rows: emit``) or on
-whether a truncation cut exists (``if cut is not None: keep = cut.kept(...)``, the cut being None only when the
+A branch on a batch's or a part's row count (``if batch.num_rows: yield batch``, ``if part.rows: emit``), on
+whether some rows need bounding or tie (``if len(crowded):``, ``if np.any(ties): lexsort``), or on whether a
+truncation cut exists (``if cut is not None: keep = cut.kept(...)``, the cut being None only when the
 input held at most n units) makes the work done, and so the time, depend on the data beyond its size. This test
 reads the named per-batch functions (ast) and fails on any ``if``/``while`` whose test reads a row count or
 compares a cut with None.
@@ -22,6 +23,7 @@ FUNCTIONS = [
     ("groups/spark_stats.py", "partition_stats"),
     ("groups/spark_stats.py", "summed_stats"),
     ("groups/spark_stats.py", "kept"),
+    ("groups/core.py", "bound"),
     ("answers/arrow_kernel.py", "_batches"),
     ("answers/spark_arrow.py", "_chunks"),
 ]
@@ -39,7 +41,8 @@ def _data_branches(tree: ast.AST) -> list[int]:
                                                            for c in n.comparators)
                       and isinstance(n.left, ast.Name) and n.left.id == "cut")  # a default argument is public
             emptiness = (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "any"
-                         and isinstance(n.func.value, ast.Name))  # ``if mask.any():``
+                         and isinstance(n.func.value, ast.Name))  # ``if mask.any():``, ``if np.any(ties):``
+            emptiness |= isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len"
             if counts or no_cut or emptiness:
                 lines.append(node.lineno)
                 break
@@ -62,6 +65,7 @@ def test_the_scan_finds_such_branches() -> None:
     """The check has teeth: each pattern this stop removed is found."""
     for src in ("if b.num_rows:\n    got.append(b)\n", "if part.rows:\n    out.append(p)\n",
                 "if cut is not None:\n    keep = cut.kept(h)\n", "if is_read.any():\n    t = t.filter(m)\n",
-                "x = a if batch.num_rows else b\n"):
+                "x = a if batch.num_rows else b\n", "if len(crowded):\n    keep = rank(crowded)\n",
+                "if np.any(sp[1:] == sp[:-1]):\n    order = np.lexsort(keys)\n"):
         assert _data_branches(ast.parse(src)) == [1], src
     assert _data_branches(ast.parse("if stage.unit_column is None:\n    pass\n")) == []  # a public branch
