@@ -285,14 +285,15 @@ def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | Non
     return run
 
 
-def row_keys_of(stage: "GroupsStage", secret: bytes, cut_bin: int) -> Any:
-    """The mapInArrow function of the row cut: (HASH, INDEX, value bits) of the in-universe rows in ``cut_bin``."""
+def row_keys_of(stage: "GroupsStage", secret: bytes, cut_bin: int, coarse: int = 0) -> Any:
+    """The mapInArrow function of the row cut: (HASH, INDEX, value bits) of the in-universe rows in ``cut_bin`` of
+    the bins ``coarse`` bits coarser than the cut's (the bin stays in the closure, out of the SQL plan)."""
     from dpspark.mechanisms.groups import arrow_pass
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for table in _chunks(batches, CHUNK_ROWS):
             keyed = arrow_pass.row_keys(table, stage, secret)
-            k = keyed.select(np.flatnonzero(arrow_pass.cut_bins(keyed.hash) == cut_bin))
+            k = keyed.select(np.flatnonzero((arrow_pass.cut_bins(keyed.hash) >> coarse) == cut_bin))
             arrays = [pa.array(k.hash, pa.int64()), parts.word_array(k.words)] + [pa.array(b, pa.int64()) for b in k.bits]
             yield pa.RecordBatch.from_arrays(arrays, names=[HASH, INDEX] + [_bits_name(i) for i in range(len(k.bits))])
 
@@ -450,8 +451,13 @@ def groups_spark(df: "DataFrame", stage: "GroupsStage", secret: bytes) -> "list[
 
     from dpspark.engine.predicate import spark_ref
 
+    from dpspark.mechanisms.groups.arrow_pass import eligible
+    from dpspark.mechanisms.groups.spark_rows import rows_spark
+
     unit = stage.unit_column
     rows = _read(df, stage)
+    if eligible(stage):  # rows as units, values below 2^52 (public): two reads (spark_rows)
+        return rows_spark(rows, stage, secret)
     # the truncation jobs run whatever the input's size (each cut keeps everything when nothing is over n): a job
     # that ran only when the input held more than max_units rows showed in the release's time and in Spark's logs
     ucut = rcut = None

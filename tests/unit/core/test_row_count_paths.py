@@ -24,6 +24,8 @@ FUNCTIONS = [
     ("groups/spark_stats.py", "summed_stats"),
     ("groups/spark_stats.py", "kept"),
     ("groups/core.py", "bound"),
+    ("groups/spark_rows.py", "first_read"),
+    ("groups/spark_rows.py", "combined"),
     ("answers/arrow_kernel.py", "_batches"),
     ("answers/spark_arrow.py", "_chunks"),
 ]

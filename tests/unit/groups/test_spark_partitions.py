@@ -213,3 +213,72 @@ def test_lex_below_and_carry() -> None:
         assert total(g, st, sh, v) == total(G, S, H, V)
         assert len(set(zip(G.tolist(), S.tolist(), H.tolist()))) == len(G)
         assert (np.abs(V) < 1 << 32).all() and (V != 0).all()
+
+
+def _sum_rows(emitted: list[pa.RecordBatch], keys: list[str]) -> pa.Table:
+    """The Spark ``groupBy(keys).agg(sum(VALUE))`` of emitted batches, in Python ints."""
+    sums: dict[tuple, int] = {}
+    for b in emitted:
+        for row in zip(*(b.column(c).to_pylist() for c in keys + [VALUE])):
+            sums[row[:-1]] = sums.get(row[:-1], 0) + row[-1]
+    cols = {k: [key[i] for key in sums] for i, k in enumerate(keys)}
+    types = {INDEX: pa.binary()}
+    return pa.table({**{k: pa.array(v, types.get(k, pa.int32())) for k, v in cols.items()},
+                     VALUE: pa.array(list(sums.values()), pa.int64())})
+
+
+def _two_reads(tab: pa.Table, st: Any, partitions: int = 3, batch: int = 37) -> list[Any]:
+    """spark_rows' two reads per partition, Spark's sum in Python ints, and its driver steps."""
+    from dpspark.mechanisms.groups import spark_rows
+    from dpspark.mechanisms.groups.arrow_pass import CUT_BITS
+
+    split = [tab.filter(pa.array(np.arange(tab.num_rows) % partitions == p)) for p in range(partitions)]
+    first = [b for sub in split
+             for b in spark_rows.first_read(st, SECRET)(iter(sub.to_batches(max_chunksize=batch)))]
+    table = _sum_rows(first, [INDEX, spark_rows.BIN, STAT, SHIFT])
+    c, left = spark_rows.coarse_cut(table, st)
+    edge = [b for sub in split for b in spark_stats.row_keys_of(st, SECRET, c, CUT_BITS - spark_rows.COARSE_BITS)(
+        iter(sub.to_batches(max_chunksize=batch)))]
+    return spark_rows.combined(table, pa.Table.from_batches(edge), c, left, st, SECRET)
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("n", [1, 7, 40, 79, 80, 10_000])
+def test_rows_as_units_in_two_reads_equal_the_reference(seed: int, n: int) -> None:
+    """The two-read rows-as-units path keeps exactly rule 3's first n rows (30 identical rows: the n-th is one
+    of them, or not), whatever n: the same statistics as the reference and the Arrow engine."""
+    rows = table(seed + 7, rows=80, oov=False)
+    for r in rows[:30]:
+        r.update(k="b", x=2.5, y=None)
+    random.Random(seed).shuffle(rows)
+    st = stage(unit_column=None, max_units=n)
+    tab = _with_unit_hash(arrow(rows), st)  # the rows with a key (a NULL key is dropped)
+    got = _two_reads(tab, st)
+    assert got == reference(rows, st, SECRET) == groups_on(arrow(rows), st, SECRET)
+    assert sum(g.stats["n"][0] for g in got) == min(n, tab.num_rows)
+
+
+def test_rows_as_units_in_two_reads_take_the_same_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rule 4: the same calls whether the input holds more rows than max_units or not (every coarse bin reduced,
+    the second read hashing every row)."""
+    from dpspark.mechanisms.groups import arrow_pass
+
+    calls: list[str] = []
+    for name in ("row_keys", "reduce_batch"):
+        real = getattr(arrow_pass, name)
+
+        def spy(*a: Any, _real: Any = real, _name: str = name, **k: Any) -> Any:
+            calls.append(_name)
+            return _real(*a, **k)
+
+        monkeypatch.setattr(arrow_pass, name, spy)
+    rows = table(3, rows=120, oov=False)
+    traces = []
+    for n in (5, 10_000):
+        calls.clear()
+        st = stage(unit_column=None, max_units=n)
+        got = _two_reads(_with_unit_hash(arrow(rows), st), st)
+        traces.append(list(calls))
+        assert got == groups_on(arrow(rows), st, SECRET)
+    # per partition (one chunk each): one hash and 16 coarse bins reduced; then one hash per partition again
+    assert traces[0] == traces[1] == (["row_keys"] + ["reduce_batch"] * 16) * 3 + ["row_keys"] * 3
