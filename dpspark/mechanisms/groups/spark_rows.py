@@ -47,8 +47,8 @@ def first_read(stage: "GroupsStage", secret: bytes) -> Any:
     """The mapInArrow function of the first read: one partition's histogram, units read and per (word, coarse bin)
     sums, or one value-free OUTSIDE flag."""
     from dpspark.mechanisms.groups import arrow_pass
-    from dpspark.mechanisms.groups.spark_stats import CHUNK_ROWS, INDEX, OUTSIDE, READ, SHIFT, STAT, VALUE, _chunks, \
-        _reduced_rows
+    from dpspark.mechanisms.groups.spark_partials import CHUNK_ROWS, INDEX, OUTSIDE, READ, SHIFT, STAT, VALUE, \
+        _chunks, _reduced_rows
 
     thresholds = arrow_pass.quantile_thresholds(stage)
     coarse_n = 1 << COARSE_BITS
@@ -104,7 +104,7 @@ def rows_spark(rows: "DataFrame", stage: "GroupsStage", secret: bytes) -> "list[
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
 
-    from dpspark.mechanisms.groups.spark_stats import HASH, INDEX, SHIFT, STAT, VALUE, _bits_name, row_keys_of
+    from dpspark.mechanisms.groups.spark_partials import HASH, INDEX, SHIFT, STAT, VALUE, _bits_name, row_keys_of
 
     schema = StructType([StructField(INDEX, BinaryType(), False), StructField(BIN, IntegerType(), False),
                          StructField(STAT, IntegerType(), False), StructField(SHIFT, IntegerType(), False),
@@ -123,7 +123,7 @@ def coarse_cut(table: pa.Table, stage: "GroupsStage") -> tuple[int, int]:
     """(the coarse bin C holding the n-th row, the rows of C kept) from the first read's summed rows; C is one past
     the last coarse bin when at most n rows. A key outside the universe (stage refusing them) fails here."""
     from dpspark.mechanisms.groups.arrow_stats import OUT_OF_UNIVERSE
-    from dpspark.mechanisms.groups.spark_stats import OUTSIDE, SHIFT, STAT, VALUE
+    from dpspark.mechanisms.groups.spark_partials import OUTSIDE, SHIFT, STAT, VALUE
 
     stat = table.column(STAT).to_numpy().astype(np.int64)
     failed = bool((stat == OUTSIDE).any())
@@ -142,8 +142,7 @@ def combined(table: pa.Table, edge: pa.Table, c: int, left: int, stage: "GroupsS
              secret: bytes) -> "list[GroupStats]":
     """The statistics: the first read's sums of the coarse bins below ``c`` plus those of the first ``left`` rows
     of ``edge`` (coarse bin ``c``'s rows: row hash, index word, value bits) in the cut's order."""
-    from dpspark.mechanisms.groups.spark_stats import HASH, INDEX, READ, SHIFT, STAT, VALUE, _bits_name, _emitted, \
-        summed_stats
+    from dpspark.mechanisms.groups.spark_partials import HASH, INDEX, READ, SHIFT, STAT, VALUE, _bits_name, _emitted
 
     width = stage.universe.index_width
     stat = table.column(STAT).to_numpy().astype(np.int64)
@@ -170,7 +169,4 @@ def combined(table: pa.Table, edge: pa.Table, c: int, left: int, stage: "GroupsS
     uniq, pos = core.unique_words(np.concatenate([words, w2]))
     g, st, sh, v = core.carry(pos, np.r_[st, s2.astype(np.int64)], np.r_[sh, h2.astype(np.int64)],
                               np.r_[v, v2.astype(np.int64)])
-    out = pa.table({INDEX: parts.word_array(np.concatenate([uniq[g], np.zeros((1, width), np.uint8)])),
-                    STAT: pa.array(np.r_[st, READ], pa.int32()), SHIFT: pa.array(np.r_[sh, 0], pa.int32()),
-                    VALUE: pa.array(np.r_[v, read], pa.int64())})
-    return summed_stats(out, stage, secret)
+    return core.PassStats(core.decode(g, core.word_ints(uniq), st, sh, v, stage), read)

@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3] / "dpspark" / "mechanisms"
 #: (module, function): the per-batch and per-partition steps made single-path (issue 35 §2, rule 4)
 FUNCTIONS = [
-    ("groups/spark_stats.py", "_chunks"),
+    ("groups/spark_partials.py", "_chunks"),
     ("groups/spark_stats.py", "_part"),
     ("groups/spark_stats.py", "partition_stats"),
     ("groups/spark_stats.py", "summed_stats"),
