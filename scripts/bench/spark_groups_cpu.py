@@ -60,6 +60,8 @@ def tree_cpu(root: int) -> float:
 def child(engine: str, kind: str, path: str, master: str, repeat: int) -> dict:
     import groups_pass
 
+    sys.path.insert(0, os.environ.get("DPSPARK_BENCH_ROOT") or ROOT)  # groups_pass put this tree first
+
     stage = groups_pass.stage_of(kind, path)
     if engine == "arrow":
         from dpspark.engine.backend import open_backend
