@@ -261,24 +261,21 @@ def test_rows_as_units_in_two_reads_equal_the_reference(seed: int, n: int) -> No
 def test_rows_as_units_in_two_reads_take_the_same_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     """Rule 4: the same calls whether the input holds more rows than max_units or not (every coarse bin reduced,
     the second read hashing every row)."""
+    from unittest import mock
+
     from dpspark.mechanisms.groups import arrow_pass
 
-    calls: list[str] = []
+    spies = mock.Mock()  # its mock_calls: the wrapped calls in order
     for name in ("row_keys", "reduce_batch"):
-        real = getattr(arrow_pass, name)
-
-        def spy(*a: Any, _real: Any = real, _name: str = name, **k: Any) -> Any:
-            calls.append(_name)
-            return _real(*a, **k)
-
-        monkeypatch.setattr(arrow_pass, name, spy)
+        spies.attach_mock(mock.Mock(wraps=getattr(arrow_pass, name)), name)
+        monkeypatch.setattr(arrow_pass, name, getattr(spies, name))
     rows = table(3, rows=120, oov=False)
     traces = []
     for n in (5, 10_000):
-        calls.clear()
+        spies.reset_mock()
         st = stage(unit_column=None, max_units=n)
         got = _two_reads(_with_unit_hash(arrow(rows), st), st)
-        traces.append(list(calls))
+        traces.append([c[0] for c in spies.mock_calls])
         assert got == groups_on(arrow(rows), st, SECRET)
     # per partition (one chunk each): one hash and 16 coarse bins reduced; then one hash per partition again
     assert traces[0] == traces[1] == (["row_keys"] + ["reduce_batch"] * 16) * 3 + ["row_keys"] * 3
