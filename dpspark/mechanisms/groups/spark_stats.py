@@ -11,8 +11,9 @@ partition's per-group statistics (per (unit, group) bounded, then summed per gro
 columns sums them: fewer than 2^31 partitions, so the int64 sums cannot overflow; the driver folds them
 into exact Python ints (:func:`~dpspark.mechanisms.groups.core.decode`). Each partition also emits one row
 (stat ``READ``) with the units it read (whole units per partition), summed to the pass's ``units_read``.
-Rows as units (values below 2^52) take the Arrow engine's per-batch group-by instead, over the rows below the cut
-(:func:`~dpspark.mechanisms.groups.arrow_pass.reduce_batch`): no per-row ids or hashes, the same sums.
+Rows as units with values below 2^52 (:func:`~dpspark.mechanisms.groups.arrow_pass.eligible`) take two reads in
+:mod:`~dpspark.mechanisms.groups.spark_rows` (the Arrow engine's per-batch group-by, the same rows kept and sums);
+the rest of this module's row cut serves rows as units past 2^52.
 
 Truncation to ``max_units`` always runs (whatever the input's size: rule 4) as small jobs before the pass:
 
