@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from dpspark.mechanisms.groups.arrow_stats import groups_on
+from dpspark.mechanisms.groups.spark_stats import _read as _REAL_READ
 from dpspark.mechanisms.groups.spark_stats import groups_spark
 from dpspark.universe import HashedUniverse
 from tests.unit.groups.reference_stats import reference
@@ -101,10 +102,8 @@ def _collide(monkeypatch: pytest.MonkeyPatch, twin: Any, ha: int) -> None:
     from dpspark.mechanisms.groups import spark_stats
     from tests.unit.groups import reference_stats
 
-    real_read = spark_stats._read
-
     def colliding_read(df: Any, stage_: Any) -> Any:
-        return real_read(df, stage_).withColumn(spark_stats.UNIT_HASH, F.when(F.col("u") == twin, F.lit(ha))
+        return _REAL_READ(df, stage_).withColumn(spark_stats.UNIT_HASH, F.when(F.col("u") == twin, F.lit(ha))
                                                 .otherwise(F.col(spark_stats.UNIT_HASH)))
 
     def colliding_hash(values: Any, *args: Any, **kw: Any) -> Any:
