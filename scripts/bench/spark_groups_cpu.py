@@ -124,7 +124,8 @@ def main() -> int:
                 env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
                 env.setdefault("PYSPARK_PYTHON", sys.executable)
                 cmd = [sys.executable, __file__, "--child", name.split("_")[0], kind, path, args.master, str(args.repeat)]
-                p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                # cwd: Spark's Python workers (python -m pyspark.daemon) put their cwd first on sys.path
+                p = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=root)
                 line = [x for x in p.stdout.splitlines() if x.startswith("__RESULT__ ")]
                 if not line:
                     sys.stderr.write(p.stderr[-3000:])
