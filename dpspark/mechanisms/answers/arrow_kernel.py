@@ -64,15 +64,15 @@ def _scan(dataset: Any, columns: list[str]) -> Iterator[Any]:
 
 
 def _batches(dataset: Any, columns: list[str], unit_column: str | None) -> Iterator[Any]:
-    """Non-empty record batches of ``columns``, without the rows whose unit is NULL."""
+    """The record batches of ``columns``, without the rows whose unit is NULL. A batch the filter empties is
+    yielded too: whether a batch held only NULL units must not change what runs (rule 4)."""
     import pyarrow.compute as pc
 
     for batch in _scan(dataset, columns):
         if unit_column is not None:
             col = batch.column(batch.schema.get_field_index(unit_column))
             batch = batch.filter(pc.is_valid(col))  # always (one code path whatever the NULLs: rule 4)
-        if batch.num_rows:
-            yield batch
+        yield batch
 
 
 def _check_columns(dataset: Any, scalars: Sequence[Scalar], unit_column: str | None) -> list[str]:

@@ -97,21 +97,20 @@ def input_frame(df: "DataFrame", scalars: Sequence[Scalar], dtypes: dict[str, An
 
 
 def _chunks(batches: Iterator["pa.RecordBatch"], rows: int) -> Iterator["pa.RecordBatch"]:
-    """The batches regrouped into chunks of at least ``rows`` rows (the last may be smaller), in order."""
+    """The batches regrouped into chunks of at least ``rows`` rows (the last may be smaller), in order. An empty
+    batch is held like any other (no branch on a batch's rows: rule 4)."""
     import pyarrow as pa
 
     buf: list[pa.RecordBatch] = []
     held = 0
     for b in batches:
-        if b.num_rows == 0:
-            continue
         buf.append(b)
         held += b.num_rows
         if held >= rows:
-            yield pa.Table.from_batches(buf).combine_chunks().to_batches()[0] if len(buf) > 1 else buf[0]
+            yield pa.concat_batches(buf)  # one batch (a copy, whatever the batches held)
             buf, held = [], 0
     if buf:
-        yield pa.Table.from_batches(buf).combine_chunks().to_batches()[0] if len(buf) > 1 else buf[0]
+        yield pa.concat_batches(buf)
 
 
 def row_partials(scalars: Sequence[Scalar], kinds: dict[str, str], fields: dict[tuple[str, str], str],

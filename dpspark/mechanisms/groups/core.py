@@ -165,47 +165,43 @@ def bits_of(part: Part, stage: "GroupsStage") -> list[np.ndarray]:
 
 def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, np.ndarray]:
     """(kept row mask, kept units per group) under the k-groups and c-rows rules (nothing to bound per row-unit)."""
-    from dpspark.engine.arrow.counts import first_k_per_unit, order_by_two
+    from dpspark.engine.arrow.counts import first_k_per_unit
 
     G = len(part.words)
     keep = np.ones(part.rows, dtype=bool)
-    if part.uid is None or part.rows == 0:
+    if part.uid is None:  # rows are units (public)
         units = np.bincount(part.gid, minlength=G)
         return keep, units * stage.unit_weights[0] if stage.unit_weights else units
     nu = part.units
-    # no "every unit has one row" shortcut: one unit with a second row would switch to this slower path, a
-    # timing signal outside the DP output; the path below gives the same result for one-row units
+    # one code path whatever the rows (rule 4): no "every unit has one row" shortcut, no skip when no pair is
+    # crowded or no unit busy (the steps run on empty arrays), and no tie-only sort: equal rows of one unit and
+    # group share their row hash (duplicate rows are common), so the (pair, hash, bits) sort always runs
     code = part.uid.astype(np.int64) * G + part.gid
-    enc = pc.dictionary_encode(pa.array(code))  # a hash table, not a sort: pair ids in first-seen order
+    enc = pc.dictionary_encode(pa.array(code, pa.int64()))  # a hash table, not a sort: pair ids in first-seen order
     pid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-    pair_code = enc.dictionary.to_numpy(zero_copy_only=False)
-    per_pair = np.bincount(pid)
+    pair_code = enc.dictionary.to_numpy(zero_copy_only=False).astype(np.int64)
+    per_pair = np.bincount(pid, minlength=len(pair_code))
     c = stage.max_rows_per_group
     crowded = np.flatnonzero(per_pair[pid] > c)
-    if len(crowded):
-        bits = [b[crowded] for b in bits_of(part, stage)]
-        words = part.words[part.gid[crowded]]
-        h = row_hash(part.hashes(part.uid[crowded]), words, bits, row_key(secret))
-        pc_ = pid[crowded]
-        order = order_by_two(pc_, h)  # the index word is the pair's own: (pair, hash) then bits on a tie
-        sp, sh = pc_[order], h[order]
-        if np.any((sp[1:] == sp[:-1]) & (sh[1:] == sh[:-1])):
-            order = np.lexsort((*reversed(bits), h, pc_))
-        sp = pc_[order]
-        starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
-        rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-        keep[crowded[order[rank >= c]]] = False
+    bits = [b[crowded] for b in bits_of(part, stage)]
+    words = part.words[part.gid[crowded]]
+    h = row_hash(part.hashes(part.uid[crowded]), words, bits, row_key(secret))
+    pc_ = pid[crowded]
+    order = np.lexsort((*reversed(bits), h, pc_))  # the index word is the pair's own: (pair, hash, bits)
+    sp = pc_[order]
+    starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
+    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    keep[crowded[order[rank >= c]]] = False
     pair_uid, pair_gid = pair_code // G, pair_code % G
     k = stage.max_groups_per_unit
     kept_pair = np.ones(len(pair_code), dtype=bool)
     busy = np.flatnonzero(np.bincount(pair_uid, minlength=nu)[pair_uid] > k)
-    if len(busy):
-        words = part.words[pair_gid[busy]]
-        pick = keyed_mix(hash_fixed(words, seed=part.hashes(pair_uid[busy])), secret).view(np.int64)
-        chosen = first_k_per_unit(pair_uid[busy], pick, words, k)  # the CountsStage rule
-        kept_pair[busy] = False
-        kept_pair[busy[chosen]] = True
-        keep &= kept_pair[pid]
+    words = part.words[pair_gid[busy]]
+    pick = keyed_mix(hash_fixed(words, seed=part.hashes(pair_uid[busy])), secret).view(np.int64)
+    chosen = first_k_per_unit(pair_uid[busy], pick, words, k)  # the CountsStage rule
+    kept_pair[busy] = False
+    kept_pair[busy[chosen]] = True
+    keep &= kept_pair[pid]
     if stage.unit_weights:  # weighted selection (k > 1): each kept pair weighs w(m), m = its unit's kept keys
         m = np.bincount(pair_uid[kept_pair], minlength=nu)
         w = np.asarray(stage.unit_weights, dtype=np.int64)[np.maximum(m[pair_uid], 1) - 1]

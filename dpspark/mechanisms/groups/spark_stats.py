@@ -11,15 +11,17 @@ partition's per-group statistics (per (unit, group) bounded, then summed per gro
 columns sums them: fewer than 2^31 partitions, so the int64 sums cannot overflow; the driver folds them
 into exact Python ints (:func:`~dpspark.mechanisms.groups.core.decode`). Each partition also emits one row
 (stat ``READ``) with the units it read (whole units per partition), summed to the pass's ``units_read``.
-Rows as units (values below 2^52) take the Arrow engine's per-batch group-by instead, over the rows below the cut
-(:func:`~dpspark.mechanisms.groups.arrow_pass.reduce_batch`): no per-row ids or hashes, the same sums.
+Rows as units with values below 2^52 (:func:`~dpspark.mechanisms.groups.arrow_pass.eligible`) take two reads in
+:mod:`~dpspark.mechanisms.groups.spark_rows` (the Arrow engine's per-batch group-by, the same rows kept and sums);
+the rest of this module's row cut serves rows as units past 2^52.
 
 Truncation to ``max_units`` always runs (whatever the input's size: rule 4) as small jobs before the pass:
 
-* units: the n-th smallest (keyed hash, unit hash) over the distinct units (the CountsStage "truncate"
-  rule: :func:`~dpspark.engine.arrow.counts.bound_units` on Arrow); the pass keeps the units at or below
-  it. Two units share a pair only if their xxhash64 collide: at the boundary, the tied units kept are the
-  first by unit value (Arrow keeps the first in input order), so exactly n units are kept either way;
+* units: the n-th smallest (keyed hash, unit hash, unit value) over the distinct units (the CountsStage
+  "truncate" rule: :func:`~dpspark.engine.arrow.counts.bound_units` on Arrow), found from a histogram of the
+  keyed hashes' top bits and the units of one bin (:func:`unit_cut`); the pass keeps the units at or below it.
+  Two units share a (keyed hash, unit hash) pair only if their xxhash64 collide: the unit value orders them
+  in the same sort (Arrow keeps the first in input order), so exactly n units are kept, by the same steps;
 * rows (no unit column): the n-th smallest (row hash, index word, value bits) of the in-universe rows, found
   from a histogram of the hashes' top bits and the rows of one bin (:func:`row_cut`); the pass keeps the rows below it and the driver adds the copies of that row the n rows hold (rows equal in
   that order are equal in every statistic).
@@ -40,6 +42,9 @@ import pyarrow.compute as pc
 
 from dpspark.engine.errors import CuratorError, InputError
 from dpspark.mechanisms.groups import core, parts
+from dpspark.mechanisms.groups.spark_partials import (CHUNK_ROWS, HASH, INDEX, OUTSIDE, RANK, READ, SHIFT, STAT,
+                                                      UNIT_HASH, VALUE, _bits_name, _chunks, _emitted, _reduced_rows,
+                                                      row_keys_of)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -47,17 +52,6 @@ if TYPE_CHECKING:
     from dpspark.engine.spark.backend import SparkBackend
     from dpspark.mechanisms.groups.algorithm import GroupStats
     from dpspark.mechanisms.groups.stage import GroupsStage
-
-INDEX, UNIT_HASH, HASH, RANK = "__dp_index", "__dp_unit_hash", "__dp_pick", "__dp_rank"
-STAT, SHIFT, VALUE = "__dp_stat", "__dp_shift", "__dp_value"
-#: the stat id of the one-row flag a partition emits when a kept unit has a key outside the universe
-OUTSIDE = -3
-#: the stat id of each partition's count of the units it read (distinct units, or rows without a unit column)
-READ = -4
-#: rows per chunk when rows are units (no unit column): a partition is read in chunks of this many rows
-CHUNK_ROWS = 1 << 20
-#: the largest ``DataFrame.limit`` Spark takes (a Java int)
-JAVA_INT_MAX = (1 << 31) - 1
 
 
 def groups_kernel(backend: "SparkBackend", stage: "GroupsStage") -> "list[GroupStats]":
@@ -69,19 +63,24 @@ def groups_kernel(backend: "SparkBackend", stage: "GroupsStage") -> "list[GroupS
     return out
 
 
-def _bits_name(i: int) -> str:
-    return f"__dp_b{i}"
-
-
 # ------------------------------------------------------------------------------------------------ cuts
 @dataclass(frozen=True)
 class UnitCut:
-    """Keep the units whose (keyed hash, unit hash), signed, is at or below (``hash``, ``unit_hash``);
-    ``tied`` (an xxhash64 collision at the boundary only): of the units at the pair, keep these values."""
+    """Keep the units first in (keyed hash, unit hash, unit value) order, signed: those whose pair is below
+    (``hash``, ``unit_hash``) and, of those at that pair, the values in ``tied`` (the n-th unit and any unit before
+    it that shares its pair: an xxhash64 collision); ``every``: keep all (at most n units). One code path for any
+    cut (rule 4): every mask below is built and combined whatever the cut holds."""
 
     hash: int
     unit_hash: int
-    tied: tuple[Any, ...] | None = None
+    tied: tuple[Any, ...]
+    every: bool = False
+
+    @classmethod
+    def keep_all(cls) -> "UnitCut":
+        """The cut of at most n units: every unit kept, by the same steps."""
+        top = (1 << 63) - 1
+        return cls(top, top, (), True)
 
     def kept(self, unit_hash: np.ndarray, secret: bytes, units: "pa.Array") -> np.ndarray:
         """Mask over the distinct units (their uint64 xxhash64 and their values)."""
@@ -89,13 +88,11 @@ class UnitCut:
 
         h = keyed_mix(unit_hash, truncation_key(secret)).view(np.int64)
         keys = [h, unit_hash.view(np.int64)]
-        if self.tied is None:
-            return parts.lex_below(keys, [self.hash, self.unit_hash], or_equal=True)
-        at = ~parts.lex_below(keys, [self.hash, self.unit_hash]) & parts.lex_below(
-            keys, [self.hash, self.unit_hash], or_equal=True)
+        below = parts.lex_below(keys, [self.hash, self.unit_hash])
+        at = parts.lex_below(keys, [self.hash, self.unit_hash], or_equal=True) & ~below
         chosen = np.asarray(pc.is_in(units, value_set=pa.array(list(self.tied), type=units.type))
                             .fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
-        return parts.lex_below(keys, [self.hash, self.unit_hash]) | (at & chosen)
+        return below | (at & chosen) | np.bool_(self.every)
 
 
 @dataclass(frozen=True)
@@ -145,8 +142,7 @@ def truncation_key(secret: bytes) -> bytes:
 
 
 # ------------------------------------------------------------------------------------------------ partitions
-def _part(table: pa.Table, stage: "GroupsStage", secret: bytes,
-          cut: UnitCut | None) -> tuple[core.Part, bool]:
+def _part(table: pa.Table, stage: "GroupsStage", secret: bytes, cut: UnitCut) -> tuple[core.Part, bool]:
     """(the core's rows of one partition, whether a kept unit has a key outside the universe)."""
     from dpspark.engine.arrow.counts import encode_keys
 
@@ -162,8 +158,7 @@ def _part(table: pa.Table, stage: "GroupsStage", secret: bytes,
         uid = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
         unit_hash = np.empty(len(enc.dictionary), dtype=np.uint64)
         unit_hash[uid] = table.column(UNIT_HASH).to_numpy().astype(np.int64).view(np.uint64)
-        if cut is not None:
-            keep = cut.kept(unit_hash, secret, enc.dictionary)[uid]
+        keep = cut.kept(unit_hash, secret, enc.dictionary)[uid]  # always (keep_all at most n units: rule 4)
     outside = False
     if stage.out_of_universe == "error":  # a non-member key (not an unparseable one: NULL) of a kept unit
         not_member = ~np.asarray(in_universe.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool)
@@ -187,44 +182,13 @@ def _row_keys(part: core.Part, stage: "GroupsStage", secret: bytes) -> tuple[np.
     return core.row_hash(core.SPARK_SEED, words, bits, core.row_key(secret)), words, bits
 
 
-def _chunks(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa.Table]:
-    """The partition as tables: all of it (``rows`` None), or chunks of about ``rows`` rows."""
-    got: list[pa.RecordBatch] = []
-    size = 0
-    for b in batches:
-        if b.num_rows:
-            got.append(b)
-            size += b.num_rows
-        if rows is not None and size >= rows:
-            yield pa.Table.from_batches(got)
-            got, size = [], 0
-    if got:
-        yield pa.Table.from_batches(got)
-
-
-def _emitted(part: core.Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, ...]:
-    """(index words, stat, shift, value) rows of one part's bounded statistics."""
-    keep, units = core.bound(part, stage, secret)
-    g, stat, shift, value = core.emit(core.statistics(part, keep, units, stage))
-    return part.words[g], stat, shift, value
-
-
-def _reduced_rows(red: Any) -> tuple[np.ndarray, ...]:
-    """(index words, stat, shift, value) rows, |value| < 2^32, of one batch's per-key sums (arrow_pass.Reduced)."""
-    at = np.arange(len(red.words), dtype=np.int64)
-    stats = [(at, stat, shift, red.sources[name][0]) for stat, shift, name in red.stats]
-    words = [red.words]
-    for qw, qs, qn in red.cells:  # quantile cells: their own words, after the key words
-        stats.append((np.arange(len(qw), dtype=np.int64) + sum(len(w) for w in words), qs, 0, qn))
-        words.append(qw)
-    g, stat, shift, value = core.emit(stats)
-    return np.concatenate(words)[g], stat, shift, value
-
-
 def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | None = None,
                     row_cut: RowCut | None = None) -> Any:
-    """The mapInArrow function: one partition's rows (whole units) -> summable (index, stat, shift, value)."""
+    """The mapInArrow function: one partition's rows (whole units) -> summable (index, stat, shift, value).
+    No cut given: the cut that keeps everything, applied by the same steps."""
     from dpspark.mechanisms.groups import arrow_pass
+
+    ucut = unit_cut if unit_cut is not None else UnitCut.keep_all()
 
     # rows as units (eligible): the Arrow engine's per-batch group-by over the rows below the cut's bin, always
     # (the cut's bin is one past the last when at most n rows: then every row is below it; rule 4, one path)
@@ -248,7 +212,7 @@ def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | Non
                     break
                 out.append(_reduced_rows(red))
                 continue
-            part, out_here = _part(table, stage, secret, unit_cut)
+            part, out_here = _part(table, stage, secret, ucut)
             read += part.units if stage.unit_column is not None else table.num_rows  # whole units per partition
             outside |= out_here
             if outside:  # the job fails on the driver: no statistic is needed
@@ -257,8 +221,7 @@ def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | Non
                 h, words, bits = _row_keys(part, stage, secret)
                 kept = np.flatnonzero(cut.below(h, words, bits))
                 part = core.Part(gid=part.gid[kept], words=part.words, x={c: a[kept] for c, a in part.x.items()})
-            if part.rows:
-                out.append(_emitted(part, stage, secret))
+            out.append(_emitted(part, stage, secret))  # an empty part too (no branch on its rows: rule 4)
         if outside:
             yield pa.RecordBatch.from_arrays([pa.array([b""], pa.binary()), pa.array([OUTSIDE], pa.int32()),
                                               pa.array([0], pa.int32()), pa.array([1], pa.int64())],
@@ -275,20 +238,6 @@ def partition_stats(stage: "GroupsStage", secret: bytes, unit_cut: UnitCut | Non
         yield pa.RecordBatch.from_arrays([parts.word_array(uniq[g]), pa.array(stat, pa.int32()),
                                           pa.array(shift, pa.int32()), pa.array(value, pa.int64())],
                                          names=[INDEX, STAT, SHIFT, VALUE])
-
-    return run
-
-
-def row_keys_of(stage: "GroupsStage", secret: bytes, cut_bin: int) -> Any:
-    """The mapInArrow function of the row cut: (HASH, INDEX, value bits) of the in-universe rows in ``cut_bin``."""
-    from dpspark.mechanisms.groups import arrow_pass
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for table in _chunks(batches, CHUNK_ROWS):
-            keyed = arrow_pass.row_keys(table, stage, secret)
-            k = keyed.select(np.flatnonzero(arrow_pass.cut_bins(keyed.hash) == cut_bin))
-            arrays = [pa.array(k.hash, pa.int64()), parts.word_array(k.words)] + [pa.array(b, pa.int64()) for b in k.bits]
-            yield pa.RecordBatch.from_arrays(arrays, names=[HASH, INDEX] + [_bits_name(i) for i in range(len(k.bits))])
 
     return run
 
@@ -329,52 +278,53 @@ def _read(df: "DataFrame", stage: "GroupsStage") -> "DataFrame":
     return rows.withColumn(UNIT_HASH, F.xxhash64(spark_ref(unit))) if unit else rows
 
 
-def unit_cut(rows: "DataFrame", stage: "GroupsStage", secret: bytes) -> UnitCut | None:
-    """The CountsStage truncation as a threshold: None when at most n units have a non-NULL key."""
-    from pyspark.sql import Window
+def unit_cut(rows: "DataFrame", stage: "GroupsStage", secret: bytes) -> UnitCut:
+    """The CountsStage truncation as a cut (the first n units in (keyed hash, unit hash, unit value) order), found
+    in two small jobs whatever the data (rule 4): a histogram of the distinct units' keyed hashes by their top
+    bits (the bin computed in the JVM from the hash column: no secret in the plan), then the units of the bin
+    holding the n-th unit (about units / 2^16 of them: the hash is keyed) ranked on the driver. No sort of every
+    unit; a tie of (keyed hash, unit hash) (an xxhash64 collision) is broken by the unit value in the same sort,
+    so a collision runs no other step. At most n units: the bin is one past the last, nothing is in it, and the
+    cut keeps every unit (:meth:`UnitCut.keep_all`)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import IntegerType, LongType, StructField, StructType
 
     from dpspark.engine.spark.counts import keyed_pick_hash
+    from dpspark.mechanisms.groups.arrow_pass import CUT_BITS
 
     unit, n = stage.unit_column, stage.max_units
     assert unit is not None
     units = rows.select(unit, UNIT_HASH).distinct()
     schema = StructType(list(units.schema.fields) + [StructField(HASH, LongType(), False)])
     ranked = units.mapInArrow(keyed_pick_hash(truncation_key(secret)), schema)
-    order = [F.col(HASH), F.col(UNIT_HASH)]
-    # Spark's limit takes a Java int: an n past it (a declared n >= 2^31 - 1, or the fixed cap 2^40 of a release
-    # without max_units) ranks the first 2^31 - 1 units, so no rank reaches n and nothing is cut (all kept: right
-    # for every input of at most n units, the only ones the statement covers)
-    top = ranked.orderBy(*order).limit(min(n + 1, JAVA_INT_MAX))  # one partition: the rank window moves nothing
-    # partitioned by HASH & 0 (0 on every row, but not foldable): Spark drops a literal partition key and then
-    # logs "WARN WindowExec: No Partition Defined" (this job once ran only when the input had more than
-    # max_units rows, so the line was a data-dependent side channel)
-    rank = F.row_number().over(Window.partitionBy(F.col(HASH).bitwiseAND(F.lit(0))).orderBy(*order))
-    last = {r[RANK]: (r[HASH], r[UNIT_HASH])
-            for r in top.withColumn(RANK, rank).filter(F.col(RANK) >= n).select(RANK, HASH, UNIT_HASH).collect()}
-    if n not in last:
-        return None
-    th, tu = last[n]
-    if last.get(n + 1) != (th, tu):
-        return UnitCut(th, tu)
-    # two units share the boundary pair (their xxhash64 collide): keep the first of them by value
-    side = ranked.mapInArrow(_side_of((th, tu)), StructType(list(ranked.schema.fields)
-                                                            + [StructField(RANK, IntegerType(), False)]))
-    below = side.filter(F.col(RANK) < 0).count()
-    tied = side.filter(F.col(RANK) == 0).orderBy(F.col(unit)).limit(n - below).select(unit).collect()
-    return UnitCut(th, tu, tuple(r[0] for r in tied))
+    size = 1 << CUT_BITS
+    # the top bits in signed order: (h >> 48) + 2^15 (arithmetic shift) = arrow_pass.cut_bins(h)
+    top = (F.shiftright(F.col(HASH), 64 - CUT_BITS) + F.lit(size // 2)).cast(IntegerType())
+    hist = np.zeros(size, dtype=np.int64)
+    for r in ranked.groupBy(top.alias(RANK)).agg(F.count(F.lit(1)).alias(VALUE)).collect():
+        hist[int(r[RANK])] = int(r[VALUE])
+    cum = np.cumsum(hist)
+    cut_bin = int(np.searchsorted(cum, n))  # size when at most n units: no unit is past it
+    left = n - (int(cum[cut_bin - 1]) if cut_bin else 0)  # units of the bin kept
+    edge = ranked.mapInArrow(_in_bin(cut_bin), schema).toArrow()
+    edge = edge.sort_by([(HASH, "ascending"), (UNIT_HASH, "ascending"), (unit, "ascending")])
+    if left > edge.num_rows:  # at most n units: the bin is empty (O(1) on the driver; the jobs above ran the same)
+        return UnitCut.keep_all()
+    first = edge.slice(0, left)
+    th, tu = first.column(HASH)[left - 1].as_py(), first.column(UNIT_HASH)[left - 1].as_py()
+    at = pc.and_(pc.equal(first.column(HASH), th), pc.equal(first.column(UNIT_HASH), tu))
+    return UnitCut(th, tu, tuple(first.filter(at).column(unit).to_pylist()))
 
 
-def _side_of(pair: tuple[int, int]) -> Any:
-    """The mapInArrow function adding RANK = -1, 0 or 1 as (HASH, UNIT_HASH) is below, at or above ``pair``
-    (the threshold stays in the closure, out of the SQL plan)."""
+def _in_bin(cut_bin: int) -> Any:
+    """The mapInArrow function keeping the units whose keyed hash is in ``cut_bin`` (the bin stays in the closure,
+    out of the SQL plan)."""
+    from dpspark.mechanisms.groups.arrow_pass import cut_bins
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            keys = [batch.column(c).to_numpy(zero_copy_only=False).astype(np.int64) for c in (HASH, UNIT_HASH)]
-            side = np.where(parts.lex_below(keys, list(pair)), -1,
-                            np.where(parts.lex_below(keys, list(pair), or_equal=True), 0, 1))
-            yield batch.append_column(RANK, pa.array(side, pa.int32()))
+            h = batch.column(HASH).to_numpy(zero_copy_only=False).astype(np.int64)
+            yield batch.filter(pa.array(cut_bins(h) == cut_bin))
 
     return run
 
@@ -443,10 +393,15 @@ def groups_spark(df: "DataFrame", stage: "GroupsStage", secret: bytes) -> "list[
 
     from dpspark.engine.predicate import spark_ref
 
+    from dpspark.mechanisms.groups.arrow_pass import eligible
+    from dpspark.mechanisms.groups.spark_rows import rows_spark
+
     unit = stage.unit_column
     rows = _read(df, stage)
-    # the truncation job runs whatever the input's size (each cut is None when nothing is over n): a job that
-    # ran only when the input held more than max_units rows showed in the release's time and in Spark's logs
+    if eligible(stage):  # rows as units, values below 2^52 (public): two reads (spark_rows)
+        return rows_spark(rows, stage, secret)
+    # the truncation jobs run whatever the input's size (each cut keeps everything when nothing is over n): a job
+    # that ran only when the input held more than max_units rows showed in the release's time and in Spark's logs
     ucut = rcut = None
     if unit is not None:
         ucut = unit_cut(rows, stage, secret)
@@ -472,8 +427,7 @@ def summed_stats(table: pa.Table, stage: "GroupsStage", secret: bytes,
         raise CuratorError(OUT_OF_UNIVERSE)
     is_read = stat == READ  # the partitions' units read (one summed row): out of the statistics
     read = int(table.column(VALUE).to_numpy().astype(np.int64)[is_read].sum())
-    if is_read.any():
-        table, stat = table.filter(pa.array(~is_read)), stat[~is_read]
+    table, stat = table.filter(pa.array(~is_read)), stat[~is_read]  # always (one path: rule 4)
     width = stage.universe.index_width
     words = parts.binary_matrix(table.column(INDEX), width)
     shift = table.column(SHIFT).to_numpy().astype(np.int64)
@@ -484,8 +438,6 @@ def summed_stats(table: pa.Table, stage: "GroupsStage", secret: bytes,
         w2, s2, h2, v2 = _copies(rcut, kept, stage, secret)
         words, stat, shift, value = (np.concatenate([words, w2]), np.r_[stat, s2.astype(np.int64)],
                                      np.r_[shift, h2.astype(np.int64)], np.r_[value, v2.astype(np.int64)])
-    if len(stat) == 0:
-        return core.PassStats([], read)
     uniq, pos = core.unique_words(words)
     return core.PassStats(core.decode(pos.astype(np.int64).reshape(-1), core.word_ints(uniq), stat, shift, value,
                                       stage), read)

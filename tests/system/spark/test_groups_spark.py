@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from dpspark.mechanisms.groups.arrow_stats import groups_on
+from dpspark.mechanisms.groups.spark_stats import _read as _REAL_READ
 from dpspark.mechanisms.groups.spark_stats import groups_spark
 from dpspark.universe import HashedUniverse
 from tests.unit.groups.reference_stats import reference
@@ -92,37 +93,45 @@ def test_spark_text_values_as_on_arrow(spark: Any) -> None:
     assert got == groups_on(tab, st, SECRET)
 
 
-def test_spark_unit_collision_at_the_truncation_boundary(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two units with one xxhash64 tie at the n-th pair: exactly n units are kept, the first by value."""
+def _collide(monkeypatch: pytest.MonkeyPatch, twin: Any, ha: int) -> None:
+    """Give unit ``twin`` the xxhash64 ``ha`` in the Spark read and in the reference (a forced collision)."""
     import numpy as np
     from pyspark.sql import functions as F
 
     from dpspark.engine.arrow.counts import spark_hash
     from dpspark.mechanisms.groups import spark_stats
     from tests.unit.groups import reference_stats
-    from tests.unit.groups.test_spark_partitions import _unit_ranks, _with_unit_hash
-
-    rows = table(6)
-    st = stage(max_units=6)
-    ranks = _unit_ranks(_with_unit_hash(arrow(rows), st), st)
-    a, ha = ranks[5][2], ranks[5][1]
-    b = next(u for _h, _uh, u in ranks[7:] if (u < a) == (repr(u) < repr(a)))
-    real_read = spark_stats._read
 
     def colliding_read(df: Any, stage_: Any) -> Any:
-        out = real_read(df, stage_)
-        return out.withColumn(spark_stats.UNIT_HASH, F.when(F.col("u") == b, F.lit(ha))
-                              .otherwise(F.col(spark_stats.UNIT_HASH)))
+        return _REAL_READ(df, stage_).withColumn(spark_stats.UNIT_HASH, F.when(F.col("u") == twin, F.lit(ha))
+                                                .otherwise(F.col(spark_stats.UNIT_HASH)))
 
     def colliding_hash(values: Any, *args: Any, **kw: Any) -> Any:
         out = spark_hash(values, *args, **kw)
         for i, u in enumerate(values.to_pylist()):
-            if u == b:
+            if u == twin:
                 out[i] = np.int64(ha).view(np.uint64)
         return out
 
     monkeypatch.setattr(spark_stats, "_read", colliding_read)
     monkeypatch.setattr(reference_stats, "spark_hash", colliding_hash)
+
+
+def _boundary_twins() -> tuple[Any, int, Any]:
+    """(unit a, at the 6th pair of table(6); its xxhash64; a unit b past it to collide with a)."""
+    from tests.unit.groups.test_spark_partitions import _unit_ranks, _with_unit_hash
+
+    ranks = _unit_ranks(_with_unit_hash(arrow(table(6)), stage(max_units=6)), stage(max_units=6))
+    a, ha = ranks[5][2], ranks[5][1]
+    return a, ha, next(u for _h, _uh, u in ranks[7:] if (u < a) == (repr(u) < repr(a)))
+
+
+def test_spark_unit_collision_at_the_truncation_boundary(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two units with one xxhash64 tie at the n-th pair: exactly n units are kept, the first by value."""
+    rows = table(6)
+    st = stage(max_units=6)
+    _a, ha, b = _boundary_twins()
+    _collide(monkeypatch, b, ha)
     df = _df(spark, rows, "k string, u long, x double, y double")
     assert groups_spark(df, st, SECRET) == reference(rows, st, SECRET)
 
@@ -150,3 +159,31 @@ def test_spark_empty_input_and_all_null_keys(spark: Any) -> None:
         assert groups_spark(df, st, SECRET) == groups_on(arrow(rows), st, SECRET)
         assert groups_spark(df.limit(0), st, SECRET) == []
     assert len(groups_spark(df, stage(unit_column=None, max_units=1), SECRET)) == 1
+
+
+def test_the_unit_cut_runs_the_same_jobs_whatever_the_units(spark: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rule 4: the same DataFrame calls in the same order whether the input holds more units than max_units or
+    not, and whether two units' xxhash64 collide at the boundary (main ran three more jobs on a collision and
+    skipped the cut in the partitions at most n units); the values still equal the reference."""
+    rows = table(6)
+    _a, ha, b = _boundary_twins()
+    df = _df(spark, rows, "k string, u long, x double, y double")
+    calls: list[str] = []
+    for name in ("collect", "toArrow", "count", "mapInArrow", "orderBy", "sort", "limit", "groupBy", "distinct",
+                 "filter", "withColumn", "repartition", "join"):
+        real = getattr(type(df), name)  # the session's DataFrame class (classic or Connect)
+
+        def spy(self: Any, *args: Any, _real: Any = real, _name: str = name, **kw: Any) -> Any:
+            calls.append(_name)
+            return _real(self, *args, **kw)
+
+        monkeypatch.setattr(type(df), name, spy)
+    traces = []
+    for n, twin in ((6, -1), (6, b), (10_000, -1)):  # twin: the unit given a's xxhash64 (-1: no unit)
+        _collide(monkeypatch, twin, ha)
+        calls.clear()
+        st = stage(max_units=n)
+        assert groups_spark(df, st, SECRET) == reference(rows, st, SECRET)
+        traces.append(list(calls))
+    assert traces[0] == traces[1] == traces[2]
+    assert traces[0].count("collect") + traces[0].count("toArrow") == 3  # histogram, the bin's units, the pass

@@ -96,10 +96,10 @@ def test_unit_cut_keeps_the_first_n_units() -> None:
     st = stage(max_units=5)
     tab = _with_unit_hash(arrow(rows), st)
     th, tu, _ = _unit_ranks(tab, st)[4]
-    got, _ = _run(tab, st, ucut=UnitCut(th, tu))
+    got, _ = _run(tab, st, ucut=UnitCut(th, tu, (_unit_ranks(tab, st)[4][2],)))
     assert got == reference(rows, st, SECRET) == groups_on(arrow(rows), st, SECRET)
     wrong = _unit_ranks(tab, st)[5]  # mutant: a threshold one unit too far
-    assert _run(tab, st, ucut=UnitCut(wrong[0], wrong[1]))[0] != got
+    assert _run(tab, st, ucut=UnitCut(wrong[0], wrong[1], (wrong[2],)))[0] != got
 
 
 def test_an_xxhash64_collision_at_the_boundary_keeps_exactly_n_units(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -129,12 +129,13 @@ def test_an_xxhash64_collision_at_the_boundary_keeps_exactly_n_units(monkeypatch
 
     monkeypatch.setattr(reference_stats, "spark_hash", colliding)  # the reference sorts ties by value (repr)
     assert got == reference(rows, st, SECRET)
-    assert _run(tab, st, ucut=UnitCut(ranks[5][0], ranks[5][1]))[0] != got  # without the tie rule: 7 units
+    both = UnitCut(ranks[5][0], ranks[5][1], (a, b))  # mutant: both tied units kept (7 units)
+    assert _run(tab, st, ucut=both)[0] != got
 
 
 def _row_order(tab: pa.Table, st: Any) -> list[tuple]:
     """(row hash, index word, bits) of every in-universe row, ascending: the row truncation order."""
-    part, _ = spark_stats._part(tab, st, SECRET, None)
+    part, _ = spark_stats._part(tab, st, SECRET, UnitCut.keep_all())
     h, words, bits = spark_stats._row_keys(part, st, SECRET)
     return sorted((int(h[i]), words[i].tobytes(), *(int(b[i]) for b in bits)) for i in range(part.rows))
 
@@ -212,3 +213,69 @@ def test_lex_below_and_carry() -> None:
         assert total(g, st, sh, v) == total(G, S, H, V)
         assert len(set(zip(G.tolist(), S.tolist(), H.tolist()))) == len(G)
         assert (np.abs(V) < 1 << 32).all() and (V != 0).all()
+
+
+def _sum_rows(emitted: list[pa.RecordBatch], keys: list[str]) -> pa.Table:
+    """The Spark ``groupBy(keys).agg(sum(VALUE))`` of emitted batches, in Python ints."""
+    sums: dict[tuple, int] = {}
+    for b in emitted:
+        for row in zip(*(b.column(c).to_pylist() for c in keys + [VALUE])):
+            sums[row[:-1]] = sums.get(row[:-1], 0) + row[-1]
+    cols = {k: [key[i] for key in sums] for i, k in enumerate(keys)}
+    types = {INDEX: pa.binary()}
+    return pa.table({**{k: pa.array(v, types.get(k, pa.int32())) for k, v in cols.items()},
+                     VALUE: pa.array(list(sums.values()), pa.int64())})
+
+
+def _two_reads(tab: pa.Table, st: Any, partitions: int = 3, batch: int = 37) -> list[Any]:
+    """spark_rows' two reads per partition, Spark's sum in Python ints, and its driver steps."""
+    from dpspark.mechanisms.groups import spark_rows
+    from dpspark.mechanisms.groups.arrow_pass import CUT_BITS
+
+    split = [tab.filter(pa.array(np.arange(tab.num_rows) % partitions == p)) for p in range(partitions)]
+    first = [b for sub in split
+             for b in spark_rows.first_read(st, SECRET)(iter(sub.to_batches(max_chunksize=batch)))]
+    table = _sum_rows(first, [INDEX, spark_rows.BIN, STAT, SHIFT])
+    c, left = spark_rows.coarse_cut(table, st)
+    edge = [b for sub in split for b in spark_stats.row_keys_of(st, SECRET, c, CUT_BITS - spark_rows.COARSE_BITS)(
+        iter(sub.to_batches(max_chunksize=batch)))]
+    return spark_rows.combined(table, pa.Table.from_batches(edge), c, left, st, SECRET)
+
+
+@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("n", [1, 7, 40, 79, 80, 10_000])
+def test_rows_as_units_in_two_reads_equal_the_reference(seed: int, n: int) -> None:
+    """The two-read rows-as-units path keeps exactly rule 3's first n rows (30 identical rows: the n-th is one
+    of them, or not), whatever n: the same statistics as the reference and the Arrow engine."""
+    rows = table(seed + 7, rows=80, oov=False)
+    for r in rows[:30]:
+        r.update(k="b", x=2.5, y=None)
+    random.Random(seed).shuffle(rows)
+    st = stage(unit_column=None, max_units=n)
+    tab = _with_unit_hash(arrow(rows), st)  # the rows with a key (a NULL key is dropped)
+    got = _two_reads(tab, st)
+    assert got == reference(rows, st, SECRET) == groups_on(arrow(rows), st, SECRET)
+    assert sum(g.stats["n"][0] for g in got) == min(n, tab.num_rows)
+
+
+def test_rows_as_units_in_two_reads_take_the_same_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rule 4: the same calls whether the input holds more rows than max_units or not (every coarse bin reduced,
+    the second read hashing every row)."""
+    from unittest import mock
+
+    from dpspark.mechanisms.groups import arrow_pass
+
+    spies = mock.Mock()  # its mock_calls: the wrapped calls in order
+    for name in ("row_keys", "reduce_batch"):
+        spies.attach_mock(mock.Mock(wraps=getattr(arrow_pass, name)), name)
+        monkeypatch.setattr(arrow_pass, name, getattr(spies, name))
+    rows = table(3, rows=120, oov=False)
+    traces = []
+    for n in (5, 10_000):
+        spies.reset_mock()
+        st = stage(unit_column=None, max_units=n)
+        got = _two_reads(_with_unit_hash(arrow(rows), st), st)
+        traces.append([c[0] for c in spies.mock_calls])
+        assert got == groups_on(arrow(rows), st, SECRET)
+    # per partition (one chunk each): one hash and 16 coarse bins reduced; then one hash per partition again
+    assert traces[0] == traces[1] == (["row_keys"] + ["reduce_batch"] * 16) * 3 + ["row_keys"] * 3
