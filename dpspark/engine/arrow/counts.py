@@ -124,20 +124,17 @@ def order_by_two(primary: np.ndarray, secondary: np.ndarray) -> np.ndarray:
 def _first_k_per_unit(unit_ids: np.ndarray, pick: np.ndarray, words: np.ndarray, k: int) -> np.ndarray:
     """Row numbers of each unit's k first pairs in (keyed hash signed, index word) order (Spark's row_number).
 
-    Units with at most k pairs keep them all without sorting. The others are sorted by (unit, hash); the
-    index word only breaks ties of the 64-bit hash within a unit, so it joins the sort only if one occurs.
+    Units with at most k pairs keep them all. The others are sorted by (unit, hash, index word); the word only
+    breaks ties of the 64-bit hash within a unit. The same steps run whatever the data (rule 4): no skip when
+    no unit is crowded, and the word is always in the sort (a sort only when a tie occurred made the time
+    depend on the data).
     """
     per_unit = np.bincount(unit_ids)
     crowded = np.flatnonzero(per_unit[unit_ids] > k)
-    if len(crowded) == 0:
-        return np.arange(len(unit_ids))
     u, h = unit_ids[crowded], pick[crowded]
-    order = order_by_two(u, h)
-    su, sh = u[order], h[order]
-    if np.any((su[1:] == su[:-1]) & (sh[1:] == sh[:-1])):  # a hash tie inside a unit: order by index word too
-        limbs = words[crowded].view(">u8").astype(np.uint64)  # big-endian limbs: lexicographic = unsigned bytes
-        order = np.lexsort(tuple(limbs[:, j] for j in reversed(range(limbs.shape[1]))) + (h, u))
-        su = u[order]
+    limbs = words[crowded].view(">u8").astype(np.uint64)  # big-endian limbs: lexicographic = unsigned bytes
+    order = np.lexsort(tuple(limbs[:, j] for j in reversed(range(limbs.shape[1]))) + (h, u))
+    su = u[order]
     starts = np.flatnonzero(np.r_[True, su[1:] != su[:-1]])
     rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
     keep = np.ones(len(unit_ids), dtype=bool)

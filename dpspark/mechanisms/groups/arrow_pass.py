@@ -243,14 +243,13 @@ def rows_pass(dataset: Any, stage: "GroupsStage", secret: bytes) -> "GroupColumn
     totals: _Totals | None = None
     thresholds = quantile_thresholds(stage)
 
-    def add(rows: pa.Table) -> None:
+    def add_reduced(rows: pa.Table) -> None:
         nonlocal totals
         red = reduce_batch(rows, stage, thresholds)
         if totals is None:
             totals = _Totals(red.words.shape[1])
             totals.names = red.stats
-        if len(red.words):
-            totals.add(red.words, red.sources)
+        totals.add(red.words, red.sources)  # always, an empty batch too (rule 4: one path whatever the rows)
         for qw, qs, qn in red.cells:
             totals.add_cells(qw, qs, qn)
 
@@ -260,7 +259,7 @@ def rows_pass(dataset: Any, stage: "GroupsStage", secret: bytes) -> "GroupColumn
         row_bin = next(batches)
         if len(row_bin) != table.num_rows:
             raise InputError("the input changed while it was read")
-        add(table.filter(pa.array(row_bin < cut_bin)))  # reduce_batch drops the keys outside the universe
+        add_reduced(table.filter(pa.array(row_bin < cut_bin)))  # reduce_batch drops the keys outside the universe
         on_edge = table.filter(pa.array(row_bin == cut_bin))
         keyed = row_keys(on_edge, stage, secret)  # only the cut's bin is hashed again
         edge.append((on_edge.take(pa.array(keyed.rows)), keyed))  # its rows in the universe
@@ -270,7 +269,7 @@ def rows_pass(dataset: Any, stage: "GroupsStage", secret: bytes) -> "GroupColumn
         words = np.concatenate([k.words for _, k in edge]) if edge else np.zeros((0, 0), np.uint8)
         bits = [np.concatenate([k.bits[i] for _, k in edge]) for i in range(len(stage.value_columns))]
         first = np.sort(core.row_order(h, words, bits)[:left])
-        add(rows.take(pa.array(first, pa.int64())))
+        add_reduced(rows.take(pa.array(first, pa.int64())))
     return core.PassStats(_finish(totals, stage), read)
 
 

@@ -28,6 +28,8 @@ FUNCTIONS = [
     ("groups/spark_rows.py", "combined"),
     ("answers/arrow_kernel.py", "_batches"),
     ("answers/spark_arrow.py", "_chunks"),
+    ("groups/arrow_pass.py", "add_reduced"),
+    ("../engine/arrow/counts.py", "_first_k_per_unit"),
 ]
 _COUNTS = {"num_rows", "rows", "null_count"}
 
