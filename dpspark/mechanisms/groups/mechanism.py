@@ -360,30 +360,15 @@ class GroupsMechanism(Mechanism):
 
     def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
         """Key columns must have the keys' type, value columns must read as numbers (metadata only)."""
-        from dpspark.engine.numeric import numeric_type_problem
-        from dpspark.universe.keytypes import key_type_problem
+        from dpspark.mechanisms.groups.schema_check import input_problem
 
         if self.join is not None:  # the stage reads the joined rows: check their schema
             problem = self.join.schema_problem(schema)
             if problem:
                 return problem
             schema = self.join.joined_schema(schema)
-        problem = key_type_problem(self.universe, self.groups.by, schema, text_input=text_input)
-        if problem:  # e.g. int keys on a string column never match: a release of pure noise, refused here
-            return f"groups.{'keys' if self.groups.public_keys else 'by'}: {problem}"
-        for agg in self.aggs.aggregates:
-            if agg.column is None:
-                continue
-            if agg.column not in set(schema.names):
-                return f"aggregate {agg.name!r}: the input has no column {agg.column!r}"
-            problem = numeric_type_problem(schema.field(agg.column).type, agg.column, text_input=text_input)
-            if problem:
-                return f"aggregate {agg.name!r}: {problem}"
-        if self.groups.filter is not None:  # the filter's types, as an answers query's (metadata only)
-            problem = self.groups.filter.type_problem(schema, text_input=text_input)
-            if problem:
-                return f"groups.filter {self.groups.filter.text!r}: {problem}"
-        return None
+        return input_problem(self.universe, self.groups.by, self.aggs.aggregates, self.groups.filter, schema,
+                             text_input=text_input, key_label=f"groups.{'keys' if self.groups.public_keys else 'by'}")
 
     def excess_units_text(self) -> str:
         a = self.units_law.error(self.beta)

@@ -257,21 +257,11 @@ class PureGroupsMechanism(Mechanism):
         return tuple(dict.fromkeys(cols)) + super().input_columns()
 
     def input_schema_problem(self, schema: Any, *, text_input: bool = False) -> str | None:
-        from dpspark.engine.numeric import numeric_type_problem
-        from dpspark.universe.keytypes import key_type_problem
+        """Key columns must have the universe's type, value and filter columns must fit (metadata only)."""
+        from dpspark.mechanisms.groups.schema_check import input_problem
 
-        problem = key_type_problem(self.universe, self.groups.by, schema, text_input=text_input)
-        if problem:
-            return f"groups.by: {problem}"
-        for agg in self.aggs.aggregates:
-            if agg.column is None:
-                continue
-            if agg.column not in set(schema.names):
-                return f"aggregate {agg.name!r}: the input has no column {agg.column!r}"
-            problem = numeric_type_problem(schema.field(agg.column).type, agg.column, text_input=text_input)
-            if problem:
-                return f"aggregate {agg.name!r}: {problem}"
-        return None
+        return input_problem(self.universe, self.groups.by, self.aggs.aggregates, self.groups.filter, schema,
+                             text_input=text_input)
 
     # --- stage and run ----------------------------------------------------------------------
     def stage(self) -> Any:

@@ -119,3 +119,14 @@ def test_section_codec_refuses_another_mechanism(tmp_path: Path) -> None:
 
     with pytest.raises(ReleaseFormatError, match="pure_groups"):
         check_kind(dict(rel.section), Other(), "x")
+
+
+def test_a_filter_that_does_not_fit_the_schema_is_refused_from_the_schema(tmp_path: Path) -> None:
+    """The filter's types are checked from the schema alone, before the spend, as groups does (schema_check)."""
+    import pyarrow as pa
+
+    mech = build(tmp_path, raw_config(tmp_path, groups={"by": "k", "filter": "v = 'text'"}))
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
+    assert "groups.filter" in (mech.input_schema_problem(schema) or "")
+    fine = build(tmp_path, raw_config(tmp_path, groups={"by": "k", "filter": "v > 3"}))
+    assert fine.input_schema_problem(schema) is None
