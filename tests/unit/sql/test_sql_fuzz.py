@@ -8,6 +8,8 @@ budget is charged once), or a :class:`~dpspark.errors.DPSparkError` with the bud
 untouched. Anything else fails the test: a foreign exception, a refusal after the spend, or a query that
 takes more than a public time bound. The default suite runs a small sample; ``-m slow`` runs >= 5,000.
 Query generation uses a seeded ``random.Random``: it picks test inputs, never noise.
+The per-query check (:func:`attempt`) is shared with tests/system/spark/test_sql_fuzz_engines.py, which runs
+the same queries on both engines and compares them.
 """
 
 from __future__ import annotations
