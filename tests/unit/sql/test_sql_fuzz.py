@@ -8,6 +8,8 @@ budget is charged once), or a :class:`~dpspark.errors.DPSparkError` with the bud
 untouched. Anything else fails the test: a foreign exception, a refusal after the spend, or a query that
 takes more than a public time bound. The default suite runs a small sample; ``-m slow`` runs >= 5,000.
 Query generation uses a seeded ``random.Random``: it picks test inputs, never noise.
+The per-query check (:func:`attempt`) is shared with tests/system/spark/test_sql_fuzz_engines.py, which runs
+the same queries on both engines and compares them.
 """
 
 from __future__ import annotations
@@ -215,50 +217,82 @@ def fuzz_tables() -> dict[str, Any]:
     return {"t": _table(), "u": _users(), "keys": keys, "dims": dims, "dupdims": dupdims}
 
 
+#: the session budget: renewed every SESSION_QUERIES queries
+BUDGET = {"epsilon": "60", "delta": "1/1000"}
+
+
+def fuzz_session(tables: dict[str, Any], i: int, spark: Any = None) -> Any:
+    """The fuzz session renewed at query ``i`` (seeded by ``i``): one engine's, the same on both engines."""
+    import dpspark
+    from dpspark.rng import SeededRandom
+
+    return dpspark.Session(tables=tables, public_tables=PUBLIC, max_units=1000, unit_column="user_id",
+                           rng=SeededRandom(i), budget=BUDGET, spark=spark)
+
+
+def new_counts() -> dict[str, int]:
+    """The fuzz's counters (:func:`attempt`)."""
+    return {"ran": 0, "refused": 0, "public": 0, "private": 0, "off-unit": 0, "stddev": 0, "budget": 0}
+
+
+def attempt(s: Any, query: str, out: Path, counts: dict[str, int]) -> str | None:
+    """Run ``query`` on session ``s`` to ``out``, asserting one of the two outcomes within :data:`MAX_SECONDS`:
+    None when it ran (the budget charged, the release left at ``out``), or its refusal ``"Class: message"``
+    (a DPSparkError; the budget and ``out`` untouched; a join off the unit is a SqlError). Counts it."""
+    from dpspark.api.charge import SessionBudgetExceeded
+    from dpspark.sql import SqlError
+
+    before = s.remaining.measure
+    off_unit = any(j in query for j in PRIVATE_OFF_UNIT)
+    started = time.monotonic()
+    refusal = None
+    try:
+        s.sql(query, output=out)
+    except DPSparkError as err:
+        assert s.remaining.measure == before, f"refused after the spend: {query!r}: {err}"
+        assert not out.exists(), query
+        assert str(err), query
+        assert not off_unit or isinstance(err, SqlError), f"{type(err).__name__} for {query!r}: {err}"
+        counts["refused"] += 1
+        counts["off-unit"] += off_unit
+        counts["budget"] += isinstance(err, SessionBudgetExceeded)
+        refusal = f"{type(err).__name__}: {err}"
+    except Exception as err:  # a foreign exception is a bug (the message names the query)
+        raise AssertionError(f"foreign {type(err).__name__} for {query!r}: {err}") from err
+    else:
+        assert not off_unit, f"a join of the private tables off the unit ran: {query!r}"
+        assert s.remaining.measure != before and (out / "manifest.json").exists(), query
+        counts["ran"] += 1
+        counts["private"] += any(j in query for j in PRIVATE_JOINS)
+        counts["public"] += any(j in query for j in PUBLIC_JOINS)
+        counts["stddev"] += "STDDEV_POP(" in query
+    assert time.monotonic() - started < MAX_SECONDS, f"query took too long: {query!r}"
+    return refusal
+
+
 def run_fuzz(tmp_path: Path, seed: int, n: int) -> dict[str, int]:
     """Run n queries; returns how many ran and how many were refused (asserting the two outcomes only), and
     how many of each join kind ran (``public``, ``private``) or were refused (``off-unit``: always)."""
-    import dpspark
-    from dpspark.rng import SeededRandom
-    from dpspark.sql import SqlError
+    import shutil
 
-    from dpspark.api.charge import SessionBudgetExceeded
-
-    counts = {"ran": 0, "refused": 0, "public": 0, "private": 0, "off-unit": 0, "stddev": 0, "budget": 0}
-    budget = {"epsilon": "60", "delta": "1/1000"}
+    counts = new_counts()
+    tables = fuzz_tables()
     s: Any = None
     for i, query in enumerate(queries(seed, n)):
         if i % SESSION_QUERIES == 0:  # a fresh session now and then: a runnable query's budget never runs out
-            s = dpspark.Session(tables=fuzz_tables(), public_tables=PUBLIC, max_units=1000,
-                                unit_column="user_id", rng=SeededRandom(i), budget=budget)
-        before = s.remaining.measure
+            s = fuzz_session(tables, i)
         out = tmp_path / f"r{i}"
-        off_unit = any(j in query for j in PRIVATE_OFF_UNIT)
-        started = time.monotonic()
-        try:
-            s.sql(query, output=out)
-        except DPSparkError as err:
-            assert s.remaining.measure == before, f"refused after the spend: {query!r}: {err}"
-            assert not out.exists(), query
-            assert str(err), query
-            assert not off_unit or isinstance(err, SqlError), f"{type(err).__name__} for {query!r}: {err}"
-            counts["refused"] += 1
-            counts["off-unit"] += off_unit
-            counts["budget"] += isinstance(err, SessionBudgetExceeded)
-        except Exception as err:  # a foreign exception is a bug (the message names the query)
-            raise AssertionError(f"foreign {type(err).__name__} for {query!r}: {err}") from err
-        else:
-            assert not off_unit, f"a join of the private tables off the unit ran: {query!r}"
-            assert s.remaining.measure != before and (out / "manifest.json").exists(), query
-            counts["ran"] += 1
-            counts["private"] += any(j in query for j in PRIVATE_JOINS)
-            counts["public"] += any(j in query for j in PUBLIC_JOINS)
-            counts["stddev"] += "STDDEV_POP(" in query
-            import shutil
-
+        if attempt(s, query, out, counts) is None:
             shutil.rmtree(out)
-        assert time.monotonic() - started < MAX_SECONDS, f"query took too long: {query!r}"
     return counts
+
+
+def check_counts(counts: dict[str, int], n: int) -> None:
+    """The lower bounds a fuzz of ``n`` >= 5,000 queries meets: both outcomes, every join kind, STDDEV_POP."""
+    assert counts["ran"] + counts["refused"] == n and counts["ran"] >= n // 5
+    assert counts["budget"] <= counts["refused"] // 20  # refused by the budget: only the queries that ask too much
+    assert counts["private"] >= n // 50 and counts["public"] >= n // 50 and counts["off-unit"] >= n // 100
+    assert counts["stddev"] >= n // 100
 
 
 def test_fuzz_sample(tmp_path: Path) -> None:
@@ -271,6 +305,4 @@ def test_fuzz_sample(tmp_path: Path) -> None:
 def test_fuzz_5000(tmp_path: Path) -> None:
     counts = run_fuzz(tmp_path, seed=2, n=5000)
     print(f"fuzz: {counts}")  # report
-    assert counts["ran"] + counts["refused"] == 5000 and counts["ran"] >= 1000
-    assert counts["budget"] <= counts["refused"] // 20  # refused by the budget: only the queries that ask too much
-    assert counts["private"] >= 100 and counts["public"] >= 100 and counts["off-unit"] >= 50 and counts["stddev"] >= 50
+    check_counts(counts, 5000)
