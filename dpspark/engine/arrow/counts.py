@@ -132,7 +132,11 @@ def _first_k_per_unit(unit_ids: np.ndarray, pick: np.ndarray, words: np.ndarray,
     per_unit = np.bincount(unit_ids)
     crowded = np.flatnonzero(per_unit[unit_ids] > k)
     u, h = unit_ids[crowded], pick[crowded]
-    limbs = words[crowded].view(">u8").astype(np.uint64)  # big-endian limbs: lexicographic = unsigned bytes
+    w = words[crowded]
+    pad = -w.shape[1] % 8  # left-pad to whole 8-byte limbs (zero bytes first keep the order)
+    if pad:  # public: the universe's word width
+        w = np.concatenate([np.zeros((len(w), pad), dtype=np.uint8), w], axis=1)
+    limbs = np.ascontiguousarray(w).view(">u8").astype(np.uint64)  # big-endian limbs: lexicographic = unsigned bytes
     order = np.lexsort(tuple(limbs[:, j] for j in reversed(range(limbs.shape[1]))) + (h, u))
     su = u[order]
     starts = np.flatnonzero(np.r_[True, su[1:] != su[:-1]])
