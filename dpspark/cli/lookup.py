@@ -72,12 +72,15 @@ def _cmd_lookup(args: argparse.Namespace) -> int:
         rel = open_release(args.release, verify=not args.no_verify)
     except DPSparkError as err:
         return _fail("lookup", err)
-    if not args.key and not callable(getattr(rel, "answers", None)):
+    keys = list(args.key)
+    if not keys and getattr(rel, "is_global", False):  # global answers (no GROUP BY): the one group's fixed key 0
+        keys = ["0"]
+    if not keys and not callable(getattr(rel, "answers", None)):
         print(f"dpspark lookup: give at least one KEY to look up in this {rel.kind} release", file=sys.stderr)
         return 2
     if callable(getattr(rel, "lookup_rows", None)):  # groups and answers answer in their own rows
-        rows, invalid, notes = rel.lookup_rows(args.key, args.key_json, exact=args.exact)
-        return _print_rows(rel, rows, invalid, len(args.key), notes)
+        rows, invalid, notes = rel.lookup_rows(keys, args.key_json, exact=args.exact)
+        return _print_rows(rel, rows, invalid, len(keys), notes)
     if not hasattr(rel, "estimate"):  # samples, distributions, models: nothing is keyed
         print(f"dpspark lookup: this {rel.kind} release has no keys to look up; run `dpspark inspect {args.release}` "
               "or open it in Python (dpspark.lookup.open_release)", file=sys.stderr)
@@ -130,7 +133,7 @@ def add_lookup_command(subparsers: Any) -> None:
                  "key\nthat was not selected is reported as not released (exit 0).\n")
     lk.add_argument("release", help="release directory")
     lk.add_argument("key", nargs="*", help="keys to look up (see the key syntax below); for an answers release, "
-                    "query names (none: every answer)")
+                    "query names (none: every answer); none for a global groups release (no GROUP BY)")
     lk.add_argument("--key-json", action="store_true", help="parse each KEY as JSON (lists for tuple keys)")
     lk.add_argument("--exact", action="store_true", help="print the exact rationals (default: decimals, error "
                     "bars rounded up)")

@@ -94,6 +94,19 @@ def test_global_release_reads_as_global_answers(tmp_path: Path) -> None:
     assert rel.plot_bars(5)[0]["labels"] == ["global"]
 
 
+def test_the_cli_looks_up_a_global_release_without_a_key(tmp_path: Path, capsys: Any) -> None:
+    """`dpspark lookup REL` with no KEY answers the one group (no key to type), as `dpspark lookup REL 0` does."""
+    from dpspark.cli.app import main as cli
+
+    with session() as s:
+        s.sql(query(WHERE), output=tmp_path / "rel")
+    capsys.readouterr()
+    assert cli(["lookup", str(tmp_path / "rel")]) == 0
+    bare = capsys.readouterr().out
+    assert cli(["lookup", str(tmp_path / "rel"), "0"]) == 0
+    assert bare == capsys.readouterr().out and "mean_age" in bare
+
+
 def test_auto_rows_per_unit_after_the_join(tmp_path: Path) -> None:
     """max_rows_per_group = auto: c (the rows a unit adds after the join) is chosen privately, and stated."""
     with session() as s:
