@@ -167,6 +167,10 @@ def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource) -> "Da
     return kept.groupBy(INDEX).agg(F.sum("rows").cast("long").alias("count"))
 
 
+#: the largest ``DataFrame.limit`` Spark takes (a Java int)
+JAVA_INT_MAX = (1 << 31) - 1
+
+
 def _bound_units(rows: "DataFrame", unit: str, stage: CountsStage, secret: bytes) -> "DataFrame":
     """Apply the excess-units rule: keep the n units with the smallest keyed hash, or refuse if there are more.
 
@@ -177,8 +181,12 @@ def _bound_units(rows: "DataFrame", unit: str, stage: CountsStage, secret: bytes
     from pyspark.sql.types import LongType, StructField, StructType
 
     units = rows.select(unit).distinct()
+    n = stage.max_units
     if stage.on_excess_units == "refuse":
-        if units.limit(stage.max_units + 1).count() > stage.max_units:
+        # Spark's limit takes a Java int: past it (a public n), count every unit (an n >= 2^31 - 1 once failed here
+        # with a Py4J error after the spend)
+        seen = units.count() if n >= JAVA_INT_MAX else units.limit(n + 1).count()
+        if seen > n:
             raise CuratorError(
                 f"the input holds more units than privacy.max_units = {stage.max_units} and on_excess_units = "
                 "'refuse' (curator-side check, before any noise was drawn); raise max_units or use 'truncate'")
@@ -187,7 +195,14 @@ def _bound_units(rows: "DataFrame", unit: str, stage: CountsStage, secret: bytes
     with_hash = units.withColumn(UNIT_HASH, F.xxhash64(F.col(unit)))
     schema = StructType(list(with_hash.schema.fields) + [StructField(HASH, LongType(), False)])
     ranked = with_hash.mapInArrow(keyed_pick_hash(truncation_key), schema)
-    kept = ranked.orderBy(F.col(HASH), F.col(UNIT_HASH)).limit(stage.max_units).select(unit)
+    order = [F.col(HASH), F.col(UNIT_HASH)]
+    if n < JAVA_INT_MAX:
+        kept = ranked.orderBy(*order).limit(n).select(unit)
+    else:  # a public n past a Java int: rank every unit (one ordered window) and keep the first n
+        from pyspark.sql import Window
+
+        rank = F.row_number().over(Window.partitionBy(F.col(HASH).bitwiseAND(F.lit(0))).orderBy(*order))
+        kept = ranked.withColumn("__dp_rank", rank).filter(F.col("__dp_rank") <= F.lit(n)).select(unit)
     return rows.join(kept, on=unit, how="left_semi")
 
 

@@ -19,6 +19,7 @@ pytestmark = pytest.mark.spark
 
 def make_config(tmp_path: Path, table: pa.Table, universe: str, *, unit: bool = True, extra: str = "",
                 columns: str = '["k"]', mechanism: str = "stability", n: int = 100) -> Path:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, tmp_path / "in.parquet")
     delta = 'delta = "1e-6"' if mechanism == "stability" else ""
     text = f"""
@@ -127,3 +128,15 @@ def test_colliding_hashed_keys_are_summed_per_index(spark, tmp_path: Path) -> No
     u = load_config(cfg).universe
     want = Counter(u.encode(f"q{i % 10}") - 1 for i in range(37))
     assert got == dict(want) and sum(got.values()) == 37
+
+
+@pytest.mark.parametrize("rule", ["truncate", "refuse"])
+def test_a_max_units_past_a_java_int_counts_like_a_small_one(spark, tmp_path: Path, rule: str) -> None:
+    """Spark's limit takes a Java int: a declared n >= 2^31 - 1 (allowed up to 2^48) used to fail after the spend
+    with a Py4J error; it now keeps every unit of a small input, as n = 100 does, under either excess rule."""
+    t = pa.table({"u": pa.array([1, 1, 2, 3, 3, 4], pa.int64()), "k": pa.array([1, 2, 2, 3, 3, 5], pa.int64())})
+    universe = 'kind = "int_range"\nlo = 1\nhi = 10'
+    extra = f'on_excess_units = "{rule}"'
+    small = counts_of(spark, make_config(tmp_path / "small", t, universe, mechanism="dense", extra=extra))
+    big = counts_of(spark, make_config(tmp_path / "big", t, universe, mechanism="dense", extra=extra, n=1 << 31))
+    assert big == small and sum(small.values()) == 4
