@@ -163,15 +163,107 @@ def bits_of(part: Part, stage: "GroupsStage") -> list[np.ndarray]:
     return [value_bits(part.x[c]) for c in stage.value_columns]
 
 
+#: k (max_groups_per_unit, public) up to which the k-groups rule runs as k rounds of per-unit minima over the
+#: rows (:func:`_bound_rounds`, no sort); past it, one sort of the (unit, group) pairs (:func:`_bound_sorted`)
+PICK_ROUNDS = 8
+
+
 def bound(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """(kept row mask, kept units per group) under the k-groups and c-rows rules (nothing to bound per row-unit)."""
+    """(kept row mask, kept units per group) under the k-groups and c-rows rules (nothing to bound per row-unit).
+
+    Both ways give the same rows and counts (tested equal); which one runs depends on the public k alone."""
+    G = len(part.words)
+    if part.uid is None:  # rows are units (public)
+        units = np.bincount(part.gid, minlength=G)
+        return np.ones(part.rows, dtype=bool), units * stage.unit_weights[0] if stage.unit_weights else units
+    if stage.max_groups_per_unit <= PICK_ROUNDS:
+        return _bound_rounds(part, stage, secret)
+    return _bound_sorted(part, stage, secret)
+
+
+def _word_rank(words: np.ndarray) -> np.ndarray:
+    """Each group's place among the groups' index words (distinct) in unsigned byte order."""
+    w = np.ascontiguousarray(words)
+    pad = -w.shape[1] % 8  # left-pad to whole 8-byte limbs (zero bytes first keep the order)
+    if pad:
+        w = np.concatenate([np.zeros((len(w), pad), dtype=np.uint8), w], axis=1)
+    limbs = w.view(">u8").astype(np.uint64)
+    order = np.lexsort(tuple(limbs[:, j] for j in reversed(range(limbs.shape[1]))))
+    rank = np.empty(len(words), dtype=np.int64)
+    rank[order] = np.arange(len(words), dtype=np.int64)
+    return rank
+
+
+def _bound_rounds(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bound` for k <= :data:`PICK_ROUNDS`, without a sort or a table of (unit, group) pairs.
+
+    The k-groups rule keeps each unit's k first pairs in (keyed hash, index word) order (the CountsStage rule,
+    :func:`dpspark.engine.arrow.counts.first_k_per_unit`). Every row carries its pair's keyed hash and its
+    group's word rank, so round r (r < k, public) takes, per unit, the lexicographic minimum of (hash, rank)
+    over its rows not yet taken (two ``np.minimum.at`` over the unit ids): the rows of that one pair (a unit's
+    pairs have distinct words). A unit with at most k pairs has all of them taken. Then the c-rows rule runs on
+    the taken rows only (it is per pair, so the pairs the k rule drops need no row hash), ranking each crowded
+    pair's rows by (row hash, value bits) as before. The same steps run whatever the data (rule 4): k rounds
+    always, the row-hash sort on whatever rows are crowded (an empty array too). Memory: a few int64 per row
+    and per unit id; the pair ids u * k + r fit int64 (u < units <= 2 x rows + 1024, k <= 8: below 2^63 for
+    any array numpy holds).
+    """
+    G, nu, k, c = len(part.words), part.units, stage.max_groups_per_unit, stage.max_rows_per_group
+    assert part.uid is not None
+    uid = part.uid.astype(np.int64, copy=False)
+    gid = part.gid.astype(np.int64, copy=False)
+    present = np.flatnonzero(np.bincount(uid, minlength=nu))
+    unit_hash = np.zeros(nu, dtype=np.uint64)
+    unit_hash[present] = part.hashes(present)  # each unit hashed once (a gather per row below)
+    pick = keyed_mix(hash_fixed(part.words[gid], seed=unit_hash[uid]), secret).view(np.int64)
+    rank = _word_rank(part.words)[gid]
+    top = np.iinfo(np.int64).max
+    taken = np.zeros(len(uid), dtype=bool)
+    pair_rows = np.zeros(len(uid), dtype=np.int64)  # a taken row: the rows of its pair
+    pair_of = np.zeros(len(uid), dtype=np.int64)  # a taken row: its pair, u * k + r
+    chosen: list[np.ndarray] = []  # per round, per unit id: the group taken, or -1
+    for r in range(k):
+        free = ~taken
+        low = np.full(nu, top, dtype=np.int64)
+        np.minimum.at(low, uid, np.where(free, pick, top))
+        cand = free & (pick == low[uid])
+        low_rank = np.full(nu, top, dtype=np.int64)
+        np.minimum.at(low_rank, uid, np.where(cand, rank, top))
+        cand &= rank == low_rank[uid]
+        at = np.flatnonzero(cand)
+        taken[at] = True
+        pair_rows[at] = np.bincount(uid[at], minlength=nu)[uid[at]]
+        pair_of[at] = uid[at] * k + r
+        g_r = np.full(nu, -1, dtype=np.int64)
+        g_r[uid[at]] = gid[at]
+        chosen.append(g_r)
+    keep = taken.copy()
+    crowded = np.flatnonzero(taken & (pair_rows > c))
+    bits = [value_bits(part.x[col][crowded]) for col in stage.value_columns]
+    h = row_hash(unit_hash[uid[crowded]], part.words[gid[crowded]], bits, row_key(secret))
+    pc_ = pair_of[crowded]
+    order = np.lexsort((*reversed(bits), h, pc_))  # the index word is the pair's own: (pair, hash, bits)
+    sp = pc_[order]
+    starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
+    nth = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    keep[crowded[order[nth >= c]]] = False
+    groups = np.concatenate(chosen)
+    has = groups >= 0
+    if stage.unit_weights:  # weighted selection (k > 1): each kept pair weighs w(m), m = its unit's kept keys
+        m = sum((g >= 0).astype(np.int64) for g in chosen)
+        w = np.asarray(stage.unit_weights, dtype=np.int64)[np.maximum(m, 1) - 1]
+        # float bincount is exact: weights < 2^20 (stage check), fewer than 2^33 pairs, so every sum < 2^53
+        return keep, np.bincount(groups[has], weights=np.tile(w, k)[has], minlength=G).astype(np.int64)
+    return keep, np.bincount(groups[has], minlength=G)
+
+
+def _bound_sorted(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bound` by a table of the (unit, group) pairs and one sort of the busy units' pairs (any k)."""
     from dpspark.engine.arrow.counts import first_k_per_unit
 
     G = len(part.words)
     keep = np.ones(part.rows, dtype=bool)
-    if part.uid is None:  # rows are units (public)
-        units = np.bincount(part.gid, minlength=G)
-        return keep, units * stage.unit_weights[0] if stage.unit_weights else units
+    assert part.uid is not None
     nu = part.units
     # one code path whatever the rows (rule 4): no "every unit has one row" shortcut, no skip when no pair is
     # crowded or no unit busy (the steps run on empty arrays), and no tie-only sort: equal rows of one unit and
