@@ -67,50 +67,94 @@ def row_hash(seed: "np.ndarray | int", words: np.ndarray, bits: list[np.ndarray]
     return chain_hash(hash_fixed(words, seed=seed if isinstance(seed, np.ndarray) else int(seed)), bits, key)
 
 
+class _InPlace:
+    """uint64 steps in place on one array with one scratch buffer (10^7-row hashes: the temporaries of the plain
+    numpy forms cost as much as the maths)."""
+
+    def __init__(self, n: int) -> None:
+        self.s = np.empty(n, dtype=np.uint64)
+
+    def rotl(self, x: np.ndarray, r: int) -> None:  # x = rotl(x, r)
+        np.right_shift(x, np.uint64(64 - r), out=self.s)
+        np.left_shift(x, np.uint64(r), out=x)
+        np.bitwise_or(x, self.s, out=x)
+
+    def shift_xor(self, x: np.ndarray, r: int) -> None:  # x ^= x >> r
+        np.right_shift(x, np.uint64(r), out=self.s)
+        np.bitwise_xor(x, self.s, out=x)
+
+    def fmix(self, h: np.ndarray) -> None:  # xxhash64's final avalanche
+        from dpspark.engine import xxhash64 as xx
+
+        self.shift_xor(h, 33)
+        np.multiply(h, xx.P2, out=h)
+        self.shift_xor(h, 29)
+        np.multiply(h, xx.P3, out=h)
+        self.shift_xor(h, 32)
+
+    def keyed_mix(self, h: np.ndarray, key: bytes) -> None:  # keyed.keyed_mix: two rounds of keyed.mix64
+        from dpspark.engine.keyed import key_words
+
+        for k in key_words(key):
+            np.bitwise_xor(h, k, out=h)
+            self.shift_xor(h, 30)
+            np.multiply(h, np.uint64(0xBF58476D1CE4E5B9), out=h)
+            self.shift_xor(h, 27)
+            np.multiply(h, np.uint64(0x94D049BB133111EB), out=h)
+            self.shift_xor(h, 31)
+
+
 def chain_hash(h: np.ndarray, bits: list[np.ndarray], key: bytes) -> np.ndarray:
     """:func:`row_hash` from the xxhash64 of (seed, index word) on: the value bits chained, then the keyed mix.
 
     The same arithmetic as ``keyed_mix(hash_long(..., seed=h), key)`` (tested equal), in place on two buffers:
     the row cut hashes every row of a pass, and the temporaries of the plain form cost as much as the maths."""
     from dpspark.engine import xxhash64 as xx
-    from dpspark.engine.keyed import key_words
 
     u64 = np.uint64
     h = np.array(h, dtype=np.uint64, copy=True)
     t = np.empty_like(h)
-    s = np.empty_like(h)
-
-    def rotl(x: np.ndarray, r: int) -> None:  # x = rotl(x, r), with s as scratch
-        np.right_shift(x, u64(64 - r), out=s)
-        np.left_shift(x, u64(r), out=x)
-        np.bitwise_or(x, s, out=x)
-
-    def shift_xor(x: np.ndarray, r: int) -> None:  # x ^= x >> r
-        np.right_shift(x, u64(r), out=s)
-        np.bitwise_xor(x, s, out=x)
-
+    op = _InPlace(len(h))
     with np.errstate(over="ignore"):
         for b in bits:  # xxhash64.hash_long(b, seed=h)
             np.add(h, xx.P5 + u64(8), out=h)
             np.multiply(np.ascontiguousarray(b, dtype=np.int64).view(np.uint64), xx.P2, out=t)
-            rotl(t, 31)
+            op.rotl(t, 31)
             np.multiply(t, xx.P1, out=t)
             np.bitwise_xor(h, t, out=h)
-            rotl(h, 27)
+            op.rotl(h, 27)
             np.multiply(h, xx.P1, out=h)
             np.add(h, xx.P4, out=h)
-            shift_xor(h, 33)
-            np.multiply(h, xx.P2, out=h)
-            shift_xor(h, 29)
-            np.multiply(h, xx.P3, out=h)
-            shift_xor(h, 32)
-        for k in key_words(key):  # keyed.keyed_mix: two rounds of keyed.mix64
-            np.bitwise_xor(h, k, out=h)
-            shift_xor(h, 30)
-            np.multiply(h, u64(0xBF58476D1CE4E5B9), out=h)
-            shift_xor(h, 27)
-            np.multiply(h, u64(0x94D049BB133111EB), out=h)
-            shift_xor(h, 31)
+            op.fmix(h)
+        op.keyed_mix(h, key)
+    return h.view(np.int64)
+
+
+def pair_pick(seed: np.ndarray, words: np.ndarray, gid: np.ndarray, secret: bytes) -> np.ndarray:
+    """``keyed_mix(hash_fixed(words[gid], seed=seed), secret)`` as int64 (the k-groups rule's keyed pick of each
+    row's (unit, group) pair; ``seed``: the unit's Spark hash per row), fused for index words of 8, 16 or 24 bytes:
+    each word's lanes (xxhash64's per-word products) are computed once per group and gathered per row, and the
+    rest runs in place. Other widths take the plain form. Tested equal to it."""
+    from dpspark.engine import xxhash64 as xx
+
+    width = words.shape[1]
+    if width % 8 or not 0 < width < 32:
+        return keyed_mix(hash_fixed(words[gid], seed=seed), secret).view(np.int64)
+    with np.errstate(over="ignore"):
+        limbs = np.ascontiguousarray(words).view("<u8").astype(np.uint64, copy=False)  # XXH64's little-endian loads
+        lanes = [xx._rotl(limbs[:, j] * xx.P2, 31) * xx.P1 for j in range(width // 8)]  # per group
+        h = np.array(seed, dtype=np.uint64, copy=True)
+        np.add(h, xx.P5 + np.uint64(width), out=h)
+        t = np.empty_like(h)
+        op = _InPlace(len(h))
+        for lane in lanes:
+            np.take(lane, gid, out=t)
+            np.bitwise_xor(h, t, out=h)
+            op.rotl(h, 27)
+            np.multiply(h, xx.P1, out=h)
+            np.add(h, xx.P4, out=h)
+        op.fmix(h)
+        op.keyed_mix(h, secret)
     return h.view(np.int64)
 
 
@@ -215,23 +259,24 @@ def _bound_rounds(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.n
     present = np.flatnonzero(np.bincount(uid, minlength=nu))
     unit_hash = np.zeros(nu, dtype=np.uint64)
     unit_hash[present] = part.hashes(present)  # each unit hashed once (a gather per row below)
-    pick = keyed_mix(hash_fixed(part.words[gid], seed=unit_hash[uid]), secret).view(np.int64)
+    pick = pair_pick(unit_hash[uid], part.words, gid, secret)
     rank = _word_rank(part.words)[gid]
     top = np.iinfo(np.int64).max
     taken = np.zeros(len(uid), dtype=bool)
+    left = pick.copy()  # the pick, and top once the row is taken (a free row may also hold top: ``taken`` tells)
     pair_rows = np.zeros(len(uid), dtype=np.int64)  # a taken row: the rows of its pair
     pair_of = np.zeros(len(uid), dtype=np.int64)  # a taken row: its pair, u * k + r
     chosen: list[np.ndarray] = []  # per round, per unit id: the group taken, or -1
     for r in range(k):
-        free = ~taken
         low = np.full(nu, top, dtype=np.int64)
-        np.minimum.at(low, uid, np.where(free, pick, top))
-        cand = free & (pick == low[uid])
+        np.minimum.at(low, uid, left)  # per unit, the least pick of its free rows (top: none, or top itself)
+        at = np.flatnonzero(left == low[uid])
+        at = at[~taken[at]]  # the free rows holding their unit's least pick (a few per unit)
         low_rank = np.full(nu, top, dtype=np.int64)
-        np.minimum.at(low_rank, uid, np.where(cand, rank, top))
-        cand &= rank == low_rank[uid]
-        at = np.flatnonzero(cand)
+        np.minimum.at(low_rank, uid[at], rank[at])
+        at = at[rank[at] == low_rank[uid[at]]]  # the rows of the unit's first pair in (pick, word) order
         taken[at] = True
+        left[at] = top
         pair_rows[at] = np.bincount(uid[at], minlength=nu)[uid[at]]
         pair_of[at] = uid[at] * k + r
         g_r = np.full(nu, -1, dtype=np.int64)

@@ -93,3 +93,19 @@ def test_bound_takes_rounds_up_to_pick_rounds(monkeypatch: pytest.MonkeyPatch) -
     core.bound(p, stage(core.PICK_ROUNDS, 1), SECRET)
     core.bound(p, stage(core.PICK_ROUNDS + 1, 1), SECRET)
     assert calls == ["rounds", "sorted"]
+
+
+@pytest.mark.parametrize("width", [1, 2, 8, 11, 16, 24, 32, 40])
+def test_pair_pick_is_the_plain_keyed_hash(width: int) -> None:
+    """The fused pick equals keyed_mix(hash_fixed(word, seed=unit hash)) for every width (fused or not)."""
+    from dpspark.engine.keyed import keyed_mix
+    from dpspark.engine.xxhash64 import hash_fixed
+
+    rng = np.random.default_rng(width)  # test data only
+    words = rng.integers(0, 256, (30, width)).astype(np.uint8)
+    words[0] = 0
+    words[1] = 255
+    gid = rng.integers(0, 30, 500).astype(np.int64)
+    seed = rng.integers(0, 1 << 63, 500).astype(np.uint64) * np.uint64(2) + np.uint64(1)
+    want = keyed_mix(hash_fixed(words[gid], seed=seed), SECRET).view(np.int64)
+    assert np.array_equal(core.pair_pick(seed, words, gid, SECRET), want)
