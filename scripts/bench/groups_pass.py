@@ -2,7 +2,7 @@
 """The groups data pass on Arrow against a plain pyarrow group-by on the same file (issue 35 §2).
 
 Usage: .venv/bin/python scripts/bench/groups_pass.py [--rows 10000000] [--users 1000000] [--repeat 3]
-       [--cases rows,units,private,public-1e6] [--out bench-results/groups_pass.json]
+       [--cases rows,units,private,public-1e6,cli-private,cli-public-1e6] [--out bench-results/groups_pass.json]
 
 Workloads (synthetic; numpy's seeded Generator makes input data only, never noise), each written once to a
 Parquet file; dpspark computes count + sum per key (``backend.compute(GroupsStage)`` on the file: read,
@@ -15,7 +15,12 @@ bound, sum) in a child process, the same child computing it ``--repeat`` times:
 * ``private``: ``--rows`` rows over 10^6 int64 keys (an int_range universe: private keys), rows as units;
 * ``private-units``: the same with units of 10 rows, k = 2, c = 3;
 * ``public-1e6``: the ``private`` file with a public list of the 10^6 keys (the universe is built in the child,
-  outside the timed pass).
+  outside the timed pass);
+* ``cli-private`` and ``cli-public-1e6`` (issue 35 §2's scale goals, whole releases): ``/usr/bin/time -v dpspark
+  release --engine arrow`` on the ``private`` file, keys selected privately from the int_range 0..10^6 - 1, or the
+  10^6 public keys from a Parquet keys file; count + sum per key, rows as units. Figures: wall, CPU (user + sys)
+  and peak RSS of the CLI process (start-up, planning, noise and the release's writing included); no pyarrow
+  baseline (the goals are absolute: <= 15 s and <= 1.5 GiB, <= 10 s).
 
 The baseline is ``pq.read_table`` + ``group_by(keys).aggregate([(value, sum), (value, count)])`` on the same
 file in this process. Figures are medians of CPU seconds (every thread of the process) and wall seconds; the
@@ -60,7 +65,61 @@ def workload(path: str, rows: int, users: int, kind: str, seed: int = 7) -> None
     pq.write_table(pa.table(cols), path, row_group_size=1 << 20)
 
 
-CASES = ("rows", "units", "private", "private-units", "public-1e6")
+CASES = ("rows", "units", "private", "private-units", "public-1e6", "cli-private", "cli-public-1e6")
+
+CLI_CONFIG = """[input]
+path = "{data}"
+[privacy]
+mechanism = "groups"
+epsilon = "1"
+delta = "1e-8"
+[groups]
+by = ["key"]
+{keys}
+[[aggregates]]
+name = "n"
+kind = "count"
+[[aggregates]]
+name = "s"
+kind = "sum"
+column = "value"
+lo = "0"
+hi = "1000"
+[output]
+path = "{out}"
+"""
+
+
+def time_cli(kind: str, path: str, tmp: str, repeat: int) -> dict:
+    """Whole ``dpspark release --engine arrow`` runs under ``/usr/bin/time -v`` (a fresh ledger each)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if kind == "cli-public-1e6":
+        keys_path = os.path.join(tmp, "keys.parquet")
+        pq.write_table(pa.table({"key": pa.array(range(1_000_000), pa.int64())}), keys_path)
+        keys = f'keys_file = "{keys_path}"'
+    else:
+        keys = '[universe]\nkind = "int_range"\nlo = 0\nhi = 999999'
+    walls, cpus, rss = [], [], []
+    for i in range(repeat):
+        run = os.path.join(tmp, f"{kind}-{i}")
+        os.makedirs(run)
+        config = os.path.join(run, "release.toml")
+        with open(config, "w") as f:
+            f.write(CLI_CONFIG.format(data=path, keys=keys, out=os.path.join(run, "release")))
+        env = dict(os.environ, PYTHONPATH=ROOT, DPSPARK_LEDGER=os.path.join(run, "ledger"))
+        cli = os.path.join(os.path.dirname(sys.executable), "dpspark")
+        p = subprocess.run(["/usr/bin/time", "-v", cli, "release", "--engine", "arrow", "--config", config],
+                           capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            raise SystemExit(f"dpspark release failed:\n{p.stderr[-3000:]}")
+        stats = dict(line.strip().rsplit(": ", 1) for line in p.stderr.splitlines() if ": " in line)
+        wall = stats["Elapsed (wall clock) time (h:mm:ss or m:ss)"].split(":")
+        walls.append(sum(float(x) * 60 ** j for j, x in enumerate(reversed(wall))))  # report
+        cpus.append(float(stats["User time (seconds)"]) + float(stats["System time (seconds)"]))  # report
+        rss.append(int(stats["Maximum resident set size (kbytes)"]) / 1024)  # report
+    return {"walls": walls, "cpus": cpus, "maxrss_mib": max(rss)}
 
 
 def stage_of(kind: str, path: str):
@@ -145,6 +204,13 @@ def main() -> int:
             if not os.path.exists(path):
                 workload(path, args.rows, args.users, data)
             load0 = os.getloadavg()[0]
+            if kind.startswith("cli-"):
+                d = time_cli(kind, path, tmp, args.repeat)
+                results.append({"case": kind, "rows": args.rows, "groups": -1, "dpspark_cpu_s": median(d["cpus"]),
+                                "dpspark_wall_s": median(d["walls"]), "dpspark_peak_rss_mib": d["maxrss_mib"],
+                                "stage_cpu_s": 0.0, "pyarrow_cpu_s": float("nan"), "pyarrow_wall_s": float("nan"),  # report
+                                "cpu_ratio": float("nan"), "load": [load0, os.getloadavg()[0]], "raw": {"dpspark": d}})  # report
+                continue
             env = dict(os.environ, PYTHONPATH=ROOT)
             p = subprocess.run([sys.executable, __file__, "--child", kind, path, str(args.repeat)],
                                capture_output=True, text=True, env=env)
