@@ -108,7 +108,9 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
         read = len(present)  # the units read (PassStats): the units the truncation ranks
         # rule 2, the CountsStage rule over the units present, always applied (every unit kept when at most n):
         # running it only past max_units rows made whether the input held more than n rows a code path (rule 4)
-        kept_units = bound_units(hash_units(present), counts_stage, secret)
+        unit_hash = np.zeros(n_ids, dtype=np.uint64)  # the units present hashed once, here (rules 2, 4 and 5)
+        unit_hash[present] = hash_units(present)
+        kept_units = bound_units(unit_hash[present], counts_stage, secret)
         mask = np.zeros(n_ids, dtype=bool)
         mask[present[kept_units]] = True
         keep &= mask[uid]
@@ -125,9 +127,11 @@ def groups_on(dataset: Any, stage: "GroupsStage", secret: bytes, *, csv_infer: b
     gid_of_key[member_np] = key_gid.reshape(-1)
     sel = np.flatnonzero(keep)  # always taken (no "every row kept" shortcut: one path whatever the keys)
     part = core.Part(gid=gid_of_key[kid[sel]], words=gwords, x={c: a[sel] for c, a in x.items()})
+    del table, x, kid, keep, valid, v  # the rows are held once, in the part, from here on
     if unit is not None:
         assert uid is not None
-        part.uid, part.units, part.hash_units = uid[sel], n_ids, hash_units
+        part.uid, part.units, part.unit_hash = uid[sel], n_ids, unit_hash
+        del uid, sel
     else:  # every row a unit: the n rows first in keyed row-hash order (always run: rule 4)
         part = truncate_rows(part, stage, secret)
     return core.PassStats(finish(part, stage, secret), read)

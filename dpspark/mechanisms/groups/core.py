@@ -148,7 +148,7 @@ def pair_pick(seed: np.ndarray, words: np.ndarray, gid: np.ndarray, secret: byte
         t = np.empty_like(h)
         op = _InPlace(len(h))
         for lane in lanes:
-            np.take(lane, gid, out=t)
+            np.take(lane, gid, out=t, mode="clip")  # gid < G: "clip" writes in place ("raise" buffers)
             np.bitwise_xor(h, t, out=h)
             op.rotl(h, 27)
             np.multiply(h, xx.P1, out=h)
@@ -242,14 +242,14 @@ def _bound_rounds(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.n
     """:func:`bound` for k <= :data:`PICK_ROUNDS`, without a sort or a table of (unit, group) pairs.
 
     The k-groups rule keeps each unit's k first pairs in (keyed hash, index word) order (the CountsStage rule,
-    :func:`dpspark.engine.arrow.counts.first_k_per_unit`). Every row carries its pair's keyed hash and its
-    group's word rank, so round r (r < k, public) takes, per unit, the lexicographic minimum of (hash, rank)
-    over its rows not yet taken (two ``np.minimum.at`` over the unit ids): the rows of that one pair (a unit's
-    pairs have distinct words). A unit with at most k pairs has all of them taken. Then the c-rows rule runs on
+    :func:`dpspark.engine.arrow.counts.first_k_per_unit`). Every row carries its pair's keyed hash
+    (:func:`pair_pick`), so round r (r < k, public) takes, per unit, the lexicographic minimum of (hash, word
+    rank) over its rows not yet taken (a ``np.minimum.at`` over the unit ids, then one over the few rows that
+    hold their unit's least hash): the rows of that one pair (a unit's pairs have distinct words). A unit with at most k pairs has all of them taken. Then the c-rows rule runs on
     the taken rows only (it is per pair, so the pairs the k rule drops need no row hash), ranking each crowded
     pair's rows by (row hash, value bits) as before. The same steps run whatever the data (rule 4): k rounds
-    always, the row-hash sort on whatever rows are crowded (an empty array too). Memory: a few int64 per row
-    and per unit id; the pair ids u * k + r fit int64 (u < units <= 2 x rows + 1024, k <= 8: below 2^63 for
+    always, the row-hash sort on whatever rows are crowded (an empty array too). Memory: two int64 per row (the
+    pick, a gather), the taken rows' pair sizes, and k int64 per unit id; the pair ids u * k + r fit int64 (u < units <= 2 x rows + 1024, k <= 8: below 2^63 for
     any array numpy holds).
     """
     G, nu, k, c = len(part.words), part.units, stage.max_groups_per_unit, stage.max_rows_per_group
@@ -259,34 +259,35 @@ def _bound_rounds(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.n
     present = np.flatnonzero(np.bincount(uid, minlength=nu))
     unit_hash = np.zeros(nu, dtype=np.uint64)
     unit_hash[present] = part.hashes(present)  # each unit hashed once (a gather per row below)
-    pick = pair_pick(unit_hash[uid], part.words, gid, secret)
-    rank = _word_rank(part.words)[gid]
+    left = pair_pick(unit_hash[uid], part.words, gid, secret)  # the pick, then top once the row is taken
+    word_rank = _word_rank(part.words)
     top = np.iinfo(np.int64).max
-    taken = np.zeros(len(uid), dtype=bool)
-    left = pick.copy()  # the pick, and top once the row is taken (a free row may also hold top: ``taken`` tells)
-    pair_rows = np.zeros(len(uid), dtype=np.int64)  # a taken row: the rows of its pair
-    pair_of = np.zeros(len(uid), dtype=np.int64)  # a taken row: its pair, u * k + r
+    taken = np.zeros(len(uid), dtype=bool)  # a free row may hold top as its pick: ``taken`` tells
+    rounds: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # per round: (rows taken, their pair's rows, pair)
     chosen: list[np.ndarray] = []  # per round, per unit id: the group taken, or -1
     for r in range(k):
         low = np.full(nu, top, dtype=np.int64)
         np.minimum.at(low, uid, left)  # per unit, the least pick of its free rows (top: none, or top itself)
         at = np.flatnonzero(left == low[uid])
         at = at[~taken[at]]  # the free rows holding their unit's least pick (a few per unit)
+        rank = word_rank[gid[at]]
         low_rank = np.full(nu, top, dtype=np.int64)
-        np.minimum.at(low_rank, uid[at], rank[at])
-        at = at[rank[at] == low_rank[uid[at]]]  # the rows of the unit's first pair in (pick, word) order
+        np.minimum.at(low_rank, uid[at], rank)
+        at = at[rank == low_rank[uid[at]]]  # the rows of the unit's first pair in (pick, word) order
         taken[at] = True
         left[at] = top
-        pair_rows[at] = np.bincount(uid[at], minlength=nu)[uid[at]]
-        pair_of[at] = uid[at] * k + r
+        u_at = uid[at]
+        rounds.append((at, np.bincount(u_at, minlength=nu)[u_at], u_at * k + r))
         g_r = np.full(nu, -1, dtype=np.int64)
-        g_r[uid[at]] = gid[at]
+        g_r[u_at] = gid[at]
         chosen.append(g_r)
-    keep = taken.copy()
-    crowded = np.flatnonzero(taken & (pair_rows > c))
+    keep = taken
+    at, pair_rows, pair_of = (np.concatenate([x[i] for x in rounds]) for i in range(3))
+    busy = pair_rows > c
+    crowded = at[busy]
     bits = [value_bits(part.x[col][crowded]) for col in stage.value_columns]
     h = row_hash(unit_hash[uid[crowded]], part.words[gid[crowded]], bits, row_key(secret))
-    pc_ = pair_of[crowded]
+    pc_ = pair_of[busy]
     order = np.lexsort((*reversed(bits), h, pc_))  # the index word is the pair's own: (pair, hash, bits)
     sp = pc_[order]
     starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
