@@ -83,6 +83,14 @@ class _InPlace:
         np.right_shift(x, np.uint64(r), out=self.s)
         np.bitwise_xor(x, self.s, out=x)
 
+    def word(self, h: np.ndarray, lane: np.ndarray) -> None:  # xxhash64's step of one 8-byte word's lane
+        from dpspark.engine import xxhash64 as xx
+
+        np.bitwise_xor(h, lane, out=h)
+        self.rotl(h, 27)
+        np.multiply(h, xx.P1, out=h)
+        np.add(h, xx.P4, out=h)
+
     def fmix(self, h: np.ndarray) -> None:  # xxhash64's final avalanche
         from dpspark.engine import xxhash64 as xx
 
@@ -121,10 +129,7 @@ def chain_hash(h: np.ndarray, bits: list[np.ndarray], key: bytes) -> np.ndarray:
             np.multiply(np.ascontiguousarray(b, dtype=np.int64).view(np.uint64), xx.P2, out=t)
             op.rotl(t, 31)
             np.multiply(t, xx.P1, out=t)
-            np.bitwise_xor(h, t, out=h)
-            op.rotl(h, 27)
-            np.multiply(h, xx.P1, out=h)
-            np.add(h, xx.P4, out=h)
+            op.word(h, t)
             op.fmix(h)
         op.keyed_mix(h, key)
     return h.view(np.int64)
@@ -149,10 +154,7 @@ def pair_pick(seed: np.ndarray, words: np.ndarray, gid: np.ndarray, secret: byte
         op = _InPlace(len(h))
         for lane in lanes:
             np.take(lane, gid, out=t, mode="clip")  # gid < G: "clip" writes in place ("raise" buffers)
-            np.bitwise_xor(h, t, out=h)
-            op.rotl(h, 27)
-            np.multiply(h, xx.P1, out=h)
-            np.add(h, xx.P4, out=h)
+            op.word(h, t)
         op.fmix(h)
         op.keyed_mix(h, secret)
     return h.view(np.int64)
@@ -238,6 +240,15 @@ def _word_rank(words: np.ndarray) -> np.ndarray:
     return rank
 
 
+def _past_c(pair: np.ndarray, h: np.ndarray, bits: list[np.ndarray], c: int) -> np.ndarray:
+    """Positions of the rows past the c first of their pair in (row hash, value bits) order (the c-rows rule)."""
+    order = np.lexsort((*reversed(bits), h, pair))  # the index word is the pair's own: (pair, hash, bits)
+    sp = pair[order]
+    starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
+    nth = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
+    return order[nth >= c]
+
+
 def _bound_rounds(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, np.ndarray]:
     """:func:`bound` for k <= :data:`PICK_ROUNDS`, without a sort or a table of (unit, group) pairs.
 
@@ -287,12 +298,7 @@ def _bound_rounds(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.n
     crowded = at[busy]
     bits = [value_bits(part.x[col][crowded]) for col in stage.value_columns]
     h = row_hash(unit_hash[uid[crowded]], part.words[gid[crowded]], bits, row_key(secret))
-    pc_ = pair_of[busy]
-    order = np.lexsort((*reversed(bits), h, pc_))  # the index word is the pair's own: (pair, hash, bits)
-    sp = pc_[order]
-    starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
-    nth = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-    keep[crowded[order[nth >= c]]] = False
+    keep[crowded[_past_c(pair_of[busy], h, bits, c)]] = False
     groups = np.concatenate(chosen)
     has = groups >= 0
     if stage.unit_weights:  # weighted selection (k > 1): each kept pair weighs w(m), m = its unit's kept keys
@@ -324,12 +330,7 @@ def _bound_sorted(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.n
     bits = [b[crowded] for b in bits_of(part, stage)]
     words = part.words[part.gid[crowded]]
     h = row_hash(part.hashes(part.uid[crowded]), words, bits, row_key(secret))
-    pc_ = pid[crowded]
-    order = np.lexsort((*reversed(bits), h, pc_))  # the index word is the pair's own: (pair, hash, bits)
-    sp = pc_[order]
-    starts = np.flatnonzero(np.r_[True, sp[1:] != sp[:-1]])
-    rank = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-    keep[crowded[order[rank >= c]]] = False
+    keep[crowded[_past_c(pid[crowded], h, bits, c)]] = False
     pair_uid, pair_gid = pair_code // G, pair_code % G
     k = stage.max_groups_per_unit
     kept_pair = np.ones(len(pair_code), dtype=bool)
