@@ -2,11 +2,13 @@
 
 The stage's columns are read once (numeric columns by :func:`dpspark.engine.numeric.arrow_numeric`); keys
 are dictionary-encoded so the universe encodes each distinct key once; units get dense ids (their offset
-for integers in a short range, else a dictionary encoding) and are hashed, only where a rule needs it, as
-Spark hashes them (:func:`dpspark.engine.arrow.counts.spark_hash`), truncated by the CountsStage
+for integers in a short range, else a dictionary encoding), each unit present hashed once (rules 2, 4 and
+5 share the hashes) as Spark hashes them (:func:`dpspark.engine.arrow.counts.spark_hash`), truncated by the CountsStage
 rule (:func:`dpspark.engine.arrow.counts.bound_units`); then the shared numpy core
 (:mod:`dpspark.mechanisms.groups.core`) bounds and sums all units at once, exactly as the Spark kernel does
-per partition. Memory: the read columns (O(rows)), never a Python object per row on the fast path.
+per partition (:func:`dpspark.mechanisms.groups.core.bound`: k <= 8 groups per unit by k rounds of per-unit
+minima, no sort). Memory: the read columns (O(rows), released once the part holds the kept rows), never a
+Python object per row on the fast path.
 
 Without a unit column (every row a unit) the pass is :func:`dpspark.mechanisms.groups.arrow_pass.rows_pass`
 instead: two reads batch by batch, one Arrow group-by per batch, memory O(keys + batch), rule 3's row cut

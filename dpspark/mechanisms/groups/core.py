@@ -256,12 +256,13 @@ def _bound_rounds(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.n
     :func:`dpspark.engine.arrow.counts.first_k_per_unit`). Every row carries its pair's keyed hash
     (:func:`pair_pick`), so round r (r < k, public) takes, per unit, the lexicographic minimum of (hash, word
     rank) over its rows not yet taken (a ``np.minimum.at`` over the unit ids, then one over the few rows that
-    hold their unit's least hash): the rows of that one pair (a unit's pairs have distinct words). A unit with at most k pairs has all of them taken. Then the c-rows rule runs on
-    the taken rows only (it is per pair, so the pairs the k rule drops need no row hash), ranking each crowded
-    pair's rows by (row hash, value bits) as before. The same steps run whatever the data (rule 4): k rounds
-    always, the row-hash sort on whatever rows are crowded (an empty array too). Memory: two int64 per row (the
-    pick, a gather), the taken rows' pair sizes, and k int64 per unit id; the pair ids u * k + r fit int64 (u < units <= 2 x rows + 1024, k <= 8: below 2^63 for
-    any array numpy holds).
+    hold their unit's least hash): the rows of that one pair (a unit's pairs have distinct words). A unit with
+    at most k pairs has all of them taken. Then the c-rows rule runs on the taken rows only (it is per pair, so
+    the pairs the k rule drops need no row hash), ranking each crowded pair's rows by (row hash, value bits) as
+    before. The same steps run whatever the data (rule 4): k rounds always, the row-hash sort on whatever rows
+    are crowded (an empty array too). Memory: two int64 per row (the pick, a gather), the taken rows' pair
+    sizes, and k int64 per unit id. Every int64 fits: the pair ids u * k + r < 8 x units, units <= 2 x rows +
+    1024 (the Arrow ids) or the distinct units of a Spark partition.
     """
     G, nu, k, c = len(part.words), part.units, stage.max_groups_per_unit, stage.max_rows_per_group
     assert part.uid is not None
