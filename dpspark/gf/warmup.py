@@ -85,15 +85,16 @@ COMPILE_CPU = {
 def build_kernels(coefficients: int | None = None) -> frozenset[str]:
     """The entry kernels a build of a polynomial with ``coefficients`` (l, public) coefficients can run.
 
-    Below 2 * FFT_THRESHOLD - 1 coefficients no product reaches the FFT whatever |S| < l is: the tree's
-    FFT levels need 2 * FFT_THRESHOLD points and the final product's shorter factor has at most (l + 1) / 2
-    coefficients. The choice depends on l alone (public), never on the data; a kernel it leaves out would
-    still compile on its first call (numba's default), so it can cost time, never a wrong result.
+    With l <= FFT_THRESHOLD no product or evaluation reaches the FFT whatever |S| < l is (every size of the
+    tree, its evaluation and the final product stays below FFT_THRESHOLD; one coefficient more and a build
+    of |S| = l - 1 points runs the FFT: tests/unit/gf/test_firstuse_signatures.py checks both sides). The
+    choice depends on l alone (public), never on the data; a kernel it left out would still compile on its
+    first call (numba's default), which costs time, never a wrong result.
     """
     from dpspark.gf.poly import FFT_THRESHOLD
 
     names = BUILD_KERNELS | TRANSPOSED_KERNELS
-    if coefficients is not None and coefficients < 2 * FFT_THRESHOLD - 1:
+    if coefficients is not None and coefficients <= FFT_THRESHOLD:
         names -= FFT_KERNELS
     return frozenset(names)
 

@@ -43,8 +43,12 @@ def test_a_build_compiles_each_kernel_for_one_signature() -> None:
     proc = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-2000:]
     sigs, table = json.loads(proc.stdout.strip().splitlines()[-1])
-    # the warmup compiles each build kernel ahead for exactly the signature the build gives it
-    assert {name: sigs.get(name) for name in table} == table
+    # the warmup compiles each build kernel ahead for exactly the signature the build gives it (a kernel the
+    # build reaches only as another's callee, e.g. school_unreduced, has no signature of its own from a warm cache)
+    ran = {name for name in table if name in sigs}
+    assert {"dpspark.gf.kernels.mul_arrays", "dpspark.gf.additive_fft.afft_forward_block",
+            "dpspark.gf.transposed_fft.walk_block", "dpspark.gf.polymul_kernels.monic_level_products"} <= ran
+    assert {name: sigs[name] for name in ran} == {name: table[name] for name in ran}
     assert "dpspark.gf.kernels.mul_arrays" in sigs and "dpspark.gf.transposed_fft.walk_block" in sigs
     several = {name: s for name, s in sigs.items() if len(s) > 1}
     assert not several, several
@@ -105,13 +109,13 @@ def _fft_kernels_run(ell: int) -> list[str]:
 
 
 def test_a_build_below_the_fft_bound_runs_no_fft_kernel_and_the_warmup_leaves_them_out() -> None:
-    """The warmup of a small build (l < 2 FFT_THRESHOLD - 1, public) skips the FFT kernels: no |S| < l reaches them."""
+    """The warmup of a small build (l <= FFT_THRESHOLD, public) skips the FFT kernels: no |S| < l reaches them."""
     from dpspark.gf import warmup
     from dpspark.gf.poly import FFT_THRESHOLD
 
-    ell = 2 * FFT_THRESHOLD - 2
+    ell = FFT_THRESHOLD
     assert not warmup.build_kernels(ell) & warmup.FFT_KERNELS
     assert _fft_kernels_run(ell) == []
-    # the bound is tight: one coefficient more and a balanced build runs the FFT, which the warmup then compiles
+    # the bound is tight: one coefficient more and a build runs the FFT, which the warmup then compiles
     assert _fft_kernels_run(ell + 1)
     assert warmup.FFT_KERNELS <= warmup.build_kernels(ell + 1)
