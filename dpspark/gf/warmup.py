@@ -369,22 +369,28 @@ def ensure_compiled(progress: Callable[[str], None] | None = None, compile_now: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m dpspark.gf.warmup``: compile all kernels into numba's cache now (``--helper``: only
-    the build kernels named, the second process of :func:`compile_kernels`)."""
+    """``python -m dpspark.gf.warmup``: compile all kernels into numba's cache now (``--build``: only a
+    compact build's; ``--helper``: only the build kernels named, the second process of :func:`compile_kernels`)."""
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["--helper"] and set(args[1:]) <= set(BUILD_SIGNATURES):
         compile_named(args[1:])
         return
-    if args:
-        raise SystemExit("usage: python -m dpspark.gf.warmup [--helper KERNEL...]")
-    missing = cache_missing()
+    if args not in ([], ["--build"]):
+        raise SystemExit("usage: python -m dpspark.gf.warmup [--build | --helper KERNEL...]")
+    names = build_kernels()
+    missing = cache_missing(names if args else None)
     # the build kernels first, on two cores when one is idle; compile_all then loads them and compiles the rest
-    secs = compile_kernels(build_kernels())[0] if missing else 0.0
-    secs += compile_all()
+    wall, cpu, processes = compile_kernels(names) if missing else (0.0, 0.0, 1)
+    if not args:
+        t0 = time.perf_counter()
+        compile_all()
+        wall += time.perf_counter() - t0  # report
     state = "compiled" if missing else "already cached; loaded"
     # the reference-only kernels (the remainder tree's) are not warmed: usable = every kernel a build or lookup needs
-    usable = not cache_missing(BUILD_KERNELS | TRANSPOSED_KERNELS | LOOKUP_KERNELS)
-    print(f"dpspark.gf kernels {state} in {secs:.1f} s; cache usable: {usable}")  # report
+    usable = not cache_missing(names if args else BUILD_KERNELS | TRANSPOSED_KERNELS | LOOKUP_KERNELS)
+    print(f"dpspark.gf {'build ' if args else ''}kernels {state} in {wall:.1f} s"  # report
+          + (f" (build kernels: {cpu:.1f} CPU s in {processes} process{'es' if processes > 1 else ''})" if missing else "")
+          + f"; cache usable: {usable}")
 
 
 if __name__ == "__main__":
