@@ -71,14 +71,14 @@ BUILD_SIGNATURES: dict[str, tuple[str, tuple[str, ...]]] = {
     "walk_block": ("transposed_fft", ("A2", "i", "i", "A2", "L1", "A1", "b", "i")),
 }
 
-#: Compile CPU seconds of each entry kernel with its callees from an empty cache (numba's "numba:compile"
-#: events: scripts/bench/compile_profile.py on the 2-core dev VM, numba 0.68, issue 35 §1); only their
-#: ratios matter: they balance the two processes of :func:`compile_kernels`.
-COMPILE_CPU = {
-    "walk_block": 6.6, "afft_forward_block": 4.7, "afft_inverse_block": 4.5, "monic_level_scaled_kara": 4.1,
-    "monic_level_products": 1.7, "karatsuba_unreduced": 1.6, "mul_arrays": 1.1, "monic_level_lincomb": 0.9,
-    "monic_level_scaled": 0.8, "sqr_arrays": 0.6, "newton_unwrap": 0.5, "school_unreduced": 0.4,
-    "reduce_rows": 0.2, "count_zero_rows": 0.2,
+#: Compile CPU of each entry kernel with its callees from an empty cache, in tenths of a second (numba's
+#: "numba:compile" events: scripts/bench/compile_profile.py on the 2-core dev VM, numba 0.68, issue 35 §1);
+#: only their ratios matter: they balance the two processes of :func:`compile_kernels`.
+COMPILE_DECISECONDS = {
+    "walk_block": 66, "afft_forward_block": 47, "afft_inverse_block": 45, "monic_level_scaled_kara": 41,
+    "monic_level_products": 17, "karatsuba_unreduced": 16, "mul_arrays": 11, "monic_level_lincomb": 9,
+    "monic_level_scaled": 8, "sqr_arrays": 6, "newton_unwrap": 5, "school_unreduced": 4,
+    "reduce_rows": 2, "count_zero_rows": 2,
 }
 
 
@@ -102,11 +102,11 @@ def build_kernels(coefficients: int | None = None) -> frozenset[str]:
 def split_for_two(names: frozenset[str]) -> tuple[list[str], list[str]]:
     """(own, helper): ``names`` in two parts of about equal compile CPU (largest first, to the lighter part)."""
     parts: tuple[list[str], list[str]] = ([], [])
-    load = [0.0, 0.0]
-    for name in sorted(names, key=lambda x: (-COMPILE_CPU.get(x, 1.0), x)):
+    load = [0, 0]
+    for name in sorted(names, key=lambda x: (-COMPILE_DECISECONDS.get(x, 10), x)):
         side = 0 if load[0] <= load[1] else 1
         parts[side].append(name)
-        load[side] += COMPILE_CPU.get(name, 1.0)  # report: a scheduling weight
+        load[side] += COMPILE_DECISECONDS.get(name, 10)
     return parts
 
 
@@ -389,7 +389,8 @@ def main(argv: list[str] | None = None) -> None:
     # the reference-only kernels (the remainder tree's) are not warmed: usable = every kernel a build or lookup needs
     usable = not cache_missing(names if args else BUILD_KERNELS | TRANSPOSED_KERNELS | LOOKUP_KERNELS)
     print(f"dpspark.gf {'build ' if args else ''}kernels {state} in {wall:.1f} s"  # report
-          + (f" (build kernels: {cpu:.1f} CPU s in {processes} process{'es' if processes > 1 else ''})" if missing else "")
+          + (f" (build kernels: {cpu:.1f} CPU s in {processes} process{'es' if processes > 1 else ''})"  # report
+             if missing else "")
           + f"; cache usable: {usable}")
 
 

@@ -130,7 +130,8 @@ def main() -> int:
     ap.add_argument("--cold-base", help="another checkout whose cold compact release runs alongside (before/after)")
     ap.add_argument("--only-compact", action="store_true", help="stop after the compact cases")
     ap.add_argument("--cold-idle", action="store_true",
-                    help="cold releases act as on an idle machine: their load check reads 0 (both trees' compile helper runs)")
+                    help="cold releases act as on an idle machine: their load check reads 0 "
+                         "(both trees' compile helper runs)")
     ap.add_argument("--sums-rows", type=int, default=336_776, help="rows of the 16-filtered-sums input")
     ap.add_argument("--out", default="bench-results/first_use")
     args = ap.parse_args()
@@ -150,7 +151,8 @@ def main() -> int:
     data = out / f"compact_{args.n}_{args.keys}.parquet"
     if not data.exists():
         compact_input(data, args.n, args.keys)
-    cache = tempfile.mkdtemp(prefix="dpspark-numba-")  # this tree's last cold release fills it; the golden builds reuse it
+    # this tree's last cold release fills it; the golden builds reuse it
+    cache = tempfile.mkdtemp(prefix="dpspark-numba-")
     release = out / "release-compact-cold"  # with --skip-cold-build: a previous run's release, if any
     if not args.skip_cold_build:
         # the cold release, --cold-repeats times per tree, each with an empty cache dir; trees alternate so that
