@@ -207,9 +207,9 @@ class GF2m:
         flat = self._flat(a)
         if K.count_zero_rows(flat):
             raise ZeroDivisionError("inverse of the zero element of GF(2^m)")
-        out = np.empty_like(flat)
-        K.inv_arrays(flat, self.m, self.taps, out)
-        return out.reshape(a.shape)
+        from dpspark.gf.inversion import batch_inverse
+
+        return batch_inverse(flat, self.m, self.taps).reshape(a.shape)
 
     def div(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """a / b; ZeroDivisionError if b has a zero element."""

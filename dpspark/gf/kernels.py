@@ -179,62 +179,6 @@ def pow_arrays(a, ebits, taps, out):  # type: ignore[no-untyped-def]
         pow_row(a, i, ebits, out, i, taps, acc, tmp)
 
 
-@njit(cache=CACHE)
-def inv_row(a, ai, m, out, oi, taps, acc, tmp):  # type: ignore[no-untyped-def]
-    """out[oi] = a[ai]^(2^m - 2) by the Itoh-Tsujii chain (0 maps to 0).
-
-    tmp[0] holds beta_k = a^(2^k - 1); k follows the binary digits of m - 1.
-    """
-    w = a.shape[1]
-    for j in range(w):
-        tmp[0, j] = a[ai, j]
-    k = 1
-    nb = 0
-    t = m - 1
-    while t > 0:
-        nb += 1
-        t >>= 1
-    for bit in range(nb - 2, -1, -1):
-        # beta_{2k} = beta_k^(2^k) * beta_k
-        for j in range(w):
-            tmp[1, j] = tmp[0, j]
-        for _ in range(k):
-            sqr_row(tmp, int(1), tmp, int(1), taps, acc)
-        mul_row(tmp, int(1), tmp, int(0), tmp, int(0), taps, acc)
-        k *= 2
-        if ((m - 1) >> bit) & 1:
-            sqr_row(tmp, int(0), tmp, int(0), taps, acc)
-            mul_row(tmp, int(0), a, ai, tmp, int(0), taps, acc)
-            k += 1
-    sqr_row(tmp, int(0), out, oi, taps, acc)
-
-
-@njit(cache=CACHE, nogil=True)
-def inv_arrays(a, m, taps, out):  # type: ignore[no-untyped-def]
-    """out[i] = a[i]^-1 by Montgomery's batch trick: 3(n-1) products + 1 inversion.
-
-    Caller guarantees no zero rows (checked in Python before the call).
-    """
-    n, w = a.shape
-    if n == 0:
-        return
-    acc = np.zeros(2 * w, U64)
-    tmp = np.zeros((2, w), U64)
-    pre = np.empty((n, w), U64)
-    for j in range(w):
-        pre[0, j] = a[0, j]
-    for i in range(1, n):
-        mul_row(pre, i - 1, a, i, pre, i, taps, acc)
-    inv = np.empty((1, w), U64)
-    inv_row(pre, n - 1, m, inv, int(0), taps, acc, tmp)
-    for i in range(n - 1, 0, -1):
-        # inv = (a_0...a_i)^-1 ; a_i^-1 = inv * pre[i-1]; then inv *= a_i
-        mul_row(inv, int(0), pre, i - 1, out, i, taps, acc)
-        mul_row(inv, int(0), a, i, inv, int(0), taps, acc)
-    for j in range(w):
-        out[0, j] = inv[0, j]
-
-
 @njit(cache=CACHE, nogil=True)
 def count_zero_rows(a):  # type: ignore[no-untyped-def]
     """Number of all-zero rows."""

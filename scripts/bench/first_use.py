@@ -2,7 +2,8 @@
 """First-use speed (issue 35 §1 and the plan bullet of §2): what a new user waits for, against its goal.
 
 Usage: .venv/bin/python scripts/bench/first_use.py [--n 100000] [--keys 10000] [--repeats 3]
-                                                   [--skip-cold-build] [--out bench-results/first_use]
+                                                   [--skip-cold-build] [--cold-repeats 2] [--cold-base DIR]
+                                                   [--out bench-results/first_use]
 
 Every case is a fresh process (``dpspark ...`` run as ``python -c "from dpspark.cli.app import main; ..."``
 with this checkout on PYTHONPATH), timed end to end (wall), with the 1-minute load average at its start and the CPU seconds of the process and its children (a cold
@@ -10,7 +11,9 @@ build's helper compile process included; CPU time barely depends on the machine'
 
 * ``compact release, cold numba cache``: a CLI compact release (m = 128, n = max_units = --n, --keys distinct
   string keys, one row per unit) with NUMBA_CACHE_DIR an empty temporary directory, i.e. a fresh clone
-  (goal <= 60 s, compilation included); then the same release again with that cache now warm;
+  (goal <= 60 s, compilation included), --cold-repeats times with a new cache each (median), alternating with
+  the same release by the checkout --cold-base (e.g. an export of main: before and after in one run); then
+  the same release again with the last cache now warm;
 * ``first lookup of one key``: ``dpspark lookup`` of one key of that release in a fresh process with an empty
   numba cache (goal <= 1 s);
 * ``start-up``: ``dpspark inspect``, ``lookup`` and ``verify`` of a small release of every kind (the golden
@@ -34,6 +37,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -47,6 +51,10 @@ sys.path.insert(0, str(ROOT))
 CLI = "import sys; from dpspark.cli.app import main; raise SystemExit(main(sys.argv[1:]))"
 KINDS = ("dense", "stability", "pure_sparse", "bounded_noise", "kary_sampler", "bernoulli_sampler",
          "product_learner", "gaussian_learner", "groups", "compact")
+
+#: --cold-idle: the release process reads a zero load average, so dpspark.gf.warmup starts its compile helper
+#: whatever the load (a shared machine is rarely idle; this separates the helper's effect from the load's)
+IDLE = "import os; os.getloadavg = lambda: (0.0, 0.0, 0.0); "
 
 COMPACT = """[input]
 path = "{data}"
@@ -85,7 +93,8 @@ def _children_cpu() -> float:
     return use.ru_utime + use.ru_stime  # report
 
 
-def run(argv: list[str], env: dict[str, str] | None = None, code: str = CLI) -> tuple[float, float, int, str, float]:
+def run(argv: list[str], env: dict[str, str] | None = None, code: str = CLI,
+        cwd: Path = ROOT) -> tuple[float, float, int, str, float]:
     """(wall seconds, load at start, exit code, output, CPU seconds of the process and its helpers)."""
     # an installed package has its bytecode cached: a PYTHONDONTWRITEBYTECODE=1 in the bench's own environment
     # would make every fresh process recompile ~120 modules from source (about 0.5 s more per start-up)
@@ -94,7 +103,7 @@ def run(argv: list[str], env: dict[str, str] | None = None, code: str = CLI) -> 
     load = os.getloadavg()[0]
     cpu0 = _children_cpu()
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code, *argv], env=full, capture_output=True, text=True, cwd=ROOT)
+    done = subprocess.run([sys.executable, "-c", code, *argv], env=full, capture_output=True, text=True, cwd=cwd)
     took = time.perf_counter() - t0  # report
     return took, load, done.returncode, done.stdout + done.stderr, _children_cpu() - cpu0
 
@@ -117,6 +126,12 @@ def main() -> int:
     ap.add_argument("--keys", type=int, default=10_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--skip-cold-build", action="store_true", help="skip the cold compact release (minutes)")
+    ap.add_argument("--cold-repeats", type=int, default=2, help="cold compact releases per tree (median)")
+    ap.add_argument("--cold-base", help="another checkout whose cold compact release runs alongside (before/after)")
+    ap.add_argument("--only-compact", action="store_true", help="stop after the compact cases")
+    ap.add_argument("--cold-idle", action="store_true",
+                    help="cold releases act as on an idle machine: their load check reads 0 "
+                         "(both trees' compile helper runs)")
     ap.add_argument("--sums-rows", type=int, default=336_776, help="rows of the 16-filtered-sums input")
     ap.add_argument("--out", default="bench-results/first_use")
     args = ap.parse_args()
@@ -136,25 +151,55 @@ def main() -> int:
     data = out / f"compact_{args.n}_{args.keys}.parquet"
     if not data.exists():
         compact_input(data, args.n, args.keys)
-    cache = tempfile.mkdtemp(prefix="dpspark-numba-")  # the cold release fills it; the golden builds reuse it
-    env = {"NUMBA_CACHE_DIR": cache}
+    # this tree's last cold release fills it; the golden builds reuse it
+    cache = tempfile.mkdtemp(prefix="dpspark-numba-")
     release = out / "release-compact-cold"  # with --skip-cold-build: a previous run's release, if any
     if not args.skip_cold_build:
-        for label in ("cold", "warm"):
-            target = out / f"release-compact-{label}"
-            config = out / f"compact-{label}.toml"
-            config.write_text(COMPACT.format(data=data, n=args.n, out=target))
-            shutil.rmtree(target, ignore_errors=True)
-            took, load, rc, log, cpu = run(["release", "--config", str(config)], env)
-            record(f"compact release n={args.n}, {label} numba cache", 60.0 if label == "cold" else 0.0,
-                   took, load, rc, log, cpu, compile_lines=[x for x in log.splitlines() if "compil" in x])
-            release = target
+        # the cold release, --cold-repeats times per tree, each with an empty cache dir; trees alternate so that
+        # both see the same load; --cold-base adds another checkout (e.g. an export of main) as the "before"
+        trees = ([("base", Path(args.cold_base).resolve())] if args.cold_base else []) + [("this", ROOT)]
+        cold: dict[str, list[tuple[float, float, int]]] = {label: [] for label, _ in trees}
+        for i in range(args.cold_repeats):
+            for label, tree in trees:
+                run_cache = cache if label == "this" and i == args.cold_repeats - 1 else tempfile.mkdtemp(
+                    prefix="dpspark-numba-")
+                target = out / f"release-compact-cold-{label}"
+                config = out / f"compact-cold-{label}.toml"
+                config.write_text(COMPACT.format(data=data, n=args.n, out=target))
+                shutil.rmtree(target, ignore_errors=True)
+                # cwd and PYTHONPATH both name the tree: `python -c` puts the working directory first on sys.path
+                took, load, rc, log, cpu = run(["release", "--config", str(config)],
+                                               {"NUMBA_CACHE_DIR": run_cache, "PYTHONPATH": str(tree)}, cwd=tree,
+                                               code=(IDLE + CLI) if args.cold_idle else CLI)
+                record(f"compact release n={args.n}, cold numba cache ({label} #{i + 1})", 60.0, took, load, rc, log,
+                       cpu, tree=str(tree), idle=args.cold_idle,
+                       compile_lines=[x for x in log.splitlines() if "compil" in x or "kernels ready" in x])
+                cold[label].append((took, cpu, rc))
+                if run_cache != cache:
+                    shutil.rmtree(run_cache, ignore_errors=True)
+                if label == "this":
+                    release = target
+        for label, figures in cold.items():
+            rows.append({"case": f"compact release n={args.n}, cold numba cache: median ({label})", "goal_s": 60.0,
+                         "seconds": round(statistics.median(t for t, _, _ in figures), 3),  # report
+                         "cpu_s": round(statistics.median(c for _, c, _ in figures), 3),  # report
+                         "load1": round(os.getloadavg()[0], 2), "exit": max(r for _, _, r in figures),
+                         "runs": len(figures),
+                         "when_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        target = out / "release-compact-warm"
+        config = out / "compact-warm.toml"
+        config.write_text(COMPACT.format(data=data, n=args.n, out=target))
+        shutil.rmtree(target, ignore_errors=True)
+        took, load, rc, log, cpu = run(["release", "--config", str(config)], {"NUMBA_CACHE_DIR": cache})
+        record(f"compact release n={args.n}, warm numba cache", 0.0, took, load, rc, log, cpu)
     if release.exists():
         with tempfile.TemporaryDirectory(prefix="dpspark-numba-") as empty:
             took, load, rc, log, cpu = run(["lookup", str(release), "c00001"], {"NUMBA_CACHE_DIR": empty})
             record("first lookup of one key (empty numba cache)", 1.0, took, load, rc, log, cpu,
                    printed_compiling="compiling" in log)
 
+    if args.only_compact:
+        return finish(rows, out, cache)
     # ---- start-up of the read commands, every kind ------------------------------------------------------
     os.environ["NUMBA_CACHE_DIR"] = cache  # before numba is imported here: the golden compact build loads, not compiles
     from tests.support.golden import CASES, run_case
@@ -205,6 +250,11 @@ def main() -> int:
     record("plan a groups release (5 aggregates)", 0.1, float(log.strip().splitlines()[-1]) if rc == 0 else took,
            load, rc, log, cpu)
 
+    return finish(rows, out, cache)
+
+
+def finish(rows: list[dict[str, Any]], out: Path, cache: str) -> int:
+    """Print the table, write ``<out>/first_use.json``, drop the cache; the exit status (1 if a case failed)."""
     print(f"{'case':52s} {'goal s':>7s} {'wall s':>8s} {'cpu s':>7s} {'load1':>6s} exit")
     for r in rows:
         goal = f"{r['goal_s']:.1f}" if r["goal_s"] else "-"

@@ -61,7 +61,7 @@ def conditioned_polynomial(
     r = field.from_random_bits(rng, ell - k)
     if k == 0:
         return r
-    ensure_compiled()  # says so when numba's cache is cold (a one-time compile); data-independent
+    ensure_compiled(coefficients=ell)  # says so when numba's cache is cold (a one-time compile); l is public
     tree = SubproductTree(field, points)
     z = tree.root()
     weights = tree.evaluate(poly_derivative(field, z))

@@ -10,6 +10,7 @@ dispatcher of dpspark.gf has at most one signature, and none has a literal or re
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,14 +31,24 @@ for mod in (kernels, polymul_kernels, additive_fft, transposed_fft):
         obj = getattr(mod, name)
         if isinstance(obj, CPUDispatcher) and obj.__module__ == mod.__name__ and obj.signatures:
             out[mod.__name__ + "." + name] = [str(sig) for sig in obj.signatures]
-print(json.dumps(out))
+# the warmup's table of build signatures, in numba's words, for the kernels that table names
+table = {}
+for name, (module, args) in warmup.BUILD_SIGNATURES.items():
+    table["dpspark.gf." + module + "." + name] = [str(tuple(warmup._types(a) for a in args))]
+print(json.dumps([out, table]))
 """
 
 
 def test_a_build_compiles_each_kernel_for_one_signature() -> None:
     proc = subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    sigs = json.loads(proc.stdout.strip().splitlines()[-1])
+    sigs, table = json.loads(proc.stdout.strip().splitlines()[-1])
+    # the warmup compiles each build kernel ahead for exactly the signature the build gives it (a kernel the
+    # build reaches only as another's callee, e.g. school_unreduced, has no signature of its own from a warm cache)
+    ran = {name for name in table if name in sigs}
+    assert {"dpspark.gf.kernels.mul_arrays", "dpspark.gf.additive_fft.afft_forward_block",
+            "dpspark.gf.transposed_fft.walk_block", "dpspark.gf.polymul_kernels.monic_level_products"} <= ran
+    assert {name: sigs[name] for name in ran} == {name: table[name] for name in ran}
     assert "dpspark.gf.kernels.mul_arrays" in sigs and "dpspark.gf.transposed_fft.walk_block" in sigs
     several = {name: s for name, s in sigs.items() if len(s) > 1}
     assert not several, several
@@ -71,3 +82,40 @@ def test_products_of_read_only_inputs_are_exact_and_leave_the_inputs_alone() -> 
     assert np.array_equal(ro_a, a) and not ro_a.flags.writeable
     # one row broadcast against five
     assert field.to_int(field.mul(ro_a, ro_b[:1])) == [_mul_int(x, ys[0], modulus, 128) for x in xs]
+
+
+SMALL = """
+import importlib, json, sys
+from dpspark.gf import GF2m, warmup as W
+from dpspark.mechanisms.compact.construct import conditioned_polynomial
+from dpspark.rng import SeededRandom
+f = GF2m(64)
+ell = int(sys.argv[1])
+for k in (ell - 1, ell // 2):  # the most points, and the most balanced final product
+    conditioned_polynomial(f, ell, f.from_int(range(k)), f.from_int(range(1, k + 1)), SeededRandom(k))
+ran = [name for name in sorted(W.FFT_KERNELS)
+       if getattr(importlib.import_module("dpspark.gf." + W.BUILD_SIGNATURES[name][0]), name).signatures]
+print(json.dumps(ran))
+"""
+
+
+def _fft_kernels_run(ell: int) -> list[str]:
+    # no warmup in the probe: only the kernels the build itself calls get a signature
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "DPSPARK_GF_SKIP_WARMUP": "1"}
+    proc = subprocess.run([sys.executable, "-c", SMALL, str(ell)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=1800, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_a_build_below_the_fft_bound_runs_no_fft_kernel_and_the_warmup_leaves_them_out() -> None:
+    """The warmup of a small build (l <= FFT_THRESHOLD, public) skips the FFT kernels: no |S| < l reaches them."""
+    from dpspark.gf import warmup
+    from dpspark.gf.poly import FFT_THRESHOLD
+
+    ell = FFT_THRESHOLD
+    assert not warmup.build_kernels(ell) & warmup.FFT_KERNELS
+    assert _fft_kernels_run(ell) == []
+    # the bound is tight: one coefficient more and a build runs the FFT, which the warmup then compiles
+    assert _fft_kernels_run(ell + 1)
+    assert warmup.FFT_KERNELS <= warmup.build_kernels(ell + 1)

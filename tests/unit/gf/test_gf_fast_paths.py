@@ -62,8 +62,7 @@ def test_warmup_says_one_line_when_the_cache_is_cold(monkeypatch: pytest.MonkeyP
     lines: list[str] = []
     monkeypatch.setattr(W, "_DONE", False)
     monkeypatch.setattr(W, "cache_missing", lambda names=None: True)
-    monkeypatch.setattr(W, "compile_build", lambda: 0.0)
-    monkeypatch.setattr(W, "start_helper", lambda: None)  # no second compiling process for a stubbed compile
+    monkeypatch.setattr(W, "compile_kernels", lambda names: (0.0, 0.0, 1))  # a stubbed compile: no kernels, no helper
     monkeypatch.delenv("DPSPARK_GF_SKIP_WARMUP", raising=False)
     W.ensure_compiled(lines.append)
     assert lines and "compiling" in lines[0]
