@@ -176,16 +176,10 @@ def test_uniform_many_without_the_batch_method_calls_uniform() -> None:
 
 def _mutant_uniform_many(old: str, new: str):  # type: ignore[no-untyped-def]
     """``_ByteSource.uniform_many`` with one source line changed."""
-    import inspect
-    import textwrap
-
     from dpspark import rng as rng_module
+    from tests.support.mutants import mutated
 
-    src = textwrap.dedent(inspect.getsource(rng_module._ByteSource.uniform_many))
-    assert old in src
-    namespace = dict(vars(rng_module))
-    exec(compile(src.replace(old, new), "<mutant>", "exec"), namespace)
-    return namespace["uniform_many"]
+    return mutated(rng_module, "_ByteSource.uniform_many", old, new)["uniform_many"]
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,8 @@ from dpspark.mechanisms.histogram.distinct import sample_distinct_avoiding
 from dpspark.mechanisms.histogram.distinct_batch import free_ranks, sample_distinct_avoiding_batched
 from dpspark.mechanisms.histogram.distinct_fast import BATCH_MIN, sample_distinct_avoiding_chunked
 from dpspark.rng import SeededRandom
+from tests.support.mutants import mutated
+from tests.unit.histogram.test_hist_distinct_fast import Scripted
 
 
 def brute_free_ranks(u: list[int]) -> list[int]:
@@ -57,22 +59,6 @@ def test_chunked_dispatches_large_r_with_the_same_outputs() -> None:
         assert got == want and len(set(got)) == r
 
 
-class Scripted:
-    """uniform(N) returns N, 1, N, 1, ...: the extreme ranks (u = 2^64 included)."""
-
-    name, lam = "scripted", 128
-
-    def __init__(self) -> None:
-        self.i = 0
-
-    def uniform(self, n: int) -> int:
-        self.i += 1
-        return n if self.i % 2 else 1
-
-    def bits(self, k: int) -> int:
-        raise AssertionError("not used")
-
-
 @pytest.mark.parametrize("avoid", [[], [1], [1 << 64], [1, 2, 3, (1 << 64) - 1, 1 << 64]])
 def test_extreme_ranks_at_the_top_of_a_2_to_64_universe(avoid: list[int]) -> None:
     want = sample_distinct_avoiding(1 << 64, avoid, 150, Scripted())  # type: ignore[arg-type]
@@ -81,11 +67,7 @@ def test_extreme_ranks_at_the_top_of_a_2_to_64_universe(avoid: list[int]) -> Non
 
 def _mutant(function: str, old: str, new: str):  # type: ignore[no-untyped-def]
     """distinct_batch with one source line of ``function`` changed (a plausible bug)."""
-    src = inspect.getsource(getattr(distinct_batch, function))
-    assert old in src
-    namespace = dict(vars(distinct_batch))
-    exec(compile(src.replace(old, new), "<mutant>", "exec"), namespace)
-    return namespace
+    return mutated(distinct_batch, function, old, new)
 
 
 @pytest.mark.parametrize(
