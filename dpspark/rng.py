@@ -25,7 +25,9 @@ gives X/2^L in [P/2^k, (P+1)/2^k). :meth:`_ByteSource.lazy_uniforms` exposes
 that: a batch of draws whose top 63 bits are read at once and whose full
 L-bit X is read only on request. Batched samplers
 (``CountingMechanism.draw_many``) decide almost every comparison from the
-prefix.
+prefix. :func:`uniform_many` draws a batch of ``uniform`` values (fixed or
+descending bounds) in one call: the same law, and under :class:`SeededRandom`
+the same stream blocks and values, as one call per draw.
 """
 
 from __future__ import annotations

@@ -35,8 +35,10 @@ n levels, 2n mixing draws), never a data-derived count or a level's result.
 Speed (outputs unchanged): ``mode="adaptive"`` decides each order-statistic level
 from certified binomial-CDF bounds on the top 256 bits of its U
 (:mod:`dpspark.mechanisms.histogram.binsample_cdf`, :mod:`dpspark.mechanisms.histogram.lazy_bits`), and the
-empty bins are drawn with :mod:`dpspark.mechanisms.histogram.distinct_fast`; both give the exact
-evaluation's outputs under the seeded generator, in O(n) big-integer work of bounded size.
+empty bins are drawn with :mod:`dpspark.mechanisms.histogram.distinct_fast` (from 4096 draws on, all
+at once and placed by vectorised merges, :mod:`dpspark.mechanisms.histogram.distinct_batch`); both give
+the exact evaluation's outputs under the seeded generator, in O(n) big-integer work of bounded size.
+P's 2n draws come in batches (:func:`dpspark.rng.uniform_many`, the per-draw law and seeded values).
 """
 
 from __future__ import annotations
