@@ -23,6 +23,8 @@ on a drawn value (numpy's sorts and searches run in C over data of public size).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from dpspark.rng import RandomSource, uniform_many
@@ -33,15 +35,25 @@ U64 = np.uint64
 TOP_BLOCKS = 64
 
 
-def sample_distinct_avoiding_batched(universe: int, taken: list[int], r: int, rng: RandomSource) -> list[int]:
+def sample_distinct_avoiding_batched(
+    universe: int, taken: list[int], r: int, rng: RandomSource, *, progress: Callable[[str], None] | None = None
+) -> list[int]:
     """Alg A.3's outputs, in draw order, for validated inputs: ``taken`` sorted distinct in [1, universe] <= 2^64.
 
     Same draws as :func:`dpspark.mechanisms.histogram.distinct.sample_distinct_avoiding` (one per output, bounds
-    N - |A|, N - |A| - 1, ...), so the same outputs under the same seeded generator.
+    N - |A|, N - |A| - 1, ...), so the same outputs under the same seeded generator. The draws come in tenths,
+    and ``progress`` gets the chunked sampler's lines, "empty bins: k0% of r draws" (public).
     """
     free = universe - len(taken)
-    u = uniform_many(rng, free, r, descending=True)  # u_i - 1, in [0, free - i)
-    x = free_ranks(u)
+    parts = []
+    done = 0
+    for q in range(1, 11):
+        upto = r * q // 10
+        parts.append(uniform_many(rng, free - done, upto - done, descending=True))  # u_i - 1, in [0, free - i)
+        done = upto
+        if progress is not None and q < 10 and r >= 10:
+            progress(f"empty bins: {10 * q}% of {r} draws")
+    x = free_ranks(np.concatenate(parts))
     if taken:
         a = np.array([t - 1 for t in taken], dtype=U64)  # 0-based: 2^64 itself fits
         below = a - np.arange(len(a), dtype=U64)  # free elements below each avoided element (non-decreasing)

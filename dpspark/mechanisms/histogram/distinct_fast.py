@@ -64,7 +64,7 @@ def sample_distinct_avoiding_chunked(
     if any(taken[i] == taken[i - 1] for i in range(1, len(taken))) or (taken and (taken[0] < 1 or taken[-1] > universe)):
         return sample_distinct_avoiding(universe, avoid, r, rng)
     if r >= BATCH_MIN:  # public r: all draws first, outputs by vectorised merges (same outputs)
-        return sample_distinct_avoiding_batched(universe, taken, r, rng)
+        return sample_distinct_avoiding_batched(universe, taken, r, rng, progress=progress)
     free = universe - len(taken)
     rounds = search_rounds(chunk)
     out: list[int] = []

@@ -97,3 +97,12 @@ def test_mutants_are_caught(function: str, old: str, new: str) -> None:
         except (OverflowError, IndexError, ValueError):  # a crash is a caught mutant too
             differ += 1
     assert differ > 0
+
+
+def test_progress_is_the_chunked_samplers() -> None:
+    """The same public lines as the chunked sampler gives below BATCH_MIN, and the same stream in tenths."""
+    msgs: list[str] = []
+    r = BATCH_MIN + 3
+    got = sample_distinct_avoiding_chunked(1 << 64, [7, 9], r, SeededRandom(0), progress=msgs.append)
+    assert msgs == [f"empty bins: {10 * q}% of {r} draws" for q in range(1, 10)]
+    assert got == sample_distinct_avoiding(1 << 64, [7, 9], r, SeededRandom(0))
