@@ -25,7 +25,9 @@ gives X/2^L in [P/2^k, (P+1)/2^k). :meth:`_ByteSource.lazy_uniforms` exposes
 that: a batch of draws whose top 63 bits are read at once and whose full
 L-bit X is read only on request. Batched samplers
 (``CountingMechanism.draw_many``) decide almost every comparison from the
-prefix.
+prefix. :func:`uniform_many` draws a batch of ``uniform`` values (fixed or
+descending bounds) in one call: the same law, and under :class:`SeededRandom`
+the same stream blocks and values, as one call per draw.
 """
 
 from __future__ import annotations
@@ -175,6 +177,47 @@ class _ByteSource:
     def _lazy(self, n: int, L: int, count: int) -> "LazyUniforms":  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def uniform_many(self, n: int, count: int, *, descending: bool = False) -> np.ndarray:
+        """``count`` draws u_i - 1 on [0, n_i) as a uint64 array, with n_i = n (or n - i if ``descending``).
+
+        Draw i has the law of :meth:`uniform` (n_i) minus one: the same construction
+        (``bits(k) + 1`` for a power of two, else the multiply-shift of ``bits(L)``) on
+        the same number of bits, and the same ``biased_draws`` count. Under
+        :class:`SeededRandom` draw i reads the stream block the i-th ``uniform`` call
+        would read, so the values equal those calls' values minus one; under
+        :class:`SystemRandom` the bytes are read in one request (the same law, since
+        every byte is fresh and uniform). Needs n <= 2^64 (the values fit uint64); the
+        loop runs ``count`` times (public) with no branch on a drawn value.
+        """
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1 or n > 1 << 64:
+            raise ValueError(f"n must be an int in [1, 2^64], got {n!r}")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0 or (descending and count > n):
+            raise ValueError(f"count must be an int in [0, {n if descending else 'inf'}], got {count!r}")
+        bounds = range(n, n - count, -1) if descending else None
+        out = np.empty(count, dtype=np.uint64)
+        done = 0
+        while done < count:  # runs of one bit length L: at most 65 when descending, else one (public)
+            m = bounds[done] if bounds is not None else n
+            run = _run_length(m, count - done) if bounds is not None else count
+            exact = m & (m - 1) == 0
+            if exact:  # only m itself is a power of two in its run
+                run = 1 if bounds is not None else run
+                out[done : done + run] = self._bits_many(m.bit_length() - 1, run)
+            else:
+                self.biased_draws += run
+                L = m.bit_length() + self.lam
+                xs = self._bits_many(L, run)
+                if bounds is None:
+                    out[done : done + run] = [(x * m) >> L for x in xs]
+                else:
+                    out[done : done + run] = [(x * (m - i)) >> L for i, x in enumerate(xs)]
+            done += run
+        return out
+
+    def _bits_many(self, k: int, count: int) -> list[int]:
+        """``count`` values of :meth:`bits` (k), in order (subclasses read the stream in bulk)."""
+        return [self.bits(k) for _ in range(count)]
+
 
 class LazyUniforms:
     """A batch of uniform draws on [1, n] whose top bits are known and whose full value is read on request.
@@ -194,6 +237,25 @@ class LazyUniforms:
     def exact(self, i: int) -> "gmpy2.mpz":
         """u_i = floor(X_i n / 2^L) + 1 exactly (reads the rest of X_i's bits the first time)."""
         return ((gmpy2.mpz(self._full(i)) * self._n) >> self.L) + 1
+
+
+def _run_length(m: int, most: int) -> int:
+    """How many of m, m - 1, ... (at most ``most``) share m's bit length and are not a power of two (m is not)."""
+    floor = 1 << (m.bit_length() - 1)  # the power of two below: its own (exact) draw starts the next run
+    return min(most, m - floor)
+
+
+def uniform_many(rng: RandomSource, n: int, count: int, *, descending: bool = False) -> np.ndarray:
+    """``rng.uniform_many`` when the source has it, else ``count`` calls of ``rng.uniform`` (test sources).
+
+    Either way draw i is ``rng.uniform(n_i) - 1`` in law (n_i = n, or n - i if ``descending``), as uint64.
+    """
+    batch = getattr(rng, "uniform_many", None)
+    if batch is not None:
+        return batch(n, count, descending=descending)
+    if not isinstance(n, int) or isinstance(n, bool) or n > 1 << 64:
+        raise ValueError(f"n must be an int in [1, 2^64], got {n!r}")
+    return np.array([rng.uniform(n - i if descending else n) - 1 for i in range(count)], dtype=np.uint64)
 
 
 def _top_of(x: int, L: int) -> int:
@@ -229,6 +291,17 @@ class SystemRandom(_ByteSource):
         out = self._buf[self._pos : self._pos + k]
         self._pos += k
         return out
+
+    def _bits_many(self, k: int, count: int) -> list[int]:
+        # One read for the whole batch: every byte is fresh, so each k-bit value is uniform and independent.
+        if k == 0:
+            return [0] * count
+        nbytes = (k + 7) >> 3
+        shift = (nbytes << 3) - k
+        data = self._bytes(nbytes * count) if count else b""
+        if nbytes == 8:
+            return (np.frombuffer(data, dtype=">u8") >> np.uint64(shift)).tolist()
+        return [int.from_bytes(data[i : i + nbytes], "big") >> shift for i in range(0, nbytes * count, nbytes)]
 
     def _lazy(self, n: int, L: int, count: int) -> LazyUniforms:
         # Same law, different byte order than ``uniform``: the 64-bit prefixes of
@@ -276,6 +349,20 @@ class SeededRandom(_ByteSource):
         h = hashlib.shake_256(self._seed + self._counter.to_bytes(16, "big"))
         self._counter += 1
         return h.digest(k)
+
+    def _bits_many(self, k: int, count: int) -> list[int]:
+        # Block i of the batch is the block the i-th bits(k) call would read, the same digest length.
+        if k == 0:
+            return [0] * count
+        first = self._counter
+        self._counter += count
+        nbytes = (k + 7) >> 3
+        shift = (nbytes << 3) - k
+        seed, shake, from_bytes = self._seed, hashlib.shake_256, int.from_bytes
+        return [
+            from_bytes(shake(seed + c.to_bytes(16, "big")).digest(nbytes), "big") >> shift
+            for c in range(first, first + count)
+        ]
 
     def _lazy(self, n: int, L: int, count: int) -> LazyUniforms:
         # Block i of the batch is the block the i-th uniform(n) call would read;

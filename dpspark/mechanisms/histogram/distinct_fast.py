@@ -16,6 +16,10 @@ Strict time: every draw does one ``rng.uniform``, one ``searchsorted`` over at m
 (|A| + r)/B + 1 chunks (public bound), a fixed-round binary search, and O(#chunks)
 vectorised updates. Requires N <= 2^64 (uint64 counts); larger universes use the
 reference implementation. Tests compare both implementations draw for draw.
+
+From ``BATCH_MIN`` draws on (a public bound on r), the same outputs come from
+:mod:`dpspark.mechanisms.histogram.distinct_batch`: all r draws in one batch, then O(r log^2 r)
+vectorised merges instead of r Python-level steps (about 1 s at r = 10^6).
 """
 
 from __future__ import annotations
@@ -26,10 +30,14 @@ from math import isqrt
 import numpy as np
 
 from dpspark.mechanisms.histogram.distinct import sample_distinct_avoiding
+from dpspark.mechanisms.histogram.distinct_batch import sample_distinct_avoiding_batched
 from dpspark.rng import RandomSource
 
 #: least chunk size B: chunks hold B..2B elements (a split happens above 2B); B grows as sqrt(2r)
 CHUNK = 512
+
+#: from this many draws on, :mod:`dpspark.mechanisms.histogram.distinct_batch` computes the same outputs offline
+BATCH_MIN = 1 << 12
 
 
 def sample_distinct_avoiding_chunked(
@@ -55,6 +63,8 @@ def sample_distinct_avoiding_chunked(
     taken = sorted(avoid)
     if any(taken[i] == taken[i - 1] for i in range(1, len(taken))) or (taken and (taken[0] < 1 or taken[-1] > universe)):
         return sample_distinct_avoiding(universe, avoid, r, rng)
+    if r >= BATCH_MIN:  # public r: all draws first, outputs by vectorised merges (same outputs)
+        return sample_distinct_avoiding_batched(universe, taken, r, rng, progress=progress)
     free = universe - len(taken)
     rounds = search_rounds(chunk)
     out: list[int] = []

@@ -35,8 +35,10 @@ n levels, 2n mixing draws), never a data-derived count or a level's result.
 Speed (outputs unchanged): ``mode="adaptive"`` decides each order-statistic level
 from certified binomial-CDF bounds on the top 256 bits of its U
 (:mod:`dpspark.mechanisms.histogram.binsample_cdf`, :mod:`dpspark.mechanisms.histogram.lazy_bits`), and the
-empty bins are drawn with :mod:`dpspark.mechanisms.histogram.distinct_fast`; both give the exact
-evaluation's outputs under the seeded generator, in O(n) big-integer work of bounded size.
+empty bins are drawn with :mod:`dpspark.mechanisms.histogram.distinct_fast` (from 4096 draws on, all
+at once and placed by vectorised merges, :mod:`dpspark.mechanisms.histogram.distinct_batch`); both give
+the exact evaluation's outputs under the seeded generator, in O(n) big-integer work of bounded size.
+P's 2n draws come in batches (:func:`dpspark.rng.uniform_many`, the per-draw law and seeded values).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ from dpspark.mechanisms.histogram.ordstat import BinSampler
 from dpspark.engine.timing import pad_until
 from dpspark.mechanisms.histogram.result import HistogramRelease, add_remove_statement, biased_draw_factor
 from dpspark.mechanisms.histogram.sparse import approx_order_statistics, sd_bound, s_bits_for, sparse_bias_draws
-from dpspark.rng import RandomSource
+from dpspark.rng import RandomSource, uniform_many
 
 
 def check_gamma(gamma: Any) -> Fraction:
@@ -91,33 +93,35 @@ def random_histogram(
 
     Always exactly 2n draws (all positions, then all counts): position i's count is used
     if i is the first occurrence of its position. ``progress`` gets "mixing sample: k0% of
-    2n draws" at every tenth (public).
+    2n draws" at every tenth (public). The draws come in batches (:func:`dpspark.rng.uniform_many`:
+    the law, and under the seeded generator the values, of one ``rng.uniform`` per draw) and the
+    first occurrences from one stable sort (``np.unique``).
     """
-    positions: list[int] = []
-    draws: list[int] = []
+    positions: list[np.ndarray] = [np.zeros(0, dtype=np.uint64 if universe_size <= 1 << 64 else object)]
+    counts: list[np.ndarray] = [np.zeros(0, dtype=np.uint64)]
     done = 0
     for tenth in range(1, 11):
         upto = 2 * n * tenth // 10
         if upto > done and done < n:
             stop = min(upto, n)
-            positions += [rng.uniform(universe_size) - 1 for _ in range(stop - done)]
+            positions.append(_uniform_positions(universe_size, stop - done, rng))
             done = stop
         if upto > done:
-            draws += [rng.uniform(n + 1) - 1 for _ in range(upto - done)]
+            counts.append(uniform_many(rng, n + 1, upto - done))
             done = upto
         if progress is not None and tenth < 10:
             progress(f"mixing sample: {10 * tenth}% of {2 * n} draws")
-    chosen: dict[int, int] = {}
-    for x, c in zip(positions, draws):
-        chosen.setdefault(x, c)
-    kept = [x for x, c in chosen.items() if c > 0]  # distinct positions: sorting them alone suffices
-    if universe_size <= 1 << 64:  # numpy sorts uint64 in C; tolist() gives back Python ints
-        order = np.array(kept, dtype=np.uint64)
-        order.sort()
-        xs = order.tolist()
-    else:
-        xs = sorted(kept)
-    return xs, [chosen[x] for x in xs]
+    xs, first = np.unique(np.concatenate(positions), return_index=True)  # ascending; first occurrences
+    ys = np.concatenate(counts)[first]
+    kept = ys > 0
+    return xs[kept].tolist(), ys[kept].tolist()
+
+
+def _uniform_positions(universe_size: int, count: int, rng: RandomSource) -> np.ndarray:
+    """``count`` draws uniform(|X|) - 1: uint64 in one batch, or Python ints (an object array) beyond 2^64."""
+    if universe_size <= 1 << 64:
+        return uniform_many(rng, universe_size, count)
+    return np.array([rng.uniform(universe_size) - 1 for _ in range(count)], dtype=object)
 
 
 def pure_sparse_bias_draws(n: int, universe_size: int, mechanism: CountingMechanism, gamma: Fraction) -> int:

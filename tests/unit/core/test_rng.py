@@ -17,6 +17,7 @@ from dpspark.rng import (
     bias_epsilon,
     default_source,
     multiply_shift_preimages,
+    uniform_many,
 )
 
 
@@ -131,6 +132,103 @@ def test_lazy_uniforms_follow_the_seeded_stream(n: int) -> None:
     xs = [again.bits(L) for _ in range(9)]
     tops = [x >> (L - PREFIX_BITS) if L >= PREFIX_BITS else x << (PREFIX_BITS - L) for x in xs]
     assert batch.top.dtype == np.int64 and batch.top.tolist() == tops
+
+
+# bounds with every shape: 1 (no bits), powers of two (exact), odd, just above/below 2^63 and 2^64 itself
+BATCH_BOUNDS = [1, 2, 3, 5, 8, 17, 1000, 1024, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 3, 2**64 - 1, 2**64]
+
+
+def _per_draw(src: SeededRandom, n: int, count: int, descending: bool) -> list[int]:
+    return [src.uniform(n - i if descending else n) - 1 for i in range(count)]
+
+
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("n", BATCH_BOUNDS)
+def test_uniform_many_is_the_seeded_per_draw_stream(n: int, descending: bool) -> None:
+    """Same blocks, same values as count calls of uniform(n_i), minus one; the stream and bias count continue equal."""
+    count = min(n, 40) if descending else 40  # descending from 17 or 8 crosses powers of two (exact draws)
+    a, b = SeededRandom(b"many"), SeededRandom(b"many")
+    got = a.uniform_many(n, count, descending=descending)
+    assert got.dtype == np.uint64 and got.tolist() == _per_draw(b, n, count, descending)
+    assert a._counter == b._counter and a.biased_draws == b.biased_draws
+    assert a.uniform(999) == b.uniform(999)
+    assert uniform_many(SeededRandom(b"many"), n, count, descending=descending).tolist() == got.tolist()
+
+
+def test_uniform_many_without_the_batch_method_calls_uniform() -> None:
+    """A source with only bits/uniform (tests' enumerating sources) gets one uniform call per draw."""
+
+    class Plain:
+        name, lam = "plain", 128
+
+        def __init__(self) -> None:
+            self.inner = SeededRandom(b"plain")
+
+        def bits(self, k: int) -> int:
+            return self.inner.bits(k)
+
+        def uniform(self, n: int) -> int:
+            return self.inner.uniform(n)
+
+    assert uniform_many(Plain(), 1000, 30, descending=True).tolist() == _per_draw(SeededRandom(b"plain"), 1000, 30, True)
+    assert uniform_many(Plain(), 2**64, 3).tolist() == _per_draw(SeededRandom(b"plain"), 2**64, 3, False)
+
+
+def _mutant_uniform_many(old: str, new: str):  # type: ignore[no-untyped-def]
+    """``_ByteSource.uniform_many`` with one source line changed."""
+    from dpspark import rng as rng_module
+    from tests.support.mutants import mutated
+
+    return mutated(rng_module, "_ByteSource.uniform_many", old, new)["uniform_many"]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("[(x * m) >> L for x in xs]", "[((x * m) >> L) + 1 for x in xs]"),  # the range shifted to [1, n]
+        ("(x * (m - i)) >> L", "(x * (m - i - 1)) >> L"),  # descending one bound too low
+        ("m.bit_length() - 1, run", "m.bit_length(), run"),  # a power of two drawn on one bit too many
+        ("self.biased_draws += run", "self.biased_draws += 1"),  # the bias count (the epsilon's) short
+    ],
+)
+def test_uniform_many_mutants_are_caught(old: str, new: str) -> None:
+    mutant = _mutant_uniform_many(old, new)
+    caught = 0
+    for n in BATCH_BOUNDS:
+        for descending in (False, True):
+            count = min(n, 40) if descending else 40
+            ref, src = SeededRandom(b"mut"), SeededRandom(b"mut")
+            want = _per_draw(ref, n, count, descending)
+            try:
+                got = mutant(src, n, count, descending=descending).tolist()
+                caught += got != want or src.biased_draws != ref.biased_draws
+            except OverflowError:  # 2^64 pushed out of uint64: caught too
+                caught += 1
+    assert caught > 0
+
+
+@pytest.mark.parametrize("n", [6, 2**64 - 3, 2**64])
+def test_system_uniform_many_range_and_law(n: int) -> None:
+    """SystemRandom's one-read batch: values in [0, n_i), and at n = 6 each value's frequency within 5.5 sd.
+
+    60,000 draws: each count is Binomial(60000, 1/6) up to a 2^-64 relative bias, sd ~ 91.3; a cell beyond
+    5.5 sd has probability < 4e-8, so the six cells false-alarm below 1e-6. A variant that drops or doubles a
+    value (a range shift, a wrong multiplier) moves some cell by ~10,000.
+    """
+    src = SystemRandom()
+    before = src.biased_draws
+    flat = src.uniform_many(n, 60_000 if n == 6 else 2_000)
+    assert int(flat.max()) <= n - 1
+    assert src.biased_draws - before == (0 if n == 2**64 else len(flat))
+    down = src.uniform_many(n, min(n, 50), descending=True)
+    assert all(int(v) < n - i for i, v in enumerate(down))
+    if n == 6:
+        cells = np.bincount(flat.astype(np.int64), minlength=6)
+        assert len(cells) == 6 and all(abs(int(c) - 10_000) <= 502 for c in cells)  # 5.5 sd = 502.1
+    with pytest.raises(ValueError):
+        src.uniform_many(2**64 + 1, 1)
+    with pytest.raises(ValueError):
+        src.uniform_many(5, 6, descending=True)
 
 
 @pytest.mark.parametrize("n", [3, 1000, 1024, 2**62 + 1, 3**200])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import random
 
 import pytest
@@ -50,12 +49,9 @@ def test_extreme_ranks_at_the_top_of_a_2_to_64_universe(avoid: list[int]) -> Non
 def _mutant(old: str, new: str):  # type: ignore[no-untyped-def]
     """The chunked sampler with one source line changed (a plausible bug)."""
     from dpspark.mechanisms.histogram import distinct_fast
+    from tests.support.mutants import mutated
 
-    src = inspect.getsource(distinct_fast.sample_distinct_avoiding_chunked)
-    assert old in src
-    namespace = dict(vars(distinct_fast))
-    exec(compile(src.replace(old, new), "<mutant>", "exec"), namespace)
-    return namespace["sample_distinct_avoiding_chunked"]
+    return mutated(distinct_fast, "sample_distinct_avoiding_chunked", old, new)["sample_distinct_avoiding_chunked"]
 
 
 @pytest.mark.parametrize(
