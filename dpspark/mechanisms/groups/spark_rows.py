@@ -48,7 +48,7 @@ def first_read(stage: "GroupsStage", secret: bytes) -> Any:
     sums, or one value-free OUTSIDE flag."""
     from dpspark.mechanisms.groups import arrow_pass
     from dpspark.mechanisms.groups.spark_partials import CHUNK_ROWS, INDEX, OUTSIDE, READ, SHIFT, STAT, VALUE, \
-        _chunks, _reduced_rows
+        _chunks, _reduced_rows, keyed_table
 
     thresholds = arrow_pass.quantile_thresholds(stage)
     coarse_n = 1 << COARSE_BITS
@@ -67,17 +67,21 @@ def first_read(stage: "GroupsStage", secret: bytes) -> Any:
         outside, read = False, 0
         for table in _chunks(batches, CHUNK_ROWS):
             read += table.num_rows  # every row a unit
+            table = keyed_table(table, stage.key_columns)
             keyed = arrow_pass.row_keys(table, stage, secret)
             outside |= keyed.outside  # a non-member key anywhere (rule 3, before the cut)
             if outside:  # the job fails on the driver: no statistic is needed
                 break
             bins = arrow_pass.cut_bins(keyed.hash)
             hist += np.bincount(bins, minlength=len(hist))
-            coarse = bins >> (CUT_BITS - COARSE_BITS)
-            order = np.argsort(coarse, kind="stable")
-            rows, edges = keyed.rows[order], np.searchsorted(coarse[order], np.arange(coarse_n + 1))
+            coarse = (bins >> (CUT_BITS - COARSE_BITS)).astype(np.uint8)  # < 2^COARSE_BITS <= 256
+            order = np.argsort(coarse, kind="stable")  # a radix sort on uint8: O(rows)
+            # one take of the in-universe rows in coarse-bin order, then a zero-copy slice per bin
+            binned = table.take(pa.array(keyed.rows[order]))
+            edges = np.searchsorted(coarse[order], np.arange(coarse_n + 1))
             for b in range(coarse_n):  # every coarse bin, an empty one too (a public count of steps)
-                red = arrow_pass.reduce_batch(table.take(pa.array(rows[edges[b]:edges[b + 1]])), stage, thresholds)
+                red = arrow_pass.reduce_batch(binned.slice(int(edges[b]), int(edges[b + 1] - edges[b])), stage,
+                                              thresholds)
                 w, s, h, v = _reduced_rows(red)
                 out.append((w, np.full(len(w), b, dtype=np.int64), s, h, v))
         if outside:
