@@ -296,17 +296,21 @@ def unit_cut(rows: "DataFrame", stage: "GroupsStage", secret: bytes) -> UnitCut:
     assert unit is not None
     units = rows.select(unit, UNIT_HASH).distinct()
     schema = StructType(list(units.schema.fields) + [StructField(HASH, LongType(), False)])
-    ranked = units.mapInArrow(keyed_pick_hash(truncation_key(secret)), schema)
-    size = 1 << CUT_BITS
-    # the top bits in signed order: (h >> 48) + 2^15 (arithmetic shift) = arrow_pass.cut_bins(h)
-    top = (F.shiftright(F.col(HASH), 64 - CUT_BITS) + F.lit(size // 2)).cast(IntegerType())
-    hist = np.zeros(size, dtype=np.int64)
-    for r in ranked.groupBy(top.alias(RANK)).agg(F.count(F.lit(1)).alias(VALUE)).collect():
-        hist[int(r[RANK])] = int(r[VALUE])
-    cum = np.cumsum(hist)
-    cut_bin = int(np.searchsorted(cum, n))  # size when at most n units: no unit is past it
-    left = n - (int(cum[cut_bin - 1]) if cut_bin else 0)  # units of the bin kept
-    edge = ranked.mapInArrow(_in_bin(cut_bin), schema).toArrow()
+    # persisted: the histogram and the edge both read it (else each reran the scan, the distinct and the keyed hash)
+    ranked = units.mapInArrow(keyed_pick_hash(truncation_key(secret)), schema).persist()
+    try:
+        size = 1 << CUT_BITS
+        # the top bits in signed order: (h >> 48) + 2^15 (arithmetic shift) = arrow_pass.cut_bins(h)
+        top = (F.shiftright(F.col(HASH), 64 - CUT_BITS) + F.lit(size // 2)).cast(IntegerType())
+        hist = np.zeros(size, dtype=np.int64)
+        for r in ranked.groupBy(top.alias(RANK)).agg(F.count(F.lit(1)).alias(VALUE)).collect():
+            hist[int(r[RANK])] = int(r[VALUE])
+        cum = np.cumsum(hist)
+        cut_bin = int(np.searchsorted(cum, n))  # size when at most n units: no unit is past it
+        left = n - (int(cum[cut_bin - 1]) if cut_bin else 0)  # units of the bin kept
+        edge = ranked.mapInArrow(_in_bin(cut_bin), schema).toArrow()
+    finally:  # no handler: an error in a job reaches the caller as it is
+        ranked.unpersist()
     edge = edge.sort_by([(HASH, "ascending"), (UNIT_HASH, "ascending"), (unit, "ascending")])
     if left > edge.num_rows:  # at most n units: the bin is empty (O(1) on the driver; the jobs above ran the same)
         return UnitCut.keep_all()
