@@ -19,7 +19,8 @@ Truncation to ``max_units`` always runs (whatever the input's size: rule 4) as s
 
 * units: the n-th smallest (keyed hash, unit hash, unit value) over the distinct units (the CountsStage
   "truncate" rule: :func:`~dpspark.engine.arrow.counts.bound_units` on Arrow), found from a histogram of the
-  keyed hashes' top bits and the units of one bin (:func:`unit_cut`); the pass keeps the units at or below it.
+  keyed hashes' top bits and the units of one bin (:func:`unit_cut`; the distinct units' keyed hashes are
+  persisted for those two jobs); the pass keeps the units at or below it.
   Two units share a (keyed hash, unit hash) pair only if their xxhash64 collide: the unit value orders them
   in the same sort (Arrow keeps the first in input order), so exactly n units are kept, by the same steps;
 * rows (no unit column): the n-th smallest (row hash, index word, value bits) of the in-universe rows, found
