@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dpspark.mechanisms.groups import core, parts
 
@@ -47,6 +48,19 @@ def _chunks(batches: Iterator[pa.RecordBatch], rows: int | None) -> Iterator[pa.
         yield pa.Table.from_batches(got)
 
 
+def keyed_table(table: pa.Table, cols: "list[str] | tuple[str, ...]") -> pa.Table:
+    """``table`` in one chunk per column, its text and binary key columns dictionary-encoded once: what the Arrow
+    engine's Parquet reader hands its kernels (:func:`~dpspark.mechanisms.groups.arrow_pass.dictionary_reader`),
+    so the key ids, the takes and the group-bys of a chunk work on int32 indices, not on each row's string (Spark
+    sends plain strings). A choice on the column types alone (public); the same values, so the same statistics."""
+    table = table.combine_chunks()
+    for c in cols:
+        t = table.schema.field(c).type
+        if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+            table = table.set_column(table.schema.get_field_index(c), c, pc.dictionary_encode(table.column(c)))
+    return table
+
+
 def _emitted(part: core.Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, ...]:
     """(index words, stat, shift, value) rows of one part's bounded statistics."""
     keep, units = core.bound(part, stage, secret)
@@ -73,7 +87,7 @@ def row_keys_of(stage: "GroupsStage", secret: bytes, cut_bin: int, coarse: int =
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for table in _chunks(batches, CHUNK_ROWS):
-            keyed = arrow_pass.row_keys(table, stage, secret)
+            keyed = arrow_pass.row_keys(keyed_table(table, stage.key_columns), stage, secret)
             k = keyed.select(np.flatnonzero((arrow_pass.cut_bins(keyed.hash) >> coarse) == cut_bin))
             arrays = [pa.array(k.hash, pa.int64()), parts.word_array(k.words)] + [pa.array(b, pa.int64()) for b in k.bits]
             yield pa.RecordBatch.from_arrays(arrays, names=[HASH, INDEX] + [_bits_name(i) for i in range(len(k.bits))])

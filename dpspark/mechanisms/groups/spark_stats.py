@@ -19,7 +19,8 @@ Truncation to ``max_units`` always runs (whatever the input's size: rule 4) as s
 
 * units: the n-th smallest (keyed hash, unit hash, unit value) over the distinct units (the CountsStage
   "truncate" rule: :func:`~dpspark.engine.arrow.counts.bound_units` on Arrow), found from a histogram of the
-  keyed hashes' top bits and the units of one bin (:func:`unit_cut`); the pass keeps the units at or below it.
+  keyed hashes' top bits and the units of one bin (:func:`unit_cut`; the distinct units' keyed hashes are
+  persisted for those two jobs); the pass keeps the units at or below it.
   Two units share a (keyed hash, unit hash) pair only if their xxhash64 collide: the unit value orders them
   in the same sort (Arrow keeps the first in input order), so exactly n units are kept, by the same steps;
 * rows (no unit column): the n-th smallest (row hash, index word, value bits) of the in-universe rows, found
@@ -296,17 +297,21 @@ def unit_cut(rows: "DataFrame", stage: "GroupsStage", secret: bytes) -> UnitCut:
     assert unit is not None
     units = rows.select(unit, UNIT_HASH).distinct()
     schema = StructType(list(units.schema.fields) + [StructField(HASH, LongType(), False)])
-    ranked = units.mapInArrow(keyed_pick_hash(truncation_key(secret)), schema)
-    size = 1 << CUT_BITS
-    # the top bits in signed order: (h >> 48) + 2^15 (arithmetic shift) = arrow_pass.cut_bins(h)
-    top = (F.shiftright(F.col(HASH), 64 - CUT_BITS) + F.lit(size // 2)).cast(IntegerType())
-    hist = np.zeros(size, dtype=np.int64)
-    for r in ranked.groupBy(top.alias(RANK)).agg(F.count(F.lit(1)).alias(VALUE)).collect():
-        hist[int(r[RANK])] = int(r[VALUE])
-    cum = np.cumsum(hist)
-    cut_bin = int(np.searchsorted(cum, n))  # size when at most n units: no unit is past it
-    left = n - (int(cum[cut_bin - 1]) if cut_bin else 0)  # units of the bin kept
-    edge = ranked.mapInArrow(_in_bin(cut_bin), schema).toArrow()
+    # persisted: the histogram and the edge both read it (else each reran the scan, the distinct and the keyed hash)
+    ranked = units.mapInArrow(keyed_pick_hash(truncation_key(secret)), schema).persist()
+    try:
+        size = 1 << CUT_BITS
+        # the top bits in signed order: (h >> 48) + 2^15 (arithmetic shift) = arrow_pass.cut_bins(h)
+        top = (F.shiftright(F.col(HASH), 64 - CUT_BITS) + F.lit(size // 2)).cast(IntegerType())
+        hist = np.zeros(size, dtype=np.int64)
+        for r in ranked.groupBy(top.alias(RANK)).agg(F.count(F.lit(1)).alias(VALUE)).collect():
+            hist[int(r[RANK])] = int(r[VALUE])
+        cum = np.cumsum(hist)
+        cut_bin = int(np.searchsorted(cum, n))  # size when at most n units: no unit is past it
+        left = n - (int(cum[cut_bin - 1]) if cut_bin else 0)  # units of the bin kept
+        edge = ranked.mapInArrow(_in_bin(cut_bin), schema).toArrow()
+    finally:  # no handler: an error in a job reaches the caller as it is
+        ranked.unpersist()
     edge = edge.sort_by([(HASH, "ascending"), (UNIT_HASH, "ascending"), (unit, "ascending")])
     if left > edge.num_rows:  # at most n units: the bin is empty (O(1) on the driver; the jobs above ran the same)
         return UnitCut.keep_all()
