@@ -106,6 +106,32 @@ def decide_sign(expr: ArbFn) -> int:
         prec *= 2
 
 
+#: Terms of the series in :func:`ln_series_bracket` (a public constant: its time does not depend on the value).
+LN_SERIES_TERMS = 12
+
+
+def ln_series_bracket(x: Fraction, terms: int = LN_SERIES_TERMS) -> tuple[Fraction, Fraction]:
+    """Exact rationals (lo, hi) with lo <= ln(x) <= hi for a rational x > 0, without flint (no import, no rounding).
+
+    ln x = 2 atanh(y) = 2 sum_{k>=0} y^(2k+1) / (2k+1) with y = (x - 1)/(x + 1), |y| < 1. Every term has the
+    sign of y, and the tail after ``terms`` terms is at most 2|y|^(2t+1) / ((2t+1)(1 - y^2)) in absolute value
+    (a geometric bound on 1/(2k+1) <= 1/(2t+1)), so the partial sum and the partial sum plus that bound
+    enclose ln x. Tight for x near 1 (the epsilons of statements); wide for x far from 1, where callers fall
+    back on :func:`ln_bounds`.
+    """
+    if x <= 0:
+        raise PrivacyError("ln needs a positive argument")
+    y = Fraction(x - 1, x + 1)
+    y2 = y * y
+    power, total = y, Fraction(0)
+    for k in range(terms):
+        total += power / (2 * k + 1)
+        power *= y2
+    tail = 2 * abs(power) / ((2 * terms + 1) * (1 - y2))
+    total *= 2
+    return (total, total + tail) if y >= 0 else (total - tail, total)
+
+
 def ln_bounds(x: Fraction, bits: int = 64) -> tuple[Fraction, Fraction]:
     """Certified (lo, hi) around ln(x) for a rational x > 0."""
     if x <= 0:
