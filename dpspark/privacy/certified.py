@@ -31,6 +31,24 @@ def _flint() -> Any:
     return flint
 
 
+def flint_release() -> str:
+    """The installed python-flint's dist-info name (its arb decides certificates), without importing flint.
+
+    Part of the key of every memoised certified value (:mod:`dpspark.disk_memo`): another flint, another key.
+    """
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("flint")
+    if spec is None or not spec.origin:
+        return "?"
+    site = os.path.dirname(os.path.dirname(spec.origin))
+    try:
+        return ",".join(sorted(n for n in os.listdir(site) if n.lower().startswith("python_flint-")))
+    except OSError:
+        return "?"
+
+
 def _to_fraction(pair: tuple[Any, Any]) -> Fraction:
     man, exp = int(pair[0]), int(pair[1])
     return Fraction(man << exp) if exp >= 0 else Fraction(man, 1 << -exp)

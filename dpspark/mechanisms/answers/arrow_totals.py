@@ -28,8 +28,7 @@ import numpy as np
 
 from dpspark.engine.arrow.sums import round_half_away
 from dpspark.mechanisms.answers.arrow_masks import Rows, filter_mask, interned
-from dpspark.mechanisms.answers.queries import Scalar
-from dpspark.mechanisms.answers.stage import MAX_ARROW_DELTA  # per-row float64 values stay exact below it
+from dpspark.mechanisms.answers.queries import MAX_ARROW_DELTA, Scalar
 #: limb width of the overflow-free sums
 LIMB = 26
 _MASK = (1 << LIMB) - 1

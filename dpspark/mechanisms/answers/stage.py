@@ -13,12 +13,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from dpspark.engine.stages import FamilyStage
-from dpspark.mechanisms.answers.queries import Scalar
-
-#: the Arrow kernel computes per-row values in float64, which must stay exactly representable: a clip bound x
-#: 2^scale_bits below 2^52. Defined here, not in the kernel, so choosing a stage (planning) imports no
-#: pyarrow.compute (0.2-0.45 s of a cold CLI's checking); the kernel imports it from here
-MAX_ARROW_DELTA = 1 << 52
+# from queries, not from the kernel: choosing a stage (planning) then imports no pyarrow.compute (0.2-0.45 s)
+from dpspark.mechanisms.answers.queries import MAX_ARROW_DELTA, Scalar
 
 
 @dataclass(frozen=True, eq=False)

@@ -89,7 +89,7 @@ def exact_shares(fractions: Sequence[float]) -> list[Fraction]:
 def split(parts: int, models: Sequence[Mapping[int, float]], norms: Sequence[float] | None = None) -> list[Fraction]:
     """The exact share of each part (module docstring); ``norms``: each model's solo_a / w_a (default: solo_a).
 
-    A pure function of public inputs, memoised on disk (:mod:`dpspark.noise.calibration_cache`; the key holds
+    A pure function of public inputs, memoised on disk (:mod:`dpspark.disk_memo`; the key holds
     the models and norms as exact float reprs, numpy's version and this module's source): the descent is
     40-80 ms of a fresh process's plan (issue 35 §2 asks <= 0.1 s for the whole plan). A stored split is only a
     choice: :func:`_shares_decoder` accepts nothing but ``parts`` positive multiples of 1/SPLIT_DENOMINATOR
@@ -97,7 +97,7 @@ def split(parts: int, models: Sequence[Mapping[int, float]], norms: Sequence[flo
     """
     if parts == 1:
         return [Fraction(1)]
-    from dpspark.noise.calibration_cache import memoised
+    from dpspark.disk_memo import memoised
 
     norms = [solo(m) for m in models] if norms is None else norms
     key = (parts, repr([sorted(m.items()) for m in models]), repr([float(n) for n in norms]), np.__version__)

@@ -84,7 +84,7 @@ def test_a_fresh_process_reads_the_split_from_the_disk_memo(tmp_path, monkeypatc
 @pytest.mark.parametrize("value", [[341, 341, 341], [0, 512, 512], [1022, 1, 1, 0], "342", [342.0, 341, 341]])
 def test_a_stored_split_that_is_no_split_is_named_and_ignored(tmp_path, monkeypatch, value) -> None:  # type: ignore[no-untyped-def]
     """A resealed entry whose shares do not sum to 1 (or are not positive units) is refused and recomputed."""
-    from dpspark.noise import calibration_cache as CC
+    from dpspark import disk_memo as CC
 
     monkeypatch.setenv("DPSPARK_CACHE_DIR", str(tmp_path))
     models, norms = [{0: 1.0}, {0: 50.0, 1: 50.0}, {1: 3.0, 2: 4.0}], [1.0, 100.0, 5.0]
