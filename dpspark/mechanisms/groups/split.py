@@ -100,7 +100,7 @@ def split(parts: int, models: Sequence[Mapping[int, float]], norms: Sequence[flo
     from dpspark.disk_memo import memoised
 
     norms = [solo(m) for m in models] if norms is None else norms
-    key = (parts, repr([sorted(m.items()) for m in models]), repr([float(n) for n in norms]), np.__version__)
+    key = (parts, repr([sorted(m.items()) for m in models]), repr([float(n) for n in norms]), np.__version__)  # report
     return memoised("groups_split", key, SPLIT_MODULES,
                     lambda: exact_shares(minimax_fractions(parts, models, norms)),
                     lambda shares: [f.numerator * (SPLIT_DENOMINATOR // f.denominator) for f in shares],
