@@ -195,3 +195,13 @@ def test_exp_upper_is_memoised_on_disk_with_the_computed_value(tmp_path, monkeyp
     entry.write_text(json.dumps(doc))
     with pytest.warns(disk_memo.CorruptCacheEntry, match=str(entry)), pytest.raises(AssertionError, match="computed again"):
         LogEpsilon(F(3, 2), F(7, 10)).exp_upper()
+
+
+def test_a_comparison_of_huge_rationals_skips_the_series(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The exact series is used only up to LN_SERIES_MAX_BITS (its Fractions grow as x^25: seconds at 4096 bits)."""
+    calls = []
+    real = certified.ln_series_bracket
+    monkeypatch.setattr(certified, "ln_series_bracket", lambda x, *a: calls.append(x) or real(x, *a))
+    big = F(3 * 2**4096 + 1, 2 * 2**4096 + 1)
+    assert LogEpsilon(big, 0).compare("1/2") == -1 and calls == []  # ln(3/2) ~ 0.405 < 1/2, decided by arb
+    assert LogEpsilon(F(3, 2), 0).compare("1/2") == -1 and calls == [F(3, 2)]
