@@ -51,7 +51,7 @@ def _sign_ln_plus(r: Fraction, f: Fraction) -> int:
         return 1 if r > 1 else -1
     # an exact rational bracket of ln r decides most comparisons without flint (a 0.2 s import on a read
     # command's start: a statement's ln(13/8) + 2^-126 against its budget); the sign is the same exact answer
-    if max(r.numerator.bit_length(), r.denominator.bit_length()) <= certified.LN_SERIES_MAX_BITS:
+    if Fraction(1, 1 << 64) <= r <= (1 << 64):  # else the series converges too slowly to decide anything
         lo, hi = certified.ln_series_bracket(r)
         if lo + f > 0:
             return 1
