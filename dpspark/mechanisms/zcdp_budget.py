@@ -48,7 +48,7 @@ def rho_within(epsilon: Any, delta: Any, rho: Any = None) -> Fraction:
                 f"privacy.rho = {r} is ({float(got):.6g}, {d})-DP (CKS20, certified), above privacy.epsilon = {eps}; "  # report
                 "lower rho or raise epsilon")
         return r
-    from dpspark.noise.calibration_cache import memoised
+    from dpspark.disk_memo import memoised
 
     # a pure function of (eps, delta) and the conversion's code: memoised on disk (30 certified conversions,
     # about 2 s in a cold process); a refusal is never stored

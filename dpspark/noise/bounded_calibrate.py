@@ -31,7 +31,6 @@ search only proposes (M, J, theta). Derivations: docs/bounded-noise.md.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -620,17 +619,10 @@ def _decoder(k: int, eps: Fraction, dlt: Fraction, sensitivity: int, family: str
 
 
 def _flint_release() -> str:
-    """The installed python-flint's dist-info name (its arb decides certificates), without importing flint."""
-    import importlib.util
+    """The installed python-flint's dist-info name, without importing flint (:func:`certified.flint_release`)."""
+    from dpspark.privacy.certified import flint_release
 
-    spec = importlib.util.find_spec("flint")
-    if spec is None or not spec.origin:
-        return "?"
-    site = os.path.dirname(os.path.dirname(spec.origin))
-    try:
-        return ",".join(sorted(n for n in os.listdir(site) if n.lower().startswith("python_flint-")))
-    except OSError:
-        return "?"
+    return flint_release()
 
 
 def calibrate(
@@ -642,7 +634,7 @@ def calibrate(
     method: str = "chernoff",
     grid: int | None = None,
 ) -> Calibration:
-    """:func:`calibrate_now`, memoised on disk by its exact public parameters (:mod:`dpspark.noise.calibration_cache`).
+    """:func:`calibrate_now`, memoised on disk by its exact public parameters (:mod:`dpspark.disk_memo`).
 
     Invalid parameters are refused here as by :func:`calibrate_now`; only a certified result is stored.
     """
@@ -651,7 +643,7 @@ def calibrate(
         return calibrate_now(k, epsilon, delta, sensitivity, family, method, grid)  # refused there (or unusual)
     eps = parse_rational(epsilon, "epsilon")
     dlt = parse_rational(delta, "delta")
-    from dpspark.noise.calibration_cache import memoised
+    from dpspark.disk_memo import memoised
 
     return memoised(
         "bounded_calibration", (k, eps, dlt, sensitivity, family, method, "auto" if grid is None else grid,

@@ -23,8 +23,6 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-import gmpy2
-
 from dpspark.exact import parse_rational
 from dpspark.privacy import certified
 from dpspark.privacy.errors import PrivacyError
@@ -101,6 +99,8 @@ _K_MIN, _K_MAX = -24 * _GRID, 64 * _GRID
 @lru_cache(maxsize=None)
 def _root(j: int) -> int:
     """floor(2^(j/_GRID) * 2^32), exactly (an integer _GRID-th root)."""
+    import gmpy2  # lazy: its import (with importlib.metadata) is ~0.1 s of a read command's start; no reader needs it
+
     return int(gmpy2.iroot(gmpy2.mpz(1) << (j + 32 * _GRID), _GRID)[0])
 
 

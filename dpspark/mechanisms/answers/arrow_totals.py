@@ -28,10 +28,7 @@ import numpy as np
 
 from dpspark.engine.arrow.sums import round_half_away
 from dpspark.mechanisms.answers.arrow_masks import Rows, filter_mask, interned
-from dpspark.mechanisms.answers.queries import Scalar
-
-#: per-row values are computed in float64 and must stay exactly representable
-MAX_ARROW_DELTA = 1 << 52
+from dpspark.mechanisms.answers.queries import MAX_ARROW_DELTA, Scalar
 #: limb width of the overflow-free sums
 LIMB = 26
 _MASK = (1 << LIMB) - 1

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from dpspark.engine.stages import FamilyStage
-from dpspark.mechanisms.answers.queries import Scalar
+# from queries, not from the kernel: choosing a stage (planning) then imports no pyarrow.compute (0.2-0.45 s)
+from dpspark.mechanisms.answers.queries import MAX_ARROW_DELTA, Scalar
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,8 +33,6 @@ class ScalarTotalsStage(FamilyStage):
     @staticmethod
     def type_for(scalars: Sequence[Scalar]) -> type["ScalarTotalsStage"]:
         """The stage type of a batch: wide when a clip bound x 2^scale_bits reaches the Arrow kernel's 2^52."""
-        from dpspark.mechanisms.answers.arrow_kernel import MAX_ARROW_DELTA
-
         return WideScalarTotalsStage if any(s.delta >= MAX_ARROW_DELTA for s in scalars) else ScalarTotalsStage
 
     @staticmethod

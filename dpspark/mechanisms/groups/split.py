@@ -87,10 +87,39 @@ def exact_shares(fractions: Sequence[float]) -> list[Fraction]:
 
 
 def split(parts: int, models: Sequence[Mapping[int, float]], norms: Sequence[float] | None = None) -> list[Fraction]:
-    """The exact share of each part (module docstring); ``norms``: each model's solo_a / w_a (default: solo_a)."""
+    """The exact share of each part (module docstring); ``norms``: each model's solo_a / w_a (default: solo_a).
+
+    A pure function of public inputs, memoised on disk (:mod:`dpspark.disk_memo`; the key holds
+    the models and norms as exact float reprs, numpy's version and this module's source): the descent is
+    40-80 ms of a fresh process's plan (issue 35 §2 asks <= 0.1 s for the whole plan). A stored split is only a
+    choice: :func:`_shares_decoder` accepts nothing but ``parts`` positive multiples of 1/SPLIT_DENOMINATOR
+    summing to exactly 1, the only property the accounting relies on.
+    """
     if parts == 1:
         return [Fraction(1)]
-    return exact_shares(minimax_fractions(parts, models, [solo(m) for m in models] if norms is None else norms))
+    from dpspark.disk_memo import memoised
+
+    norms = [solo(m) for m in models] if norms is None else norms
+    key = (parts, repr([sorted(m.items()) for m in models]), repr([float(n) for n in norms]), np.__version__)  # report
+    return memoised("groups_split", key, SPLIT_MODULES,
+                    lambda: exact_shares(minimax_fractions(parts, models, norms)),
+                    lambda shares: [f.numerator * (SPLIT_DENOMINATOR // f.denominator) for f in shares],
+                    _shares_decoder(parts))
+
+
+#: the modules whose source decides :func:`split` (the on-disk memo's key holds their digest)
+SPLIT_MODULES = ("dpspark.mechanisms.groups.split",)
+
+
+def _shares_decoder(parts: int):  # type: ignore[no-untyped-def]
+    def decode(raw: object) -> list[Fraction]:
+        if (not isinstance(raw, list) or len(raw) != parts
+                or not all(isinstance(u, int) and not isinstance(u, bool) and u >= 1 for u in raw)):
+            raise ValueError("not a list of positive share units")
+        if sum(raw) != SPLIT_DENOMINATOR:
+            raise ValueError("shares do not sum to 1")
+        return [Fraction(u, SPLIT_DENOMINATOR) for u in raw]
+    return decode
 
 
 def selection_weight(aggregate_weights: Sequence[Fraction], share: Fraction = SELECTION_SHARE) -> Fraction:

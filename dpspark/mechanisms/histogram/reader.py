@@ -17,7 +17,6 @@ from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from dpspark.lookup.frames import label_frame
 from dpspark.lookup.open import BELOW_THRESHOLD, NOTE_COLUMN, ManifestStatements
@@ -133,6 +132,8 @@ class ReleaseLookup(ManifestStatements):
                                      "the file is damaged") from None
         if want is None or NOTE_COLUMN in want:
             marked = self.below_threshold(table.column("noisy_count").to_numpy())
+            import pyarrow.compute as pc  # lazy: 0.2 s, only for a frame with notes
+
             note = pc.if_else(pa.array(marked), pa.scalar(BELOW_THRESHOLD), pa.scalar(None, pa.string()))
             table = table.append_column(NOTE_COLUMN, note)
             if want is not None:
@@ -164,6 +165,8 @@ class ReleaseLookup(ManifestStatements):
         keys = [c["name"] for c in columns if c["role"] == "key"]
         table = self.table(keys + ["noisy_count", NOTE_COLUMN])
         if above_threshold:
+            import pyarrow.compute as pc  # lazy (see table())
+
             table = table.filter(pc.is_null(table.column(NOTE_COLUMN)))
         n = table.num_rows
         note = table.column(NOTE_COLUMN)

@@ -108,3 +108,85 @@ def test_a_read_path_that_needs_pandas_can_ask_for_it() -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+# --- issue 35 §1: what each cut keeps off a light path (one fresh interpreter per command) -----------------
+
+#: imported by a read command's start or a release's check before issue 35's cuts; the read commands need none
+#: of them (the data pass of a release imports pyarrow.compute/dataset; a cold memo computes with flint)
+LIGHT = ("pyarrow.compute", "pyarrow.dataset", "gmpy2", "flint")
+
+LOADED = ("import json, sys\nfrom dpspark.cli.app import main\nrc = main(sys.argv[2:])\n"
+          "print(json.dumps([rc, sorted(m for m in json.loads(sys.argv[1]) if m in sys.modules)]), file=sys.stderr)\n")
+
+
+def _loaded(argv: list[str], cache: Path, warm: bool = False) -> list[str]:
+    """The LIGHT modules a fresh interpreter loaded to run ``argv`` (``warm``: after one run that fills the memo)."""
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "DPSPARK_CACHE_DIR": str(cache)}
+    for _ in range(2 if warm else 1):
+        proc = subprocess.run([sys.executable, "-c", LOADED, json.dumps(LIGHT), *argv], cwd=ROOT,
+                              capture_output=True, text=True, timeout=300, env=env)
+        rc, loaded = json.loads(proc.stderr.strip().splitlines()[-1])
+        assert rc == 0, proc.stderr[-2000:]
+    return loaded
+
+
+@pytest.mark.parametrize(("argv", "warm", "cut"), [
+    (("lookup", "stability", "Lima"), False, "histogram reader: no pc at import, no is_null() on the index words"),
+    (("verify", "pure_sparse"), False, "histogram reader: no pc at import, no is_null() on the index words"),
+    (("verify", "groups"), False, "one table read by ParquetFile (no pyarrow.dataset); exact ln bracket, no flint"),
+    (("inspect", "dense"), False, "gmpy2 imported where the CKS grid needs it, not by privacy.conversions"),
+    (("inspect", "kary_sampler"), False, "ln(13/8) + 2^-126 <= 1/2 decided by the exact ln bracket, no flint"),
+    (("inspect", "bounded_noise"), True, "exp_upper of the group-privacy check read from the disk memo"),
+    (("verify", "gaussian_learner"), True, "the CKS re-derivation read from the disk memo"),
+])
+def test_a_read_command_start_loads_none_of_the_cut_imports(releases: dict[str, Path], tmp_path: Path,
+                                                            argv: tuple[str, ...], warm: bool, cut: str) -> None:
+    loaded = _loaded([argv[0], str(releases[argv[1]]), *argv[2:]], tmp_path / "memo", warm)
+    assert loaded == [], (argv, cut, loaded)
+
+
+SUMS = """[input]
+path = "{data}"
+[privacy]
+mechanism = "bounded_noise"
+epsilon = "1"
+delta = "1/1000000000"
+max_units = 400
+unit_column = "u"
+[[queries]]
+name = "s"
+kind = "sum"
+column = "x"
+lo = "-2"
+hi = "5"
+filter = "g = 'a'"
+[output]
+path = "{out}"
+"""
+
+
+#: ``dpspark release`` up to its data pass: run_release (the pass, the noise, the write) replaced by a stop
+UP_TO_THE_PASS = ("import json, sys\nimport dpspark.engine.runner as R\n"
+                  "def stop(*a, **k):\n    raise SystemExit(0)\n"
+                  "R.run_release = stop\nfrom dpspark.cli.app import main\n"
+                  "try:\n    main(sys.argv[2:])\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
+                  "print(json.dumps([0, sorted(m for m in json.loads(sys.argv[1]) if m in sys.modules)]), file=sys.stderr)\n")
+
+
+def test_a_release_check_and_plan_loads_none_of_the_cut_imports(releases: dict[str, Path], tmp_path: Path) -> None:
+    """Issue 35 §1: with a warm memo, ``dpspark release`` of a filtered bounded-noise sum on a Parquet file, up to
+    its pass (config, plan, every data-free check, the charge's check), imports no pyarrow.compute/dataset or
+    flint: the stage choice reads MAX_ARROW_DELTA from queries, the input's schema is its footer, the plan
+    check's exp_upper is memoised. (gmpy2: dpspark.rng, which the release's noise needs, is imported first.)"""
+    data = releases["bounded_noise"].parent / "in.parquet"
+    config = tmp_path / "sums.toml"
+    config.write_text(SUMS.format(data=data, out=tmp_path / "out"))
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "DPSPARK_CACHE_DIR": str(tmp_path / "memo")}
+    for _ in range(2):  # the first run fills the memo (calibration, exp_upper)
+        proc = subprocess.run([sys.executable, "-c", UP_TO_THE_PASS, json.dumps(LIGHT), "release", "--config",
+                               str(config)], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    loaded = json.loads(proc.stderr.strip().splitlines()[-1])[1]
+    assert set(loaded) <= {"gmpy2"}, loaded
+    assert not (tmp_path / "out").exists()

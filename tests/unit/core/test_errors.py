@@ -31,7 +31,7 @@ from dpspark.exact import parse_rational
 #: Exception classes in dpspark that are deliberately not user-facing errors, with the reason.
 NOT_USER_FACING = {
     "dpspark.audit.auditor.PrivacyViolation": "an AssertionError raised by statistical tests of the mechanisms",
-    "dpspark.noise.calibration_cache.CorruptCacheEntry": "a UserWarning category: warned (naming the entry), never "
+    "dpspark.disk_memo.CorruptCacheEntry": "a UserWarning category: warned (naming the entry), never "
                                                          "raised; the calibration is then computed again",
 }
 

@@ -91,3 +91,22 @@ def test_a_missing_input_column_is_refused_before_the_spend(tmp_path: Path, caps
     assert not (tmp_path / "rel").exists()
     ledger = tmp_path / "l.sqlite"
     assert not ledger.exists() or Ledger(ledger).spent("d").epsilon == 0
+
+
+def test_a_parquet_inputs_schema_is_its_footer_and_a_damaged_file_is_named(tmp_path: Path) -> None:
+    """Issue 35 §1: one local Parquet file's schema is read from its footer (no pyarrow.dataset); the same schema
+    as the dataset's, and a damaged file still gets the dataset path's value-free InputError, with no context."""
+    import pyarrow.dataset as ds
+
+    from dpspark.engine.arrow.backend import InputError, input_schema
+
+    good = tmp_path / "in.parquet"
+    pq.write_table(pa.table({"u": pa.array([1, 2], pa.int64()), "q": ["a", "b"]}), good)
+    assert input_schema(str(good)) == (ds.dataset(str(good)).schema, False)
+    assert input_schema(f"file://{good}")[0] == ds.dataset(str(good)).schema
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1 secret-row-value 12345 PAR1")
+    with pytest.raises(InputError) as err:
+        input_schema(str(bad))
+    assert str(bad) in str(err.value) and "secret" not in str(err.value) and "12345" not in str(err.value)
+    assert err.value.__context__ is None and err.value.__cause__ is None

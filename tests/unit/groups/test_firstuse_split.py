@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
+
+import pytest
 
 from dpspark.mechanisms.groups import split as S
 
@@ -56,3 +59,40 @@ def test_a_second_plan_of_the_same_release_reuses_the_split() -> None:
     first[0] = -1.0  # the caller's list is its own: the memo is not changed through it
     second = S.minimax_fractions(3, [dict(m) for m in models], list(norms))
     assert second[0] > 0 and S._minimax.cache_info().hits == 1 and S._minimax.cache_info().misses == 1
+
+
+def _no_descent(*args: object) -> None:
+    raise AssertionError("the descent ran again instead of reading the stored split")
+
+
+def test_a_fresh_process_reads_the_split_from_the_disk_memo(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Issue 35 §2: the plan's split is stored on disk (a fresh process pays no descent); other inputs are another key."""
+    monkeypatch.setenv("DPSPARK_CACHE_DIR", str(tmp_path))
+    models, norms = [{0: 1.0}, {0: 50.0, 1: 50.0}, {1: 3.0, 2: 4.0}], [1.0, 100.0, 5.0]
+    S._minimax.cache_clear()
+    first = S.split(3, models, norms)
+    assert first == S.exact_shares(S.minimax_fractions(3, models, norms)) and sum(first) == 1
+    [entry] = list((tmp_path / "calibrations").glob("groups_split-*.json"))
+    S._minimax.cache_clear()  # as in a new process: only the disk memo is left
+    monkeypatch.setattr(S, "_minimax", _no_descent)
+    assert S.split(3, [dict(m) for m in models], list(norms)) == first
+    with pytest.raises(AssertionError, match="descent ran again"):  # another norm: another key
+        S.split(3, models, [1.0, 100.0, 6.0])
+    assert entry.exists()
+
+
+@pytest.mark.parametrize("value", [[341, 341, 341], [0, 512, 512], [1022, 1, 1, 0], "342", [342.0, 341, 341]])
+def test_a_stored_split_that_is_no_split_is_named_and_ignored(tmp_path, monkeypatch, value) -> None:  # type: ignore[no-untyped-def]
+    """A resealed entry whose shares do not sum to 1 (or are not positive units) is refused and recomputed."""
+    from dpspark import disk_memo as CC
+
+    monkeypatch.setenv("DPSPARK_CACHE_DIR", str(tmp_path))
+    models, norms = [{0: 1.0}, {0: 50.0, 1: 50.0}, {1: 3.0, 2: 4.0}], [1.0, 100.0, 5.0]
+    good = S.split(3, models, norms)
+    [entry] = list((tmp_path / "calibrations").glob("groups_split-*.json"))
+    doc = json.loads(entry.read_text())
+    doc["value"], doc["check"] = value, CC._check(doc["key"], value)
+    entry.write_text(json.dumps(doc))
+    with pytest.warns(CC.CorruptCacheEntry, match=str(entry)):
+        assert S.split(3, models, norms) == good
+    assert json.loads(entry.read_text())["value"] == [g.numerator * (S.SPLIT_DENOMINATOR // g.denominator) for g in good]

@@ -1,4 +1,4 @@
-"""The on-disk memo of certified calibrations (dpspark.noise.calibration_cache; issue 35 §1, cold CLI checks)."""
+"""The on-disk memo of certified calibrations (dpspark.disk_memo; issue 35 §1, cold CLI checks)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from dpspark.mechanisms import zcdp_budget as Z
 from dpspark.noise import bounded_calibrate as BC
-from dpspark.noise import calibration_cache as CC
+from dpspark import disk_memo as CC
 
 
 @pytest.fixture()

@@ -17,6 +17,14 @@ from dpspark.privacy import certified
 mpmath.mp.dps = 80
 
 
+@pytest.fixture(autouse=True)
+def _eighty_digits():  # type: ignore[no-untyped-def]
+    """mpmath's precision is global: test_privacy_conversions sets 60 digits at import, which made this file's
+    1e-70 checks fail whenever both were collected together (an order-dependent failure on main)."""
+    with mpmath.workdps(80):
+        yield
+
+
 def ref(e: LogEpsilon) -> mpmath.mpf:
     """ln(exp) + extra at 80 significant digits (an independent high-precision reference)."""
     return mpmath.log(mpmath.mpf(e.exp.numerator) / e.exp.denominator) + mpmath.mpf(e.extra.numerator) / e.extra.denominator
@@ -138,3 +146,77 @@ def test_tiny_extras_keep_the_requested_precision() -> None:
         assert (u - l) / u <= F(1, 2 ** (bits - 4))
     b = LogEpsilon(F(21, 8), F(4, 2**128))  # a release's rng bias: the manifest form stays exp / (1 - f)
     assert b.exp_upper() == F(21, 8) / (1 - F(4, 2**128))
+
+
+# --- issue 35 §1: flint off the read path (an exact ln bracket; exp_upper memoised on disk) ------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.fractions(min_value=F(1, 10**6), max_value=10**6, max_denominator=10**6), st.integers(1, 20))
+def test_the_exact_ln_bracket_encloses_ln(x: F, terms: int) -> None:
+    """lo <= ln x <= hi for any number of terms; tight near 1 (the statements' exps). The reference runs at 320
+    digits: with x = (d + 1)/d, d <= 10^6, a bound can sit 10^-258 from ln x, past 80 digits."""
+    lo, hi = certified.ln_series_bracket(x, terms)
+    with mpmath.workdps(320):
+        assert mp(lo) <= mpmath.log(mp(x)) <= mp(hi)
+    if F(1, 2) <= x <= 2:
+        lo, hi = certified.ln_series_bracket(x)  # the default terms
+        assert hi - lo < F(1, 10**12)
+
+
+def test_a_sign_the_bracket_decides_imports_no_flint_and_agrees_with_arb() -> None:
+    """ln(13/8) + 2^-126 against 1/2 (a sampler's statement and its budget): decided exactly, as arb decides it."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom fractions import Fraction as F\nfrom dpspark.privacy import LogEpsilon\n"
+            "e = LogEpsilon(F(13, 8), F(1, 2**126))\n"
+            "print(e.le('1/2'), e.lt('1/2'), e.compare('0.48'), 'flint' in sys.modules)\n")
+    import os
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env).stdout.split()
+    assert out == ["True", "True", "1", "False"]
+    f = F(1, 2**126) - F(1, 2)
+    assert certified.decide_sign(lambda q: q(F(13, 8)).log() + q(f)) == -1  # arb agrees
+
+
+def test_exp_upper_is_memoised_on_disk_with_the_computed_value(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from dpspark import disk_memo
+    from dpspark.privacy import epsilon as E
+
+    monkeypatch.setenv("DPSPARK_CACHE_DIR", str(tmp_path))
+    e = LogEpsilon(F(3, 2), F(7, 10))
+    computed = F(3, 2) * certified.upper(lambda q: q(F(7, 10)).exp(), 64 + E._exp_scale(F(7, 10)))
+    assert e.exp_upper() == computed
+    [entry] = list((tmp_path / "calibrations").glob("exp_upper-*.json"))
+
+    def no_flint(*args: object, **kwargs: object) -> None:
+        raise AssertionError("computed again")
+
+    monkeypatch.setattr(certified, "upper", no_flint)
+    assert LogEpsilon(F(3, 2), F(7, 10)).exp_upper() == computed  # from the disk, the same exact value
+    doc = json.loads(entry.read_text())  # a resealed value below 1 + f, e^f's elementary lower bound: refused
+    doc["value"] = "1"
+    doc["check"] = disk_memo._check(doc["key"], doc["value"])
+    entry.write_text(json.dumps(doc))
+    with pytest.warns(disk_memo.CorruptCacheEntry, match=str(entry)), pytest.raises(AssertionError, match="computed again"):
+        LogEpsilon(F(3, 2), F(7, 10)).exp_upper()
+
+
+@pytest.mark.parametrize("x", [F(3 * 2**4096 + 1, 2 * 2**4096 + 1), F(2**300 + 7, 2**299 + 3), F(1, 3),
+                               F(10**40 + 1, 10**40), F(7, 2**130), F(13, 8) ** 90])
+def test_a_long_argument_is_rounded_outward_and_still_enclosed(x: F) -> None:
+    """A composed epsilon's exp has hundreds of bits: rounded onto the 2^-120 grid first, fast and still exact."""
+    import time
+
+    t0 = time.process_time()
+    lo, hi = certified.ln_series_bracket(x)
+    assert time.process_time() - t0 < 0.5  # report: was seconds at 4096 bits unrounded
+    with mpmath.workdps(320):
+        assert mp(lo) <= mpmath.log(mp(x)) <= mp(hi)
+    if F(1, 2) <= x <= 2:
+        assert hi - lo < F(1, 10**12)

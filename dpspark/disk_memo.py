@@ -3,7 +3,12 @@
 A bounded-noise calibration (:func:`dpspark.noise.bounded_calibrate.calibrate`) or a zCDP rho search
 (:func:`dpspark.mechanisms.zcdp_budget.rho_within`) is a pure function of public parameters and of the code
 that certifies it, and costs 0.1-10 s of CPU in a cold process: most of a cold CLI's "checking" time
-(issue 35 §1). This module stores each *certified* result (the function returned; a refusal is never stored)
+(issue 35 §1). So are a certified bound on e^eps (:meth:`dpspark.privacy.LogEpsilon.exp_upper`, which
+imports python-flint: 0.1-0.2 s of a read command's start) and a groups release's budget split. This module
+sits outside the layers (as :mod:`dpspark.exact` does) so the privacy layer can use it too;
+:mod:`dpspark.noise.calibration_cache` was its former name.
+
+This module stores each *certified* result (the function returned; a refusal is never stored)
 in one JSON file under the user's cache directory, so the next process reads it in a millisecond.
 
 * **Key**: the sha256 of the function's name, its exact parameters (ints, strings, Fractions as strings) and
