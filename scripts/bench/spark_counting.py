@@ -3,6 +3,7 @@
 
 Usage: .venv/bin/python scripts/bench/spark_counting.py [--rows 10000000] [--keys 1000000]
                      [--kind int|string] [--repeats 3] [--release] [--profile] [--driver-memory 3g]
+                     [--quick] [--tree /tmp/sparkhist_base]
 Generates (once, cached under bench-results/data/) a Parquet file of ROWS rows with KEYS distinct keys
 (Zipf-ish), then measures, in the same process and run, on that same file:
   * pyarrow: read + group_by(key).aggregate(count), with Arrow's thread pool and with one thread
@@ -24,6 +25,9 @@ one-thread pyarrow). Also printed: the load average before and after, the peak R
 Python process and of its JVM (VmHWM of the java child process; in local mode that JVM runs every task),
 and with --profile per-stage task CPU/run/GC times of the last dpspark counting run from the Spark status
 REST API (turns the UI on for this run only). Writes bench-results/spark_counting.json.
+``--quick`` skips the two floors and the variant. ``--tree DIR`` times another source tree's dpspark (e.g. main,
+``git -C /work/main archive <commit> | tar -x -C DIR``) on the same cached data: a before/after pair is two runs,
+one per tree, back to back; compare their per-core ratios (each run has its own pyarrow reference at its load).
 """
 
 from __future__ import annotations
@@ -47,7 +51,8 @@ import pyarrow.parquet as pq
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Spark's stock values of the runtime SQL settings that dpspark's local session changes.
-SPARK_STOCK = {"spark.sql.codegen.aggregate.fastHashMap.capacityBit": "16", "spark.sql.files.maxPartitionBytes": "128m"}
+SPARK_STOCK = {"spark.sql.codegen.aggregate.fastHashMap.capacityBit": "16", "spark.sql.files.maxPartitionBytes": "128m",
+               "spark.sql.codegen.aggregate.map.vectorized.enable": "false"}
 
 
 def make_data(path: Path, rows: int, keys: int, kind: str, seed: int = 5) -> None:
@@ -298,8 +303,8 @@ def main() -> int:
         spark.conf.set(key, value)
     record("Spark groupBy(key).count, Spark stock settings", timed(plain_groupby, args.repeats),
            {"conf": dict(SPARK_STOCK)})
-    for key in SPARK_STOCK:
-        spark.conf.set(key, DEFAULT_CONF[key])
+    for key, value in SPARK_STOCK.items():
+        spark.conf.set(key, DEFAULT_CONF.get(key, value))  # (a tree that does not set it: Spark's value)
     record("Spark groupBy(key).count, dpspark settings", timed(plain_groupby, args.repeats))
     plain_ratio = rows[0]["median_s"] / rows[-1]["median_s"]
 

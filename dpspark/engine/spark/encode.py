@@ -36,6 +36,9 @@ that would duplicate a non-trivial expression. A scalar universe takes two
   ints hash their 8-byte big-endian two's complement ``unhex(lpad(hex(v), 16, '0'))``;
 * tuple: mixed radix, constant multipliers split into 16-bit halves.
 
+:func:`with_universe_halves` leaves the word as its int64 halves (no hex/unhex), for jobs that collect the
+index to the driver, where :func:`halves_to_words` joins them with numpy.
+
 ``method="arrow"`` instead runs :meth:`Universe.encode_arrow` in
 ``mapInArrow`` (vectorized numpy, except hashed keys, which hash per row).
 """
