@@ -395,7 +395,7 @@ def halves_to_words(halves: Sequence[pa.Array | pa.ChunkedArray]) -> pa.Array:
     n = len(halves[0])
     words = np.empty((n, len(halves)), dtype=">i8")  # big-endian int64: its bytes are the half's bit pattern
     for k, half in enumerate(halves):
-        words[:, k] = half.to_numpy(zero_copy_only=False) if n else []
+        words[:, k] = half.to_numpy(zero_copy_only=False)
     width = 8 * len(halves)
     fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(words.tobytes())])
     return fixed.cast(pa.binary())
