@@ -335,7 +335,7 @@ def main() -> int:
                   f"{s['input_rows']:>12}{s['shuffle_read_rows']:>10}{s['shuffle_write_rows']:>10}")
 
     print(f"Spark/pyarrow throughput on the same 2 cores (wall): plain groupBy {plain_ratio:.3f}, dpspark counting "
-          f"stage {counting_ratio:.3f}, the Arrow-partial-counts variant {variant_ratio or float('nan'):.3f} (target >= 0.5); per "
+          f"stage {counting_ratio:.3f}, the Arrow-partial-counts variant {variant_ratio or float('nan'):.3f} (target >= 0.5); per "  # report
           f"core (CPU per row against one-thread pyarrow): {per_core_ratio:.3f}; variant's counts identical: {identical}")
 
     memory = {}
