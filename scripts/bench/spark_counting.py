@@ -3,6 +3,7 @@
 
 Usage: .venv/bin/python scripts/bench/spark_counting.py [--rows 10000000] [--keys 1000000]
                      [--kind int|string] [--repeats 3] [--release] [--profile] [--driver-memory 3g]
+                     [--quick] [--tree /tmp/sparkhist_base]
 Generates (once, cached under bench-results/data/) a Parquet file of ROWS rows with KEYS distinct keys
 (Zipf-ish), then measures, in the same process and run, on that same file:
   * pyarrow: read + group_by(key).aggregate(count), with Arrow's thread pool and with one thread
@@ -24,6 +25,9 @@ one-thread pyarrow). Also printed: the load average before and after, the peak R
 Python process and of its JVM (VmHWM of the java child process; in local mode that JVM runs every task),
 and with --profile per-stage task CPU/run/GC times of the last dpspark counting run from the Spark status
 REST API (turns the UI on for this run only). Writes bench-results/spark_counting.json.
+``--quick`` skips the two floors and the variant. ``--tree DIR`` times another source tree's dpspark (e.g. main,
+``git -C /work/main archive <commit> | tar -x -C DIR``) on the same cached data: a before/after pair is two runs,
+one per tree, back to back; compare their per-core ratios (each run has its own pyarrow reference at its load).
 """
 
 from __future__ import annotations
@@ -45,10 +49,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 #: Spark's stock values of the runtime SQL settings that dpspark's local session changes.
-SPARK_STOCK = {"spark.sql.codegen.aggregate.fastHashMap.capacityBit": "16", "spark.sql.files.maxPartitionBytes": "128m"}
+SPARK_STOCK = {"spark.sql.codegen.aggregate.fastHashMap.capacityBit": "16", "spark.sql.files.maxPartitionBytes": "128m",
+               "spark.sql.codegen.aggregate.map.vectorized.enable": "false"}
 
 
 def make_data(path: Path, rows: int, keys: int, kind: str, seed: int = 5) -> None:
@@ -215,8 +219,13 @@ def main() -> int:
     ap.add_argument("--release", action="store_true", help="also time the whole stability release")
     ap.add_argument("--profile", action="store_true", help="per-stage task metrics via the Spark UI's REST API")
     ap.add_argument("--driver-memory", default=None, help="driver JVM heap (default: dpspark's local_session default)")
+    ap.add_argument("--tree", default=str(ROOT), help="the dpspark source tree to time (default: this script's; "
+                    "e.g. an export of main for a before/after pair: run once per tree, same data, same load)")
+    ap.add_argument("--quick", action="store_true", help="skip the scan and mapInArrow floors and the Arrow-partials "
+                    "variant (pyarrow, plain groupBy and dpspark's stage only)")
     ap.add_argument("--out", default=str(ROOT / "bench-results" / "spark_counting.json"))
     args = ap.parse_args()
+    sys.path.insert(0, os.path.abspath(args.tree))
 
     data_dir = ROOT / "bench-results" / "data"
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -287,25 +296,28 @@ def main() -> int:
 
         spark.read.parquet(str(path)).mapInArrow(consume, "n long").collect()
 
-    record("Spark scan only (Parquet -> noop sink)", timed(scan_only, args.repeats))
-    record("Spark scan -> mapInArrow (Python only counts rows)", timed(transfer_only, args.repeats))
+    if not args.quick:
+        record("Spark scan only (Parquet -> noop sink)", timed(scan_only, args.repeats))
+        record("Spark scan -> mapInArrow (Python only counts rows)", timed(transfer_only, args.repeats))
     for key, value in SPARK_STOCK.items():
         spark.conf.set(key, value)
     record("Spark groupBy(key).count, Spark stock settings", timed(plain_groupby, args.repeats),
            {"conf": dict(SPARK_STOCK)})
-    for key in SPARK_STOCK:
-        spark.conf.set(key, DEFAULT_CONF[key])
+    for key, value in SPARK_STOCK.items():
+        spark.conf.set(key, DEFAULT_CONF.get(key, value))  # (a tree that does not set it: Spark's value)
     record("Spark groupBy(key).count, dpspark settings", timed(plain_groupby, args.repeats))
     plain_ratio = rows[0]["median_s"] / rows[-1]["median_s"]
 
     def counting():  # type: ignore[no-untyped-def]
         return collect_counts(sparse_counts(read_input(spark, cfg.input), CountsStage.from_spec(cfg), SystemRandom()))
 
-    variant = counts_to_python(arrow_partial_counting(spark, cfg))
-    identical = dict(zip(*variant)) == dict(zip(*counts_to_python(counting())))
-    record("§3 variant: Arrow partial counts in mapInArrow + merge", timed(
-        lambda: arrow_partial_counting(spark, cfg), args.repeats), {"counts_identical_to_stage": identical})
-    variant_ratio = rows[0]["median_s"] / rows[-1]["median_s"]
+    identical, variant_ratio = None, None
+    if not args.quick:
+        variant = counts_to_python(arrow_partial_counting(spark, cfg))
+        identical = dict(zip(*variant)) == dict(zip(*counts_to_python(counting())))
+        record("§3 variant: Arrow partial counts in mapInArrow + merge", timed(
+            lambda: arrow_partial_counting(spark, cfg), args.repeats), {"counts_identical_to_stage": identical})
+        variant_ratio = rows[0]["median_s"] / rows[-1]["median_s"]
     first = last_stage_id(spark) + 1 if args.profile else 0
     record("dpspark counting stage (encode + count + collect)", timed(counting, args.repeats))
     counting_ratio = rows[0]["median_s"] / rows[-1]["median_s"]
@@ -323,7 +335,7 @@ def main() -> int:
                   f"{s['input_rows']:>12}{s['shuffle_read_rows']:>10}{s['shuffle_write_rows']:>10}")
 
     print(f"Spark/pyarrow throughput on the same 2 cores (wall): plain groupBy {plain_ratio:.3f}, dpspark counting "
-          f"stage {counting_ratio:.3f}, the Arrow-partial-counts variant {variant_ratio:.3f} (target >= 0.5); per "
+          f"stage {counting_ratio:.3f}, the Arrow-partial-counts variant {variant_ratio or float('nan'):.3f} (target >= 0.5); per "  # report
           f"core (CPU per row against one-thread pyarrow): {per_core_ratio:.3f}; variant's counts identical: {identical}")
 
     memory = {}

@@ -25,9 +25,9 @@ import pyarrow as pa
 
 from dpspark.engine.stages import CountsStage
 from dpspark.engine.errors import CuratorError, InputError
-from dpspark.engine.keyed import distinct_keys_keep_indexes, key_words, mix64
+from dpspark.engine.keyed import key_words, mix64
 from dpspark.rng import RandomSource
-from dpspark.engine.spark.encode import with_universe_index
+from dpspark.engine.spark.encode import halves_to_words, index_half_names, with_universe_halves, with_universe_index
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -89,25 +89,18 @@ def keyed_pick_hash(secret: bytes) -> Any:
     return add_hash
 
 
-def _text_ints(df: "DataFrame", stage: CountsStage) -> bool:
-    """Whether an integer-kind key column is a string column (a text input's integers, parsed per value)."""
-    from pyspark.sql.types import StringType
-
-    from dpspark.universe.keytypes import int_kind_columns
-
-    return any(isinstance(df.schema[c].dataType, StringType) for c in int_kind_columns(stage.universe, stage.key_columns))
-
-
 def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource) -> "DataFrame":
-    """DataFrame (INDEX binary, count long): one row per nonzero universe index, after contribution bounding.
+    """DataFrame of nonzero counts per universe index after contribution bounding, for :func:`collect_counts`.
 
     Rows with a NULL key (or NULL unit) are dropped; rows with a key outside the
     universe are dropped, or fail the job if ``out_of_universe = "error"``.
     Keys are encoded once per *distinct* key (then joined back), so the SQL
     index arithmetic costs O(#distinct keys), not O(#rows). Without a unit
-    column and with an injective encoder the per-key counts are the per-index
-    counts, so there is a single aggregation (one shuffle). With a unit column,
-    see :class:`~dpspark.engine.stages.CountsStage` for the bounds.
+    column (and a universe that hashes no key) there is a single aggregation
+    (one shuffle): the frame is (the index word's int64 halves..., count long), one
+    row per distinct key, and collect_counts sums the rare keys that share an index.
+    Otherwise it is (INDEX binary, count long), one row per index. With a unit
+    column, see :class:`~dpspark.engine.stages.CountsStage` for the bounds.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField, StructType
@@ -133,7 +126,12 @@ def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource) -> "Da
     else:
         grouped = rows.dropDuplicates(cols + [unit])
     keys = grouped.select(*cols).distinct() if unit else grouped  # no unit: (keys, count), one row per key
-    encoded = with_universe_index(keys, stage.universe, cols, index_col=INDEX, in_universe_col=MEMBER)
+    if unit is None and not _hashed(stage):
+        # the index leaves Spark as 64-bit halves, joined into words on the driver (collect_counts): the word's
+        # hex/unhex string work per distinct key cost as much task CPU as scanning and counting every row
+        encoded = with_universe_halves(keys, stage.universe, cols, index_col=INDEX, in_universe_col=MEMBER)
+    else:
+        encoded = with_universe_index(keys, stage.universe, cols, index_col=INDEX, in_universe_col=MEMBER)
     if stage.out_of_universe == "error":
         bad = encoded.filter(F.col(MEMBER) == F.lit(False)).limit(1).count()
         if bad:
@@ -141,11 +139,13 @@ def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource) -> "Da
                 "the input holds keys outside the declared universe and privacy.out_of_universe = 'error' "
                 "(curator-side check; the offending values are not shown)"
             )
-    if unit is None:
-        members = encoded.filter(F.col(MEMBER)).select(INDEX, "count")
-        if distinct_keys_keep_indexes(stage.universe, _text_ints(df, stage)):
-            return members  # one row per distinct key = one row per index: a second shuffle would change nothing
-        return members.groupBy(INDEX).agg(F.sum("count").alias("count"))
+    if unit is None and not _hashed(stage):
+        # one row per distinct key: an index repeats only where two keys share it (a text integer's "5" and "05",
+        # a malformed string), about as many rows as indexes; collect_counts sums repeats on the driver (a second
+        # Spark shuffle cost more than the whole driver-side merge)
+        return encoded.filter(F.col(MEMBER)).select(*index_half_names(INDEX, stage.universe), "count")
+    if unit is None:  # hashed: any number of distinct keys may share a bin, so Spark sums them
+        return encoded.filter(F.col(MEMBER)).groupBy(INDEX).agg(F.sum("count").alias("count"))
     index_of = encoded.filter(F.col(MEMBER)).select(*cols, INDEX)
     if bounded:
         per_pair = (grouped.join(index_of, on=cols, how="inner").groupBy(unit, INDEX)
@@ -165,6 +165,11 @@ def sparse_counts(df: "DataFrame", stage: CountsStage, rng: RandomSource) -> "Da
     rank = F.row_number().over(Window.partitionBy(unit).orderBy(F.col(HASH), F.col(INDEX)))
     kept = hashed.withColumn("__dp_rank", rank).filter(F.col("__dp_rank") <= F.lit(stage.max_keys_per_unit))
     return kept.groupBy(INDEX).agg(F.sum("rows").cast("long").alias("count"))
+
+
+def _hashed(stage: CountsStage) -> bool:
+    """Whether a component of the universe hashes its keys (bins shared by any number of distinct keys)."""
+    return any(part.kind == "hashed" for part in stage.universe.parts)
 
 
 #: the largest ``DataFrame.limit`` Spark takes (a Java int)
@@ -207,9 +212,20 @@ def _bound_units(rows: "DataFrame", unit: str, stage: CountsStage, secret: bytes
 
 
 def collect_counts(counts: "DataFrame") -> pa.Table:
-    """Bring the sparse counts to the driver as an Arrow table (record batches, not Python rows)."""
+    """Bring the sparse counts to the driver as an Arrow table (record batches, not Python rows), one row per index.
+
+    ``counts`` is (index word, count) or (the word's int64 halves, most significant first..., count).
+
+    Rows of one index are summed here (Arrow's hash aggregation, whatever the data: no branch on repeats), so
+    :func:`sparse_counts` may hand over one row per distinct key. Exact: every count and every sum is at most the
+    number of input rows, which Spark itself counts in a long, so no int64 sum wraps.
+    """
     table = counts.toArrow()
-    return table.rename_columns([INDEX, "count"]).combine_chunks()
+    if table.num_columns > 2:  # (index halves..., count), most significant half first: join them into words
+        table = pa.table({INDEX: halves_to_words(table.columns[:-1]), "count": table.column(table.num_columns - 1)})
+    table = table.rename_columns([INDEX, "count"])
+    merged = table.group_by(INDEX, use_threads=False).aggregate([("count", "sum")])
+    return pa.table({INDEX: merged.column(INDEX), "count": merged.column("count_sum")}).combine_chunks()
 
 
 def counts_to_python(table: pa.Table) -> tuple[list[int], list[int]]:

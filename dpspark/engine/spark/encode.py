@@ -36,6 +36,9 @@ that would duplicate a non-trivial expression. A scalar universe takes two
   ints hash their 8-byte big-endian two's complement ``unhex(lpad(hex(v), 16, '0'))``;
 * tuple: mixed radix, constant multipliers split into 16-bit halves.
 
+:func:`with_universe_halves` leaves the word as its int64 halves (no hex/unhex), for jobs that collect the
+index to the driver, where :func:`halves_to_words` joins them with numpy.
+
 ``method="arrow"`` instead runs :meth:`Universe.encode_arrow` in
 ``mapInArrow`` (vectorized numpy, except hashed keys, which hash per row).
 """
@@ -281,14 +284,19 @@ def _mul_const(limbs: list[Column], multiplier: int, nlimbs: int) -> list[list[C
     return terms
 
 
-def _word(limbs: list[Column]) -> Column:
-    """Big-endian binary of normalized limbs: 64-bit halves joined with shifts, then hex and unhex.
+def _halves(limbs: list[Column]) -> list[Column]:
+    """64-bit halves of normalized 32-bit limbs (least significant first), joined with a shift and an or."""
+    F = _F()
+    return [F.shiftleft(limbs[k + 1], 32).bitwiseOR(limbs[k]) for k in range(0, len(limbs), 2)]
+
+
+def _word(halves: list[Column]) -> Column:
+    """Big-endian binary of the 64-bit halves (least significant first): hex and unhex.
 
     ``hex`` of a negative long prints its 16-digit two's complement, which is
     exactly the half's bit pattern; positive halves are left-padded.
     """
     F = _F()
-    halves = [F.shiftleft(limbs[k + 1], 32).bitwiseOR(limbs[k]) for k in range(0, len(limbs), 2)]
     return F.unhex(F.concat(*[F.lpad(F.hex(h), 16, "0") for h in reversed(halves)]))
 
 
@@ -340,18 +348,76 @@ def with_universe_index(
     requires pandas >= 2.2 for that). Both give identical columns. The SQL
     method does not preserve row order when a large categorical needs a join.
     """
-    components = universe.parts
-    cols = list(columns) if columns is not None else list(universe.columns)
-    if len(cols) != len(components) or any(not isinstance(c, str) for c in cols):
-        raise ValueError(f"{universe.label}: need {len(components)} key column name(s)")
-    missing = [c for c in cols if c not in df.columns]
-    if missing:
-        raise ValueError(f"{universe.label}: DataFrame has no column(s) {', '.join(map(repr, missing))}")
+    cols = _checked_columns(df, universe, columns)
     if method == "arrow":
         return _with_index_arrow(df, universe, cols, index_col, in_universe_col)
     if method != "sql":
         raise ValueError(f"method must be 'sql' or 'arrow', got {method!r}")
+    st, halves, in_universe = _index_halves(df, universe, cols, categorical_literal_max)
+    out = st.df.withColumns({in_universe_col: in_universe, index_col: _F().when(in_universe, _word(halves))})
+    return out.drop(*st.names)
+
+
+def index_half_names(index_col: str, universe: Universe) -> list[str]:
+    """The columns :func:`with_universe_halves` adds for the index word, its most significant 64 bits first."""
+    return [f"{index_col}_h{k}" for k in range(universe.index_width // 8)]
+
+
+def with_universe_halves(
+    df: DataFrame,
+    universe: Universe,
+    columns: Sequence[str],
+    *,
+    index_col: str = DEFAULT_INDEX_COL,
+    in_universe_col: str = DEFAULT_IN_UNIVERSE_COL,
+    categorical_literal_max: int = DEFAULT_CATEGORICAL_LITERAL_MAX,
+) -> DataFrame:
+    """Like :func:`with_universe_index` (SQL method), but the index word as LongType columns
+    :func:`index_half_names` (its 64-bit big-endian halves, two's complement bit patterns; null off the universe).
+
+    For jobs that bring the index to the driver: the word's hex and unhex string work is left out (it cost more
+    CPU per distinct key than counting that key's rows); :func:`halves_to_words` joins the halves there.
+    """
+    cols = _checked_columns(df, universe, columns)
     F = _F()
+    st, halves, in_universe = _index_halves(df, universe, cols, categorical_literal_max)
+    names = index_half_names(index_col, universe)
+    out = st.df.withColumns({in_universe_col: in_universe,
+                             **{n: F.when(in_universe, h) for n, h in zip(names, reversed(halves))}})
+    return out.drop(*st.names)
+
+
+def halves_to_words(halves: Sequence[pa.Array | pa.ChunkedArray]) -> pa.Array:
+    """Binary index words (big-endian, ``8 * len(halves)`` bytes) from non-null int64 halves, most significant
+    first: the bytes :func:`with_universe_index` writes, joined with numpy instead of Spark strings."""
+    import numpy as np
+
+    n = len(halves[0])
+    words = np.empty((n, len(halves)), dtype=">i8")  # big-endian int64: its bytes are the half's bit pattern
+    for k, half in enumerate(halves):
+        words[:, k] = half.to_numpy(zero_copy_only=False)
+    width = 8 * len(halves)
+    fixed = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), n, [None, pa.py_buffer(words.tobytes())])
+    return fixed.cast(pa.binary())
+
+
+def _checked_columns(df: DataFrame, universe: Universe, columns: Sequence[str] | None) -> list[str]:
+    """The key column names in component order, each present in ``df``."""
+    cols = list(columns) if columns is not None else list(universe.columns)
+    if len(cols) != len(universe.parts) or any(not isinstance(c, str) for c in cols):
+        raise ValueError(f"{universe.label}: need {len(universe.parts)} key column name(s)")
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise ValueError(f"{universe.label}: DataFrame has no column(s) {', '.join(map(repr, missing))}")
+    return cols
+
+
+def _index_halves(
+    df: DataFrame, universe: Universe, cols: list[str], categorical_literal_max: int
+) -> tuple[_Stages, list[Column], Column]:
+    """(stages, the index word's 64-bit halves least significant first, three-valued membership)."""
+    F = _F()
+    components = universe.parts
     nlimbs = universe.index_width // 4
     st = _Stages(df)
     cols = _int_text_columns(st, components, cols)
@@ -382,7 +448,6 @@ def with_universe_index(
         acc_exprs[0] = acc_exprs[0] + _lit(1)  # index = offset + 1
     acc = st.add({st.name(f"acc{k}"): expr for k, expr in enumerate(acc_exprs)})
     limbs = _normalized(acc)
-    word = _word(limbs)
     any_null = F.lit(False)
     for column in cols:
         any_null = any_null | _col(column).isNull()
@@ -390,8 +455,7 @@ def with_universe_index(
     for member in members:
         all_member = all_member & F.coalesce(member, F.lit(False))
     in_universe = F.when(any_null, F.lit(None).cast("boolean")).otherwise(all_member)
-    out = st.df.withColumns({in_universe_col: in_universe, index_col: F.when(in_universe, word)})
-    return out.drop(*st.names)
+    return st, _halves(limbs), in_universe
 
 
 def _with_index_arrow(

@@ -140,3 +140,19 @@ def test_a_max_units_past_a_java_int_counts_like_a_small_one(spark, tmp_path: Pa
     small = counts_of(spark, make_config(tmp_path / "small", t, universe, mechanism="dense", extra=extra))
     big = counts_of(spark, make_config(tmp_path / "big", t, universe, mechanism="dense", extra=extra, n=1 << 31))
     assert big == small and sum(small.values()) == 4
+
+
+def test_text_integers_sharing_an_index_are_summed_on_the_driver(spark, tmp_path: Path) -> None:
+    """Without a unit column the stage hands over one row per distinct key; "5", "05" and "+5" are three keys of
+    one index (a text input's integers), which collect_counts must sum into one row (no second Spark shuffle)."""
+    t = pa.table({"k": pa.array(["5", "05", "+5", "5", "7", "x", None, "007"])})
+    got = counts_of(spark, make_config(tmp_path, t, 'kind = "int_range"\nlo = 1\nhi = 10', unit=False))
+    assert got == {4: 4, 6: 2}  # 0-based index = value - lo; "x" and NULL dropped
+
+
+def test_collect_counts_sums_rows_of_one_index(spark) -> None:
+    """The driver-side merge on its own: repeated index words are summed, one row per index, in int64."""
+    rows = [(b"\x00\x02", 3), (b"\x00\x01", 1), (b"\x00\x02", 4), (b"\x00\x03", (1 << 62))]
+    table = collect_counts(spark.createDataFrame(rows, "i binary, c long"))
+    assert table.num_rows == 3 and table.schema.field("count").type == pa.int64()
+    assert dict(zip(*counts_to_python(table))) == {1: 7, 0: 1, 2: 1 << 62}

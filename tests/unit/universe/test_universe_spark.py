@@ -293,3 +293,29 @@ def test_count_universe_indexes_fail_mode(spark):
 
 
 SECRET_KEY = "SECRET-KEY-5521"
+
+
+@pytest.mark.spark
+def test_halves_join_into_the_sql_words(source):
+    """with_universe_halves + halves_to_words give the bytes with_universe_index writes (16- and 32-byte words,
+    tuples, a zero word, negative halves), NULL halves off the universe; the counting stage relies on it."""
+    from dpspark.engine.spark.encode import halves_to_words, index_half_names, with_universe_halves
+
+    table, df = source
+    cases = ["int_full", "int_wide", "int_top", "str20", "bytes31", "tuple_cat_int_str", "tuple_halves"]
+    for case in cases:
+        universe, cols, literal_max = CASES[case]
+        df = with_universe_halves(df, universe, cols, index_col=f"{case}_idx", in_universe_col=f"{case}_in",
+                                  categorical_literal_max=literal_max)
+    out = df.toArrow()
+    out = out.take(pa.array(np.argsort(np.array(out["id"].to_pylist()))))
+    for case in cases:
+        universe, cols, _ = CASES[case]
+        words, flags = _expected(universe, table, cols)
+        names = index_half_names(f"{case}_idx", universe)
+        assert len(names) == universe.index_width // 8 and out[f"{case}_in"].to_pylist() == flags
+        kept = [i for i, f in enumerate(flags) if f]
+        assert [i for i, v in enumerate(out[names[0]].to_pylist()) if v is not None] == kept
+        got = halves_to_words([out[n].take(pa.array(kept, pa.int64())) for n in names]).to_pylist()
+        assert got == [words[i] for i in kept], case
+    assert halves_to_words([pa.array([], pa.int64())] * 2).to_pylist() == []
