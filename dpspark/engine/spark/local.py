@@ -39,11 +39,6 @@ DEFAULT_CONF: dict[str, str] = {
     # too. 2^20 keys halves the scan+aggregate CPU at 10^6 keys; it needs a
     # memory page of ~40 MB, i.e. a driver heap of about 3 GB or more.
     "spark.sql.codegen.aggregate.fastHashMap.capacityBit": "20",
-    # ... and that first-level map is Spark's columnar one (an internal setting Spark's own suites run both ways;
-    # a key it cannot hold still falls back to BytesToBytesMap, so the counts are unchanged). The scan + partial
-    # aggregation stage of 10^7 rows, 10^6 int keys took 1.22-1.74 task CPU s with it, 1.62-2.54 s without, in
-    # alternating runs at load 12-28 (issue 35 section 2; scripts/bench/spark_counting.py --profile).
-    "spark.sql.codegen.aggregate.map.vectorized.enable": "true",
     # Input splits of up to 512 MB: a file below cores * 512 MB is read by
     # exactly one task per core (the default 128 MB gave 3 tasks for a 330 MB
     # file on 2 cores, the third running alone). Fewer, larger tasks also shrink
