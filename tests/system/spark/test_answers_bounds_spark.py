@@ -21,20 +21,15 @@ def test_spark_prepass_equals_arrow(spark, tmp_path: Path) -> None:
 
     t = _hostile()
     pq.write_table(t, tmp_path / "h.parquet")
-    # cached once, as the release's two-pass backend caches its input (engine/spark/backend.py): the 24 jobs
-    # below (8 scalars x 3 unit columns) then skip re-reading and re-shuffling the file (issue 35 §4, suite time)
-    df = spark.read.parquet(str(tmp_path / "h.parquet")).repartition(3).cache()
+    df = spark.read.parquet(str(tmp_path / "h.parquet")).repartition(3)
     sums = [s for s in _scalars(12) if s.kind is QueryKind.SUM and s.column is not None]
     pre = [replace(s, lo=-PRE_BOUND, hi=PRE_BOUND, scale_bits=PRE_SCALE_BITS) for s in sums][:8]
     assert len(pre) >= 4
-    try:
-        for unit in (None, "us", "ud"):
-            a = unit_cells_arrow(t, pre, unit)
-            b = unit_cells_spark(df, pre, unit)
-            assert a == b, unit
-            assert len({sum(h) for h in a}) == 1 and sum(a[0]) > 0  # every unit (row) in one cell of each histogram
-    finally:
-        df.unpersist()
+    for unit in (None, "us", "ud"):
+        a = unit_cells_arrow(t, pre, unit)
+        b = unit_cells_spark(df, pre, unit)
+        assert a == b, unit
+        assert len({sum(h) for h in a}) == 1 and sum(a[0]) > 0  # every unit (row) in one cell of each histogram
 
 
 def test_auto_bounded_answers_are_identical_on_both_engines(spark, tmp_path: Path) -> None:
