@@ -8,10 +8,18 @@ from pathlib import Path
 
 import pytest
 
-# The suite exercises the certifiers themselves: the on-disk calibration memo (dpspark.noise.calibration_cache)
-# is off unless a developer opts in; its own tests turn it on in a temporary directory. Set before any test
-# starts a CLI subprocess, which inherits it.
-os.environ.setdefault("DPSPARK_CACHE_DIR", "off")
+# The calibration memo (dpspark.noise.calibration_cache) of this run only, unless DPSPARK_CACHE_DIR is set: a
+# fresh directory, so every certified calibration the tests need is computed by the certifier once per run
+# (never read from an earlier run or from the user's cache), then read back by the other tests, xdist workers
+# and CLI subprocesses that ask for the same exact parameters (they inherit the variable; scripts/test sets one
+# for both phases). Its own tests point it elsewhere. Removed at exit by the process that made it.
+if not os.environ.get("DPSPARK_CACHE_DIR"):
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["DPSPARK_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpspark-test-calibrations-")
+    atexit.register(shutil.rmtree, os.environ["DPSPARK_CACHE_DIR"], True)
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,8 @@
 """CPU of the test suite's phases (issue 35 §4): what each phase of ``scripts/test`` costs, JVMs included.
 
 Usage: .venv/bin/python scripts/bench/suite_cpu.py [--phases 1 2] [--serial] [--warm] [--root DIR]
-                                                   [--out bench-results/suite_cpu] [-- PYTEST ARGS...]
+                                                   [--env now|main] [--out bench-results/suite_cpu]
+                                                   [-- PYTEST ARGS...]
 
 Runs the phases as ``scripts/test`` does (phase 2, the tests on the shared Spark session, beside phase 1, the
 rest in ``-n auto --dist loadfile`` workers; ``--serial``: one after the other), each in a process session
@@ -11,7 +12,10 @@ workers, the JVMs and the Python workers they start. A 0.3 s poll of /proc, so a
 before it exits may be missed. ``--warm`` first runs ``python -m dpspark.gf.warmup`` (its own row).
 ``--root`` measures another checkout with this venv (e.g. ``git archive main | tar -x -C /tmp/base``): run
 two of these at once for a before/after at the same load. Arguments after ``--`` go to both pytest runs
-(e.g. test files). It never installs anything.
+(e.g. test files). It never installs anything. ``--env now`` (the default) sets up the environment as
+``scripts/test`` does now: Python's bytecode cache on (PYTHONDONTWRITEBYTECODE unset) and one calibration
+memo for both phases (DPSPARK_CACHE_DIR, a fresh directory); ``--env main`` leaves the environment as
+``scripts/test`` did at main 3680547 (for the before side of a before/after with ``--root``).
 
 CPU time barely depends on the machine's load, wall time does: compare CPU. Prints a table (phase, tests,
 wall, CPU, JVM CPU, Python CPU, load) and writes ``<out>/suite_cpu.json``. Floats are timing reports only.
@@ -82,6 +86,8 @@ def main() -> None:
     parser.add_argument("--serial", action="store_true", help="phase 1, then phase 2 (default: side by side)")
     parser.add_argument("--warm", action="store_true", help="run the GF(2^m) kernel warmup first (its own row)")
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to test (default: this one)")
+    parser.add_argument("--env", choices=("now", "main"), default="now", dest="env_of",
+                        help="now: bytecode cache on, one calibration memo per run (as scripts/test); main: as at 3680547")
     parser.add_argument("--out", type=Path, default=ROOT / "bench-results" / "suite_cpu")
     args, pytest_args = parser.parse_known_args()
     pytest_args = [a for a in pytest_args if a != "--"]
@@ -89,32 +95,57 @@ def main() -> None:
     py = str(ROOT / ".venv" / "bin" / "python")
     env = dict(os.environ, PYTHONPATH=str(root), SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=py,
                PYSPARK_DRIVER_PYTHON=py)
+    if args.env_of == "now":
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        if not env.get("DPSPARK_CACHE_DIR"):
+            import atexit
+            import shutil
+            import tempfile
+
+            env["DPSPARK_CACHE_DIR"] = tempfile.mkdtemp(prefix="dpspark-test-calibrations-")
+            atexit.register(shutil.rmtree, env["DPSPARK_CACHE_DIR"], True)
     sys.path.insert(0, str(ROOT))
     from dpspark.engine.spark.java import ensure_java_home
 
     env["JAVA_HOME"] = str(ensure_java_home())
     args.out.mkdir(parents=True, exist_ok=True)
     rows: list[dict[str, Any]] = []
-    if args.warm:
+
+    def warm() -> None:
         rows.append(run_measured("warmup", [py, "-m", "dpspark.gf.warmup"], root, env, args.out / "warmup.log"))
 
     def argv(phase: str) -> list[str]:
         extra = ["-n", "auto", "--dist", "loadfile"] if phase == "1" else []
         return [py, "-m", "pytest", "-p", "no:cacheprovider", "-q", *extra, "-m", PHASE_MARKS[phase], *pytest_args]
 
+    def job(phase: str) -> None:
+        rows.append(run_measured(f"phase {phase}", argv(phase), root, env, args.out / f"phase{phase}.log"))
+
+    t0 = time.monotonic()  # report
     if args.serial:
+        if args.warm:
+            warm()
         for phase in args.phases:
-            rows.append(run_measured(f"phase {phase}", argv(phase), root, env, args.out / f"phase{phase}.log"))
+            job(phase)
     else:
-        threads = []
-        for phase in args.phases:
-            def job(p: str = phase) -> None:
-                rows.append(run_measured(f"phase {p}", argv(p), root, env, args.out / f"phase{p}.log"))
-            threads.append(threading.Thread(target=job))
+        # scripts/test's schedule: phase 2 starts at once, beside the warmup; phase 1 after the warmup
+        threads = [threading.Thread(target=job, args=("2",))] if "2" in args.phases else []
+        for t in threads:
+            t.start()
+        if args.warm:
+            warm()
+        if "1" in args.phases:
+            threads.append(threading.Thread(target=job, args=("1",)))
             threads[-1].start()
         for t in threads:
             t.join()
+    total = {"phase": "total", "rc": max(r["rc"] for r in rows), "summary": "all rows above, side by side",
+             "wall_s": round(time.monotonic() - t0, 1), "cpu_s": round(sum(r["cpu_s"] for r in rows), 1),  # report
+             "jvm_cpu_s": round(sum(r["jvm_cpu_s"] for r in rows), 1),  # report
+             "python_cpu_s": round(sum(r["python_cpu_s"] for r in rows), 1),  # report
+             "load_start": min(r["load_start"] for r in rows), "load_end": rows[-1]["load_end"], "log": ""}  # report
     rows.sort(key=lambda r: r["phase"])
+    rows.append(total)
     print(f"{'phase':<9} {'wall s':>8} {'CPU s':>8} {'JVM s':>8} {'Python s':>9} {'load':>11}  result")
     for r in rows:
         print(f"{r['phase']:<9} {r['wall_s']:>8.1f} {r['cpu_s']:>8.1f} {r['jvm_cpu_s']:>8.1f} "  # report

@@ -151,10 +151,29 @@ STATEMENT_KINDS = [k for k in MAKERS if k != "sparse"]
 KINDS = list(MAKERS)
 
 
+#: this process's first build of each kind (``make_release`` copies it): several test modules take every kind,
+#: and each build runs a seeded release, so a copy is what a new build would write but for its creation time
+_BUILT: dict[str, Path] = {}
+
+
 def make_release(kind: str, root: Path) -> Path:
-    """A fresh release of fixture ``kind`` under ``root`` (``root / kind``)."""
+    """A release of fixture ``kind`` under ``root`` (``root / kind``): a copy of this process's one build of it
+    (a seeded release, built once per process instead of once per test module; issue 35 §4, suite time)."""
+    import atexit
+    import shutil
+    import tempfile
+
     root.mkdir(parents=True, exist_ok=True)
-    return MAKERS[kind](root / kind)
+    if kind not in _BUILT:
+        if not _BUILT:
+            store = Path(tempfile.mkdtemp(prefix="dpspark-release-fixtures-"))
+            atexit.register(shutil.rmtree, store, True)
+        else:
+            store = next(iter(_BUILT.values())).parent
+        _BUILT[kind] = MAKERS[kind](store / kind)
+    out = root / kind
+    shutil.copytree(_BUILT[kind], out)
+    return out
 
 
 def copy_release(fixtures: dict[str, Path], kind: str, tmp_path: Path) -> Path:

@@ -81,11 +81,14 @@ def test_each_unit_counts_once(spark, tmp_path: Path) -> None:
     allowed = {1: {"a", "b"}, 2: {"b", "c"}, 3: {"a"}, 4: {"d", "e"}}
     for key, c in decoded.items():
         assert c <= sum(key in ks for ks in allowed.values())
-    # the choice is keyed: over many fresh keys each of user 1's keys is picked sometimes
+    # the choice is keyed: over up to 12 fresh keys each of users 2's and 4's keys is picked sometimes (the
+    # loop stops at the first seed by which all three were seen: the same assertion, fewer Spark jobs)
     picks = Counter()
     for seed in range(12):
         g = counts_of(spark, cfg, seed=bytes([seed]))
         picks.update({universe.decode(i + 1) for i in g})
+        if picks["c"] > 0 and picks["e"] > 0 and picks["d"] > 0:
+            break
     assert picks["c"] > 0 and picks["e"] > 0 and picks["d"] > 0
 
 
