@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-# The calibration memo (dpspark.noise.calibration_cache) of this run only, unless DPSPARK_CACHE_DIR is set: a
+# The calibration memo (dpspark.disk_memo) of this run only, unless DPSPARK_CACHE_DIR is set: a
 # fresh directory, so every certified calibration the tests need is computed by the certifier once per run
 # (never read from an earlier run or from the user's cache), then read back by the other tests, xdist workers
 # and CLI subprocesses that ask for the same exact parameters (they inherit the variable; scripts/test sets one
