@@ -23,6 +23,8 @@ from fractions import Fraction
 from math import gcd
 from typing import TYPE_CHECKING, Any, Sequence
 
+import numpy as np
+
 from dpspark.mechanisms.groups.aggregates import Kind
 
 if TYPE_CHECKING:
@@ -51,18 +53,45 @@ def _text(v: Fraction | None) -> str | None:
     return None if v is None else str(v)
 
 
-def exact_texts(nums: Sequence[int], den: int) -> tuple[list[str], list[float]]:
-    """(str(Fraction(x, den)), float(Fraction(x, den))) for every x (den > 0), without a Fraction each: the
-    text is the reduced "p/q" (or "p"), the float the correctly rounded int division, as Fraction's own."""
-    floats = [x / den for x in nums]  # report (int / int is correctly rounded, as float(Fraction) is)
+#: int64 values at most this in magnitude are exact as float64 (and so is their correctly rounded quotient)
+EXACT_FLOAT = 1 << 53
+
+
+def exact_texts(nums: Sequence[int], den: int) -> tuple["pa.Array", "pa.Array"]:
+    """(str(Fraction(x, den)), float(Fraction(x, den))) for every x (den > 0) as Arrow string and float64
+    arrays, without a Fraction each: the reduced "p/q" (or "p"), and the correctly rounded quotient, as
+    Fraction's own. Released values are public, so which way runs may depend on them: numpy when every x and
+    den are at most 2^53 (exact as doubles: one IEEE division is the correctly rounded quotient), else
+    Python ints."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        arr = np.asarray(nums, dtype=np.int64) if den <= EXACT_FLOAT else None
+    except OverflowError:
+        arr = None
+    if arr is None or (len(arr) and (int(arr.min()) < -EXACT_FLOAT or int(arr.max()) > EXACT_FLOAT)):
+        return _python_texts(nums, den)
+    floats = pa.array(arr / den, type=pa.float64())  # report (exact operands: the correctly rounded quotient)
     if den == 1:
-        return [str(x) for x in nums], floats
+        return pa.array(arr, type=pa.int64()).cast(pa.string()), floats
+    g = np.gcd(arr, np.int64(den))  # >= 1 (den >= 1); gcd(0, den) = den
+    p, q = pa.array(arr // g, type=pa.int64()).cast(pa.string()), pa.array(den // g, type=pa.int64())
+    joined = pc.binary_join_element_wise(p, q.cast(pa.string()), "/")
+    return pc.if_else(pc.equal(q, 1), p, joined), floats
+
+
+def _python_texts(nums: Sequence[int], den: int) -> tuple["pa.Array", "pa.Array"]:
+    """:func:`exact_texts` in Python ints (values past 2^53)."""
+    import pyarrow as pa
+
+    floats = [x / den for x in nums]  # report (int / int is correctly rounded, as float(Fraction) is)
     texts = []
     for x in nums:
         g = gcd(x, den)
         q = den // g
         texts.append(str(x // g) if q == 1 else f"{x // g}/{q}")
-    return texts, floats
+    return pa.array(texts, type=pa.string()), pa.array(floats, type=pa.float64())
 
 
 def _exact_columns(name: str, col: Any, n: int) -> dict[str, "pa.Array"]:
@@ -70,7 +99,7 @@ def _exact_columns(name: str, col: Any, n: int) -> dict[str, "pa.Array"]:
     import pyarrow as pa
 
     texts, floats = exact_texts(col.nums, col.den)
-    return {name: pa.array(texts, type=pa.string()), f"{name}_float": pa.array(floats, type=pa.float64()),
+    return {name: texts, f"{name}_float": floats,
             **{f"{name}{suffix}": pa.array([_text(x)] * n, type=pa.string())
                for suffix, x in (("_error", col.error), ("_confidence", col.confidence), ("_always", col.always))}}
 

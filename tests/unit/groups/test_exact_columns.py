@@ -26,12 +26,14 @@ from dpspark.universe import CategoricalUniverse, IntRangeUniverse, TupleUnivers
 def test_exact_texts_are_the_fractions_texts_and_floats(den: int) -> None:
     """Reduced "p/q" (or "p") and the correctly rounded float, as Fraction's own; an unreduced text fails."""
     nums = [0, 1, -1, 2, -3, 6, -12, den, -den, 2 * den + 1, 3**50, -(2**80) - 1, 10**30 * den]
-    texts, floats = exact_texts(nums, den)
-    assert texts == [str(Fraction(x, den)) for x in nums]
-    assert floats == [float(Fraction(x, den)) for x in nums]  # report
-    assert all(type(f) is float for f in floats)  # report
-    if den % 2 == 0:
-        assert "2/" + str(den) not in texts  # the unreduced mutant would show 2/den
+    small = [x for x in nums if abs(x) <= 2**53]  # the numpy way (when den <= 2^53), and the Python-int way
+    for xs in (nums, small, [2**53 - 1, -(2**53), 3, 2**53 + 1]):
+        texts, floats = exact_texts(xs, den)
+        assert texts.type == pa.string() and floats.type == pa.float64()
+        assert texts.to_pylist() == [str(Fraction(x, den)) for x in xs]
+        assert floats.to_pylist() == [float(Fraction(x, den)) for x in xs]  # report
+        if den % 2 == 0:
+            assert "2/" + str(den) not in texts.to_pylist()  # the unreduced mutant would show 2/den
 
 
 def test_rounded_is_integer_count_on_ties_and_negatives() -> None:
