@@ -56,7 +56,7 @@ import numpy as np
 from dpspark.exact import parse_rational
 from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError, Kind, parse_aggregates
 from dpspark.mechanisms.groups.basis import Basis, Part, check_columns, models, part_values, plan_parts, solo_override
-from dpspark.mechanisms.groups.columns import GroupColumns, GroupStats, gather
+from dpspark.mechanisms.groups.columns import GroupColumns, GroupStats, count_absent, gather
 from dpspark.mechanisms.groups.integer_counts import integer_bar
 from dpspark.mechanisms.groups.joint_family import JointMember, families, joint_law
 from dpspark.mechanisms.groups.noise_choice import Share, StatisticNoise, choose, pure_epsilon, shares_of
@@ -552,9 +552,7 @@ def release_planned(plan: GroupsPlan, groups: Sequence[GroupStats], rng: RandomS
     if keys is not None:
         if plan.selection is not None:
             raise GroupsError("the plan selects keys privately; do not pass public keys")
-        listed = set(keys)
-        seen = groups.keys if isinstance(groups, GroupColumns) else [g.key for g in groups]
-        extra = sum(1 for k in seen if k not in listed)
+        extra = count_absent(groups.keys if isinstance(groups, GroupColumns) else [g.key for g in groups], keys)
         if extra:  # never released: the engine filters to the key set (count only, no value shown)
             raise GroupsError(f"{extra} group(s) outside the public key list (an engine bug)")
     elif plan.selection is None:
