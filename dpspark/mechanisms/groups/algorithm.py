@@ -56,8 +56,8 @@ import numpy as np
 from dpspark.exact import parse_rational
 from dpspark.mechanisms.groups.aggregates import Aggregate, Bounds, GroupsError, Kind, parse_aggregates
 from dpspark.mechanisms.groups.basis import Basis, Part, check_columns, models, part_values, plan_parts, solo_override
-from dpspark.mechanisms.groups.columns import GroupColumns, GroupStats, gather
-from dpspark.mechanisms.groups.integer_counts import integer_bar, integer_count
+from dpspark.mechanisms.groups.columns import GroupColumns, GroupStats, count_absent, gather
+from dpspark.mechanisms.groups.integer_counts import integer_bar
 from dpspark.mechanisms.groups.joint_family import JointMember, families, joint_law
 from dpspark.mechanisms.groups.noise_choice import Share, StatisticNoise, choose, pure_epsilon, shares_of
 from dpspark.mechanisms.groups.quantile import QuantileLaw
@@ -350,14 +350,47 @@ def plan_groups(aggregates: Sequence[Any], budget: Any, *, max_units: int, bound
 
 
 # ------------------------------------------------------------------------------------------------ release
+@dataclass(frozen=True)
+class ExactColumn:
+    """One aggregate's released values for every group, column-wise: group i's value is ``nums[i] / den``
+    exactly (``den`` > 0, public), every group with the same bars (a count's or a sum's noise scale is the
+    aggregate's, not the group's). Equal to the :class:`GroupValue` list :meth:`group_values` gives; kept as
+    Python ints so that 10^6 groups cost no Fraction each (the writer reduces each value once, to its text)."""
+
+    nums: list[int]
+    den: int
+    error: Fraction | None
+    confidence: Fraction
+    always: Fraction | None = None
+
+    def __len__(self) -> int:
+        return len(self.nums)
+
+    def group_values(self) -> list[GroupValue]:
+        """One GroupValue per group (exact Fractions)."""
+        e, c, a, d = self.error, self.confidence, self.always, self.den
+        return [GroupValue(Fraction(x, d), e, c, a) for x in self.nums]
+
+
+Column = ExactColumn | list[GroupValue]
+
+
 @dataclass
 class GroupsRelease:
-    """Released keys (in input order) with one :class:`GroupValue` per aggregate, and the statement."""
+    """Released keys (in input order) with each aggregate's values (``columns``: an :class:`ExactColumn` or one
+    :class:`GroupValue` per group), and the statement; ``values`` reads them per group."""
 
     keys: list[Any]
-    values: list[dict[str, GroupValue]]
+    columns: dict[str, Column]
     statement: PrivacyStatement
     plan: GroupsPlan
+
+    @property
+    def values(self) -> list[dict[str, GroupValue]]:
+        """One {aggregate: GroupValue} per released group, in key order (built on each call)."""
+        names = list(self.columns)
+        cols = [c.group_values() if isinstance(c, ExactColumn) else c for c in self.columns.values()]
+        return [dict(zip(names, vs)) for vs in zip(*cols)] if self.keys else []
 
 
 Drawn = tuple[Fraction, list[int]]  # a part's grid G and the released grid units (value = G u), per group
@@ -370,40 +403,50 @@ def _scaled(drawn: Drawn, den: int) -> list[Fraction]:
     return [Fraction(num * u, d) for u in units]
 
 
-def _additive(plan: GroupsPlan, agg: Aggregate, drawn: Mapping[int, Drawn], n: int) -> list[GroupValue]:
-    """The released values of one additive aggregate for n groups, from its parts' released statistics."""
+def _rounded(num: int, den: int, us: Sequence[int]) -> list[int]:
+    """floor(num u / den + 1/2) for every u (den > 0): :func:`integer_count` of num u / den, in Python ints."""
+    a, b = 2 * num, 2 * den
+    return [(a * u + den) // b for u in us]
+
+
+def _additive(plan: GroupsPlan, agg: Aggregate, drawn: Mapping[int, Drawn], n: int) -> Column:
+    """The released values of one additive aggregate for n groups, from its parts' released statistics: an
+    :class:`ExactColumn` when every group shares the bars (counts, sums), else one GroupValue per group."""
     law: AggregateLaws = plan.laws[agg.name]
     b = law.basis
     conf = 1 - plan.beta
     errs = plan.errors[agg.name]
     sure = [lw.always for lw in law.laws]
     S, D, C = agg.scale, agg.D, agg.L + agg.H
+    # counts and sums: Python-int numerators over one public denominator (no Fraction per group)
     if b.form == "count":  # integers by post-processing; errs[0] is already the widened bar (integer_count)
         s = None if sure[0] is None else integer_bar(sure[0])
-        return [GroupValue(integer_count(v), errs[0], conf, s) for v in _scaled(drawn[b.parts[0]], 1)]
+        G, us = drawn[b.parts[0]]
+        return ExactColumn(_rounded(G.numerator, G.denominator, us), 1, errs[0], conf, s)
     if b.form == "plain":
         e, s = errs[0] / S, None if sure[0] is None else sure[0] / S
-        return [GroupValue(v, e, conf, s) for v in _scaled(drawn[b.parts[0]], S)]
+        G, us = drawn[b.parts[0]]
+        num = G.numerator
+        return ExactColumn([num * u for u in us], G.denominator * S, e, conf, s)
     if b.form == "pairsum":  # T~ = (H a~ + L b~) / g0
         pl = law.laws[0]
         a_, b_ = drawn[b.parts[0]]
-        e = errs[0] / S
-        den = pl.g0 * S
-        return [GroupValue(Fraction(agg.H * x + b.centre * y, den), e, conf, None) for x, y in zip(a_, b_)]
+        H, L = agg.H, b.centre
+        return ExactColumn([H * x + L * y for x, y in zip(a_, b_)], pl.g0 * S, errs[0] / S, conf)
     if b.form == "pairmean":
         return _pair_means(plan, agg, drawn[b.parts[0]], errs[0])
     if b.form == "paircount":  # N~ = (a~ + b~) / g0 off the mean's pair (post-processing), as an integer
         g0 = law.laws[0].g0
         a_, b_ = drawn[b.parts[0]]
-        return [GroupValue(integer_count(Fraction(x + y, g0)), errs[0], conf, None) for x, y in zip(a_, b_)]
+        return ExactColumn(_rounded(1, g0, [x + y for x, y in zip(a_, b_)]), 1, errs[0], conf)
     if b.form in ("centred", "zero"):
         e = errs[0] / S
         s = None if None in sure else (sure[1] + abs(b.centre) * sure[0]) / (2 * S)
         (gn, ns), (gy, ys) = drawn[b.parts[0]], drawn[b.parts[1]]
-        # (G_Y u_Y + centre G_N u_N) / 2S over one common denominator: integers, then one Fraction each
+        # (G_Y u_Y + centre G_N u_N) / 2S over one common denominator: integers only
         a_y, a_n = gy.numerator * gn.denominator, b.centre * gn.numerator * gy.denominator
         den = gy.denominator * gn.denominator * 2 * S
-        return [GroupValue(Fraction(a_y * y + a_n * m, den), e, conf, s) for m, y in zip(ns, ys)]
+        return ExactColumn([a_y * y + a_n * m for m, y in zip(ns, ys)], den, e, conf, s)
     cond = "the group has >= 1 row; the bound uses the released noisy count"
     out = []
     cols = [_scaled(drawn[i], 1) for i in b.parts]
@@ -509,9 +552,7 @@ def release_planned(plan: GroupsPlan, groups: Sequence[GroupStats], rng: RandomS
     if keys is not None:
         if plan.selection is not None:
             raise GroupsError("the plan selects keys privately; do not pass public keys")
-        listed = set(keys)
-        seen = groups.keys if isinstance(groups, GroupColumns) else [g.key for g in groups]
-        extra = sum(1 for k in seen if k not in listed)
+        extra = count_absent(groups.keys if isinstance(groups, GroupColumns) else [g.key for g in groups], keys)
         if extra:  # never released: the engine filters to the key set (count only, no value shown)
             raise GroupsError(f"{extra} group(s) outside the public key list (an engine bug)")
     elif plan.selection is None:
@@ -549,7 +590,7 @@ def release_planned(plan: GroupsPlan, groups: Sequence[GroupStats], rng: RandomS
             drawn[i] = (a_.tolist(), b_.tolist())  # type: ignore[assignment]
             continue
         drawn[i] = (nz.law.G, nz.law.release_many(part_values(p, aggs, raw, rows), rng).tolist())
-    values: dict[str, list[GroupValue]] = {}
+    values: dict[str, Column] = {}
     for agg in plan.aggregates:
         if agg.kind is not Kind.QUANTILE:
             values[agg.name] = _additive(plan, agg, drawn, n)
@@ -560,9 +601,7 @@ def release_planned(plan: GroupsPlan, groups: Sequence[GroupStats], rng: RandomS
                 values.update(_joint_values(plan, aggs, table.cells[agg.name], rng, rows, law))
         elif agg.kind is Kind.QUANTILE:
             values[agg.name] = _quantile_values(plan, agg, table.cells[agg.name], rng, rows)
-    names = [a.name for a in plan.aggregates]
-    out_vals = [dict(zip(names, vs)) for vs in zip(*(values[nm] for nm in names))] if n else []
-    return GroupsRelease(table.keys, out_vals, plan.statement, plan)
+    return GroupsRelease(table.keys, {a.name: values[a.name] for a in plan.aggregates}, plan.statement, plan)
 
 
 def release_groups(stats: Sequence[GroupStats], aggregates: Sequence[Any], budget: Any, rng: RandomSource, *,

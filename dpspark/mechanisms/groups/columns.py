@@ -114,6 +114,38 @@ class Gathered:
                         {n: [c[i] for i in idx] for n, c in self.cells.items()})
 
 
+def _int64(values: Sequence[Any]) -> np.ndarray | None:
+    """``values`` as int64, or None when one is not an int that fits (a wide tuple universe's index)."""
+    try:
+        arr = np.asarray(values)
+    except (OverflowError, ValueError):
+        return None
+    return arr.astype(np.int64) if arr.dtype.kind in "iu" and (arr.size == 0 or arr.max() < 1 << 63) else None
+
+
+def positions(ascending: Sequence[Any], wanted: Sequence[Any]) -> np.ndarray:
+    """For each wanted key its position in the unique ``ascending`` keys, len(ascending) where it is absent
+    (int64 keys in strictly ascending order: one binary search each; otherwise a dictionary)."""
+    n = len(ascending)
+    a, w = _int64(ascending), _int64(wanted)
+    if a is None or w is None or not bool(np.all(a[1:] > a[:-1])):
+        where = {k: i for i, k in enumerate(ascending)}
+        return np.array([where.get(k, n) for k in wanted], dtype=np.int64)
+    pos = np.searchsorted(a, w)
+    hit = pos < n
+    hit[hit] = a[pos[hit]] == w[hit]
+    return np.where(hit, pos, n).astype(np.int64)
+
+
+def count_absent(seen: Sequence[Any], listed: Sequence[Any]) -> int:
+    """How many of the ``seen`` keys are not ``listed``."""
+    a, w = _int64(seen), _int64(listed)
+    if a is None or w is None:
+        keep = set(listed)
+        return sum(1 for k in seen if k not in keep)
+    return int(np.count_nonzero(~np.isin(a, w)))
+
+
 def gather(groups: Sequence[Any], aggs: Sequence[Aggregate], max_rows: int, keys: Sequence[Any] | None = None) -> Gathered:
     """The release's columns from a GroupColumns or a list of GroupStats; ``keys``: the public keys in release
     order (a key without a group gets zero statistics), None: every group, in order."""
@@ -124,8 +156,7 @@ def gather(groups: Sequence[Any], aggs: Sequence[Aggregate], max_rows: int, keys
         if keys is None:
             pos, out_keys = np.arange(n, dtype=np.int64), list(groups.keys)
         else:
-            where = {k: i for i, k in enumerate(groups.keys)}
-            pos = np.array([where.get(k, n) for k in keys], dtype=np.int64)  # n: the appended zero row
+            pos = positions(groups.keys, keys)  # n: the appended zero row
             out_keys = list(keys)
         raw = {}
         for agg in additive:

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 from dpspark.engine.keyed import keyed_mix
 from dpspark.engine.xxhash64 import SPARK_SEED, hash_fixed, hash_long
 from dpspark.mechanisms.groups.aggregates import Aggregate, Kind
+from dpspark.mechanisms.groups.columns import GroupColumns
 
 if TYPE_CHECKING:
     from dpspark.mechanisms.groups.stage import GroupsStage
@@ -193,14 +194,15 @@ class Part:
         return self.hash_units(uids)
 
 
-class PassStats(list):  # type: ignore[type-arg]
-    """A groups pass's GroupStats (a list, ascending by index) and ``units_read``: the exact number of units
+class PassStats(GroupColumns):
+    """A groups pass's GroupStats (ascending by index, kept column-wise: no Python object per group) and
+    ``units_read``: the exact number of units
     the pass read (distinct non-NULL units, or rows without a unit column, after the join, the filter and
     the NULL drops): the units the truncation to max_units ranks. Never released as such: the mechanism
     draws its noisy count (:class:`~dpspark.noise.count_quantile.NoisyCount`) from it."""
 
-    def __init__(self, stats: Any, units_read: int) -> None:
-        super().__init__(stats)
+    def __init__(self, stats: GroupColumns, units_read: int) -> None:
+        super().__init__(stats.keys, stats.names, stats.scalar, stats.cells, stats.units)
         self.units_read = int(units_read)
 
 
@@ -611,7 +613,7 @@ def decode(pos: np.ndarray, index: list[int], stat: np.ndarray, shift: np.ndarra
     the scalar statistics are added in an int64 matrix (each below 2^63: a sum of fewer than 2^31 emitted values);
     the rare rest (high halves, limbs, quantile cells) are added as Python ints.
     """
-    from dpspark.mechanisms.groups.columns import GroupColumns, object_column
+    from dpspark.mechanisms.groups.columns import object_column
 
     G = len(index)
     slots = [ROWS, UNITS] + [j * STAT_STRIDE + m for j, a in enumerate(stage.aggregates)

@@ -20,7 +20,10 @@ The statements (privacy, accuracy) are the general statements envelope's
 from __future__ import annotations
 
 from fractions import Fraction
+from math import gcd
 from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
 
 from dpspark.mechanisms.groups.aggregates import Kind
 
@@ -50,16 +53,75 @@ def _text(v: Fraction | None) -> str | None:
     return None if v is None else str(v)
 
 
-def groups_table(plan: "GroupsPlan", released: "GroupsRelease", by: Sequence[str], key_rows: Sequence[tuple],
-                 key_types: Sequence["pa.DataType"]) -> "pa.Table":
-    """The release table (see the module docstring); ``key_rows[i]`` is released group i's key."""
+#: int64 values at most this in magnitude are exact as float64 (and so is their correctly rounded quotient)
+EXACT_FLOAT = 1 << 53
+
+
+def exact_texts(nums: Sequence[int], den: int) -> tuple["pa.Array", "pa.Array"]:
+    """(str(Fraction(x, den)), float(Fraction(x, den))) for every x (den > 0) as Arrow string and float64
+    arrays, without a Fraction each: the reduced "p/q" (or "p"), and the correctly rounded quotient, as
+    Fraction's own. Released values are public, so which way runs may depend on them: numpy when every x and
+    den are at most 2^53 (exact as doubles: one IEEE division is the correctly rounded quotient), else
+    Python ints."""
     import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        arr = np.asarray(nums, dtype=np.int64) if den <= EXACT_FLOAT else None
+    except OverflowError:
+        arr = None
+    if arr is None or (len(arr) and (int(arr.min()) < -EXACT_FLOAT or int(arr.max()) > EXACT_FLOAT)):
+        return _python_texts(nums, den)
+    floats = pa.array(arr / den, type=pa.float64())  # report (exact operands: the correctly rounded quotient)
+    if den == 1:
+        return pa.array(arr, type=pa.int64()).cast(pa.string()), floats
+    g = np.gcd(arr, np.int64(den))  # >= 1 (den >= 1); gcd(0, den) = den
+    p, q = pa.array(arr // g, type=pa.int64()).cast(pa.string()), pa.array(den // g, type=pa.int64())
+    joined = pc.binary_join_element_wise(p, q.cast(pa.string()), "/")
+    return pc.if_else(pc.equal(q, 1), p, joined), floats
+
+
+def _python_texts(nums: Sequence[int], den: int) -> tuple["pa.Array", "pa.Array"]:
+    """:func:`exact_texts` in Python ints (values past 2^53)."""
+    import pyarrow as pa
+
+    floats = [x / den for x in nums]  # report (int / int is correctly rounded, as float(Fraction) is)
+    texts = []
+    for x in nums:
+        g = gcd(x, den)
+        q = den // g
+        texts.append(str(x // g) if q == 1 else f"{x // g}/{q}")
+    return pa.array(texts, type=pa.string()), pa.array(floats, type=pa.float64())
+
+
+def _exact_columns(name: str, col: Any, n: int) -> dict[str, "pa.Array"]:
+    """An :class:`~dpspark.mechanisms.groups.algorithm.ExactColumn`'s five table columns."""
+    import pyarrow as pa
+
+    texts, floats = exact_texts(col.nums, col.den)
+    return {name: texts, f"{name}_float": floats,
+            **{f"{name}{suffix}": pa.array([_text(x)] * n, type=pa.string())
+               for suffix, x in (("_error", col.error), ("_confidence", col.confidence), ("_always", col.always))}}
+
+
+def groups_table(plan: "GroupsPlan", released: "GroupsRelease", by: Sequence[str], key_rows: Sequence[tuple],
+                 key_types: Sequence["pa.DataType"], key_arrays: Sequence["pa.Array"] | None = None) -> "pa.Table":
+    """The release table (see the module docstring); ``key_rows[i]`` is released group i's key (or
+    ``key_arrays``: the key columns, already built)."""
+    import pyarrow as pa
+
+    from dpspark.mechanisms.groups.algorithm import ExactColumn
 
     cols: dict[str, Any] = {}
     for j, (name, typ) in enumerate(zip(by, key_types)):
-        cols[name] = pa.array([r[j] for r in key_rows], type=typ)
+        cols[name] = key_arrays[j] if key_arrays is not None else pa.array([r[j] for r in key_rows], type=typ)
+    columns = getattr(released, "columns", {})
     for agg in plan.aggregates:
-        vals = [v[agg.name] for v in released.values]
+        col = columns.get(agg.name)
+        if isinstance(col, ExactColumn):
+            cols.update(_exact_columns(agg.name, col, len(col)))
+            continue
+        vals = col if col is not None else [v[agg.name] for v in released.values]
         memo: dict[int, str | None] = {}  # bars and confidences are shared objects: one text each
 
         def shared(x: Fraction | None) -> str | None:
@@ -136,12 +198,34 @@ def statement_release(mech: Any, released: "GroupsRelease") -> Any:
     """The :class:`~dpspark.release.statements.StatementRelease` of a groups release."""
     from dpspark.release.statements import StatementRelease
 
-    key_rows = [mech.key_of(k) for k in released.keys]
     types = [part.arrow_type() for part in mech.universe.parts]
+    arrays = key_columns(mech.universe, released.keys, types)
+    key_rows = [] if arrays is not None else [mech.key_of(k) for k in released.keys]
     return StatementRelease(
         algorithm=THEOREM, parameters=mech.plan(), privacy=tuple(mech.planned_statements()),
-        accuracy=accuracy_statement(mech.planned), section=section(mech, len(key_rows)),
-        tables={TABLE: groups_table(mech.planned, released, mech.groups.by, key_rows, types)})
+        accuracy=accuracy_statement(mech.planned), section=section(mech, len(released.keys)),
+        tables={TABLE: groups_table(mech.planned, released, mech.groups.by, key_rows, types, arrays)})
+
+
+def key_columns(universe: Any, keys: Sequence[int], types: Sequence["pa.DataType"]) -> list["pa.Array"] | None:
+    """The key columns of the groups with these 0-based universe indexes, decoded column-wise by each
+    component's :meth:`key_arrays` (a tuple index split by its public multipliers); None when there are no
+    keys or a component has no such decoder (the caller decodes key by key)."""
+    parts = universe.parts
+    if not keys or not all(callable(getattr(p, "key_arrays", None)) for p in parts):
+        return None
+    if len(parts) == 1:
+        per = [[k + 1 for k in keys]]
+    else:
+        per, mults = [[] for _ in parts], universe.multipliers
+        for k in keys:  # per key divmod on Python ints (indexes may pass 2^63)
+            for j, m in enumerate(mults):
+                q, k = divmod(k, m)
+                per[j].append(q + 1)
+    try:
+        return [p.key_arrays(idx)[0].cast(t) for p, idx, t in zip(parts, per, types)]
+    except ValueError:  # no such layout for this component kind: key by key
+        return None
 
 
 THEOREM = ("grouped aggregates (docs/groups.md): exact integer noise per statistic calibrated over all groups with "

@@ -48,3 +48,16 @@ def test_gather_is_the_same_from_either_form_and_fills_missing_keys_with_zeros()
 
     with pytest.raises(GroupsError, match="no value is shown"):  # 2^70 cannot be a sum of 10 rows
         gather(cols, AGGS, 10)
+
+
+def test_positions_and_absent_keys_by_binary_search_equal_the_dictionary_way() -> None:
+    """int64 keys found by binary search, wide (Python-int) or unsorted keys by a dictionary: the same
+    positions (len where absent) and the same count of groups outside the list; an off-by-one search fails."""
+    from dpspark.mechanisms.groups.columns import count_absent, positions
+
+    big = 1 << 70
+    for have, want in (([2, 5, 9, 40], [9, 1, 40, 41, 2, 6]), ([2, 5, big], [big, 5, 3]), ([5, 2], [2, 5, 7]),
+                       ([], [1, 2]), ([3], [])):
+        where = {k: i for i, k in enumerate(have)}
+        assert positions(have, want).tolist() == [where.get(k, len(have)) for k in want]
+        assert count_absent(have, want) == sum(1 for k in have if k not in set(want))
