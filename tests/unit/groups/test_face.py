@@ -228,3 +228,23 @@ def test_cli_lookup_inspect_of_a_groups_release(tmp_path: Path, capsys: Any) -> 
     assert "(key #3: invalid)" in captured.out and "secret-key" not in captured.out + captured.err
     assert main(["inspect", str(out)]) == 0
     assert "3 released, by carrier (public keys)" in capsys.readouterr().out
+
+
+def test_a_keys_file_gives_the_inline_keys_rows_universe_and_indexes(tmp_path: Path) -> None:
+    """The mechanism reads a keys file column-wise (groups/keys_file.py): the same key rows, universe and
+    0-based indexes as the same keys listed inline (two columns, integers and text, a non-sorted order)."""
+    from dpspark.api.config import load_config
+
+    (tmp_path / "keys.csv").write_text("carrier,month\nB6,3\nAA,1\nB6,1\nUA,12\n")
+    (tmp_path / "in.parquet").write_bytes(b"")
+    head = ('[input]\npath = "in.parquet"\n[privacy]\nmechanism = "groups"\nepsilon = "1"\nmax_units = 10\n'
+            '[groups]\nby = ["carrier", "month"]\n')
+    tail = '[[aggregates]]\nname = "n"\nkind = "count"\n[output]\npath = "rel"\n'
+    from_file, inline = tmp_path / "f.toml", tmp_path / "i.toml"
+    from_file.write_text(head + 'keys_file = "keys.csv"\n' + tail)
+    inline.write_text(head + 'keys = [["B6", 3], ["AA", 1], ["B6", 1], ["UA", 12]]\n' + tail)
+    a, b = (build_mechanism(load_config(c, certify=False)) for c in (from_file, inline))
+    assert a.key_rows == b.key_rows == (("B6", 3), ("AA", 1), ("B6", 1), ("UA", 12))
+    assert a.universe.to_dict() == b.universe.to_dict()
+    assert a.public_indexes == b.public_indexes
+    assert [a.key_of(i) for i in a.public_indexes] == list(a.key_rows)
