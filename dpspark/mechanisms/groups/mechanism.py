@@ -158,7 +158,8 @@ class GroupsMechanism(Mechanism):
                 f"groups.join: the public table lists a join key up to {self.join.multiplicity} times, so the join "
                 "copies a row that many times; without privacy.unit_column every row is its own unit and the "
                 "copies would not be bounded: declare the unit column (or give the public table unique keys)")
-        self.key_rows, self.universe = self._keys(spec)
+        #: the keys file's reader encodes its keys column-wise; listed keys are encoded by public_indexes
+        self.key_rows, self.universe, self._listed_indexes = self._keys(spec)
         from dpspark.mechanisms.groups.autobounds import auto_bounds
 
         try:  # aggregates without lo/hi: their bounds are chosen privately, on a stated share charged now
@@ -177,8 +178,9 @@ class GroupsMechanism(Mechanism):
         self.pre_released: dict[str, Any] = {}
 
     # --- keys -------------------------------------------------------------------------------
-    def _keys(self, spec: Any) -> tuple[tuple[tuple[Any, ...], ...] | None, "Universe"]:
-        """(public key rows or None, the key universe the stage encodes with)."""
+    def _keys(self, spec: Any) -> tuple[tuple[tuple[Any, ...], ...] | None, "Universe", list[int] | None]:
+        """(public key rows or None, the key universe the stage encodes with, the rows' 0-based indexes when
+        a keys file's reader computed them, else None)."""
         from dpspark.universe import UniverseConfigError, universe_from_dict
 
         g, uspec = self.groups, spec.sections.get("universe")
@@ -192,9 +194,8 @@ class GroupsMechanism(Mechanism):
                     from dpspark.mechanisms.groups.keys_file import read_public_keys
 
                     listed = read_public_keys(base / str(g.keys_file), g.by)
-                    self._listed_indexes = listed.indexes
-                    return listed.rows, listed.universe
-                return g.keys, public_key_universe(g.by, g.keys)
+                    return listed.rows, listed.universe, listed.indexes
+                return g.keys, public_key_universe(g.by, g.keys), None
             except (GroupsError, UniverseConfigError) as err:
                 raise MechanismSpecError(str(err)) from None
         if uspec is None:
@@ -212,14 +213,14 @@ class GroupsMechanism(Mechanism):
         if len(universe.parts) != len(g.by):
             raise MechanismSpecError(f"groups.by names {len(g.by)} column(s) but the universe has "
                                      f"{len(universe.parts)} component(s)")
-        return None, universe
+        return None, universe, None
 
     @cached_property
     def public_indexes(self) -> list[int] | None:
         """The 0-based universe index of every public key, in the listed order (None: private selection)."""
         if self.key_rows is None:
             return None
-        if getattr(self, "_listed_indexes", None) is not None:  # the keys file's reader encoded them already
+        if self._listed_indexes is not None:
             return self._listed_indexes
         one = len(self.groups.by) == 1
         return [self.universe.encode(r[0] if one else r) - 1 for r in self.key_rows]
