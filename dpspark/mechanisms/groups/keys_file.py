@@ -32,19 +32,26 @@ class PublicKeys:
     indexes: list[int]
 
 
-def _read(path: Path) -> Any:
+def read_table(path: Path, by: tuple[str, ...]) -> Any:
+    """The keys file as an Arrow table (CSV or Parquet by suffix) holding every column of ``by``; a file that
+    cannot be read or lacks a column is named."""
     import pyarrow as pa
 
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
             import pyarrow.parquet as pq
 
-            return pq.read_table(path)
-        from pyarrow import csv
+            table = pq.read_table(path)
+        else:
+            from pyarrow import csv
 
-        return csv.read_csv(path)
+            table = csv.read_csv(path)
     except (OSError, pa.ArrowException) as err:
         raise GroupsError(f"{WHERE}: cannot read {path} ({type(err).__name__})") from None
+    missing = [c for c in by if c not in table.column_names]
+    if missing:
+        raise GroupsError(f"{WHERE}: {path} has no column(s) {', '.join(map(repr, missing))}")
+    return table
 
 
 def _checked_column(col: Any) -> Any:
@@ -76,10 +83,7 @@ def read_public_keys(path: Path, by: tuple[str, ...]) -> PublicKeys:
 
     from dpspark.universe import CategoricalUniverse, TupleUniverse
 
-    table = _read(path)
-    missing = [c for c in by if c not in table.column_names]
-    if missing:
-        raise GroupsError(f"{WHERE}: {path} has no column(s) {', '.join(map(repr, missing))}")
+    table = read_table(path, by)
     if table.num_rows == 0:
         raise GroupsError(f"{WHERE} is empty: list at least one key, or leave it out to select keys privately")
     if table.num_rows > MAX_PUBLIC_KEYS:

@@ -62,22 +62,9 @@ DEFAULT_BETA = Fraction(1, 20)
 def read_keys_file(path: Path, by: tuple[str, ...]) -> tuple[tuple[Any, ...], ...]:
     """The public key rows of a CSV or Parquet file whose columns include ``by`` (public: read at plan time), row
     by row: the reference :func:`~dpspark.mechanisms.groups.keys_file.read_public_keys` is tested equal to."""
-    import pyarrow as pa
+    from dpspark.mechanisms.groups.keys_file import read_table
 
-    try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            import pyarrow.parquet as pq
-
-            table = pq.read_table(path)
-        else:
-            from pyarrow import csv
-
-            table = csv.read_csv(path)
-    except (OSError, pa.ArrowException) as err:
-        raise GroupsError(f"groups.keys_file: cannot read {path} ({type(err).__name__})") from None
-    missing = [c for c in by if c not in table.column_names]
-    if missing:
-        raise GroupsError(f"groups.keys_file: {path} has no column(s) {', '.join(map(repr, missing))}")
+    table = read_table(path, by)
     cols = [table.column(c).to_pylist() for c in by]
     return key_rows([tuple(r) for r in zip(*cols)], len(by), "groups.keys_file")
 
