@@ -304,12 +304,11 @@ def _bound_rounds(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.n
     keep[crowded[_past_c(pair_of[busy], h, bits, c)]] = False
     groups = np.concatenate(chosen)
     has = groups >= 0
+    w = None
     if stage.unit_weights:  # weighted selection (k > 1): each kept pair weighs w(m), m = its unit's kept keys
         m = sum((g >= 0).astype(np.int64) for g in chosen)
-        w = np.asarray(stage.unit_weights, dtype=np.int64)[np.maximum(m, 1) - 1]
-        # float bincount is exact: weights < 2^20 (stage check), fewer than 2^33 pairs, so every sum < 2^53
-        return keep, np.bincount(groups[has], weights=np.tile(w, k)[has], minlength=G).astype(np.int64)
-    return keep, np.bincount(groups[has], minlength=G)
+        w = np.tile(np.asarray(stage.unit_weights, dtype=np.int64)[np.maximum(m, 1) - 1], k)[has]
+    return keep, _pair_counts(groups[has], w, G)
 
 
 def _bound_sorted(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.ndarray, np.ndarray]:
@@ -344,12 +343,19 @@ def _bound_sorted(part: Part, stage: "GroupsStage", secret: bytes) -> tuple[np.n
     kept_pair[busy] = False
     kept_pair[busy[chosen]] = True
     keep &= kept_pair[pid]
+    w = None
     if stage.unit_weights:  # weighted selection (k > 1): each kept pair weighs w(m), m = its unit's kept keys
         m = np.bincount(pair_uid[kept_pair], minlength=nu)
-        w = np.asarray(stage.unit_weights, dtype=np.int64)[np.maximum(m[pair_uid], 1) - 1]
-        # float bincount is exact: weights < 2^20 (stage check), fewer than 2^33 pairs, so every sum < 2^53
-        return keep, np.bincount(pair_gid[kept_pair], weights=w[kept_pair], minlength=G).astype(np.int64)
-    return keep, np.bincount(pair_gid[kept_pair], minlength=G)
+        w = np.asarray(stage.unit_weights, dtype=np.int64)[np.maximum(m[pair_uid], 1) - 1][kept_pair]
+    return keep, _pair_counts(pair_gid[kept_pair], w, G)
+
+
+def _pair_counts(gids: np.ndarray, weights: "np.ndarray | None", G: int) -> np.ndarray:
+    """Per group: the kept (unit, group) pairs, or with weighted selection the sum of their int64 weights."""
+    if weights is None:
+        return np.bincount(gids, minlength=G)
+    # float bincount is exact: weights < 2^20 (stage check), fewer than 2^33 pairs, so every sum < 2^53
+    return np.bincount(gids, weights=weights, minlength=G).astype(np.int64)
 
 
 # ------------------------------------------------------------------------------------------------ sums
